@@ -1,0 +1,201 @@
+//! Memento datetimes: RFC 1123 (link format, HTTP headers) and 14-digit timestamps (paths, CDXJ).
+
+use super::model::MementoDatetime;
+use chrono::{Datelike, NaiveDate, TimeZone, Timelike, Utc};
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+const WEEKDAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+
+/// The form a client must send in `Accept-Datetime`, quoted in our 400 answers.
+pub const RFC1123_EXAMPLE: &str = "Thu, 31 May 2007 20:35:00 GMT";
+
+/// Parses `Sun, 06 Nov 1994 08:49:37 GMT`. Tolerates what archives send: a missing weekday,
+/// a one-digit day, any case, `UTC` or `+0000` for `GMT`, and extra spaces. The weekday is not
+/// checked against the date (several archives get it wrong; the date is what matters).
+pub fn parse_rfc1123(s: &str) -> Option<MementoDatetime> {
+    let s = s.trim();
+    // Skip "Sun," if present.
+    let rest = match s.find(',') {
+        Some(i) => &s[i + 1..],
+        None => s,
+    };
+    let mut parts = rest.split_ascii_whitespace();
+    let day: u32 = parse_digits(parts.next()?, 1, 2)?;
+    let month_name = parts.next()?;
+    let month = MONTHS
+        .iter()
+        .position(|m| m.eq_ignore_ascii_case(month_name))? as u32
+        + 1;
+    let year: i32 = parse_digits(parts.next()?, 4, 4)? as i32;
+    let time = parts.next()?;
+    let mut hms = time.split(':');
+    let hour = parse_digits(hms.next()?, 2, 2)?;
+    let minute = parse_digits(hms.next()?, 2, 2)?;
+    let second = parse_digits(hms.next()?, 2, 2)?;
+    if hms.next().is_some() {
+        return None;
+    }
+    match parts.next() {
+        None => {}
+        Some(zone)
+            if zone.eq_ignore_ascii_case("GMT")
+                || zone.eq_ignore_ascii_case("UTC")
+                || zone == "+0000"
+                || zone == "Z" => {}
+        Some(_) => return None,
+    }
+    if parts.next().is_some() {
+        return None;
+    }
+    build(year, month, day, hour, minute, second)
+}
+
+/// Formats as RFC 1123 (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn format_rfc1123(dt: MementoDatetime) -> String {
+    let mut out = String::with_capacity(29);
+    write_rfc1123(&mut out, dt);
+    out
+}
+
+/// Appends the RFC 1123 form to `out`, without allocating: the serialisers call it per memento.
+pub fn write_rfc1123(out: &mut String, dt: MementoDatetime) {
+    use std::fmt::Write;
+    let _ = write!(
+        out,
+        "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[dt.weekday().num_days_from_monday() as usize],
+        dt.day(),
+        MONTHS[dt.month0() as usize],
+        dt.year(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    );
+}
+
+/// Parses a 4 to 14 digit timestamp (`YYYY[MM[DD[hh[mm[ss]]]]]`), padding missing parts with the
+/// earliest value (month and day 01, time 00), as Time Travel and MemGator do in paths.
+pub fn parse_14digit(s: &str) -> Option<MementoDatetime> {
+    if !(4..=14).contains(&s.len()) || s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let field = |from: usize, default: u32| -> Option<u32> {
+        if s.len() >= from + 2 {
+            s[from..from + 2].parse().ok()
+        } else {
+            Some(default)
+        }
+    };
+    let year: i32 = s[0..4].parse().ok()?;
+    build(
+        year,
+        field(4, 1)?,
+        field(6, 1)?,
+        field(8, 0)?,
+        field(10, 0)?,
+        field(12, 0)?,
+    )
+}
+
+/// Formats as `YYYYMMDDhhmmss`.
+pub fn format_14digit(dt: MementoDatetime) -> String {
+    dt.format("%Y%m%d%H%M%S").to_string()
+}
+
+/// Formats as RFC 3339 with a `Z` and second precision (`2007-05-31T20:35:00Z`).
+pub fn format_rfc3339(dt: MementoDatetime) -> String {
+    dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn parse_digits(s: &str, min: usize, max: usize) -> Option<u32> {
+    if s.len() < min || s.len() > max || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn build(year: i32, month: u32, day: u32, h: u32, m: u32, s: u32) -> Option<MementoDatetime> {
+    // Leap seconds (:60) are folded into :59 rather than dropping the memento.
+    let s = s.min(59);
+    let naive = NaiveDate::from_ymd_opt(year, month, day)?.and_hms_opt(h, m, s)?;
+    Some(Utc.from_utc_datetime(&naive))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1123_round_trips() {
+        let dt = parse_rfc1123("Tue, 20 Jun 2000 18:02:59 GMT").expect("valid");
+        assert_eq!(format_rfc1123(dt), "Tue, 20 Jun 2000 18:02:59 GMT");
+        assert_eq!(format_14digit(dt), "20000620180259");
+        assert_eq!(format_rfc3339(dt), "2000-06-20T18:02:59Z");
+    }
+
+    #[test]
+    fn rfc1123_tolerates_archive_variants() {
+        let want = parse_rfc1123("Tue, 20 Jun 2000 18:02:59 GMT");
+        assert!(want.is_some());
+        for v in [
+            "20 Jun 2000 18:02:59 GMT",
+            "tue, 20 jun 2000 18:02:59 gmt",
+            "Mon, 20 Jun 2000 18:02:59 GMT",
+            "Tue,  20 Jun 2000  18:02:59 UTC",
+            " Tue, 20 Jun 2000 18:02:59 +0000 ",
+        ] {
+            assert_eq!(parse_rfc1123(v), want, "{v}");
+        }
+        assert_eq!(
+            parse_rfc1123("Sat, 1 Jan 2005 00:00:00 GMT"),
+            parse_14digit("20050101")
+        );
+    }
+
+    #[test]
+    fn rfc1123_rejects_garbage() {
+        for v in [
+            "",
+            "2000-06-20T18:02:59Z",
+            "Tue, 32 Jun 2000 18:02:59 GMT",
+            "Tue, 20 Foo 2000 18:02:59 GMT",
+            "Tue, 20 Jun 2000 25:02:59 GMT",
+            "Tue, 20 Jun 2000 18:02 GMT",
+            "Tue, 20 Jun 2000 18:02:59 PST",
+            "Tue, 20 Jun 2000 18:02:59 GMT trailing",
+            "Tue, 20 Jun 00 18:02:59 GMT",
+        ] {
+            assert_eq!(parse_rfc1123(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn fourteen_digit_pads_missing_parts() {
+        let full = parse_14digit("20050101000000").expect("valid");
+        assert_eq!(parse_14digit("2005"), Some(full));
+        assert_eq!(parse_14digit("200501"), Some(full));
+        assert_eq!(parse_14digit("20050101"), Some(full));
+        assert_eq!(
+            format_14digit(parse_14digit("200702").expect("valid")),
+            "20070201000000"
+        );
+    }
+
+    #[test]
+    fn fourteen_digit_rejects_bad_forms() {
+        for v in [
+            "",
+            "200",
+            "20051",
+            "2005130100",
+            "20050230",
+            "2005010125",
+            "2005abcd",
+            "200501010000001",
+        ] {
+            assert_eq!(parse_14digit(v), None, "{v:?}");
+        }
+    }
+}
