@@ -1,7 +1,10 @@
 //! TimeMaps without I/O: the model, the link-format parser, the merge and the serialisers.
 
+pub mod aggregate;
 pub mod datetime;
+pub mod merge;
 pub mod model;
 pub mod parse;
+pub mod serialize;
 
 pub use model::{ArchiveId, LinkMemento, LinkTimeMap, Memento, MementoDatetime, PageLink, TimeMap};

@@ -1,0 +1,244 @@
+//! The aggregate of several archives' TimeMaps, and the closest-memento choice on it.
+
+use super::model::{ArchiveId, LinkMemento, Memento, MementoDatetime, TimeMap};
+
+/// One archive's contribution to an aggregate, in the order the archives are configured.
+#[derive(Debug, Clone)]
+pub struct Contribution<'a> {
+    pub archive: ArchiveId,
+    pub mementos: &'a [LinkMemento],
+}
+
+/// The union of the contributions, sorted oldest first, ties in archive order, with exact
+/// duplicates and repeated loose keys (archive, datetime) removed: the first seen wins.
+///
+/// MemGator and pywb list duplicates (an archive often lists a memento as both `first memento`
+/// and `memento`); a client counting mementos would be misled, so we keep one per loose key.
+/// Sorting is O(n log n) whatever the input order, so newest-first TimeMaps cost the same.
+pub fn merge(contributions: &[Contribution<'_>]) -> TimeMap {
+    let total: usize = contributions.iter().map(|c| c.mementos.len()).sum();
+    // (datetime, archive rank, position within the archive): sorting by this tuple gives the
+    // datetime order, ties in archive order, and keeps each archive's own order stable.
+    let mut order: Vec<(MementoDatetime, u32, u32)> = Vec::with_capacity(total);
+    for (rank, c) in contributions.iter().enumerate() {
+        for (pos, m) in c.mementos.iter().enumerate() {
+            order.push((m.datetime, rank as u32, pos as u32));
+        }
+    }
+    order.sort_unstable();
+    order.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
+
+    let mementos = order
+        .into_iter()
+        .map(|(datetime, rank, pos)| {
+            let c = &contributions[rank as usize];
+            Memento {
+                uri_m: c.mementos[pos as usize].uri_m.clone(),
+                datetime,
+                archive: c.archive.clone(),
+            }
+        })
+        .collect();
+    TimeMap { mementos }
+}
+
+/// The neighbourhood of the memento closest to a requested datetime, as a TimeGate answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closest {
+    pub first: usize,
+    pub prev: Option<usize>,
+    pub closest: usize,
+    pub next: Option<usize>,
+    pub last: usize,
+}
+
+/// Picks the memento with the smallest absolute time difference to `target`. Ties go to the
+/// earlier memento; before the first → first; after the last → last. None for an empty TimeMap.
+///
+/// `prev`/`next` are the neighbours in the aggregated order (another archive's memento can be the
+/// neighbour), which is why the TimeGate answers from the aggregate rather than one archive.
+pub fn closest(timemap: &TimeMap, target: MementoDatetime) -> Option<Closest> {
+    let ms = &timemap.mementos;
+    if ms.is_empty() {
+        return None;
+    }
+    // First index whose datetime is >= target.
+    let after = ms.partition_point(|m| m.datetime < target);
+    let closest = if after == 0 {
+        0
+    } else if after == ms.len() {
+        ms.len() - 1
+    } else {
+        let before = after - 1;
+        let d_before = target - ms[before].datetime;
+        let d_after = ms[after].datetime - target;
+        if d_after < d_before {
+            after
+        } else {
+            // Equal distance: the earlier one. Several mementos may share the earlier datetime;
+            // the first of them in archive order is the one to pick.
+            let dt = ms[before].datetime;
+            ms[..=before].partition_point(|m| m.datetime < dt)
+        }
+    };
+    // An exact match may also have equal-datetime siblings: pick the first in archive order.
+    let closest = {
+        let dt = ms[closest].datetime;
+        ms[..=closest].partition_point(|m| m.datetime < dt)
+    };
+    Some(Closest {
+        first: 0,
+        prev: closest.checked_sub(1),
+        closest,
+        next: (closest + 1 < ms.len()).then_some(closest + 1),
+        last: ms.len() - 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timemap::datetime::parse_14digit;
+    use std::sync::Arc;
+
+    fn lm(uri: &str, ts: &str) -> LinkMemento {
+        LinkMemento {
+            uri_m: uri.to_string(),
+            datetime: parse_14digit(ts).expect("test timestamp"),
+        }
+    }
+
+    fn tm(entries: &[(&str, &str)]) -> TimeMap {
+        TimeMap {
+            mementos: entries
+                .iter()
+                .map(|(a, ts)| Memento {
+                    uri_m: format!("http://{a}/{ts}"),
+                    datetime: parse_14digit(ts).expect("test timestamp"),
+                    archive: Arc::from(*a),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn merge_is_sorted_union_without_duplicates() {
+        let ia = vec![
+            lm("http://ia/2009", "20091027204954"),
+            lm("http://ia/2000", "20000620180259"),
+            lm("http://ia/2000", "20000620180259"), // exact duplicate
+            lm("http://ia/2000b", "20000620180259"), // same loose key, other URI-M
+        ];
+        let pt = vec![
+            lm("http://pt/2005", "20050101000000"),
+            lm("http://pt/2009", "20091027204954"),
+        ];
+        let merged = merge(&[
+            Contribution {
+                archive: Arc::from("ia"),
+                mementos: &ia,
+            },
+            Contribution {
+                archive: Arc::from("arquivo"),
+                mementos: &pt,
+            },
+        ]);
+        let got: Vec<&str> = merged.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+        // Ties (2009) in archive order: ia before arquivo. First seen wins a loose key.
+        assert_eq!(
+            got,
+            [
+                "http://ia/2000",
+                "http://pt/2005",
+                "http://ia/2009",
+                "http://pt/2009"
+            ]
+        );
+        assert_eq!(merged.first().map(|m| &*m.archive), Some("ia"));
+        assert_eq!(merged.last().map(|m| &*m.archive), Some("arquivo"));
+    }
+
+    #[test]
+    fn merge_of_nothing_is_empty() {
+        assert!(merge(&[]).is_empty());
+        assert!(merge(&[Contribution {
+            archive: Arc::from("ia"),
+            mementos: &[]
+        }])
+        .is_empty());
+    }
+
+    #[test]
+    fn newest_first_input_merges_like_oldest_first() {
+        let oldest: Vec<LinkMemento> = (0..1000)
+            .map(|i| LinkMemento {
+                uri_m: format!("http://ia/{i}"),
+                datetime: parse_14digit("20000101000000").expect("ts")
+                    + chrono::Duration::seconds(i),
+            })
+            .collect();
+        let newest: Vec<LinkMemento> = oldest.iter().rev().cloned().collect();
+        let a = merge(&[Contribution {
+            archive: Arc::from("ia"),
+            mementos: &oldest,
+        }]);
+        let b = merge(&[Contribution {
+            archive: Arc::from("ia"),
+            mementos: &newest,
+        }]);
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 1000);
+    }
+
+    fn at(ts: &str) -> MementoDatetime {
+        parse_14digit(ts).expect("test timestamp")
+    }
+
+    #[test]
+    fn closest_picks_smallest_difference() {
+        let t = tm(&[("ia", "2000"), ("ia", "2004"), ("pt", "2010")]);
+        let c = closest(&t, at("2005")).expect("non-empty");
+        assert_eq!((c.prev, c.closest, c.next), (Some(0), 1, Some(2)));
+        let c = closest(&t, at("2008")).expect("non-empty");
+        assert_eq!(c.closest, 2);
+        assert_eq!(c.next, None);
+    }
+
+    #[test]
+    fn closest_tie_goes_to_earlier() {
+        let t = tm(&[("ia", "20000101000000"), ("ia", "20000101000010")]);
+        let c = closest(&t, at("20000101000005")).expect("non-empty");
+        assert_eq!(c.closest, 0);
+    }
+
+    #[test]
+    fn closest_before_first_and_after_last() {
+        let t = tm(&[("ia", "2000"), ("ia", "2004")]);
+        assert_eq!(closest(&t, at("1990")).map(|c| c.closest), Some(0));
+        assert_eq!(closest(&t, at("2030")).map(|c| c.closest), Some(1));
+        assert_eq!(closest(&TimeMap::default(), at("2030")), None);
+    }
+
+    #[test]
+    fn closest_among_equal_datetimes_is_first_in_archive_order() {
+        let t = tm(&[
+            ("ia", "2000"),
+            ("ia", "2004"),
+            ("pt", "2004"),
+            ("uk", "2008"),
+        ]);
+        let c = closest(&t, at("2004")).expect("non-empty");
+        assert_eq!((c.prev, c.closest, c.next), (Some(0), 1, Some(2)));
+        // Nearer the pair at 2004 than 2000: still the first of the pair.
+        let c = closest(&t, at("20030101000000")).expect("non-empty");
+        assert_eq!(c.closest, 1);
+        // Exactly between 2004 and 2008 (both ends at the same distance): the earlier, 2004's first.
+        let t = tm(&[
+            ("ia", "20040101000000"),
+            ("pt", "20040101000000"),
+            ("uk", "20040101000020"),
+        ]);
+        let c = closest(&t, at("20040101000010")).expect("non-empty");
+        assert_eq!(c.closest, 0);
+    }
+}
