@@ -1,1 +1,88 @@
-fn main() {}
+//! The `tmproxy` binary: arguments → config → tracing → app → serve. Nothing else lives here.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tmproxy::timemap::serialize::TimeMapFormat;
+
+#[derive(Parser)]
+#[command(name = "tmproxy", version, about = "A Memento aggregator: one TimeMap from many web archives")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy.
+    Serve {
+        /// Config file (else $TMPROXY_CONFIG, else ./config.toml, else built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Address to listen on (overrides [server] listen).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+    },
+    /// Print one aggregated TimeMap and exit (1 when no archive has a memento).
+    Timemap {
+        /// The URL whose mementos to list.
+        uri_r: String,
+        #[arg(long, value_enum, default_value_t = Format::Link)]
+        format: Format,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Start simulated archives on loopback and the proxy in front of them; prints curl commands.
+    Demo {
+        #[arg(long, default_value = "127.0.0.1:7089")]
+        listen: SocketAddr,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Link,
+    Json,
+    Cdxj,
+}
+
+impl From<Format> for TimeMapFormat {
+    fn from(f: Format) -> TimeMapFormat {
+        match f {
+            Format::Link => TimeMapFormat::Link,
+            Format::Json => TimeMapFormat::Json,
+            Format::Cdxj => TimeMapFormat::Cdxj,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tmproxy: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve { config, listen } => tmproxy::cli::serve(config.as_deref(), listen).await,
+            Command::Timemap { uri_r, format, config } => tmproxy::cli::timemap(&uri_r, format.into(), config.as_deref()).await,
+            Command::Demo { listen } => tmproxy::cli::demo(listen).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tmproxy: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+

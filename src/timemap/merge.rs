@@ -55,8 +55,9 @@ pub struct Closest {
 /// Picks the memento with the smallest absolute time difference to `target`. Ties go to the
 /// earlier memento; before the first → first; after the last → last. None for an empty TimeMap.
 ///
-/// `prev`/`next` are the neighbours in the aggregated order (another archive's memento can be the
-/// neighbour), which is why the TimeGate answers from the aggregate rather than one archive.
+/// `prev`/`next` are the nearest mementos at an earlier / later datetime in the aggregate (another
+/// archive's memento can be the neighbour, which is why the TimeGate answers from the aggregate);
+/// mementos sharing the closest one's datetime are neither.
 pub fn closest(timemap: &TimeMap, target: MementoDatetime) -> Option<Closest> {
     let ms = &timemap.mementos;
     if ms.is_empty() {
@@ -86,11 +87,16 @@ pub fn closest(timemap: &TimeMap, target: MementoDatetime) -> Option<Closest> {
         let dt = ms[closest].datetime;
         ms[..=closest].partition_point(|m| m.datetime < dt)
     };
+    let dt = ms[closest].datetime;
+    let next = ms.partition_point(|m| m.datetime <= dt);
+    let prev_dt = closest.checked_sub(1).map(|i| ms[i].datetime);
     Some(Closest {
         first: 0,
-        prev: closest.checked_sub(1),
+        // The first memento of the previous datetime, so "prev" and the group at that datetime
+        // agree on which memento leads it.
+        prev: prev_dt.map(|p| ms.partition_point(|m| m.datetime < p)),
         closest,
-        next: (closest + 1 < ms.len()).then_some(closest + 1),
+        next: (next < ms.len()).then_some(next),
         last: ms.len() - 1,
     })
 }
@@ -228,7 +234,10 @@ mod tests {
             ("uk", "2008"),
         ]);
         let c = closest(&t, at("2004")).expect("non-empty");
-        assert_eq!((c.prev, c.closest, c.next), (Some(0), 1, Some(2)));
+        // pt's 2004 memento shares the closest datetime: it is not "next".
+        assert_eq!((c.prev, c.closest, c.next), (Some(0), 1, Some(3)));
+        let c = closest(&t, at("2008")).expect("non-empty");
+        assert_eq!((c.prev, c.closest, c.next), (Some(1), 3, None));
         // Nearer the pair at 2004 than 2000: still the first of the pair.
         let c = closest(&t, at("20030101000000")).expect("non-empty");
         assert_eq!(c.closest, 1);

@@ -1,1 +1,5 @@
-fn main() {}
+//! The integration test binary: the real app on 127.0.0.1:0 against simulated archives and pywb.
+
+mod aggregate;
+mod endpoints;
+mod support;

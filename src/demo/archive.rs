@@ -1,0 +1,252 @@
+//! Simulated Memento archives on loopback: well-behaved, slow, broken or hostile on purpose.
+//! The `demo` command runs some; the integration tests run every kind. Raw TCP, so a test can
+//! get what a real network gives: a reset mid-body, a hang after the headers, a huge body.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// How a simulated archive answers a TimeMap request (`GET /timemap/link/{URI-R}`).
+#[derive(Debug, Clone)]
+pub enum Behaviour {
+    /// A link-format TimeMap of `captures` (14-digit timestamps) for any URI-R.
+    TimeMap(TimeMapSpec),
+    /// This status with this body (a 404 HTML page, a 500…).
+    Status(u16, String),
+    /// 200 with exactly this body (malformed entries, garbage, HTML…).
+    Body(String),
+    /// Sends the headers and part of the body, then resets the connection.
+    ResetMidBody,
+    /// Sends the headers, then nothing, ever.
+    HangAfterHeaders,
+    /// Accepts the connection and never answers.
+    HangBeforeHeaders,
+    /// 200 with a body of this many bytes of valid-looking entries.
+    Oversized(usize),
+    /// 307 to the same TimeMap under `/moved/`, as pywb does; `/moved/` serves the TimeMap.
+    Redirect(TimeMapSpec),
+    /// 302 to itself, forever.
+    RedirectLoop,
+}
+
+/// What a well-behaved TimeMap contains and how it is sent.
+#[derive(Debug, Clone, Default)]
+pub struct TimeMapSpec {
+    pub captures: Vec<String>,
+    /// Newest first, as some archives send it (MemGator is quadratic on that).
+    pub newest_first: bool,
+    /// Lists the first capture twice (as `first memento` and as `memento`), as IA does.
+    pub duplicate_first: bool,
+    /// Pages of this many mementos linked by `rel="timemap"` (the last links back to the first,
+    /// to prove the cycle guard).
+    pub page_size: Option<usize>,
+    /// Waits this long before answering.
+    pub delay: Duration,
+}
+
+impl TimeMapSpec {
+    pub fn of(captures: &[&str]) -> TimeMapSpec {
+        TimeMapSpec {
+            captures: captures.iter().map(|s| s.to_string()).collect(),
+            ..TimeMapSpec::default()
+        }
+    }
+}
+
+/// A running simulated archive. Dropping it stops it.
+pub struct SimulatedArchive {
+    pub addr: std::net::SocketAddr,
+    requests: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl SimulatedArchive {
+    /// Binds 127.0.0.1:0 and serves `behaviour` until dropped.
+    pub async fn start(behaviour: Behaviour) -> std::io::Result<SimulatedArchive> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counter = requests.clone();
+        let behaviour = Arc::new(behaviour);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (behaviour, counter) = (behaviour.clone(), counter.clone());
+                tokio::spawn(async move {
+                    let _ = handle(stream, addr, &behaviour, &counter).await;
+                });
+            }
+        });
+        Ok(SimulatedArchive { addr, requests, task })
+    }
+
+    /// The prefix to configure as `[[archives]] timemap`.
+    pub fn timemap_prefix(&self) -> String {
+        format!("http://{}/timemap/link/", self.addr)
+    }
+
+    pub fn timegate_prefix(&self) -> String {
+        format!("http://{}/timegate/", self.addr)
+    }
+
+    /// The URI-M this archive gives a capture.
+    pub fn uri_m(&self, timestamp: &str, uri_r: &str) -> String {
+        uri_m(self.addr, timestamp, uri_r)
+    }
+
+    /// How many HTTP requests it has received.
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for SimulatedArchive {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn uri_m(addr: std::net::SocketAddr, timestamp: &str, uri_r: &str) -> String {
+    format!("http://{addr}/web/{timestamp}/{uri_r}")
+}
+
+/// Reads one request head and answers it; one request per connection (`Connection: close`).
+async fn handle(mut stream: TcpStream, addr: std::net::SocketAddr, behaviour: &Behaviour, counter: &AtomicUsize) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 || head.len() > 64 * 1024 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    counter.fetch_add(1, Ordering::SeqCst);
+    let head = String::from_utf8_lossy(&head);
+    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+
+    // `/timemap/link/{URI-R}`, `/moved/{URI-R}`, `/page/{n}/{URI-R}`.
+    let (page, uri_r, moved) = if let Some(rest) = path.strip_prefix("/page/") {
+        let (n, uri_r) = rest.split_once('/').unwrap_or(("1", ""));
+        (n.parse::<usize>().unwrap_or(1), uri_r.to_string(), false)
+    } else if let Some(rest) = path.strip_prefix("/moved/") {
+        (1, rest.to_string(), true)
+    } else {
+        (1, path.strip_prefix("/timemap/link/").unwrap_or("").to_string(), false)
+    };
+
+    match behaviour {
+        Behaviour::TimeMap(spec) => {
+            tokio::time::sleep(spec.delay).await;
+            let body = timemap_body(addr, spec, &uri_r, page);
+            respond(&mut stream, 200, "application/link-format", body.as_bytes()).await
+        }
+        Behaviour::Redirect(spec) => {
+            if moved {
+                let body = timemap_body(addr, spec, &uri_r, 1);
+                respond(&mut stream, 200, "application/link-format", body.as_bytes()).await
+            } else {
+                let head = format!("HTTP/1.1 307 Temporary Redirect\r\nLocation: /moved/{uri_r}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                stream.write_all(head.as_bytes()).await
+            }
+        }
+        Behaviour::RedirectLoop => {
+            let head = format!("HTTP/1.1 302 Found\r\nLocation: {path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            stream.write_all(head.as_bytes()).await
+        }
+        Behaviour::Status(code, body) => respond(&mut stream, *code, "text/html", body.as_bytes()).await,
+        Behaviour::Body(body) => respond(&mut stream, 200, "application/link-format", body.as_bytes()).await,
+        Behaviour::ResetMidBody => {
+            let spec = TimeMapSpec::of(&["20000101000000", "20010101000000", "20020101000000"]);
+            let body = timemap_body(addr, &spec, &uri_r, 1);
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/link-format\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len() + 1000);
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&body.as_bytes()[..body.len() / 2]).await?;
+            stream.flush().await?;
+            // Linger 0 makes the close an RST, as a crashed server or middlebox would.
+            stream.set_zero_linger()?;
+            drop(stream);
+            Ok(())
+        }
+        Behaviour::HangAfterHeaders => {
+            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/link-format\r\nContent-Length: 100000\r\n\r\n<").await?;
+            stream.flush().await?;
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(())
+        }
+        Behaviour::HangBeforeHeaders => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(())
+        }
+        Behaviour::Oversized(size) => {
+            let line = format!("<{}>; rel=\"memento\"; datetime=\"Sat, 01 Jan 2000 00:00:00 GMT\",\n", uri_m(addr, "20000101000000", &uri_r));
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/link-format\r\nConnection: close\r\n\r\n");
+            stream.write_all(head.as_bytes()).await?;
+            // No Content-Length: the client must enforce its cap while reading.
+            let mut sent = 0;
+            while sent < *size {
+                stream.write_all(line.as_bytes()).await?;
+                sent += line.len();
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn respond(stream: &mut TcpStream, code: u16, content_type: &str, body: &[u8]) -> std::io::Result<()> {
+    let reason = match code {
+        200 => "OK",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    };
+    let head = format!("HTTP/1.1 {code} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.flush().await
+}
+
+/// The link-format TimeMap (or one page of it) for `uri_r`.
+pub fn timemap_body(addr: std::net::SocketAddr, spec: &TimeMapSpec, uri_r: &str, page: usize) -> String {
+    let mut captures: Vec<&str> = spec.captures.iter().map(String::as_str).collect();
+    captures.sort_unstable();
+    if spec.newest_first {
+        captures.reverse();
+    }
+    let pages = spec.page_size.map_or(1, |k| captures.len().div_ceil(k.max(1)).max(1));
+    let slice: &[&str] = match spec.page_size {
+        Some(k) => {
+            let k = k.max(1);
+            let start = ((page.max(1) - 1) * k).min(captures.len());
+            &captures[start..(start + k).min(captures.len())]
+        }
+        None => &captures,
+    };
+    let mut out = String::with_capacity(200 + slice.len() * 140);
+    out.push_str(&format!("<{uri_r}>; rel=\"original\",\n"));
+    out.push_str(&format!("<http://{addr}/timegate/{uri_r}>; rel=\"timegate\",\n"));
+    if spec.page_size.is_some() {
+        // The next page, or (from the last page) the first again: a cycle the client must survive.
+        let next = if page >= pages {
+            format!("http://{addr}/timemap/link/{uri_r}")
+        } else {
+            format!("http://{addr}/page/{}/{uri_r}", page + 1)
+        };
+        out.push_str(&format!("<{next}>; rel=\"timemap\"; type=\"application/link-format\",\n"));
+    }
+    for (i, ts) in slice.iter().enumerate() {
+        let Some(dt) = crate::timemap::datetime::parse_14digit(ts) else { continue };
+        let when = crate::timemap::datetime::format_rfc1123(dt);
+        let uri = uri_m(addr, ts, uri_r);
+        if i == 0 && spec.duplicate_first {
+            out.push_str(&format!("<{uri}>; rel=\"first memento\"; datetime=\"{when}\",\n"));
+        }
+        out.push_str(&format!("<{uri}>; rel=\"memento\"; datetime=\"{when}\",\n"));
+    }
+    out.push_str(&format!("<http://{addr}/timemap/link/{uri_r}>; rel=\"self\"; type=\"application/link-format\"\n"));
+    out
+}

@@ -1,0 +1,146 @@
+//! The one place where failures become HTTP statuses: client mistakes are 4xx with a one-line
+//! reason, upstream trouble is 502/504 naming each archive, our own faults are a logged 500.
+
+use crate::timemap::aggregate::Aggregate;
+use crate::timemap::datetime::RFC1123_EXAMPLE;
+use crate::uri_r::UriRError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+/// Everything a request can end in other than its normal answer.
+#[derive(Debug)]
+pub enum AppError {
+    UriR(UriRError),
+    /// `Accept-Datetime` that is not RFC 1123 (RFC 7089 §4.5.3).
+    BadAcceptDatetime(String),
+    /// A `/memento/` or `/api/json/` path datetime that is not 4 to 14 digits.
+    BadPathDatetime(String),
+    UnknownFormat(String),
+    /// A query or header value of ours (`timeout`, `Prefer: wait`) that makes no sense.
+    BadParameter(String),
+    /// Every archive that answered has no memento.
+    NotArchived(Box<Aggregate>),
+    /// No archive gave a usable answer.
+    Upstream { timed_out: bool, aggregate: Box<Aggregate> },
+    NoSuchRoute,
+    /// A bug or an exhausted resource on our side; details go to the log, not the client.
+    Internal(String),
+}
+
+impl AppError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::UriR(UriRError::TooLong(_)) => StatusCode::URI_TOO_LONG,
+            AppError::UriR(_)
+            | AppError::BadAcceptDatetime(_)
+            | AppError::BadPathDatetime(_)
+            | AppError::UnknownFormat(_)
+            | AppError::BadParameter(_) => StatusCode::BAD_REQUEST,
+            AppError::NotArchived(_) | AppError::NoSuchRoute => StatusCode::NOT_FOUND,
+            AppError::Upstream { timed_out: true, .. } => StatusCode::GATEWAY_TIMEOUT,
+            AppError::Upstream { timed_out: false, .. } => StatusCode::BAD_GATEWAY,
+            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The one-line reason shown to the client.
+    pub fn reason(&self) -> String {
+        match self {
+            AppError::UriR(e) => e.to_string(),
+            AppError::BadAcceptDatetime(v) => format!(
+                "malformed Accept-Datetime: {:?}, expected RFC 1123 like {RFC1123_EXAMPLE:?}",
+                clip(v)
+            ),
+            AppError::BadPathDatetime(v) => format!(
+                "malformed datetime {:?} in path, expected YYYY[MM[DD[hh[mm[ss]]]]] like \"20070531203500\"",
+                clip(v)
+            ),
+            AppError::UnknownFormat(v) => {
+                format!("unknown TimeMap format {:?}: use link, json or cdxj", clip(v))
+            }
+            AppError::BadParameter(v) => v.clone(),
+            AppError::NotArchived(agg) => {
+                let answered = agg.outcomes.iter().filter(|o| o.status.answered()).count();
+                let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
+                if missing.is_empty() {
+                    format!("no memento of {} in any of the {answered} archives", agg.uri_r)
+                } else {
+                    format!(
+                        "no memento of {} in the {answered} archives that answered; no answer from: {}",
+                        agg.uri_r,
+                        missing.join(", ")
+                    )
+                }
+            }
+            AppError::Upstream { timed_out, aggregate } => {
+                if aggregate.outcomes.is_empty() {
+                    "no archive is enabled in the configuration".to_string()
+                } else if *timed_out {
+                    format!("no archive answered within the deadline for {}", aggregate.uri_r)
+                } else {
+                    format!("no archive gave a usable answer for {}", aggregate.uri_r)
+                }
+            }
+            AppError::NoSuchRoute => "no such endpoint: try /timemap/link/{URI-R}, /timegate/{URI-R}, /memento/{DATETIME}/{URI-R} or /api/json/{DATETIME}/{URI-R}".to_string(),
+            AppError::Internal(_) => "internal error".to_string(),
+        }
+    }
+}
+
+fn clip(s: &str) -> String {
+    let mut end = s.len().min(100);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// `X-Memento-Archives: ia=ok;n=12, arquivo=timeout;n=0`: each archive's outcome in one header,
+/// so a client reading only headers can still tell what is missing.
+pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
+    let text = agg
+        .outcomes
+        .iter()
+        .map(|o| format!("{}={};n={}", o.id, o.status.as_str(), o.mementos))
+        .collect::<Vec<_>>()
+        .join(", ");
+    HeaderValue::from_str(&text).ok()
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if let AppError::Internal(detail) = &self {
+            tracing::error!(%detail, "internal error");
+        }
+        let mut body = format!("{} {}\n", status.as_u16(), self.reason());
+        let aggregate = match &self {
+            AppError::NotArchived(agg) | AppError::Upstream { aggregate: agg, .. } => Some(agg),
+            _ => None,
+        };
+        let mut response = if let Some(agg) = aggregate {
+            // Per-archive lines after the reason: what each archive said, for humans with curl.
+            for o in &agg.outcomes {
+                body.push_str(&format!(
+                    "{}: {}{}{}\n",
+                    o.id,
+                    o.status.as_str(),
+                    o.http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(),
+                    o.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+                ));
+            }
+            let mut r = (status, body).into_response();
+            if let Some(v) = archives_header(agg) {
+                r.headers_mut().insert("x-memento-archives", v);
+            }
+            r
+        } else {
+            (status, body).into_response()
+        };
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        response
+    }
+}

@@ -1,0 +1,76 @@
+//! `/api/json/{DATETIME}/{URI-R}`: Time Travel's description of the mementos around a datetime.
+
+use super::timegate::split_path_datetime;
+use super::{raw_after, read_lookup, require_mementos, SharedState};
+use crate::error::AppError;
+use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
+use crate::timemap::datetime::format_rfc3339;
+use crate::timemap::merge::closest;
+use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Serialize)]
+pub struct ApiAnswer {
+    original_uri: String,
+    timegate_uri: String,
+    timemap_uri: BTreeMap<&'static str, String>,
+    mementos: BTreeMap<&'static str, MementoGroup>,
+    archives: Vec<ArchiveOutcome>,
+}
+
+/// Every URI-M at one datetime: several archives can hold a capture of the same second.
+#[derive(Serialize)]
+pub struct MementoGroup {
+    datetime: String,
+    uri: Vec<String>,
+}
+
+pub async fn api_json(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Result<Json<ApiAnswer>, AppError> {
+    let (target, raw) = split_path_datetime(raw_after(&uri, "/api/json/"))?;
+    let lookup = read_lookup(&state, raw, &headers)?;
+    let agg = require_mementos(state.upstream.aggregate(lookup.uri_r.as_str(), lookup.deadline).await)?;
+    Ok(Json(describe(&state.public_url, agg, target)))
+}
+
+fn describe(public_url: &str, agg: Aggregate, target: crate::timemap::model::MementoDatetime) -> ApiAnswer {
+    let links = SelfLinks::new(public_url, &agg.uri_r);
+    let mut mementos = BTreeMap::new();
+    if let Some(c) = closest(&agg.timemap, target) {
+        let ms = &agg.timemap.mementos;
+        let group = |i: usize| {
+            let dt = ms[i].datetime;
+            MementoGroup {
+                datetime: format_rfc3339(dt),
+                uri: ms.iter().skip_while(|m| m.datetime < dt).take_while(|m| m.datetime == dt).map(|m| m.uri_m.clone()).collect(),
+            }
+        };
+        mementos.insert("first", group(c.first));
+        mementos.insert("closest", group(c.closest));
+        mementos.insert("last", group(c.last));
+        if let Some(p) = c.prev {
+            mementos.insert("prev", group(p));
+        }
+        if let Some(n) = c.next {
+            mementos.insert("next", group(n));
+        }
+    }
+    ApiAnswer {
+        original_uri: agg.uri_r.clone(),
+        timegate_uri: links.timegate(),
+        timemap_uri: TimeMapFormat::ALL.iter().map(|f| (json_key(*f), links.timemap(*f))).collect(),
+        mementos,
+        archives: agg.outcomes,
+    }
+}
+
+fn json_key(f: TimeMapFormat) -> &'static str {
+    match f {
+        TimeMapFormat::Link => "link_format",
+        TimeMapFormat::Json => "json_format",
+        TimeMapFormat::Cdxj => "cdxj_format",
+    }
+}

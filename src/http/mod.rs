@@ -1,0 +1,154 @@
+//! The public routes: what they read from a request, and the router with CORS around them.
+
+pub mod api;
+pub mod timegate;
+pub mod timemap;
+
+use crate::clock::Clock;
+use crate::error::AppError;
+use crate::timemap::aggregate::{Aggregate, Verdict};
+use crate::timemap::datetime::parse_rfc1123;
+use crate::timemap::model::MementoDatetime;
+use crate::upstream::Upstream;
+use crate::uri_r::{split_timeout_param, UriR, MAX_URI_LEN};
+use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_http::cors::{Any, CorsLayer};
+
+/// What every handler shares: the archives, our public base URL, the clock.
+pub struct AppState {
+    pub upstream: Upstream,
+    pub public_url: String,
+    pub clock: Arc<dyn Clock>,
+}
+
+pub type SharedState = Arc<AppState>;
+
+/// The router. Tests call it directly; `app::serve` puts it on a listener.
+pub fn router(state: SharedState) -> Router {
+    let cors = CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::HEAD, Method::OPTIONS])
+        .allow_headers([
+            HeaderName::from_static("accept-datetime"),
+            header::ACCEPT,
+            header::IF_NONE_MATCH,
+            header::CACHE_CONTROL,
+            HeaderName::from_static("prefer"),
+        ])
+        .expose_headers([
+            header::LINK,
+            header::LOCATION,
+            HeaderName::from_static("x-memento-count"),
+            HeaderName::from_static("memento-datetime"),
+            HeaderName::from_static("x-memento-archives"),
+            header::ETAG,
+        ])
+        .max_age(Duration::from_secs(86400));
+    // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
+    // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
+    Router::new()
+        .route("/timemap/{*rest}", get(timemap::timemap))
+        .route("/timegate/{*rest}", get(timegate::timegate))
+        .route("/memento/{*rest}", get(timegate::memento))
+        .route("/api/json/{*rest}", get(api::api_json))
+        .route("/healthz", get(healthz))
+        .fallback(fallback)
+        .layer(cors)
+        .with_state(state)
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn fallback() -> AppError {
+    AppError::NoSuchRoute
+}
+
+/// The raw text after `prefix` in the request target (path and query, not decoded): the URI-R
+/// keeps its own query string and encoding.
+pub fn raw_after<'a>(uri: &'a Uri, prefix: &str) -> &'a str {
+    let target = uri.path_and_query().map(|pq| pq.as_str()).unwrap_or("");
+    target.strip_prefix(prefix).unwrap_or("")
+}
+
+/// A URI-R and the time the client lets us spend on it.
+pub struct Lookup {
+    pub uri_r: UriR,
+    pub deadline: Duration,
+}
+
+/// Reads the URI-R and the client's wait limit (`?timeout=5s` or `Prefer: wait=5`).
+pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<Lookup, AppError> {
+    if raw.len() > MAX_URI_LEN {
+        return Err(AppError::UriR(crate::uri_r::UriRError::TooLong(raw.len())));
+    }
+    let (raw, timeout) = split_timeout_param(raw);
+    let mut deadline = state.upstream.deadline();
+    if let Some(t) = timeout {
+        deadline = deadline.min(parse_wait(&t).ok_or_else(|| {
+            AppError::BadParameter(format!("timeout {t:?} is not a duration like \"5s\" or \"500ms\""))
+        })?);
+    }
+    if let Some(wait) = prefer_wait(headers)? {
+        deadline = deadline.min(wait);
+    }
+    let uri_r = UriR::parse(&raw).map_err(AppError::UriR)?;
+    Ok(Lookup { uri_r, deadline })
+}
+
+fn parse_wait(v: &str) -> Option<Duration> {
+    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u64 = v[..digits].parse().ok()?;
+    match &v[digits..] {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        "m" => Some(Duration::from_secs(n.saturating_mul(60))),
+        _ => None,
+    }
+}
+
+/// RFC 7240 `Prefer: wait=N` (seconds): the unambiguous way to ask for a shorter deadline.
+fn prefer_wait(headers: &HeaderMap) -> Result<Option<Duration>, AppError> {
+    for value in headers.get_all("prefer") {
+        let Ok(text) = value.to_str() else { continue };
+        for pref in text.split(',') {
+            let pref = pref.trim();
+            if let Some(v) = pref.strip_prefix("wait=") {
+                let secs: u64 = v.trim().parse().map_err(|_| {
+                    AppError::BadParameter(format!("Prefer: wait={v:?} is not a whole number of seconds"))
+                })?;
+                return Ok(Some(Duration::from_secs(secs)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The datetime a TimeGate should aim at: `Accept-Datetime`, or now when absent.
+pub fn accept_datetime(headers: &HeaderMap, now: MementoDatetime) -> Result<MementoDatetime, AppError> {
+    match headers.get("accept-datetime") {
+        None => Ok(now),
+        Some(v) => {
+            let text = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            parse_rfc1123(&text).ok_or(AppError::BadAcceptDatetime(text))
+        }
+    }
+}
+
+/// Turns an aggregate without mementos into the matching error; passes one with mementos on.
+pub fn require_mementos(agg: Aggregate) -> Result<Aggregate, AppError> {
+    match agg.verdict() {
+        Verdict::Found { .. } => Ok(agg),
+        Verdict::NotArchived { .. } => Err(AppError::NotArchived(Box::new(agg))),
+        Verdict::Unavailable { timed_out } => Err(AppError::Upstream {
+            timed_out,
+            aggregate: Box::new(agg),
+        }),
+    }
+}

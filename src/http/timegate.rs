@@ -1,0 +1,98 @@
+//! `/timegate/{URI-R}` (RFC 7089 pattern 2.1) and `/memento/{DATETIME}/{URI-R}`: redirects to the
+//! memento closest to a datetime, chosen from the aggregate so prev/next span every archive.
+
+use super::{accept_datetime, raw_after, read_lookup, require_mementos, SharedState};
+use crate::error::{archives_header, AppError};
+use crate::timemap::aggregate::Aggregate;
+use crate::timemap::datetime::{format_rfc1123, parse_14digit};
+use crate::timemap::merge::{closest, Closest};
+use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+
+pub async fn timegate(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Result<Response, AppError> {
+    let target = accept_datetime(&headers, state.clock.now())?;
+    let lookup = read_lookup(&state, raw_after(&uri, "/timegate/"), &headers)?;
+    let agg = require_mementos(state.upstream.aggregate(lookup.uri_r.as_str(), lookup.deadline).await)?;
+    Ok(redirect(&state.public_url, &agg, target, true))
+}
+
+pub async fn memento(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Result<Response, AppError> {
+    let (target, raw) = split_path_datetime(raw_after(&uri, "/memento/"))?;
+    let lookup = read_lookup(&state, raw, &headers)?;
+    let agg = require_mementos(state.upstream.aggregate(lookup.uri_r.as_str(), lookup.deadline).await)?;
+    Ok(redirect(&state.public_url, &agg, target, false))
+}
+
+/// Splits `20070531203500/http://…` into the padded datetime and the URI-R text.
+pub fn split_path_datetime(raw: &str) -> Result<(MementoDatetime, &str), AppError> {
+    let (dt, rest) = raw.split_once('/').unwrap_or((raw, ""));
+    let target = parse_14digit(dt).ok_or_else(|| AppError::BadPathDatetime(dt.to_string()))?;
+    Ok((target, rest))
+}
+
+/// The 302 to the closest memento, with the Link header of RFC 7089 §4.1.
+fn redirect(public_url: &str, agg: &Aggregate, target: MementoDatetime, negotiated: bool) -> Response {
+    let mut h = HeaderMap::new();
+    // require_mementos guarantees a non-empty TimeMap; an empty one would be a bug upstream of here.
+    let Some(c) = closest(&agg.timemap, target) else {
+        return AppError::Internal("redirect on an empty TimeMap".into()).into_response();
+    };
+    if let Ok(v) = HeaderValue::from_str(&agg.timemap.mementos[c.closest].uri_m) {
+        h.insert(header::LOCATION, v);
+    }
+    if negotiated {
+        h.insert(header::VARY, HeaderValue::from_static("accept-datetime"));
+    }
+    if let Ok(v) = HeaderValue::from_str(&link_header(public_url, agg, &c)) {
+        h.insert(header::LINK, v);
+    }
+    if let Some(v) = archives_header(agg) {
+        h.insert("x-memento-archives", v);
+    }
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    let body = format!("302 Found: {}\n", agg.timemap.mementos[c.closest].uri_m);
+    (StatusCode::FOUND, h, body).into_response()
+}
+
+/// `Link:` with original, timemap, and first/prev/memento/next/last (relations of one memento
+/// joined, e.g. `first memento` when the closest is the first).
+pub fn link_header(public_url: &str, agg: &Aggregate, c: &Closest) -> String {
+    let links = SelfLinks::new(public_url, &agg.uri_r);
+    let ms = &agg.timemap.mementos;
+    let mut parts = vec![format!("<{}>; rel=\"original\"", agg.uri_r)];
+    let (Some(first), Some(last)) = (ms.first(), ms.last()) else {
+        return parts.join(", ");
+    };
+    parts.push(format!(
+        "<{}>; rel=\"timemap\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\"",
+        links.timemap(TimeMapFormat::Link),
+        format_rfc1123(first.datetime),
+        format_rfc1123(last.datetime)
+    ));
+    parts.push(format!("<{}>; rel=\"timemap\"; type=\"application/json\"", links.timemap(TimeMapFormat::Json)));
+    // (index, relation words) in time order; one link per distinct memento.
+    let mut rels: Vec<(usize, Vec<&str>)> = Vec::with_capacity(5);
+    let mut add = |i: usize, word: &'static str| match rels.iter_mut().find(|(j, _)| *j == i) {
+        Some((_, words)) => words.push(word),
+        None => rels.push((i, vec![word])),
+    };
+    add(c.first, "first");
+    if let Some(p) = c.prev {
+        add(p, "prev");
+    }
+    add(c.closest, "");
+    if let Some(n) = c.next {
+        add(n, "next");
+    }
+    add(c.last, "last");
+    rels.sort_by_key(|(i, _)| *i);
+    for (i, words) in rels {
+        let words: Vec<&str> = words.into_iter().filter(|w| !w.is_empty()).collect();
+        let rel = if words.is_empty() { "memento".to_string() } else { format!("{} memento", words.join(" ")) };
+        parts.push(format!("<{}>; rel=\"{rel}\"; datetime=\"{}\"", ms[i].uri_m, format_rfc1123(ms[i].datetime)));
+    }
+    parts.join(", ")
+}

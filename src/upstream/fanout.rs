@@ -1,0 +1,169 @@
+//! One request to every enabled archive at once; whatever has answered by the deadline is merged.
+
+use super::fetch::{build_client, fetch_archive, ArchiveFetch, FetchLimits};
+use super::registry::{Archive, Health};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, ArchiveStatus};
+use crate::timemap::merge::{merge, Contribution};
+use futures::stream::{FuturesUnordered, StreamExt};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The archives, the pooled client and each archive's health. Cheap to share behind an `Arc`.
+pub struct Upstream {
+    client: reqwest::Client,
+    archives: Vec<Archive>,
+    health: Vec<Mutex<Health>>,
+    limits: FetchLimits,
+    deadline: Duration,
+    failures_before_dormant: u32,
+    dormant_for: Duration,
+    clock: Arc<dyn Clock>,
+}
+
+impl Upstream {
+    pub fn new(config: &Config, clock: Arc<dyn Clock>) -> Result<Upstream, reqwest::Error> {
+        let archives: Vec<Archive> = config
+            .archives
+            .iter()
+            .filter(|a| a.enabled)
+            .map(|a| Archive::from_config(config, a))
+            .collect();
+        Ok(Upstream {
+            client: build_client(config.upstream.connect_timeout, &config.upstream.user_agent)?,
+            health: archives.iter().map(|_| Mutex::new(Health::default())).collect(),
+            archives,
+            limits: FetchLimits {
+                max_body: config.upstream.max_body,
+                max_pages: config.upstream.max_pages,
+            },
+            deadline: config.upstream.deadline,
+            failures_before_dormant: config.upstream.failures_before_dormant,
+            dormant_for: config.upstream.dormant_for,
+            clock,
+        })
+    }
+
+    pub fn archives(&self) -> &[Archive] {
+        &self.archives
+    }
+
+    /// The configured whole-request deadline (the most a client's `timeout` can ask for).
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Asks every awake archive in parallel and merges what arrives within `deadline` (capped at
+    /// the configured one). Never fails: each archive's failure is in its outcome.
+    pub async fn aggregate(&self, uri_r: &str, deadline: Duration) -> Aggregate {
+        let deadline = deadline.min(self.deadline);
+        let started = Instant::now();
+        let stop_at = started + deadline;
+        let now = self.clock.now();
+
+        let mut results: Vec<Option<(ArchiveFetch, Duration)>> = vec![None; self.archives.len()];
+        let mut pending = FuturesUnordered::new();
+        for (i, archive) in self.archives.iter().enumerate() {
+            let health = self.health_of(i);
+            if health.is_dormant(now) {
+                let until = health.dormant_until.map(|t| t.to_rfc3339()).unwrap_or_default();
+                results[i] = Some((
+                    ArchiveFetch::failed(
+                        ArchiveStatus::Error,
+                        None,
+                        format!("dormant after {} consecutive failures; asked again after {until}", self.failures_before_dormant),
+                    ),
+                    Duration::ZERO,
+                ));
+                continue;
+            }
+            let (client, limits) = (&self.client, &self.limits);
+            pending.push(async move {
+                let one = tokio::time::timeout(archive.timeout, fetch_archive(client, archive, uri_r, limits)).await;
+                let fetch = one.unwrap_or_else(|_| {
+                    ArchiveFetch::failed(ArchiveStatus::Timeout, None, format!("no answer within its timeout ({}s)", archive.timeout.as_secs_f64()))
+                });
+                (i, fetch, started.elapsed())
+            });
+        }
+
+        let deadline_passed = tokio::time::sleep_until(stop_at);
+        tokio::pin!(deadline_passed);
+        while !pending.is_empty() {
+            tokio::select! {
+                Some((i, fetch, elapsed)) = pending.next() => {
+                    self.record_health(i, fetch.status.answered());
+                    results[i] = Some((fetch, elapsed));
+                }
+                _ = &mut deadline_passed => break,
+            }
+        }
+        // Dropping the stream cancels the requests still in flight.
+        drop(pending);
+        for (i, slot) in results.iter_mut().enumerate() {
+            if slot.is_none() {
+                self.record_health(i, false);
+                *slot = Some((
+                    ArchiveFetch::failed(
+                        ArchiveStatus::Timeout,
+                        None,
+                        format!("no answer within the request deadline ({}s)", deadline.as_secs_f64()),
+                    ),
+                    deadline,
+                ));
+            }
+        }
+
+        let fetched: Vec<(ArchiveFetch, Duration)> = results.into_iter().flatten().collect();
+        let contributions: Vec<Contribution<'_>> = self
+            .archives
+            .iter()
+            .zip(&fetched)
+            .map(|(a, (f, _))| Contribution {
+                archive: a.id.clone(),
+                mementos: f.mementos.as_slice(),
+            })
+            .collect();
+        let timemap = merge(&contributions);
+        let mut per_archive: HashMap<&str, usize> = HashMap::new();
+        for m in &timemap.mementos {
+            *per_archive.entry(&m.archive).or_default() += 1;
+        }
+        let outcomes = self
+            .archives
+            .iter()
+            .zip(&fetched)
+            .map(|(a, (f, elapsed))| ArchiveOutcome {
+                id: a.id.to_string(),
+                status: f.status,
+                http_status: f.http_status,
+                mementos: per_archive.get(&*a.id).copied().unwrap_or(0),
+                elapsed_ms: elapsed.as_millis() as u64,
+                detail: f.detail.clone(),
+                pages: f.pages,
+                skipped: f.skipped,
+            })
+            .collect();
+        Aggregate {
+            uri_r: uri_r.to_string(),
+            timemap,
+            outcomes,
+            fetched_at: now,
+        }
+    }
+
+    fn health_of(&self, i: usize) -> Health {
+        // A poisoned lock only means another request panicked mid-update; the data is plain.
+        self.health[i].lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    fn record_health(&self, i: usize, answered: bool) {
+        let now = self.clock.now();
+        let mut h = self.health[i].lock().unwrap_or_else(|p| p.into_inner());
+        h.record(answered, now, self.failures_before_dormant, self.dormant_for);
+    }
+}
+

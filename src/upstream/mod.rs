@@ -1,0 +1,8 @@
+//! The archives behind us: who they are, how we ask them, and the fan-out with its deadline.
+
+pub mod fanout;
+pub mod fetch;
+pub mod registry;
+
+pub use fanout::Upstream;
+pub use registry::{Archive, Health};

@@ -1,0 +1,250 @@
+//! The URI-R a client asks about, read from the request target as Time Travel and MemGator do.
+
+use std::fmt;
+
+/// Longest request target we accept (414 beyond): archives refuse far shorter URIs anyway.
+pub const MAX_URI_LEN: usize = 8 * 1024;
+
+/// Why a URI-R was refused; each maps to a 4xx in `error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UriRError {
+    Empty,
+    TooLong(usize),
+    NotHttp(String),
+    Invalid(String),
+}
+
+impl fmt::Display for UriRError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UriRError::Empty => write!(f, "missing URI-R: append the URL to look up, e.g. /timemap/link/http://example.com/"),
+            UriRError::TooLong(n) => write!(f, "URI-R of {n} bytes is over the {MAX_URI_LEN}-byte limit"),
+            UriRError::NotHttp(s) => write!(f, "URI-R must be an http:// or https:// URL, got {:?}", clip(s)),
+            UriRError::Invalid(s) => write!(f, "URI-R is not a valid URL: {:?}", clip(s)),
+        }
+    }
+}
+
+fn clip(s: &str) -> String {
+    // Error lines stay one short line even for a hostile 8 KiB URI.
+    let mut end = s.len().min(120);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < s.len() {
+        format!("{}…", &s[..end])
+    } else {
+        s.to_string()
+    }
+}
+
+/// A validated http(s) URI-R, kept as the client wrote it (archives match on their own
+/// canonical forms; rewriting it here would only lose information).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UriR(String);
+
+impl UriR {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
+    /// Reads a URI-R from the raw text after the route's prefix (path and query, undecoded).
+    /// Accepts percent-encoded forms (`http%3A%2F%2F…`), a missing scheme (`example.com`), and
+    /// a `//` collapsed to `/` by some intermediary (`http:/example.com`).
+    pub fn parse(raw: &str) -> Result<UriR, UriRError> {
+        if raw.len() > MAX_URI_LEN {
+            return Err(UriRError::TooLong(raw.len()));
+        }
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Err(UriRError::Empty);
+        }
+        let decoded = if starts_with_ci(raw, "http%3a") || starts_with_ci(raw, "https%3a") {
+            percent_encoding::percent_decode_str(raw)
+                .decode_utf8()
+                .map_err(|_| UriRError::Invalid(raw.to_string()))?
+                .into_owned()
+        } else {
+            raw.to_string()
+        };
+        // The fragment is the client's, never part of what archives hold.
+        let decoded = match decoded.find('#') {
+            Some(i) => decoded[..i].to_string(),
+            None => decoded,
+        };
+        let with_scheme = match decoded.find("://") {
+            Some(i) if decoded[..i].bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) => {
+                let scheme = decoded[..i].to_ascii_lowercase();
+                if scheme != "http" && scheme != "https" {
+                    return Err(UriRError::NotHttp(decoded));
+                }
+                decoded
+            }
+            _ => {
+                if let Some(rest) = strip_prefix_ci(&decoded, "http:/").or_else(|| strip_prefix_ci(&decoded, "https:/")) {
+                    let scheme = if starts_with_ci(&decoded, "https") { "https" } else { "http" };
+                    format!("{scheme}://{rest}")
+                } else if has_other_scheme(&decoded) {
+                    return Err(UriRError::NotHttp(decoded));
+                } else {
+                    format!("http://{decoded}")
+                }
+            }
+        };
+        let parsed = url::Url::parse(&with_scheme).map_err(|_| UriRError::Invalid(with_scheme.clone()))?;
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err(UriRError::Invalid(with_scheme));
+        }
+        Ok(UriR(with_scheme))
+    }
+}
+
+impl fmt::Display for UriR {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn starts_with_ci(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    starts_with_ci(s, prefix).then(|| &s[prefix.len()..])
+}
+
+/// `mailto:x`, `javascript:alert(1)`, `ftp:/x`: a scheme that is not ours. A host with a port
+/// (`example.com:8080/`) is not a scheme: what follows its colon is digits.
+fn has_other_scheme(s: &str) -> bool {
+    match s.find(':') {
+        Some(i) if i > 0 => {
+            let scheme = &s[..i];
+            let after = &s[i + 1..];
+            scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                && scheme.as_bytes()[0].is_ascii_alphabetic()
+                && !after.bytes().next().is_some_and(|b| b.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
+/// Takes our own `timeout=<duration>` parameter out of a URI-R's query string. The URI-R owns
+/// the query (MemGator's convention), so ours is recognised only with a valid duration value;
+/// a client whose URI-R really has such a parameter percent-encodes the URI-R, or uses
+/// `Prefer: wait=N` instead. Returns the raw text without it, and the value when present.
+pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
+    let Some(q) = raw.find('?') else {
+        return (raw.to_string(), None);
+    };
+    let (base, query) = (&raw[..q], &raw[q + 1..]);
+    let mut timeout = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("timeout=") {
+            Some(v) if looks_like_duration(v) => {
+                timeout = Some(v.to_string());
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    if timeout.is_none() {
+        return (raw.to_string(), None);
+    }
+    let rest = kept.join("&");
+    if rest.is_empty() {
+        (base.to_string(), timeout)
+    } else {
+        (format!("{base}?{rest}"), timeout)
+    }
+}
+
+fn looks_like_duration(v: &str) -> bool {
+    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && matches!(&v[digits..], "ms" | "s" | "m")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(raw: &str) -> String {
+        UriR::parse(raw).map(UriR::into_string).unwrap_or_else(|e| panic!("{raw}: {e}"))
+    }
+
+    #[test]
+    fn plain_http_and_https_are_kept_as_given() {
+        assert_eq!(ok("http://example.com/"), "http://example.com/");
+        assert_eq!(ok("https://example.com/a?b=c&d=e"), "https://example.com/a?b=c&d=e");
+        assert_eq!(ok("http://example.com"), "http://example.com");
+        assert_eq!(ok("HTTP://Example.com/"), "HTTP://Example.com/");
+    }
+
+    #[test]
+    fn missing_scheme_gets_http() {
+        assert_eq!(ok("example.com"), "http://example.com");
+        assert_eq!(ok("example.com:8080/x"), "http://example.com:8080/x");
+        assert_eq!(ok("www.example.com/a/b"), "http://www.example.com/a/b");
+    }
+
+    #[test]
+    fn percent_encoded_uri_r_is_decoded() {
+        assert_eq!(ok("http%3A%2F%2Fexample.com%2Fa%3Fb%3Dc"), "http://example.com/a?b=c");
+        assert_eq!(ok("https%3a%2f%2fexample.com%2f"), "https://example.com/");
+    }
+
+    #[test]
+    fn collapsed_slashes_are_restored() {
+        assert_eq!(ok("http:/example.com/"), "http://example.com/");
+        assert_eq!(ok("https:/example.com/"), "https://example.com/");
+    }
+
+    #[test]
+    fn fragment_is_dropped() {
+        assert_eq!(ok("http://example.com/#top"), "http://example.com/");
+    }
+
+    #[test]
+    fn non_http_schemes_are_refused() {
+        for raw in ["ftp://example.com/", "file:///etc/passwd", "javascript:alert(1)", "mailto:a@b.c", "gopher://x/"] {
+            assert!(matches!(UriR::parse(raw), Err(UriRError::NotHttp(_))), "{raw}");
+        }
+    }
+
+    #[test]
+    fn empty_invalid_and_long_are_refused() {
+        assert_eq!(UriR::parse(""), Err(UriRError::Empty));
+        assert_eq!(UriR::parse("   "), Err(UriRError::Empty));
+        assert!(matches!(UriR::parse("http://"), Err(UriRError::Invalid(_))));
+        assert!(matches!(UriR::parse("http://exa mple.com/"), Err(UriRError::Invalid(_))));
+        let long = format!("http://example.com/{}", "a".repeat(MAX_URI_LEN));
+        assert!(matches!(UriR::parse(&long), Err(UriRError::TooLong(_))));
+    }
+
+    #[test]
+    fn error_lines_are_short() {
+        let e = UriR::parse(&format!("ftp://{}", "é".repeat(2000))).expect_err("refused");
+        assert!(e.to_string().len() < 300);
+    }
+
+    #[test]
+    fn timeout_param_is_ours_only_with_a_duration() {
+        assert_eq!(
+            split_timeout_param("http://example.com/?timeout=5s"),
+            ("http://example.com/".to_string(), Some("5s".to_string()))
+        );
+        assert_eq!(
+            split_timeout_param("http://example.com/?a=1&timeout=500ms&b=2"),
+            ("http://example.com/?a=1&b=2".to_string(), Some("500ms".to_string()))
+        );
+        assert_eq!(
+            split_timeout_param("http://example.com/?timeout=never"),
+            ("http://example.com/?timeout=never".to_string(), None)
+        );
+        assert_eq!(split_timeout_param("http://example.com/"), ("http://example.com/".to_string(), None));
+    }
+}
