@@ -15,8 +15,13 @@ pub fn build(config: &Config, public_url: Option<String>) -> Result<(SharedState
     build_with_clock(config, public_url, Arc::new(SystemClock))
 }
 
-pub fn build_with_clock(config: &Config, public_url: Option<String>, clock: Arc<dyn Clock>) -> Result<(SharedState, Router), String> {
-    let upstream = Upstream::new(config, clock.clone()).map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+pub fn build_with_clock(
+    config: &Config,
+    public_url: Option<String>,
+    clock: Arc<dyn Clock>,
+) -> Result<(SharedState, Router), String> {
+    let upstream = Upstream::new(config, clock.clone())
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let state = Arc::new(AppState {
         upstream,
         public_url: public_url.unwrap_or_else(|| config.public_url()),
@@ -35,8 +40,14 @@ pub fn public_url_for(config: &Config, listener: &TcpListener) -> Option<String>
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves; requests in flight then finish.
-pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// Resolves on SIGTERM or ctrl-c.

@@ -37,40 +37,67 @@ pub async fn serve(config_path: Option<&Path>, listen: Option<SocketAddr>) -> Re
 }
 
 /// `tmproxy timemap URI-R`: one aggregate to stdout; exit 1 with a reason when nothing was found.
-pub async fn timemap(uri_r: &str, format: TimeMapFormat, config_path: Option<&Path>) -> Result<(), String> {
+pub async fn timemap(
+    uri_r: &str,
+    format: TimeMapFormat,
+    config_path: Option<&Path>,
+) -> Result<(), String> {
     let config = load(config_path)?;
     let uri_r = UriR::parse(uri_r).map_err(|e| e.to_string())?;
-    let upstream = Upstream::new(&config, Arc::new(crate::clock::SystemClock)).map_err(|e| e.to_string())?;
-    let agg = upstream.aggregate(uri_r.as_str(), config.upstream.deadline).await;
+    let upstream =
+        Upstream::new(&config, Arc::new(crate::clock::SystemClock)).map_err(|e| e.to_string())?;
+    let agg = upstream
+        .aggregate(uri_r.as_str(), config.upstream.deadline)
+        .await;
     for o in &agg.outcomes {
         tracing::info!(archive = %o.id, status = o.status.as_str(), mementos = o.mementos, detail = o.detail.as_deref().unwrap_or(""), "archive answered");
     }
     if agg.timemap.is_empty() {
-        let failed: Vec<String> = agg.missing().map(|o| format!("{} ({})", o.id, o.status.as_str())).collect();
+        let failed: Vec<String> = agg
+            .missing()
+            .map(|o| format!("{} ({})", o.id, o.status.as_str()))
+            .collect();
         return Err(if failed.is_empty() {
             format!("no memento of {uri_r} in any archive")
         } else {
-            format!("no memento of {uri_r}; no answer from: {}", failed.join(", "))
+            format!(
+                "no memento of {uri_r}; no answer from: {}",
+                failed.join(", ")
+            )
         });
     }
     let links = SelfLinks::new(&config.public_url(), uri_r.as_str());
     let body = render(format, &agg, &links);
     let mut out = std::io::stdout().lock();
-    out.write_all(&body).and_then(|_| out.flush()).map_err(|e| format!("cannot write the TimeMap: {e}"))
+    out.write_all(&body)
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("cannot write the TimeMap: {e}"))
 }
 
 /// `tmproxy demo`: simulated archives plus the proxy, until ctrl-c.
 pub async fn demo(listen: SocketAddr) -> Result<(), String> {
-    let archives = demo::start_archives().await.map_err(|e| format!("cannot start the simulated archives: {e}"))?;
+    let archives = demo::start_archives()
+        .await
+        .map_err(|e| format!("cannot start the simulated archives: {e}"))?;
     let config = demo::demo_config(&archives, listen);
-    let listener = TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e} (try --listen 127.0.0.1:0)"))?;
-    let base = listener.local_addr().map(|a| format!("http://{a}")).map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e} (try --listen 127.0.0.1:0)"))?;
+    let base = listener
+        .local_addr()
+        .map(|a| format!("http://{a}"))
+        .map_err(|e| e.to_string())?;
     let (_state, router) = app::build(&config, Some(base.clone()))?;
-    println!("tmproxy demo: {} simulated archives on loopback, the proxy on {base}", archives.len());
+    println!(
+        "tmproxy demo: {} simulated archives on loopback, the proxy on {base}",
+        archives.len()
+    );
     for (id, a) in &archives {
         println!("  archive {id:<7} {}", a.timemap_prefix());
     }
-    println!("\nTry (alpha, beta and gamma overlap; slow misses the 3 s deadline; broken answers 500):");
+    println!(
+        "\nTry (alpha, beta and gamma overlap; slow misses the 3 s deadline; broken answers 500):"
+    );
     for line in demo::curl_lines(&base) {
         println!("  {line}");
     }

@@ -21,7 +21,10 @@ pub enum AppError {
     /// Every archive that answered has no memento.
     NotArchived(Box<Aggregate>),
     /// No archive gave a usable answer.
-    Upstream { timed_out: bool, aggregate: Box<Aggregate> },
+    Upstream {
+        timed_out: bool,
+        aggregate: Box<Aggregate>,
+    },
     NoSuchRoute,
     /// A bug or an exhausted resource on our side; details go to the log, not the client.
     Internal(String),
@@ -37,8 +40,12 @@ impl AppError {
             | AppError::UnknownFormat(_)
             | AppError::BadParameter(_) => StatusCode::BAD_REQUEST,
             AppError::NotArchived(_) | AppError::NoSuchRoute => StatusCode::NOT_FOUND,
-            AppError::Upstream { timed_out: true, .. } => StatusCode::GATEWAY_TIMEOUT,
-            AppError::Upstream { timed_out: false, .. } => StatusCode::BAD_GATEWAY,
+            AppError::Upstream {
+                timed_out: true, ..
+            } => StatusCode::GATEWAY_TIMEOUT,
+            AppError::Upstream {
+                timed_out: false, ..
+            } => StatusCode::BAD_GATEWAY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -125,8 +132,13 @@ impl IntoResponse for AppError {
                     "{}: {}{}{}\n",
                     o.id,
                     o.status.as_str(),
-                    o.http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(),
-                    o.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+                    o.http_status
+                        .map(|s| format!(" (HTTP {s})"))
+                        .unwrap_or_default(),
+                    o.detail
+                        .as_deref()
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default()
                 ));
             }
             let mut r = (status, body).into_response();

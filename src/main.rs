@@ -7,7 +7,11 @@ use std::process::ExitCode;
 use tmproxy::timemap::serialize::TimeMapFormat;
 
 #[derive(Parser)]
-#[command(name = "tmproxy", version, about = "A Memento aggregator: one TimeMap from many web archives")]
+#[command(
+    name = "tmproxy",
+    version,
+    about = "A Memento aggregator: one TimeMap from many web archives"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -60,7 +64,9 @@ impl From<Format> for TimeMapFormat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -72,8 +78,14 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve { config, listen } => tmproxy::cli::serve(config.as_deref(), listen).await,
-            Command::Timemap { uri_r, format, config } => tmproxy::cli::timemap(&uri_r, format.into(), config.as_deref()).await,
+            Command::Serve { config, listen } => {
+                tmproxy::cli::serve(config.as_deref(), listen).await
+            }
+            Command::Timemap {
+                uri_r,
+                format,
+                config,
+            } => tmproxy::cli::timemap(&uri_r, format.into(), config.as_deref()).await,
             Command::Demo { listen } => tmproxy::cli::demo(listen).await,
         }
     });
@@ -85,4 +97,3 @@ fn main() -> ExitCode {
         }
     }
 }
-

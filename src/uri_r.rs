@@ -17,9 +17,18 @@ pub enum UriRError {
 impl fmt::Display for UriRError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UriRError::Empty => write!(f, "missing URI-R: append the URL to look up, e.g. /timemap/link/http://example.com/"),
-            UriRError::TooLong(n) => write!(f, "URI-R of {n} bytes is over the {MAX_URI_LEN}-byte limit"),
-            UriRError::NotHttp(s) => write!(f, "URI-R must be an http:// or https:// URL, got {:?}", clip(s)),
+            UriRError::Empty => write!(
+                f,
+                "missing URI-R: append the URL to look up, e.g. /timemap/link/http://example.com/"
+            ),
+            UriRError::TooLong(n) => {
+                write!(f, "URI-R of {n} bytes is over the {MAX_URI_LEN}-byte limit")
+            }
+            UriRError::NotHttp(s) => write!(
+                f,
+                "URI-R must be an http:// or https:// URL, got {:?}",
+                clip(s)
+            ),
             UriRError::Invalid(s) => write!(f, "URI-R is not a valid URL: {:?}", clip(s)),
         }
     }
@@ -77,7 +86,11 @@ impl UriR {
             None => decoded,
         };
         let with_scheme = match decoded.find("://") {
-            Some(i) if decoded[..i].bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) => {
+            Some(i)
+                if decoded[..i]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) =>
+            {
                 let scheme = decoded[..i].to_ascii_lowercase();
                 if scheme != "http" && scheme != "https" {
                     return Err(UriRError::NotHttp(decoded));
@@ -85,8 +98,14 @@ impl UriR {
                 decoded
             }
             _ => {
-                if let Some(rest) = strip_prefix_ci(&decoded, "http:/").or_else(|| strip_prefix_ci(&decoded, "https:/")) {
-                    let scheme = if starts_with_ci(&decoded, "https") { "https" } else { "http" };
+                if let Some(rest) = strip_prefix_ci(&decoded, "http:/")
+                    .or_else(|| strip_prefix_ci(&decoded, "https:/"))
+                {
+                    let scheme = if starts_with_ci(&decoded, "https") {
+                        "https"
+                    } else {
+                        "http"
+                    };
                     format!("{scheme}://{rest}")
                 } else if has_other_scheme(&decoded) {
                     return Err(UriRError::NotHttp(decoded));
@@ -95,7 +114,8 @@ impl UriR {
                 }
             }
         };
-        let parsed = url::Url::parse(&with_scheme).map_err(|_| UriRError::Invalid(with_scheme.clone()))?;
+        let parsed =
+            url::Url::parse(&with_scheme).map_err(|_| UriRError::Invalid(with_scheme.clone()))?;
         if parsed.host_str().is_none_or(str::is_empty) {
             return Err(UriRError::Invalid(with_scheme));
         }
@@ -124,7 +144,9 @@ fn has_other_scheme(s: &str) -> bool {
         Some(i) if i > 0 => {
             let scheme = &s[..i];
             let after = &s[i + 1..];
-            scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+            scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
                 && scheme.as_bytes()[0].is_ascii_alphabetic()
                 && !after.bytes().next().is_some_and(|b| b.is_ascii_digit())
         }
@@ -173,13 +195,18 @@ mod tests {
     use super::*;
 
     fn ok(raw: &str) -> String {
-        UriR::parse(raw).map(UriR::into_string).unwrap_or_else(|e| panic!("{raw}: {e}"))
+        UriR::parse(raw)
+            .map(UriR::into_string)
+            .unwrap_or_else(|e| panic!("{raw}: {e}"))
     }
 
     #[test]
     fn plain_http_and_https_are_kept_as_given() {
         assert_eq!(ok("http://example.com/"), "http://example.com/");
-        assert_eq!(ok("https://example.com/a?b=c&d=e"), "https://example.com/a?b=c&d=e");
+        assert_eq!(
+            ok("https://example.com/a?b=c&d=e"),
+            "https://example.com/a?b=c&d=e"
+        );
         assert_eq!(ok("http://example.com"), "http://example.com");
         assert_eq!(ok("HTTP://Example.com/"), "HTTP://Example.com/");
     }
@@ -193,7 +220,10 @@ mod tests {
 
     #[test]
     fn percent_encoded_uri_r_is_decoded() {
-        assert_eq!(ok("http%3A%2F%2Fexample.com%2Fa%3Fb%3Dc"), "http://example.com/a?b=c");
+        assert_eq!(
+            ok("http%3A%2F%2Fexample.com%2Fa%3Fb%3Dc"),
+            "http://example.com/a?b=c"
+        );
         assert_eq!(ok("https%3a%2f%2fexample.com%2f"), "https://example.com/");
     }
 
@@ -210,8 +240,17 @@ mod tests {
 
     #[test]
     fn non_http_schemes_are_refused() {
-        for raw in ["ftp://example.com/", "file:///etc/passwd", "javascript:alert(1)", "mailto:a@b.c", "gopher://x/"] {
-            assert!(matches!(UriR::parse(raw), Err(UriRError::NotHttp(_))), "{raw}");
+        for raw in [
+            "ftp://example.com/",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "mailto:a@b.c",
+            "gopher://x/",
+        ] {
+            assert!(
+                matches!(UriR::parse(raw), Err(UriRError::NotHttp(_))),
+                "{raw}"
+            );
         }
     }
 
@@ -220,7 +259,10 @@ mod tests {
         assert_eq!(UriR::parse(""), Err(UriRError::Empty));
         assert_eq!(UriR::parse("   "), Err(UriRError::Empty));
         assert!(matches!(UriR::parse("http://"), Err(UriRError::Invalid(_))));
-        assert!(matches!(UriR::parse("http://exa mple.com/"), Err(UriRError::Invalid(_))));
+        assert!(matches!(
+            UriR::parse("http://exa mple.com/"),
+            Err(UriRError::Invalid(_))
+        ));
         let long = format!("http://example.com/{}", "a".repeat(MAX_URI_LEN));
         assert!(matches!(UriR::parse(&long), Err(UriRError::TooLong(_))));
     }
@@ -239,12 +281,18 @@ mod tests {
         );
         assert_eq!(
             split_timeout_param("http://example.com/?a=1&timeout=500ms&b=2"),
-            ("http://example.com/?a=1&b=2".to_string(), Some("500ms".to_string()))
+            (
+                "http://example.com/?a=1&b=2".to_string(),
+                Some("500ms".to_string())
+            )
         );
         assert_eq!(
             split_timeout_param("http://example.com/?timeout=never"),
             ("http://example.com/?timeout=never".to_string(), None)
         );
-        assert_eq!(split_timeout_param("http://example.com/"), ("http://example.com/".to_string(), None));
+        assert_eq!(
+            split_timeout_param("http://example.com/"),
+            ("http://example.com/".to_string(), None)
+        );
     }
 }

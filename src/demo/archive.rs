@@ -79,7 +79,11 @@ impl SimulatedArchive {
                 });
             }
         });
-        Ok(SimulatedArchive { addr, requests, task })
+        Ok(SimulatedArchive {
+            addr,
+            requests,
+            task,
+        })
     }
 
     /// The prefix to configure as `[[archives]] timemap`.
@@ -113,7 +117,12 @@ fn uri_m(addr: std::net::SocketAddr, timestamp: &str, uri_r: &str) -> String {
 }
 
 /// Reads one request head and answers it; one request per connection (`Connection: close`).
-async fn handle(mut stream: TcpStream, addr: std::net::SocketAddr, behaviour: &Behaviour, counter: &AtomicUsize) -> std::io::Result<()> {
+async fn handle(
+    mut stream: TcpStream,
+    addr: std::net::SocketAddr,
+    behaviour: &Behaviour,
+    counter: &AtomicUsize,
+) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 4096];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -134,7 +143,13 @@ async fn handle(mut stream: TcpStream, addr: std::net::SocketAddr, behaviour: &B
     } else if let Some(rest) = path.strip_prefix("/moved/") {
         (1, rest.to_string(), true)
     } else {
-        (1, path.strip_prefix("/timemap/link/").unwrap_or("").to_string(), false)
+        (
+            1,
+            path.strip_prefix("/timemap/link/")
+                .unwrap_or("")
+                .to_string(),
+            false,
+        )
     };
 
     match behaviour {
@@ -156,8 +171,12 @@ async fn handle(mut stream: TcpStream, addr: std::net::SocketAddr, behaviour: &B
             let head = format!("HTTP/1.1 302 Found\r\nLocation: {path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
             stream.write_all(head.as_bytes()).await
         }
-        Behaviour::Status(code, body) => respond(&mut stream, *code, "text/html", body.as_bytes()).await,
-        Behaviour::Body(body) => respond(&mut stream, 200, "application/link-format", body.as_bytes()).await,
+        Behaviour::Status(code, body) => {
+            respond(&mut stream, *code, "text/html", body.as_bytes()).await
+        }
+        Behaviour::Body(body) => {
+            respond(&mut stream, 200, "application/link-format", body.as_bytes()).await
+        }
         Behaviour::ResetMidBody => {
             let spec = TimeMapSpec::of(&["20000101000000", "20010101000000", "20020101000000"]);
             let body = timemap_body(addr, &spec, &uri_r, 1);
@@ -181,8 +200,11 @@ async fn handle(mut stream: TcpStream, addr: std::net::SocketAddr, behaviour: &B
             Ok(())
         }
         Behaviour::Oversized(size) => {
-            let line = format!("<{}>; rel=\"memento\"; datetime=\"Sat, 01 Jan 2000 00:00:00 GMT\",\n", uri_m(addr, "20000101000000", &uri_r));
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/link-format\r\nConnection: close\r\n\r\n");
+            let line = format!(
+                "<{}>; rel=\"memento\"; datetime=\"Sat, 01 Jan 2000 00:00:00 GMT\",\n",
+                uri_m(addr, "20000101000000", &uri_r)
+            );
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/link-format\r\nConnection: close\r\n\r\n".to_string();
             stream.write_all(head.as_bytes()).await?;
             // No Content-Length: the client must enforce its cap while reading.
             let mut sent = 0;
@@ -195,7 +217,12 @@ async fn handle(mut stream: TcpStream, addr: std::net::SocketAddr, behaviour: &B
     }
 }
 
-async fn respond(stream: &mut TcpStream, code: u16, content_type: &str, body: &[u8]) -> std::io::Result<()> {
+async fn respond(
+    stream: &mut TcpStream,
+    code: u16,
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
     let reason = match code {
         200 => "OK",
         404 => "Not Found",
@@ -211,13 +238,20 @@ async fn respond(stream: &mut TcpStream, code: u16, content_type: &str, body: &[
 }
 
 /// The link-format TimeMap (or one page of it) for `uri_r`.
-pub fn timemap_body(addr: std::net::SocketAddr, spec: &TimeMapSpec, uri_r: &str, page: usize) -> String {
+pub fn timemap_body(
+    addr: std::net::SocketAddr,
+    spec: &TimeMapSpec,
+    uri_r: &str,
+    page: usize,
+) -> String {
     let mut captures: Vec<&str> = spec.captures.iter().map(String::as_str).collect();
     captures.sort_unstable();
     if spec.newest_first {
         captures.reverse();
     }
-    let pages = spec.page_size.map_or(1, |k| captures.len().div_ceil(k.max(1)).max(1));
+    let pages = spec
+        .page_size
+        .map_or(1, |k| captures.len().div_ceil(k.max(1)).max(1));
     let slice: &[&str] = match spec.page_size {
         Some(k) => {
             let k = k.max(1);
@@ -228,7 +262,9 @@ pub fn timemap_body(addr: std::net::SocketAddr, spec: &TimeMapSpec, uri_r: &str,
     };
     let mut out = String::with_capacity(200 + slice.len() * 140);
     out.push_str(&format!("<{uri_r}>; rel=\"original\",\n"));
-    out.push_str(&format!("<http://{addr}/timegate/{uri_r}>; rel=\"timegate\",\n"));
+    out.push_str(&format!(
+        "<http://{addr}/timegate/{uri_r}>; rel=\"timegate\",\n"
+    ));
     if spec.page_size.is_some() {
         // The next page, or (from the last page) the first again: a cycle the client must survive.
         let next = if page >= pages {
@@ -236,17 +272,25 @@ pub fn timemap_body(addr: std::net::SocketAddr, spec: &TimeMapSpec, uri_r: &str,
         } else {
             format!("http://{addr}/page/{}/{uri_r}", page + 1)
         };
-        out.push_str(&format!("<{next}>; rel=\"timemap\"; type=\"application/link-format\",\n"));
+        out.push_str(&format!(
+            "<{next}>; rel=\"timemap\"; type=\"application/link-format\",\n"
+        ));
     }
     for (i, ts) in slice.iter().enumerate() {
-        let Some(dt) = crate::timemap::datetime::parse_14digit(ts) else { continue };
+        let Some(dt) = crate::timemap::datetime::parse_14digit(ts) else {
+            continue;
+        };
         let when = crate::timemap::datetime::format_rfc1123(dt);
         let uri = uri_m(addr, ts, uri_r);
         if i == 0 && spec.duplicate_first {
-            out.push_str(&format!("<{uri}>; rel=\"first memento\"; datetime=\"{when}\",\n"));
+            out.push_str(&format!(
+                "<{uri}>; rel=\"first memento\"; datetime=\"{when}\",\n"
+            ));
         }
         out.push_str(&format!("<{uri}>; rel=\"memento\"; datetime=\"{when}\",\n"));
     }
-    out.push_str(&format!("<http://{addr}/timemap/link/{uri_r}>; rel=\"self\"; type=\"application/link-format\"\n"));
+    out.push_str(&format!(
+        "<http://{addr}/timemap/link/{uri_r}>; rel=\"self\"; type=\"application/link-format\"\n"
+    ));
     out
 }

@@ -12,31 +12,65 @@ use std::time::Duration;
 pub async fn start_archives() -> std::io::Result<Vec<(&'static str, SimulatedArchive)>> {
     let alpha = TimeMapSpec {
         duplicate_first: true,
-        ..TimeMapSpec::of(&["19990125103000", "20010305120000", "20050101000000", "20120615083000"])
+        ..TimeMapSpec::of(&[
+            "19990125103000",
+            "20010305120000",
+            "20050101000000",
+            "20120615083000",
+        ])
     };
     let beta = TimeMapSpec {
         newest_first: true,
-        ..TimeMapSpec::of(&["20010305120000", "20080808080808", "20150101000000", "20230402101010"])
+        ..TimeMapSpec::of(&[
+            "20010305120000",
+            "20080808080808",
+            "20150101000000",
+            "20230402101010",
+        ])
     };
     let gamma = TimeMapSpec {
         page_size: Some(2),
-        ..TimeMapSpec::of(&["20030303030303", "20090909090909", "20160606060606", "20200202020202", "20240101000000"])
+        ..TimeMapSpec::of(&[
+            "20030303030303",
+            "20090909090909",
+            "20160606060606",
+            "20200202020202",
+            "20240101000000",
+        ])
     };
     let slow = TimeMapSpec {
         delay: Duration::from_secs(30),
         ..TimeMapSpec::of(&["20100101000000"])
     };
     Ok(vec![
-        ("alpha", SimulatedArchive::start(Behaviour::TimeMap(alpha)).await?),
-        ("beta", SimulatedArchive::start(Behaviour::TimeMap(beta)).await?),
-        ("gamma", SimulatedArchive::start(Behaviour::TimeMap(gamma)).await?),
-        ("slow", SimulatedArchive::start(Behaviour::TimeMap(slow)).await?),
-        ("broken", SimulatedArchive::start(Behaviour::Status(500, "<html>oops</html>".into())).await?),
+        (
+            "alpha",
+            SimulatedArchive::start(Behaviour::TimeMap(alpha)).await?,
+        ),
+        (
+            "beta",
+            SimulatedArchive::start(Behaviour::TimeMap(beta)).await?,
+        ),
+        (
+            "gamma",
+            SimulatedArchive::start(Behaviour::TimeMap(gamma)).await?,
+        ),
+        (
+            "slow",
+            SimulatedArchive::start(Behaviour::TimeMap(slow)).await?,
+        ),
+        (
+            "broken",
+            SimulatedArchive::start(Behaviour::Status(500, "<html>oops</html>".into())).await?,
+        ),
     ])
 }
 
 /// A config that points at the simulated archives, with a short deadline so `slow` times out.
-pub fn demo_config(archives: &[(&'static str, SimulatedArchive)], listen: std::net::SocketAddr) -> Config {
+pub fn demo_config(
+    archives: &[(&'static str, SimulatedArchive)],
+    listen: std::net::SocketAddr,
+) -> Config {
     let mut config = Config::default();
     config.server.listen = listen;
     config.upstream.deadline = Duration::from_secs(3);
@@ -63,7 +97,9 @@ pub fn curl_lines(base: &str) -> Vec<String> {
         format!("curl -s {base}/timemap/link/{uri}"),
         format!("curl -s {base}/timemap/json/{uri}"),
         format!("curl -s {base}/timemap/cdxj/{uri}"),
-        format!("curl -si -H 'Accept-Datetime: Thu, 31 May 2007 20:35:00 GMT' {base}/timegate/{uri}"),
+        format!(
+            "curl -si -H 'Accept-Datetime: Thu, 31 May 2007 20:35:00 GMT' {base}/timegate/{uri}"
+        ),
         format!("curl -si {base}/memento/2007/{uri}"),
         format!("curl -s {base}/api/json/20070531/{uri}"),
         format!("curl -si '{base}/timemap/link/{uri}?timeout=1s'"),

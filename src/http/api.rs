@@ -29,14 +29,27 @@ pub struct MementoGroup {
     uri: Vec<String>,
 }
 
-pub async fn api_json(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Result<Json<ApiAnswer>, AppError> {
+pub async fn api_json(
+    State(state): State<SharedState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Json<ApiAnswer>, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/api/json/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let agg = require_mementos(state.upstream.aggregate(lookup.uri_r.as_str(), lookup.deadline).await)?;
+    let agg = require_mementos(
+        state
+            .upstream
+            .aggregate(lookup.uri_r.as_str(), lookup.deadline)
+            .await,
+    )?;
     Ok(Json(describe(&state.public_url, agg, target)))
 }
 
-fn describe(public_url: &str, agg: Aggregate, target: crate::timemap::model::MementoDatetime) -> ApiAnswer {
+fn describe(
+    public_url: &str,
+    agg: Aggregate,
+    target: crate::timemap::model::MementoDatetime,
+) -> ApiAnswer {
     let links = SelfLinks::new(public_url, &agg.uri_r);
     let mut mementos = BTreeMap::new();
     if let Some(c) = closest(&agg.timemap, target) {
@@ -45,7 +58,12 @@ fn describe(public_url: &str, agg: Aggregate, target: crate::timemap::model::Mem
             let dt = ms[i].datetime;
             MementoGroup {
                 datetime: format_rfc3339(dt),
-                uri: ms.iter().skip_while(|m| m.datetime < dt).take_while(|m| m.datetime == dt).map(|m| m.uri_m.clone()).collect(),
+                uri: ms
+                    .iter()
+                    .skip_while(|m| m.datetime < dt)
+                    .take_while(|m| m.datetime == dt)
+                    .map(|m| m.uri_m.clone())
+                    .collect(),
             }
         };
         mementos.insert("first", group(c.first));
@@ -61,7 +79,10 @@ fn describe(public_url: &str, agg: Aggregate, target: crate::timemap::model::Mem
     ApiAnswer {
         original_uri: agg.uri_r.clone(),
         timegate_uri: links.timegate(),
-        timemap_uri: TimeMapFormat::ALL.iter().map(|f| (json_key(*f), links.timemap(*f))).collect(),
+        timemap_uri: TimeMapFormat::ALL
+            .iter()
+            .map(|f| (json_key(*f), links.timemap(*f)))
+            .collect(),
         mementos,
         archives: agg.outcomes,
     }

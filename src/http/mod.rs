@@ -11,8 +11,7 @@ use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::upstream::Upstream;
 use crate::uri_r::{split_timeout_param, UriR, MAX_URI_LEN};
-use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderMap, HeaderName, Method, Uri};
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
@@ -92,7 +91,9 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     let mut deadline = state.upstream.deadline();
     if let Some(t) = timeout {
         deadline = deadline.min(parse_wait(&t).ok_or_else(|| {
-            AppError::BadParameter(format!("timeout {t:?} is not a duration like \"5s\" or \"500ms\""))
+            AppError::BadParameter(format!(
+                "timeout {t:?} is not a duration like \"5s\" or \"500ms\""
+            ))
         })?);
     }
     if let Some(wait) = prefer_wait(headers)? {
@@ -121,7 +122,9 @@ fn prefer_wait(headers: &HeaderMap) -> Result<Option<Duration>, AppError> {
             let pref = pref.trim();
             if let Some(v) = pref.strip_prefix("wait=") {
                 let secs: u64 = v.trim().parse().map_err(|_| {
-                    AppError::BadParameter(format!("Prefer: wait={v:?} is not a whole number of seconds"))
+                    AppError::BadParameter(format!(
+                        "Prefer: wait={v:?} is not a whole number of seconds"
+                    ))
                 })?;
                 return Ok(Some(Duration::from_secs(secs)));
             }
@@ -131,7 +134,10 @@ fn prefer_wait(headers: &HeaderMap) -> Result<Option<Duration>, AppError> {
 }
 
 /// The datetime a TimeGate should aim at: `Accept-Datetime`, or now when absent.
-pub fn accept_datetime(headers: &HeaderMap, now: MementoDatetime) -> Result<MementoDatetime, AppError> {
+pub fn accept_datetime(
+    headers: &HeaderMap,
+    now: MementoDatetime,
+) -> Result<MementoDatetime, AppError> {
     match headers.get("accept-datetime") {
         None => Ok(now),
         Some(v) => {

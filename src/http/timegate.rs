@@ -12,17 +12,35 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
-pub async fn timegate(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Result<Response, AppError> {
+pub async fn timegate(
+    State(state): State<SharedState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
     let target = accept_datetime(&headers, state.clock.now())?;
     let lookup = read_lookup(&state, raw_after(&uri, "/timegate/"), &headers)?;
-    let agg = require_mementos(state.upstream.aggregate(lookup.uri_r.as_str(), lookup.deadline).await)?;
+    let agg = require_mementos(
+        state
+            .upstream
+            .aggregate(lookup.uri_r.as_str(), lookup.deadline)
+            .await,
+    )?;
     Ok(redirect(&state.public_url, &agg, target, true))
 }
 
-pub async fn memento(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Result<Response, AppError> {
+pub async fn memento(
+    State(state): State<SharedState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/memento/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let agg = require_mementos(state.upstream.aggregate(lookup.uri_r.as_str(), lookup.deadline).await)?;
+    let agg = require_mementos(
+        state
+            .upstream
+            .aggregate(lookup.uri_r.as_str(), lookup.deadline)
+            .await,
+    )?;
     Ok(redirect(&state.public_url, &agg, target, false))
 }
 
@@ -34,7 +52,12 @@ pub fn split_path_datetime(raw: &str) -> Result<(MementoDatetime, &str), AppErro
 }
 
 /// The 302 to the closest memento, with the Link header of RFC 7089 §4.1.
-fn redirect(public_url: &str, agg: &Aggregate, target: MementoDatetime, negotiated: bool) -> Response {
+fn redirect(
+    public_url: &str,
+    agg: &Aggregate,
+    target: MementoDatetime,
+    negotiated: bool,
+) -> Response {
     let mut h = HeaderMap::new();
     // require_mementos guarantees a non-empty TimeMap; an empty one would be a bug upstream of here.
     let Some(c) = closest(&agg.timemap, target) else {
@@ -52,7 +75,10 @@ fn redirect(public_url: &str, agg: &Aggregate, target: MementoDatetime, negotiat
     if let Some(v) = archives_header(agg) {
         h.insert("x-memento-archives", v);
     }
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     let body = format!("302 Found: {}\n", agg.timemap.mementos[c.closest].uri_m);
     (StatusCode::FOUND, h, body).into_response()
 }
@@ -72,7 +98,10 @@ pub fn link_header(public_url: &str, agg: &Aggregate, c: &Closest) -> String {
         format_rfc1123(first.datetime),
         format_rfc1123(last.datetime)
     ));
-    parts.push(format!("<{}>; rel=\"timemap\"; type=\"application/json\"", links.timemap(TimeMapFormat::Json)));
+    parts.push(format!(
+        "<{}>; rel=\"timemap\"; type=\"application/json\"",
+        links.timemap(TimeMapFormat::Json)
+    ));
     // (index, relation words) in time order; one link per distinct memento.
     let mut rels: Vec<(usize, Vec<&str>)> = Vec::with_capacity(5);
     let mut add = |i: usize, word: &'static str| match rels.iter_mut().find(|(j, _)| *j == i) {
@@ -91,8 +120,16 @@ pub fn link_header(public_url: &str, agg: &Aggregate, c: &Closest) -> String {
     rels.sort_by_key(|(i, _)| *i);
     for (i, words) in rels {
         let words: Vec<&str> = words.into_iter().filter(|w| !w.is_empty()).collect();
-        let rel = if words.is_empty() { "memento".to_string() } else { format!("{} memento", words.join(" ")) };
-        parts.push(format!("<{}>; rel=\"{rel}\"; datetime=\"{}\"", ms[i].uri_m, format_rfc1123(ms[i].datetime)));
+        let rel = if words.is_empty() {
+            "memento".to_string()
+        } else {
+            format!("{} memento", words.join(" "))
+        };
+        parts.push(format!(
+            "<{}>; rel=\"{rel}\"; datetime=\"{}\"",
+            ms[i].uri_m,
+            format_rfc1123(ms[i].datetime)
+        ));
     }
     parts.join(", ")
 }

@@ -17,7 +17,9 @@ pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
     }
     // `/timemap/xml/http://…`: a format segment we don't know, followed by a URI-R.
     let looks_like_format = !first.is_empty()
-        && first.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && first
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         && !first.contains('.');
     if looks_like_format && !rest.is_empty() {
         return Err(AppError::UnknownFormat(first.to_string()));
@@ -25,10 +27,17 @@ pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
     Ok((TimeMapFormat::Link, raw))
 }
 
-pub async fn timemap(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Result<Response, AppError> {
+pub async fn timemap(
+    State(state): State<SharedState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
     let (format, raw) = split_format(raw_after(&uri, "/timemap/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let agg = state.upstream.aggregate(lookup.uri_r.as_str(), lookup.deadline).await;
+    let agg = state
+        .upstream
+        .aggregate(lookup.uri_r.as_str(), lookup.deadline)
+        .await;
     let agg = require_mementos(agg)?;
     let partial = matches!(agg.verdict(), Verdict::Found { partial: true });
 
@@ -37,7 +46,10 @@ pub async fn timemap(State(state): State<SharedState>, uri: Uri, headers: Header
     let etag = format!("\"{:016x}\"", fnv1a(&body));
 
     let mut h = HeaderMap::new();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
     h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
@@ -68,14 +80,18 @@ pub async fn timemap(State(state): State<SharedState>, uri: Uri, headers: Header
 fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
     headers.get_all(header::IF_NONE_MATCH).iter().any(|v| {
         v.to_str().is_ok_and(|list| {
-            list.split(',').map(str::trim).any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag))
+            list.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag))
         })
     })
 }
 
 /// A 64-bit FNV-1a of the body: a stable ETag across restarts, unlike std's seeded hasher.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -84,17 +100,40 @@ mod tests {
 
     #[test]
     fn format_segment_or_bare_uri_r() {
-        assert_eq!(split_format("json/http://a.b/").map(|(f, r)| (f, r.to_string())).ok(), Some((TimeMapFormat::Json, "http://a.b/".into())));
-        assert_eq!(split_format("http://a.b/").map(|(f, r)| (f, r.to_string())).ok(), Some((TimeMapFormat::Link, "http://a.b/".into())));
-        assert_eq!(split_format("example.com/x").map(|(f, r)| (f, r.to_string())).ok(), Some((TimeMapFormat::Link, "example.com/x".into())));
-        assert!(matches!(split_format("xml/http://a.b/"), Err(AppError::UnknownFormat(f)) if f == "xml"));
-        assert!(matches!(split_format("http%3A%2F%2Fa.b%2F"), Ok((TimeMapFormat::Link, _))));
+        assert_eq!(
+            split_format("json/http://a.b/")
+                .map(|(f, r)| (f, r.to_string()))
+                .ok(),
+            Some((TimeMapFormat::Json, "http://a.b/".into()))
+        );
+        assert_eq!(
+            split_format("http://a.b/")
+                .map(|(f, r)| (f, r.to_string()))
+                .ok(),
+            Some((TimeMapFormat::Link, "http://a.b/".into()))
+        );
+        assert_eq!(
+            split_format("example.com/x")
+                .map(|(f, r)| (f, r.to_string()))
+                .ok(),
+            Some((TimeMapFormat::Link, "example.com/x".into()))
+        );
+        assert!(
+            matches!(split_format("xml/http://a.b/"), Err(AppError::UnknownFormat(f)) if f == "xml")
+        );
+        assert!(matches!(
+            split_format("http%3A%2F%2Fa.b%2F"),
+            Ok((TimeMapFormat::Link, _))
+        ));
     }
 
     #[test]
     fn if_none_match_lists_and_star() {
         let mut h = HeaderMap::new();
-        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"a\", \"b\""));
+        h.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_static("\"a\", \"b\""),
+        );
         assert!(if_none_match(&h, "\"b\""));
         assert!(!if_none_match(&h, "\"c\""));
         h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));

@@ -102,7 +102,7 @@ pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
     // About 140 bytes per memento line; reserving avoids regrowth on million-memento TimeMaps.
     let mut out =
         String::with_capacity(512 + ms.len() * (ms.first().map_or(0, |m| m.uri_m.len()) + 90));
-    let _ = write!(out, "<{}>; rel=\"original\",\n", agg.uri_r);
+    let _ = writeln!(out, "<{}>; rel=\"original\",", agg.uri_r);
     let _ = write!(
         out,
         "<{}>; rel=\"self\"; type=\"application/link-format\"",
@@ -117,9 +117,9 @@ pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
     }
     out.push_str(",\n");
     for format in [TimeMapFormat::Json, TimeMapFormat::Cdxj] {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<{}>; rel=\"timemap\"; type=\"{}\",\n",
+            "<{}>; rel=\"timemap\"; type=\"{}\",",
             links.timemap(format),
             format.content_type()
         );

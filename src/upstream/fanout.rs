@@ -34,7 +34,10 @@ impl Upstream {
             .collect();
         Ok(Upstream {
             client: build_client(config.upstream.connect_timeout, &config.upstream.user_agent)?,
-            health: archives.iter().map(|_| Mutex::new(Health::default())).collect(),
+            health: archives
+                .iter()
+                .map(|_| Mutex::new(Health::default()))
+                .collect(),
             archives,
             limits: FetchLimits {
                 max_body: config.upstream.max_body,
@@ -69,12 +72,18 @@ impl Upstream {
         for (i, archive) in self.archives.iter().enumerate() {
             let health = self.health_of(i);
             if health.is_dormant(now) {
-                let until = health.dormant_until.map(|t| t.to_rfc3339()).unwrap_or_default();
+                let until = health
+                    .dormant_until
+                    .map(|t| t.to_rfc3339())
+                    .unwrap_or_default();
                 results[i] = Some((
                     ArchiveFetch::failed(
                         ArchiveStatus::Error,
                         None,
-                        format!("dormant after {} consecutive failures; asked again after {until}", self.failures_before_dormant),
+                        format!(
+                            "dormant after {} consecutive failures; asked again after {until}",
+                            self.failures_before_dormant
+                        ),
                     ),
                     Duration::ZERO,
                 ));
@@ -82,9 +91,20 @@ impl Upstream {
             }
             let (client, limits) = (&self.client, &self.limits);
             pending.push(async move {
-                let one = tokio::time::timeout(archive.timeout, fetch_archive(client, archive, uri_r, limits)).await;
+                let one = tokio::time::timeout(
+                    archive.timeout,
+                    fetch_archive(client, archive, uri_r, limits),
+                )
+                .await;
                 let fetch = one.unwrap_or_else(|_| {
-                    ArchiveFetch::failed(ArchiveStatus::Timeout, None, format!("no answer within its timeout ({}s)", archive.timeout.as_secs_f64()))
+                    ArchiveFetch::failed(
+                        ArchiveStatus::Timeout,
+                        None,
+                        format!(
+                            "no answer within its timeout ({}s)",
+                            archive.timeout.as_secs_f64()
+                        ),
+                    )
                 });
                 (i, fetch, started.elapsed())
             });
@@ -110,7 +130,10 @@ impl Upstream {
                     ArchiveFetch::failed(
                         ArchiveStatus::Timeout,
                         None,
-                        format!("no answer within the request deadline ({}s)", deadline.as_secs_f64()),
+                        format!(
+                            "no answer within the request deadline ({}s)",
+                            deadline.as_secs_f64()
+                        ),
                     ),
                     deadline,
                 ));
@@ -157,13 +180,20 @@ impl Upstream {
 
     fn health_of(&self, i: usize) -> Health {
         // A poisoned lock only means another request panicked mid-update; the data is plain.
-        self.health[i].lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone())
+        self.health[i]
+            .lock()
+            .map(|h| h.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
     }
 
     fn record_health(&self, i: usize, answered: bool) {
         let now = self.clock.now();
         let mut h = self.health[i].lock().unwrap_or_else(|p| p.into_inner());
-        h.record(answered, now, self.failures_before_dormant, self.dormant_for);
+        h.record(
+            answered,
+            now,
+            self.failures_before_dormant,
+            self.dormant_for,
+        );
     }
 }
-

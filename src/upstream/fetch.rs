@@ -30,7 +30,11 @@ pub struct ArchiveFetch {
 }
 
 impl ArchiveFetch {
-    pub fn failed(status: ArchiveStatus, http_status: Option<u16>, detail: impl Into<String>) -> ArchiveFetch {
+    pub fn failed(
+        status: ArchiveStatus,
+        http_status: Option<u16>,
+        detail: impl Into<String>,
+    ) -> ArchiveFetch {
         ArchiveFetch {
             status,
             http_status,
@@ -43,7 +47,10 @@ impl ArchiveFetch {
 }
 
 /// Builds the one pooled client every archive request goes through.
-pub fn build_client(connect_timeout: Duration, user_agent: &str) -> Result<reqwest::Client, reqwest::Error> {
+pub fn build_client(
+    connect_timeout: Duration,
+    user_agent: &str,
+) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(user_agent)
@@ -63,7 +70,12 @@ pub fn build_client(connect_timeout: Duration, user_agent: &str) -> Result<reqwe
 
 /// Fetches an archive's whole TimeMap for `uri_r`, following `rel="timemap"` pages on the same
 /// origin up to `max_pages`, each visited once. The caller bounds it in time.
-pub async fn fetch_archive(client: &reqwest::Client, archive: &Archive, uri_r: &str, limits: &FetchLimits) -> ArchiveFetch {
+pub async fn fetch_archive(
+    client: &reqwest::Client,
+    archive: &Archive,
+    uri_r: &str,
+    limits: &FetchLimits,
+) -> ArchiveFetch {
     let first = archive.timemap_for(uri_r);
     let origin = origin_of(&first);
     let mut queue = vec![first];
@@ -86,7 +98,10 @@ pub async fn fetch_archive(client: &reqwest::Client, archive: &Archive, uri_r: &
             continue;
         }
         if result.pages >= limits.max_pages {
-            notes.push(format!("stopped after {} pages (max_pages)", limits.max_pages));
+            notes.push(format!(
+                "stopped after {} pages (max_pages)",
+                limits.max_pages
+            ));
             break;
         }
         let page = match fetch_page(client, &uri_t, limits.max_body).await {
@@ -94,7 +109,11 @@ pub async fn fetch_archive(client: &reqwest::Client, archive: &Archive, uri_r: &
             Err(failure) if result.pages == 0 => return failure,
             Err(failure) => {
                 // A later page failed: keep what the earlier pages gave, and say so.
-                notes.push(format!("page {} failed: {}", result.pages + 1, failure.detail.unwrap_or_default()));
+                notes.push(format!(
+                    "page {} failed: {}",
+                    result.pages + 1,
+                    failure.detail.unwrap_or_default()
+                ));
                 break;
             }
         };
@@ -109,7 +128,10 @@ pub async fn fetch_archive(client: &reqwest::Client, archive: &Archive, uri_r: &
                     ..ArchiveFetch::failed(ArchiveStatus::NotFound, Some(page.http_status), "")
                 };
             }
-            notes.push(format!("page {} answered {}", result.pages, page.http_status));
+            notes.push(format!(
+                "page {} answered {}",
+                result.pages, page.http_status
+            ));
             continue;
         }
         let blank = page.body.iter().all(u8::is_ascii_whitespace);
@@ -157,7 +179,11 @@ struct Page {
 
 /// One GET, its body read up to the cap. Non-2xx bodies are never read: an HTML 404 page is
 /// not a TimeMap.
-async fn fetch_page(client: &reqwest::Client, uri_t: &str, max_body: u64) -> Result<Page, ArchiveFetch> {
+async fn fetch_page(
+    client: &reqwest::Client,
+    uri_t: &str,
+    max_body: u64,
+) -> Result<Page, ArchiveFetch> {
     let mut resp = client
         .get(uri_t)
         .header(reqwest::header::ACCEPT, "application/link-format")
@@ -167,9 +193,16 @@ async fn fetch_page(client: &reqwest::Client, uri_t: &str, max_body: u64) -> Res
     let http_status = resp.status().as_u16();
     if !resp.status().is_success() {
         if http_status == 404 || http_status == 410 {
-            return Ok(Page { http_status, body: Vec::new() });
+            return Ok(Page {
+                http_status,
+                body: Vec::new(),
+            });
         }
-        return Err(ArchiveFetch::failed(ArchiveStatus::Error, Some(http_status), format!("HTTP {http_status}")));
+        return Err(ArchiveFetch::failed(
+            ArchiveStatus::Error,
+            Some(http_status),
+            format!("HTTP {http_status}"),
+        ));
     }
     if let Some(len) = resp.content_length() {
         if len > max_body {
@@ -206,18 +239,28 @@ fn request_failure(e: &reqwest::Error, http_status: Option<u16>) -> ArchiveFetch
     } else if e.is_connect() {
         (ArchiveStatus::Error, "connection failed".to_string())
     } else if e.is_redirect() {
-        (ArchiveStatus::Error, "redirect loop or bad redirect".to_string())
+        (
+            ArchiveStatus::Error,
+            "redirect loop or bad redirect".to_string(),
+        )
     } else if e.is_body() || e.is_decode() {
-        (ArchiveStatus::Error, "connection broke while reading the body".to_string())
+        (
+            ArchiveStatus::Error,
+            "connection broke while reading the body".to_string(),
+        )
     } else {
         (ArchiveStatus::Error, "request failed".to_string())
     };
     // The error's own chain names the cause (refused, reset…) without any secrets of ours.
     let cause = std::error::Error::source(e).map(|s| s.to_string());
-    ArchiveFetch::failed(status, http_status, match cause {
-        Some(c) => format!("{detail}: {c}"),
-        None => detail,
-    })
+    ArchiveFetch::failed(
+        status,
+        http_status,
+        match cause {
+            Some(c) => format!("{detail}: {c}"),
+            None => detail,
+        },
+    )
 }
 
 async fn parse_body(body: Vec<u8>, base: String) -> crate::timemap::model::LinkTimeMap {

@@ -51,7 +51,13 @@ impl Health {
 
     /// Records an answer (`answered`: it said what it holds, even "nothing") or a failure.
     /// `threshold` 0 means never dormant.
-    pub fn record(&mut self, answered: bool, now: DateTime<Utc>, threshold: u32, dormant_for: Duration) {
+    pub fn record(
+        &mut self,
+        answered: bool,
+        now: DateTime<Utc>,
+        threshold: u32,
+        dormant_for: Duration,
+    ) {
         if answered {
             *self = Health::default();
             return;
@@ -72,7 +78,9 @@ mod tests {
     use chrono::TimeZone;
 
     fn t(secs: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_700_000_000 + secs, 0).single().expect("valid")
+        Utc.timestamp_opt(1_700_000_000 + secs, 0)
+            .single()
+            .expect("valid")
     }
 
     #[test]

@@ -7,7 +7,9 @@ use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 const URI_R: &str = "http://example.com/";
 
 async fn archive(b: Behaviour) -> SimulatedArchive {
-    SimulatedArchive::start(b).await.expect("simulated archive starts")
+    SimulatedArchive::start(b)
+        .await
+        .expect("simulated archive starts")
 }
 
 fn tm(captures: &[&str]) -> Behaviour {
@@ -41,9 +43,16 @@ async fn merged_timemap_is_the_deduplicated_union_in_time_order() {
         ]
     );
     assert_eq!(outcome(&json, "a")["status"], "ok");
-    assert_eq!(outcome(&json, "a")["mementos"], 2, "the duplicate first memento counts once");
+    assert_eq!(
+        outcome(&json, "a")["mementos"],
+        2,
+        "the duplicate first memento counts once"
+    );
     assert_eq!(outcome(&json, "b")["mementos"], 3);
-    assert_eq!(json["mementos"]["first"]["datetime"], "2001-01-01T00:00:00Z");
+    assert_eq!(
+        json["mementos"]["first"]["datetime"],
+        "2001-01-01T00:00:00Z"
+    );
     assert_eq!(json["mementos"]["last"]["archive"], "b");
 }
 
@@ -55,7 +64,11 @@ async fn link_format_lists_each_memento_once_with_first_and_last() {
     }))
     .await;
     let proxy = start_proxy(config_for(&[("a", &a)])).await;
-    let resp = client().get(format!("{}/timemap/link/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timemap/link/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "application/link-format");
     assert_eq!(resp.headers()["x-memento-count"], "2");
@@ -85,11 +98,22 @@ async fn failing_archives_give_a_partial_200_that_names_them() {
         ("garbage", &garbage),
     ]))
     .await;
-    let resp = client().get(format!("{}/timemap/json/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timemap/json/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 200);
-    assert_eq!(resp.headers()["x-memento-partial"], "broken, reset, garbage");
-    let json: serde_json::Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
-    assert_eq!(memento_uris(&json), vec![good.uri_m("20010101000000", URI_R)]);
+    assert_eq!(
+        resp.headers()["x-memento-partial"],
+        "broken, reset, garbage"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(
+        memento_uris(&json),
+        vec![good.uri_m("20010101000000", URI_R)]
+    );
     assert_eq!(outcome(&json, "good")["status"], "ok");
     assert_eq!(outcome(&json, "missing")["status"], "not_found");
     assert_eq!(outcome(&json, "missing")["http_status"], 404);
@@ -127,7 +151,10 @@ async fn a_per_archive_timeout_is_a_timeout_even_within_the_deadline() {
     let proxy = start_proxy(config).await;
     let (_, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
     assert_eq!(outcome(&json, "slow")["status"], "timeout");
-    assert!(outcome(&json, "slow")["detail"].as_str().unwrap_or("").contains("its timeout"));
+    assert!(outcome(&json, "slow")["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("its timeout"));
 }
 
 #[tokio::test]
@@ -141,8 +168,14 @@ async fn client_timeout_parameter_shortens_the_deadline() {
     // The client would wait 30 s; the proxy must answer at 1 s with hang as a timeout.
     let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}?timeout=1s", proxy.base)).await;
     assert_eq!(status, 200);
-    assert_eq!(json["original_uri"], URI_R, "timeout=1s is ours, not part of the URI-R");
-    assert!(outcome(&json, "hang")["detail"].as_str().unwrap_or("").contains("request deadline (1s)"));
+    assert_eq!(
+        json["original_uri"], URI_R,
+        "timeout=1s is ours, not part of the URI-R"
+    );
+    assert!(outcome(&json, "hang")["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("request deadline (1s)"));
 }
 
 #[tokio::test]
@@ -155,7 +188,10 @@ async fn oversized_bodies_are_cut_at_max_body() {
     let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
     assert_eq!(status, 200);
     assert_eq!(outcome(&json, "huge")["status"], "error");
-    assert!(outcome(&json, "huge")["detail"].as_str().unwrap_or("").contains("max_body"));
+    assert!(outcome(&json, "huge")["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("max_body"));
 }
 
 #[tokio::test]
@@ -177,7 +213,13 @@ async fn malformed_entries_are_skipped_and_counted_and_the_rest_kept() {
 
 #[tokio::test]
 async fn paged_timemaps_are_followed_with_a_cycle_guard_and_a_page_limit() {
-    let captures = ["20010101000000", "20020101000000", "20030101000000", "20040101000000", "20050101000000"];
+    let captures = [
+        "20010101000000",
+        "20020101000000",
+        "20030101000000",
+        "20040101000000",
+        "20050101000000",
+    ];
     let paged = archive(Behaviour::TimeMap(TimeMapSpec {
         page_size: Some(2),
         ..TimeMapSpec::of(&captures)
@@ -196,7 +238,10 @@ async fn paged_timemaps_are_followed_with_a_cycle_guard_and_a_page_limit() {
     let limited = start_proxy(config).await;
     let (_, json) = get_json(&format!("{}/timemap/json/{URI_R}", limited.base)).await;
     assert_eq!(memento_uris(&json).len(), 4);
-    assert!(outcome(&json, "paged")["detail"].as_str().unwrap_or("").contains("max_pages"));
+    assert!(outcome(&json, "paged")["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("max_pages"));
 }
 
 #[tokio::test]
@@ -215,23 +260,45 @@ async fn no_memento_anywhere_is_404_and_no_answer_is_502_or_504() {
     let missing = archive(Behaviour::Status(404, "nope".into())).await;
     let empty = archive(tm(&[])).await;
     let proxy = start_proxy(config_for(&[("missing", &missing), ("empty", &empty)])).await;
-    let resp = client().get(format!("{}/timemap/link/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timemap/link/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 404);
-    assert_eq!(resp.headers()["x-memento-archives"], "missing=not_found;n=0, empty=empty;n=0");
+    assert_eq!(
+        resp.headers()["x-memento-archives"],
+        "missing=not_found;n=0, empty=empty;n=0"
+    );
     let text = resp.text().await.expect("body");
-    assert!(text.starts_with("404 no memento of http://example.com/ in any of the 2 archives"), "{text}");
+    assert!(
+        text.starts_with("404 no memento of http://example.com/ in any of the 2 archives"),
+        "{text}"
+    );
 
     let broken = archive(Behaviour::Status(503, "down".into())).await;
     let proxy = start_proxy(config_for(&[("broken", &broken)])).await;
-    let resp = client().get(format!("{}/timemap/link/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timemap/link/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 502);
-    assert!(resp.text().await.expect("body").contains("broken: error (HTTP 503)"));
+    assert!(resp
+        .text()
+        .await
+        .expect("body")
+        .contains("broken: error (HTTP 503)"));
 
     let hang = archive(Behaviour::HangBeforeHeaders).await;
     let mut config = config_for(&[("hang", &hang)]);
     config.upstream.deadline = Duration::from_millis(500);
     let proxy = start_proxy(config).await;
-    let resp = client().get(format!("{}/timemap/link/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timemap/link/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 504);
 }
 
@@ -240,10 +307,17 @@ async fn a_404_beside_a_failure_is_a_404_that_names_the_failure() {
     let missing = archive(Behaviour::Status(404, "nope".into())).await;
     let broken = archive(Behaviour::Status(500, "oops".into())).await;
     let proxy = start_proxy(config_for(&[("missing", &missing), ("broken", &broken)])).await;
-    let resp = client().get(format!("{}/timemap/link/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timemap/link/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 404);
     let text = resp.text().await.expect("body");
-    assert!(text.contains("in the 1 archives that answered; no answer from: broken"), "{text}");
+    assert!(
+        text.contains("in the 1 archives that answered; no answer from: broken"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -261,12 +335,17 @@ async fn an_archive_that_keeps_failing_goes_dormant() {
     assert_eq!(broken.requests(), 2, "asked twice, then left alone");
     assert_eq!(good.requests(), 5);
     let (_, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
-    assert!(outcome(&json, "broken")["detail"].as_str().unwrap_or("").contains("dormant"));
+    assert!(outcome(&json, "broken")["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("dormant"));
 }
 
 #[tokio::test]
 async fn newest_first_and_oldest_first_give_the_same_timemap() {
-    let captures: Vec<String> = (0..2000).map(|i| format!("2010{:02}{:02}000000", 1 + i % 12, 1 + (i / 12) % 28)).collect();
+    let captures: Vec<String> = (0..2000)
+        .map(|i| format!("2010{:02}{:02}000000", 1 + i % 12, 1 + (i / 12) % 28))
+        .collect();
     let refs: Vec<&str> = captures.iter().map(String::as_str).collect();
     let old = archive(Behaviour::TimeMap(TimeMapSpec::of(&refs))).await;
     let new = archive(Behaviour::TimeMap(TimeMapSpec {
@@ -279,7 +358,12 @@ async fn newest_first_and_oldest_first_give_the_same_timemap() {
     let (_, j1) = get_json(&format!("{}/timemap/json/{URI_R}", p1.base)).await;
     let (_, j2) = get_json(&format!("{}/timemap/json/{URI_R}", p2.base)).await;
     let strip = |uris: Vec<String>, a: &SimulatedArchive| -> Vec<String> {
-        uris.into_iter().map(|u| u.replace(&a.addr.to_string(), "HOST")).collect()
+        uris.into_iter()
+            .map(|u| u.replace(&a.addr.to_string(), "HOST"))
+            .collect()
     };
-    assert_eq!(strip(memento_uris(&j1), &old), strip(memento_uris(&j2), &new));
+    assert_eq!(
+        strip(memento_uris(&j1), &old),
+        strip(memento_uris(&j2), &new)
+    );
 }

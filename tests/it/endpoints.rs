@@ -7,12 +7,18 @@ const URI_R: &str = "http://example.com/";
 
 /// Two archives: a holds 2001 and 2005, b holds 2003 and 2005 (same second as a's).
 async fn two_archives() -> (SimulatedArchive, SimulatedArchive, Proxy) {
-    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000", "20050101000000"])))
-        .await
-        .expect("archive a");
-    let b = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20030101000000", "20050101000000"])))
-        .await
-        .expect("archive b");
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
+        "20010101000000",
+        "20050101000000",
+    ])))
+    .await
+    .expect("archive a");
+    let b = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
+        "20030101000000",
+        "20050101000000",
+    ])))
+    .await
+    .expect("archive b");
     let proxy = start_proxy(config_for(&[("a", &a), ("b", &b)])).await;
     (a, b, proxy)
 }
@@ -27,26 +33,72 @@ async fn timegate_redirects_to_the_closest_memento_across_archives() {
         .await
         .expect("request");
     assert_eq!(resp.status(), 302);
-    assert_eq!(resp.headers()["location"], b.uri_m("20030101000000", URI_R).as_str());
+    assert_eq!(
+        resp.headers()["location"],
+        b.uri_m("20030101000000", URI_R).as_str()
+    );
     assert_eq!(resp.headers()["vary"], "accept-datetime");
-    assert!(resp.headers().get("memento-datetime").is_none(), "pattern 2.1: the TimeGate is not a memento");
+    assert!(
+        resp.headers().get("memento-datetime").is_none(),
+        "pattern 2.1: the TimeGate is not a memento"
+    );
     let link = resp.headers()["link"].to_str().expect("ascii");
-    assert!(link.contains(&format!("<{URI_R}>; rel=\"original\"")), "{link}");
-    assert!(link.contains(&format!("<{}/timemap/link/{URI_R}>; rel=\"timemap\"", proxy.base)), "{link}");
+    assert!(
+        link.contains(&format!("<{URI_R}>; rel=\"original\"")),
+        "{link}"
+    );
+    assert!(
+        link.contains(&format!(
+            "<{}/timemap/link/{URI_R}>; rel=\"timemap\"",
+            proxy.base
+        )),
+        "{link}"
+    );
     // prev is another archive's memento: only the aggregate knows it.
-    assert!(link.contains(&format!("<{}>; rel=\"first prev memento\"", a.uri_m("20010101000000", URI_R))), "{link}");
-    assert!(link.contains(&format!("<{}>; rel=\"memento\"", b.uri_m("20030101000000", URI_R))), "{link}");
-    assert!(link.contains(&format!("<{}>; rel=\"next memento\"", a.uri_m("20050101000000", URI_R))), "{link}");
-    assert!(link.contains(&format!("<{}>; rel=\"last memento\"", b.uri_m("20050101000000", URI_R))), "{link}");
+    assert!(
+        link.contains(&format!(
+            "<{}>; rel=\"first prev memento\"",
+            a.uri_m("20010101000000", URI_R)
+        )),
+        "{link}"
+    );
+    assert!(
+        link.contains(&format!(
+            "<{}>; rel=\"memento\"",
+            b.uri_m("20030101000000", URI_R)
+        )),
+        "{link}"
+    );
+    assert!(
+        link.contains(&format!(
+            "<{}>; rel=\"next memento\"",
+            a.uri_m("20050101000000", URI_R)
+        )),
+        "{link}"
+    );
+    assert!(
+        link.contains(&format!(
+            "<{}>; rel=\"last memento\"",
+            b.uri_m("20050101000000", URI_R)
+        )),
+        "{link}"
+    );
 }
 
 #[tokio::test]
 async fn timegate_without_accept_datetime_gives_the_latest() {
     let (a, _b, proxy) = two_archives().await;
-    let resp = client().get(format!("{}/timegate/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timegate/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 302);
     // Two mementos share the last second; the first in archive order wins the tie.
-    assert_eq!(resp.headers()["location"], a.uri_m("20050101000000", URI_R).as_str());
+    assert_eq!(
+        resp.headers()["location"],
+        a.uri_m("20050101000000", URI_R).as_str()
+    );
 }
 
 #[tokio::test]
@@ -81,18 +133,37 @@ async fn malformed_accept_datetime_is_400_naming_the_form() {
         text.trim_end(),
         "400 malformed Accept-Datetime: \"2003-01-01\", expected RFC 1123 like \"Thu, 31 May 2007 20:35:00 GMT\""
     );
-    assert_eq!(a.requests() + b.requests(), 0, "a client mistake asks no archive");
+    assert_eq!(
+        a.requests() + b.requests(),
+        0,
+        "a client mistake asks no archive"
+    );
 }
 
 #[tokio::test]
 async fn memento_path_redirects_with_padded_datetimes() {
     let (_a, b, proxy) = two_archives().await;
-    let resp = client().get(format!("{}/memento/2003/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/memento/2003/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 302);
-    assert_eq!(resp.headers()["location"], b.uri_m("20030101000000", URI_R).as_str());
-    let resp = client().get(format!("{}/memento/200313/{URI_R}", proxy.base)).send().await.expect("request");
+    assert_eq!(
+        resp.headers()["location"],
+        b.uri_m("20030101000000", URI_R).as_str()
+    );
+    let resp = client()
+        .get(format!("{}/memento/200313/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 400);
-    assert!(resp.text().await.expect("body").contains("expected YYYY[MM[DD[hh[mm[ss]]]]]"));
+    assert!(resp
+        .text()
+        .await
+        .expect("body")
+        .contains("expected YYYY[MM[DD[hh[mm[ss]]]]]"));
 }
 
 #[tokio::test]
@@ -101,27 +172,47 @@ async fn api_json_groups_mementos_that_share_a_datetime() {
     let (status, json) = get_json(&format!("{}/api/json/20040601/{URI_R}", proxy.base)).await;
     assert_eq!(status, 200);
     assert_eq!(json["original_uri"], URI_R);
-    assert_eq!(json["mementos"]["closest"]["datetime"], "2005-01-01T00:00:00Z");
+    assert_eq!(
+        json["mementos"]["closest"]["datetime"],
+        "2005-01-01T00:00:00Z"
+    );
     assert_eq!(
         json["mementos"]["closest"]["uri"],
-        serde_json::json!([a.uri_m("20050101000000", URI_R), b.uri_m("20050101000000", URI_R)])
+        serde_json::json!([
+            a.uri_m("20050101000000", URI_R),
+            b.uri_m("20050101000000", URI_R)
+        ])
     );
     assert_eq!(json["mementos"]["prev"]["datetime"], "2003-01-01T00:00:00Z");
     assert!(json["mementos"].get("next").is_none());
-    assert_eq!(json["mementos"]["first"]["uri"], serde_json::json!([a.uri_m("20010101000000", URI_R)]));
-    assert_eq!(json["timemap_uri"]["link_format"], format!("{}/timemap/link/{URI_R}", proxy.base));
+    assert_eq!(
+        json["mementos"]["first"]["uri"],
+        serde_json::json!([a.uri_m("20010101000000", URI_R)])
+    );
+    assert_eq!(
+        json["timemap_uri"]["link_format"],
+        format!("{}/timemap/link/{URI_R}", proxy.base)
+    );
 }
 
 #[tokio::test]
 async fn uri_r_forms_are_accepted() {
     let (_a, _b, proxy) = two_archives().await;
-    for form in ["http%3A%2F%2Fexample.com%2F", "example.com/", "http:/example.com/"] {
+    for form in [
+        "http%3A%2F%2Fexample.com%2F",
+        "example.com/",
+        "http:/example.com/",
+    ] {
         let (status, json) = get_json(&format!("{}/timemap/json/{form}", proxy.base)).await;
         assert_eq!(status, 200, "{form}");
         assert_eq!(json["original_uri"], URI_R, "{form}");
     }
     // No format segment: link format.
-    let resp = client().get(format!("{}/timemap/{URI_R}", proxy.base)).send().await.expect("request");
+    let resp = client()
+        .get(format!("{}/timemap/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.headers()["content-type"], "application/link-format");
 }
 
@@ -130,16 +221,36 @@ async fn client_mistakes_are_4xx_with_a_reason_and_ask_no_archive() {
     let (a, b, proxy) = two_archives().await;
     let long = format!("http://example.com/{}", "a".repeat(9000));
     let cases: Vec<(String, u16, &str)> = vec![
-        (format!("/timemap/link/ftp://example.com/"), 400, "must be an http:// or https:// URL"),
-        (format!("/timemap/xml/{URI_R}"), 400, "unknown TimeMap format \"xml\": use link, json or cdxj"),
-        (format!("/timemap/link/"), 400, "missing URI-R"),
+        (
+            "/timemap/link/ftp://example.com/".to_string(),
+            400,
+            "must be an http:// or https:// URL",
+        ),
+        (
+            format!("/timemap/xml/{URI_R}"),
+            400,
+            "unknown TimeMap format \"xml\": use link, json or cdxj",
+        ),
+        ("/timemap/link/".to_string(), 400, "missing URI-R"),
         (format!("/timemap/link/{long}"), 414, "limit"),
-        (format!("/timegate/javascript:alert(1)"), 400, "must be an http"),
-        (format!("/api/json/yesterday/{URI_R}"), 400, "malformed datetime \"yesterday\""),
-        (format!("/nowhere"), 404, "no such endpoint"),
+        (
+            "/timegate/javascript:alert(1)".to_string(),
+            400,
+            "must be an http",
+        ),
+        (
+            format!("/api/json/yesterday/{URI_R}"),
+            400,
+            "malformed datetime \"yesterday\"",
+        ),
+        ("/nowhere".to_string(), 404, "no such endpoint"),
     ];
     for (path, status, reason) in cases {
-        let resp = client().get(format!("{}{path}", proxy.base)).send().await.expect("request");
+        let resp = client()
+            .get(format!("{}{path}", proxy.base))
+            .send()
+            .await
+            .expect("request");
         assert_eq!(resp.status().as_u16(), status, "{path}");
         assert_eq!(resp.headers()["access-control-allow-origin"], "*", "{path}");
         let text = resp.text().await.expect("body");
@@ -153,7 +264,10 @@ async fn client_mistakes_are_4xx_with_a_reason_and_ask_no_archive() {
 async fn options_preflight_is_answered_without_fanning_out() {
     let (a, b, proxy) = two_archives().await;
     let resp = client()
-        .request(reqwest::Method::OPTIONS, format!("{}/timegate/{URI_R}", proxy.base))
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{}/timegate/{URI_R}", proxy.base),
+        )
         .header("Origin", "https://client.test")
         .header("Access-Control-Request-Method", "GET")
         .header("Access-Control-Request-Headers", "accept-datetime")
@@ -162,10 +276,16 @@ async fn options_preflight_is_answered_without_fanning_out() {
         .expect("request");
     assert!(resp.status().is_success());
     assert_eq!(resp.headers()["access-control-allow-origin"], "*");
-    let allowed = resp.headers()["access-control-allow-headers"].to_str().expect("ascii").to_ascii_lowercase();
+    let allowed = resp.headers()["access-control-allow-headers"]
+        .to_str()
+        .expect("ascii")
+        .to_ascii_lowercase();
     assert!(allowed.contains("accept-datetime"), "{allowed}");
     let plain = client()
-        .request(reqwest::Method::OPTIONS, format!("{}/timemap/link/{URI_R}", proxy.base))
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{}/timemap/link/{URI_R}", proxy.base),
+        )
         .send()
         .await
         .expect("request");
@@ -183,7 +303,10 @@ async fn cors_exposes_the_memento_headers() {
         .await
         .expect("request");
     assert_eq!(resp.headers()["access-control-allow-origin"], "*");
-    let exposed = resp.headers()["access-control-expose-headers"].to_str().expect("ascii").to_ascii_lowercase();
+    let exposed = resp.headers()["access-control-expose-headers"]
+        .to_str()
+        .expect("ascii")
+        .to_ascii_lowercase();
     for h in ["link", "location", "x-memento-count", "memento-datetime"] {
         assert!(exposed.contains(h), "{h} in {exposed}");
     }
@@ -200,15 +323,28 @@ async fn head_has_the_headers_and_no_body_and_etag_gives_304() {
     assert!(head.headers().contains_key("last-modified"));
     assert_eq!(head.headers()["x-cache"], "MISS");
     assert!(head.bytes().await.expect("body").is_empty());
-    let again = client().get(&url).header("If-None-Match", etag.clone()).send().await.expect("request");
+    let again = client()
+        .get(&url)
+        .header("If-None-Match", etag.clone())
+        .send()
+        .await
+        .expect("request");
     assert_eq!(again.status(), 304);
     assert_eq!(again.headers()["etag"], etag);
 }
 
 #[tokio::test]
 async fn healthz_answers() {
-    let proxy = start_proxy(tmproxy::config::Config { archives: vec![], ..Default::default() }).await;
-    let resp = client().get(format!("{}/healthz", proxy.base)).send().await.expect("request");
+    let proxy = start_proxy(tmproxy::config::Config {
+        archives: vec![],
+        ..Default::default()
+    })
+    .await;
+    let resp = client()
+        .get(format!("{}/healthz", proxy.base))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(resp.status(), 200);
 }
 
@@ -244,7 +380,10 @@ async fn demo_prints_curl_lines_that_work() {
     }
     let url = lines
         .iter()
-        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/timemap/json/")))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/timemap/json/"))
+        })
         .next()
         .map(str::to_string);
     let result = match &url {
@@ -253,15 +392,27 @@ async fn demo_prints_curl_lines_that_work() {
     };
     let _ = child.kill();
     let _ = child.wait();
-    let (status, json) = result.unwrap_or_else(|| panic!("no /timemap/json/ curl line in {lines:?}"));
+    let (status, json) =
+        result.unwrap_or_else(|| panic!("no /timemap/json/ curl line in {lines:?}"));
     assert_eq!(status, 200);
     let statuses: Vec<(String, String)> = json["archives"]
         .as_array()
         .expect("archives")
         .iter()
-        .map(|o| (o["id"].as_str().unwrap_or("").to_string(), o["status"].as_str().unwrap_or("").to_string()))
+        .map(|o| {
+            (
+                o["id"].as_str().unwrap_or("").to_string(),
+                o["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect();
-    assert!(statuses.contains(&("slow".into(), "timeout".into())), "{statuses:?}");
-    assert!(statuses.contains(&("broken".into(), "error".into())), "{statuses:?}");
+    assert!(
+        statuses.contains(&("slow".into(), "timeout".into())),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&("broken".into(), "error".into())),
+        "{statuses:?}"
+    );
     assert!(json["mementos"]["list"].as_array().map_or(0, Vec::len) >= 10);
 }

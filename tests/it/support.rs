@@ -46,14 +46,19 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
 /// Starts the proxy for `config` on 127.0.0.1:0.
 pub async fn start_proxy(mut config: Config) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
-    let listener = tokio::net::TcpListener::bind(config.server.listen).await.expect("bind 127.0.0.1:0");
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .expect("bind 127.0.0.1:0");
     let base = format!("http://{}", listener.local_addr().expect("local addr"));
     let (_state, router) = tmproxy::app::build(&config, Some(base.clone())).expect("app builds");
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(tmproxy::app::serve(listener, router, async move {
         let _ = stopped.await;
     }));
-    Proxy { base, stop: Some(stop) }
+    Proxy {
+        base,
+        stop: Some(stop),
+    }
 }
 
 /// A client that does not follow redirects (we assert on them).
@@ -86,6 +91,10 @@ pub fn outcome<'a>(json: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
 pub fn memento_uris(json: &serde_json::Value) -> Vec<String> {
     json["mementos"]["list"]
         .as_array()
-        .map(|l| l.iter().filter_map(|m| m["uri"].as_str().map(str::to_string)).collect())
+        .map(|l| {
+            l.iter()
+                .filter_map(|m| m["uri"].as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
