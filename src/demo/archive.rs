@@ -66,7 +66,12 @@ pub struct SimulatedArchive {
 impl SimulatedArchive {
     /// Binds 127.0.0.1:0 and serves `behaviour` until dropped.
     pub async fn start(behaviour: Behaviour) -> std::io::Result<SimulatedArchive> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        SimulatedArchive::start_on(([127, 0, 0, 1], 0).into(), behaviour).await
+    }
+
+    /// Binds `addr` (a loopback address) and serves `behaviour` until dropped.
+    pub async fn start_on(addr: std::net::SocketAddr, behaviour: Behaviour) -> std::io::Result<SimulatedArchive> {
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let requests = Arc::new(AtomicUsize::new(0));
         let counter = requests.clone();
