@@ -1,0 +1,500 @@
+use super::*;
+
+const SHIPPED: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml"));
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml_str(text, "./config.toml")
+}
+
+fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k| map.get(k).cloned()
+}
+
+fn ids(cfg: &Config) -> Vec<&str> {
+    cfg.archives.iter().map(|a| a.id.as_str()).collect()
+}
+
+fn enabled(cfg: &Config) -> Vec<&str> {
+    cfg.archives
+        .iter()
+        .filter(|a| a.enabled)
+        .map(|a| a.id.as_str())
+        .collect()
+}
+
+const ONE_ARCHIVE: &str = r#"
+[[archives]]
+id = "x"
+timemap = "https://x.example/timemap/link/"
+timegate = "https://x.example/"
+"#;
+
+#[test]
+fn shipped_config_equals_defaults() {
+    let cfg = parse(SHIPPED).expect("shipped config.toml parses");
+    assert_eq!(cfg, Config::default());
+    cfg.validate().expect("shipped config validates");
+}
+
+#[test]
+fn defaults_have_the_documented_values() {
+    let c = Config::default();
+    assert_eq!(c.server.listen.to_string(), "127.0.0.1:7089");
+    assert_eq!(c.public_url(), "http://127.0.0.1:7089");
+    assert_eq!(c.upstream.connect_timeout, Duration::from_secs(3));
+    assert_eq!(c.upstream.timeout, Duration::from_secs(10));
+    assert_eq!(c.upstream.deadline, Duration::from_secs(15));
+    assert_eq!(c.upstream.max_body, 128 << 20);
+    assert_eq!(c.upstream.max_pages, 10);
+    assert_eq!(c.upstream.failures_before_dormant, 5);
+    assert_eq!(c.upstream.dormant_for, Duration::from_secs(300));
+    assert_eq!(
+        ids(&c),
+        [
+            "ia",
+            "archive-it",
+            "arquivo",
+            "archive.today",
+            "perma",
+            "is",
+            "ukwa",
+            "parliament.uk",
+            "nrs",
+            "lac",
+            "banq",
+            "nla",
+            "ndl"
+        ]
+    );
+    assert!(c.archives.iter().all(|a| a.enabled && a.timeout.is_none()));
+    let ia = &c.archives[0];
+    assert_eq!(ia.timemap, "https://web.archive.org/web/timemap/link/");
+    assert_eq!(ia.timegate, "https://web.archive.org/web/");
+}
+
+#[test]
+fn every_env_override_is_documented_in_config_toml() {
+    for (var, _) in ENV_OVERRIDES {
+        assert!(
+            SHIPPED.contains(var),
+            "{var} is not mentioned in config.toml"
+        );
+    }
+    assert!(SHIPPED.contains(CONFIG_ENV));
+}
+
+#[test]
+fn parse_duration_accepts_units_and_combinations() {
+    let ok = [
+        ("500ms", Duration::from_millis(500)),
+        ("2s", Duration::from_secs(2)),
+        ("5m", Duration::from_secs(300)),
+        ("1h", Duration::from_secs(3600)),
+        ("15d", Duration::from_secs(15 * 86400)),
+        ("1w", Duration::from_secs(7 * 86400)),
+        ("1h30m", Duration::from_secs(5400)),
+        ("1m30s250ms", Duration::from_millis(90_250)),
+        (" 10s ", Duration::from_secs(10)),
+        ("0s", Duration::ZERO),
+    ];
+    for (s, want) in ok {
+        assert_eq!(parse_duration(s), Ok(want), "{s}");
+    }
+}
+
+#[test]
+fn parse_duration_refuses_bad_input() {
+    let no_unit = parse_duration("10").unwrap_err();
+    assert!(no_unit.contains("unit is required"), "{no_unit}");
+    assert_eq!(
+        parse_duration("10x").unwrap_err(),
+        r#""10x" is not a duration (use e.g. "10s", "500ms", "15d")"#
+    );
+    for bad in [
+        "", "s", "1.5s", "-1s", "10 s", "1S", "ms", "10s5", "5m5m", "30m1h",
+    ] {
+        assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
+    }
+    let order = parse_duration("30m1h").unwrap_err();
+    assert!(order.contains("largest to smallest"), "{order}");
+    let big = parse_duration("99999999999999999999w").unwrap_err();
+    assert!(big.contains("too large"), "{big}");
+    assert!(parse_duration("9999999999999999w")
+        .unwrap_err()
+        .contains("too large"));
+}
+
+#[test]
+fn format_duration_is_the_inverse() {
+    let cases = [
+        (Duration::ZERO, "0s"),
+        (Duration::from_millis(500), "500ms"),
+        (Duration::from_secs(3), "3s"),
+        (Duration::from_secs(300), "5m"),
+        (Duration::from_secs(5400), "1h30m"),
+        (Duration::from_secs(15 * 86400), "15d"),
+        (Duration::from_secs(14 * 86400), "2w"),
+        (Duration::from_millis(90_250), "1m30s250ms"),
+    ];
+    for (d, s) in cases {
+        assert_eq!(format_duration(d), s);
+        assert_eq!(parse_duration(s), Ok(d));
+    }
+}
+
+#[test]
+fn parse_size_accepts_binary_decimal_and_bytes() {
+    let ok = [
+        ("256MiB", 256 << 20),
+        ("64KiB", 64 << 10),
+        ("1GiB", 1 << 30),
+        ("2TiB", 2 << 40),
+        ("100MB", 100_000_000),
+        ("64kB", 64_000),
+        ("64KB", 64_000),
+        ("1GB", 1_000_000_000),
+        ("512B", 512),
+        ("512", 512),
+        ("0", 0),
+        ("128 MiB", 128 << 20),
+        ("100mb", 100_000_000),
+    ];
+    for (s, want) in ok {
+        assert_eq!(parse_size(s), Ok(want), "{s}");
+    }
+}
+
+#[test]
+fn parse_size_refuses_bad_input() {
+    for bad in ["", "MiB", "1.5GiB", "-1", "10 parsecs", "12XB", "1MiBs"] {
+        let e = parse_size(bad).unwrap_err();
+        assert!(e.contains("is not a size"), "{bad:?}: {e}");
+    }
+    assert!(parse_size("99999999999TiB")
+        .unwrap_err()
+        .contains("too large"));
+    assert!(parse_size("99999999999999999999")
+        .unwrap_err()
+        .contains("too large"));
+}
+
+#[test]
+fn format_size_round_trips() {
+    for (n, s) in [
+        (0, "0B"),
+        (512, "512B"),
+        (128 << 20, "128MiB"),
+        (64_000, "64kB"),
+        (1_000_000_000_000, "1TB"),
+        (1_000_001, "1000001B"),
+    ] {
+        assert_eq!(format_size(n), s);
+        assert_eq!(parse_size(s), Ok(n));
+    }
+}
+
+#[test]
+fn missing_keys_take_defaults() {
+    let cfg = parse("[upstream]\ntimeout = \"20s\"\n").unwrap();
+    let mut want = Config::default();
+    want.upstream.timeout = Duration::from_secs(20);
+    assert_eq!(cfg, want);
+    assert_eq!(parse("").unwrap(), Config::default());
+}
+
+#[test]
+fn archives_in_the_file_replace_the_defaults() {
+    let text = format!("{ONE_ARCHIVE}timeout = \"30s\"\n");
+    let cfg = parse(&text).unwrap();
+    assert_eq!(ids(&cfg), ["x"]);
+    let x = &cfg.archives[0];
+    assert_eq!(x.name, "x", "name defaults to the id");
+    assert!(x.enabled);
+    assert_eq!(cfg.archive_timeout(x), Duration::from_secs(30));
+    let ia = &Config::default().archives[0];
+    assert_eq!(cfg.archive_timeout(ia), cfg.upstream.timeout);
+}
+
+#[test]
+fn unknown_key_is_refused_with_its_name() {
+    let e = parse("[server]\nlisten = \"127.0.0.1:1\"\nlisen = \"x\"\n").unwrap_err();
+    assert_eq!(e.origin, "./config.toml");
+    assert_eq!(e.key, "server.lisen");
+    assert!(e.reason.contains("unknown field `lisen`"), "{e}");
+    assert!(e.reason.contains("line 3"), "{e}");
+
+    let e = parse("[cache]\nsize = 1\n").unwrap_err();
+    assert_eq!(e.key, "cache");
+    assert!(e.reason.contains("unknown field `cache`"), "{e}");
+
+    let e = parse(&format!("{ONE_ARCHIVE}{ONE_ARCHIVE}url = \"y\"\n")).unwrap_err();
+    assert_eq!(e.key, "archives[1].url");
+}
+
+#[test]
+fn bad_value_is_refused_naming_file_key_and_reason() {
+    let e = parse("[upstream]\ntimeout = \"10x\"\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"config ./config.toml: upstream.timeout: "10x" is not a duration (use e.g. "10s", "500ms", "15d")"#
+    );
+    let e = parse("[upstream]\ndeadline = 15\n").unwrap_err();
+    assert_eq!(e.key, "upstream.deadline");
+    assert!(e.reason.contains("unit is required"), "{e}");
+    let e = parse("[upstream]\nmax_body = \"lots\"\n").unwrap_err();
+    assert_eq!(e.key, "upstream.max_body");
+    let e = parse("[server]\nlisten = \"localhost\"\n").unwrap_err();
+    assert_eq!(e.key, "server.listen");
+    assert!(e.reason.contains("IP:port"), "{e}");
+    let e = parse(&format!("{ONE_ARCHIVE}timeout = \"soon\"\n")).unwrap_err();
+    assert_eq!(e.key, "archives[0].timeout");
+}
+
+#[test]
+fn toml_type_and_syntax_errors_carry_key_and_line() {
+    let e = parse("[upstream]\n\nmax_pages = \"ten\"\n").unwrap_err();
+    assert_eq!(e.key, "upstream.max_pages");
+    assert!(e.reason.contains("invalid type"), "{e}");
+    assert!(e.reason.contains("line 3"), "{e}");
+
+    let e = parse("[server]\nlisten = \"127.0.0.1:1\n").unwrap_err();
+    assert_eq!(e.origin, "./config.toml");
+    assert!(e.reason.contains("line 2"), "{e}");
+    assert!(!e.reason.contains('\n'));
+
+    let e = parse("[[archives]]\nid = \"x\"\n").unwrap_err();
+    assert!(e.key.starts_with("archives"), "{e}");
+    assert!(e.reason.contains("missing field"), "{e}");
+}
+
+#[test]
+fn duplicate_archive_id_is_refused() {
+    let text = format!("{ONE_ARCHIVE}{ONE_ARCHIVE}");
+    let e = parse(&text).unwrap().validate().unwrap_err();
+    assert_eq!(e.key, "archives[1].id");
+    assert!(e.reason.contains("duplicate id \"x\""), "{e}");
+}
+
+#[test]
+fn validate_refuses_bad_values() {
+    let check = |edit: &dyn Fn(&mut Config), key: &str| {
+        let mut c = Config::default();
+        edit(&mut c);
+        let e = c.validate().expect_err(key);
+        assert_eq!(e.key, key, "{e}");
+    };
+    check(&|c| c.archives[2].id = "Arquivo".into(), "archives[2].id");
+    check(&|c| c.archives[2].id = "a b".into(), "archives[2].id");
+    check(&|c| c.archives[0].id = String::new(), "archives[0].id");
+    check(
+        &|c| c.archives[1].timemap = "/relative/".into(),
+        "archives[1].timemap",
+    );
+    check(
+        &|c| c.archives[1].timegate = "ftp://x.example/".into(),
+        "archives[1].timegate",
+    );
+    check(
+        &|c| c.archives[3].timeout = Some(Duration::ZERO),
+        "archives[3].timeout",
+    );
+    check(&|c| c.upstream.timeout = Duration::ZERO, "upstream.timeout");
+    check(
+        &|c| c.upstream.connect_timeout = Duration::ZERO,
+        "upstream.connect_timeout",
+    );
+    check(
+        &|c| c.upstream.connect_timeout = Duration::from_secs(11),
+        "upstream.connect_timeout",
+    );
+    check(
+        &|c| c.upstream.deadline = Duration::ZERO,
+        "upstream.deadline",
+    );
+    check(&|c| c.upstream.max_body = 0, "upstream.max_body");
+    check(&|c| c.upstream.max_pages = 0, "upstream.max_pages");
+    check(
+        &|c| c.upstream.user_agent = " ".into(),
+        "upstream.user_agent",
+    );
+    check(
+        &|c| c.upstream.dormant_for = Duration::ZERO,
+        "upstream.dormant_for",
+    );
+    check(
+        &|c| c.server.public_url = "example.org".into(),
+        "server.public_url",
+    );
+    check(
+        &|c| c.server.public_url = "mailto:x@example.org".into(),
+        "server.public_url",
+    );
+}
+
+#[test]
+fn validate_allows_edge_cases() {
+    let mut c = Config::default();
+    for a in &mut c.archives {
+        a.enabled = false;
+    }
+    c.upstream.failures_before_dormant = 0;
+    c.upstream.dormant_for = Duration::ZERO;
+    c.upstream.connect_timeout = c.upstream.timeout;
+    c.server.public_url = "https://tm.example.org/base".into();
+    c.validate()
+        .expect("all disabled, no dormancy, equal timeouts are fine");
+    c.archives.clear();
+    c.validate().expect("no archives at all is fine");
+}
+
+#[test]
+fn public_url_drops_trailing_slash_and_defaults_to_listen() {
+    let cfg =
+        parse("[server]\nlisten = \"[::1]:8080\"\npublic_url = \"https://tm.example.org/\"\n")
+            .unwrap();
+    assert_eq!(cfg.server.public_url, "https://tm.example.org");
+    assert_eq!(cfg.public_url(), "https://tm.example.org");
+    let cfg = parse("[server]\nlisten = \"[::1]:8080\"\n").unwrap();
+    assert_eq!(cfg.public_url(), "http://[::1]:8080");
+}
+
+#[test]
+fn env_overrides_apply() {
+    let mut c = Config::default();
+    c.apply_env(vars(&[
+        ("TMPROXY_LISTEN", "0.0.0.0:9000"),
+        ("TMPROXY_PUBLIC_URL", "https://tm.example.org/"),
+        ("TMPROXY_UPSTREAM_TIMEOUT", "20s"),
+        ("TMPROXY_UPSTREAM_DEADLINE", "1m"),
+        ("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "500ms"),
+        ("TMPROXY_MAX_BODY", "1GiB"),
+        ("TMPROXY_USER_AGENT", "test-agent/1"),
+        ("TMPROXY_ARCHIVES", " ia, arquivo ,"),
+    ]))
+    .unwrap();
+    assert_eq!(c.server.listen.to_string(), "0.0.0.0:9000");
+    assert_eq!(c.public_url(), "https://tm.example.org");
+    assert_eq!(c.upstream.timeout, Duration::from_secs(20));
+    assert_eq!(c.upstream.deadline, Duration::from_secs(60));
+    assert_eq!(c.upstream.connect_timeout, Duration::from_millis(500));
+    assert_eq!(c.upstream.max_body, 1 << 30);
+    assert_eq!(c.upstream.user_agent, "test-agent/1");
+    assert_eq!(enabled(&c), ["ia", "arquivo"]);
+    assert_eq!(c.archives.len(), Config::default().archives.len());
+
+    let mut untouched = Config::default();
+    untouched.apply_env(vars(&[])).unwrap();
+    assert_eq!(untouched, Config::default());
+}
+
+#[test]
+fn bad_env_values_name_the_variable() {
+    let mut c = Config::default();
+    let e = c
+        .apply_env(vars(&[("TMPROXY_UPSTREAM_TIMEOUT", "10")]))
+        .unwrap_err();
+    assert_eq!(e.origin, "env TMPROXY_UPSTREAM_TIMEOUT");
+    assert_eq!(e.key, "upstream.timeout");
+    assert!(e
+        .to_string()
+        .starts_with("config env TMPROXY_UPSTREAM_TIMEOUT: upstream.timeout: "));
+
+    let e = c
+        .apply_env(vars(&[("TMPROXY_MAX_BODY", "big")]))
+        .unwrap_err();
+    assert_eq!(e.origin, "env TMPROXY_MAX_BODY");
+    let e = c
+        .apply_env(vars(&[("TMPROXY_LISTEN", "nowhere")]))
+        .unwrap_err();
+    assert_eq!(e.origin, "env TMPROXY_LISTEN");
+    let e = c
+        .apply_env(vars(&[("TMPROXY_ARCHIVES", "ia,nope")]))
+        .unwrap_err();
+    assert_eq!(e.origin, "env TMPROXY_ARCHIVES");
+    assert!(e.reason.contains("\"nope\""), "{e}");
+    let e = c
+        .apply_env(vars(&[("TMPROXY_ARCHIVES", " , ")]))
+        .unwrap_err();
+    assert!(e.reason.contains("no archive ids"), "{e}");
+}
+
+#[test]
+fn serialized_config_reads_back_equal() {
+    let mut c = Config::default();
+    c.archives[0].timeout = Some(Duration::from_millis(2500));
+    c.server.public_url = "https://tm.example.org".into();
+    let text = toml::to_string(&c).expect("serializes");
+    assert_eq!(parse(&text).unwrap(), c);
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write temp file");
+    p
+}
+
+#[test]
+fn load_reads_an_explicit_file_and_validates_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "mine.toml", "[upstream]\nmax_pages = 3\n");
+    let (cfg, origin) = Config::load(Some(&p)).unwrap();
+    assert_eq!(cfg.upstream.max_pages, 3);
+    assert_eq!(origin, p.display().to_string());
+
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        &format!("{ONE_ARCHIVE}{ONE_ARCHIVE}"),
+    );
+    let e = Config::load(Some(&bad)).unwrap_err();
+    assert_eq!(e.origin, bad.display().to_string());
+    assert_eq!(e.key, "archives[1].id");
+
+    let e = Config::load(Some(&dir.path().join("missing.toml"))).unwrap_err();
+    assert_eq!(e.key, "(file)");
+    assert!(e.reason.starts_with("cannot read"), "{e}");
+}
+
+#[test]
+fn load_precedence_explicit_then_env_then_cwd_then_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let explicit = write(cwd, "explicit.toml", "[upstream]\nmax_pages = 1\n");
+    write(cwd, "from-env.toml", "[upstream]\nmax_pages = 2\n");
+    let env_path = || vars(&[(CONFIG_ENV, "from-env.toml")]);
+
+    // Nothing anywhere: built-in defaults.
+    let (cfg, origin) = Config::load_from(None, vars(&[]), cwd).unwrap();
+    assert_eq!((cfg, origin.as_str()), (Config::default(), BUILTIN_ORIGIN));
+
+    // ./config.toml beats the defaults.
+    let local = write(cwd, DEFAULT_FILE, "[upstream]\nmax_pages = 3\n");
+    let (cfg, origin) = Config::load_from(None, vars(&[]), cwd).unwrap();
+    assert_eq!(cfg.upstream.max_pages, 3);
+    assert_eq!(origin, local.display().to_string());
+
+    // TMPROXY_CONFIG (relative to cwd) beats ./config.toml.
+    let (cfg, _) = Config::load_from(None, env_path(), cwd).unwrap();
+    assert_eq!(cfg.upstream.max_pages, 2);
+
+    // --config beats TMPROXY_CONFIG.
+    let (cfg, origin) = Config::load_from(Some(&explicit), env_path(), cwd).unwrap();
+    assert_eq!(cfg.upstream.max_pages, 1);
+    assert_eq!(origin, explicit.display().to_string());
+
+    // Env overrides apply on top of whichever file won, then validation runs.
+    let get = vars(&[(CONFIG_ENV, "from-env.toml"), ("TMPROXY_ARCHIVES", "nla")]);
+    let (cfg, _) = Config::load_from(None, get, cwd).unwrap();
+    assert_eq!(enabled(&cfg), ["nla"]);
+    let get = vars(&[("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "1h")]);
+    let e = Config::load_from(None, get, cwd).unwrap_err();
+    assert_eq!(e.key, "upstream.connect_timeout");
+
+    // A TMPROXY_CONFIG naming a missing file is an error, not a fall-through.
+    let e = Config::load_from(None, vars(&[(CONFIG_ENV, "nope.toml")]), cwd).unwrap_err();
+    assert_eq!(e.key, "(file)");
+}
