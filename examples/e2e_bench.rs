@@ -19,7 +19,11 @@ fn arg(args: &[String], name: &str, default: u64) -> u64 {
 fn captures(n: u64) -> Vec<String> {
     let start = chrono::DateTime::from_timestamp(946_684_800, 0).unwrap_or_default();
     (0..n)
-        .map(|i| (start + chrono::Duration::minutes(i as i64)).format("%Y%m%d%H%M%S").to_string())
+        .map(|i| {
+            (start + chrono::Duration::minutes(i as i64))
+                .format("%Y%m%d%H%M%S")
+                .to_string()
+        })
         .collect()
 }
 
@@ -44,8 +48,15 @@ async fn archive(args: &[String]) {
     };
     let listener_addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
     let body = timemap_body(listener_addr, &spec, "http://example.com/", 1);
-    let a = SimulatedArchive::start_on(listener_addr, Behaviour::Body(body.clone())).await.expect("bind");
-    println!("archive: {} mementos, {} bytes, newest first, at {}", n, body.len(), a.timemap_prefix());
+    let a = SimulatedArchive::start_on(listener_addr, Behaviour::Body(body.clone()))
+        .await
+        .expect("bind");
+    println!(
+        "archive: {} mementos, {} bytes, newest first, at {}",
+        n,
+        body.len(),
+        a.timemap_prefix()
+    );
     tokio::signal::ctrl_c().await.ok();
 }
 
@@ -59,25 +70,37 @@ async fn fanout(args: &[String]) {
             delay,
             ..TimeMapSpec::of(&[&format!("20{:02}0101000000", i % 100), "20200101000000"])
         };
-        archives.push(SimulatedArchive::start(Behaviour::TimeMap(spec)).await.expect("archive"));
+        archives.push(
+            SimulatedArchive::start(Behaviour::TimeMap(spec))
+                .await
+                .expect("archive"),
+        );
     }
-    let mut config = Config::default();
-    config.archives = archives
-        .iter()
-        .enumerate()
-        .map(|(i, a)| ArchiveConfig {
-            id: format!("a{i}"),
-            name: format!("archive {i}"),
-            timemap: a.timemap_prefix(),
-            timegate: a.timegate_prefix(),
-            timeout: None,
-            enabled: true,
-        })
-        .collect();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let config = Config {
+        archives: archives
+            .iter()
+            .enumerate()
+            .map(|(i, a)| ArchiveConfig {
+                id: format!("a{i}"),
+                name: format!("archive {i}"),
+                timemap: a.timemap_prefix(),
+                timegate: a.timegate_prefix(),
+                timeout: None,
+                enabled: true,
+            })
+            .collect(),
+        ..Config::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let (_state, router) = tmproxy::app::build(&config, Some(base.clone())).expect("app");
-    tokio::spawn(tmproxy::app::serve(listener, router, std::future::pending()));
+    tokio::spawn(tmproxy::app::serve(
+        listener,
+        router,
+        std::future::pending(),
+    ));
     let client = reqwest::Client::new();
     let mut times = Vec::with_capacity(requests as usize);
     for i in 0..requests {
@@ -89,7 +112,8 @@ async fn fanout(args: &[String]) {
         times.push(t.elapsed());
     }
     times.sort();
-    let pct = |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
+    let pct =
+        |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
     println!(
         "fanout: {n} archives x {} ms delay, {requests} sequential requests: median {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         delay.as_millis(),

@@ -167,7 +167,7 @@ pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
     let kept: Vec<&str> = query
         .split('&')
         .filter(|pair| match pair.strip_prefix("timeout=") {
-            Some(v) if looks_like_duration(v) => {
+            Some(v) if crate::config::parse_duration(v).is_ok() => {
                 timeout = Some(v.to_string());
                 false
             }
@@ -183,11 +183,6 @@ pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
     } else {
         (format!("{base}?{rest}"), timeout)
     }
-}
-
-fn looks_like_duration(v: &str) -> bool {
-    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
-    digits > 0 && matches!(&v[digits..], "ms" | "s" | "m")
 }
 
 #[cfg(test)]

@@ -70,7 +70,10 @@ impl SimulatedArchive {
     }
 
     /// Binds `addr` (a loopback address) and serves `behaviour` until dropped.
-    pub async fn start_on(addr: std::net::SocketAddr, behaviour: Behaviour) -> std::io::Result<SimulatedArchive> {
+    pub async fn start_on(
+        addr: std::net::SocketAddr,
+        behaviour: Behaviour,
+    ) -> std::io::Result<SimulatedArchive> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let requests = Arc::new(AtomicUsize::new(0));

@@ -90,7 +90,7 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     let (raw, timeout) = split_timeout_param(raw);
     let mut deadline = state.upstream.deadline();
     if let Some(t) = timeout {
-        deadline = deadline.min(parse_wait(&t).ok_or_else(|| {
+        deadline = deadline.min(crate::config::parse_duration(&t).map_err(|_| {
             AppError::BadParameter(format!(
                 "timeout {t:?} is not a duration like \"5s\" or \"500ms\""
             ))
@@ -101,17 +101,6 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     }
     let uri_r = UriR::parse(&raw).map_err(AppError::UriR)?;
     Ok(Lookup { uri_r, deadline })
-}
-
-fn parse_wait(v: &str) -> Option<Duration> {
-    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
-    let n: u64 = v[..digits].parse().ok()?;
-    match &v[digits..] {
-        "ms" => Some(Duration::from_millis(n)),
-        "s" => Some(Duration::from_secs(n)),
-        "m" => Some(Duration::from_secs(n.saturating_mul(60))),
-        _ => None,
-    }
 }
 
 /// RFC 7240 `Prefer: wait=N` (seconds): the unambiguous way to ask for a shorter deadline.
