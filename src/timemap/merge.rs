@@ -4,9 +4,9 @@ use super::model::{ArchiveId, LinkMemento, Memento, MementoDatetime, TimeMap};
 
 /// One archive's contribution to an aggregate, in the order the archives are configured.
 #[derive(Debug, Clone)]
-pub struct Contribution<'a> {
+pub struct Contribution {
     pub archive: ArchiveId,
-    pub mementos: &'a [LinkMemento],
+    pub mementos: Vec<LinkMemento>,
 }
 
 /// The union of the contributions, sorted oldest first, ties in archive order, with exact
@@ -15,7 +15,8 @@ pub struct Contribution<'a> {
 /// MemGator and pywb list duplicates (an archive often lists a memento as both `first memento`
 /// and `memento`); a client counting mementos would be misled, so we keep one per loose key.
 /// Sorting is O(n log n) whatever the input order, so newest-first TimeMaps cost the same.
-pub fn merge(contributions: &[Contribution<'_>]) -> TimeMap {
+/// Takes the contributions by value so each URI-M string moves into the result uncopied.
+pub fn merge(mut contributions: Vec<Contribution>) -> TimeMap {
     let total: usize = contributions.iter().map(|c| c.mementos.len()).sum();
     // (datetime, archive rank, position within the archive): sorting by this tuple gives the
     // datetime order, ties in archive order, and keeps each archive's own order stable.
@@ -31,9 +32,10 @@ pub fn merge(contributions: &[Contribution<'_>]) -> TimeMap {
     let mementos = order
         .into_iter()
         .map(|(datetime, rank, pos)| {
-            let c = &contributions[rank as usize];
+            let c = &mut contributions[rank as usize];
             Memento {
-                uri_m: c.mementos[pos as usize].uri_m.clone(),
+                // Each (rank, pos) survives the dedup at most once, so taking is safe.
+                uri_m: std::mem::take(&mut c.mementos[pos as usize].uri_m),
                 datetime,
                 archive: c.archive.clone(),
             }
@@ -139,14 +141,14 @@ mod tests {
             lm("http://pt/2005", "20050101000000"),
             lm("http://pt/2009", "20091027204954"),
         ];
-        let merged = merge(&[
+        let merged = merge(vec![
             Contribution {
                 archive: Arc::from("ia"),
-                mementos: &ia,
+                mementos: ia,
             },
             Contribution {
                 archive: Arc::from("arquivo"),
-                mementos: &pt,
+                mementos: pt,
             },
         ]);
         let got: Vec<&str> = merged.mementos.iter().map(|m| m.uri_m.as_str()).collect();
@@ -166,10 +168,10 @@ mod tests {
 
     #[test]
     fn merge_of_nothing_is_empty() {
-        assert!(merge(&[]).is_empty());
-        assert!(merge(&[Contribution {
+        assert!(merge(vec![]).is_empty());
+        assert!(merge(vec![Contribution {
             archive: Arc::from("ia"),
-            mementos: &[]
+            mementos: vec![]
         }])
         .is_empty());
     }
@@ -184,13 +186,13 @@ mod tests {
             })
             .collect();
         let newest: Vec<LinkMemento> = oldest.iter().rev().cloned().collect();
-        let a = merge(&[Contribution {
+        let a = merge(vec![Contribution {
             archive: Arc::from("ia"),
-            mementos: &oldest,
+            mementos: oldest,
         }]);
-        let b = merge(&[Contribution {
+        let b = merge(vec![Contribution {
             archive: Arc::from("ia"),
-            mementos: &newest,
+            mementos: newest,
         }]);
         assert_eq!(a, b);
         assert_eq!(a.len(), 1000);

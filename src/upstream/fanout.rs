@@ -140,17 +140,17 @@ impl Upstream {
             }
         }
 
-        let fetched: Vec<(ArchiveFetch, Duration)> = results.into_iter().flatten().collect();
-        let contributions: Vec<Contribution<'_>> = self
+        let mut fetched: Vec<(ArchiveFetch, Duration)> = results.into_iter().flatten().collect();
+        let contributions: Vec<Contribution> = self
             .archives
             .iter()
-            .zip(&fetched)
+            .zip(fetched.iter_mut())
             .map(|(a, (f, _))| Contribution {
                 archive: a.id.clone(),
-                mementos: f.mementos.as_slice(),
+                mementos: std::mem::take(&mut f.mementos),
             })
             .collect();
-        let timemap = merge(&contributions);
+        let timemap = merge(contributions);
         let mut per_archive: HashMap<&str, usize> = HashMap::new();
         for m in &timemap.mementos {
             *per_archive.entry(&m.archive).or_default() += 1;
