@@ -78,7 +78,10 @@ pub fn write_rfc1123(out: &mut String, dt: MementoDatetime) {
 /// Parses a 4 to 14 digit timestamp (`YYYY[MM[DD[hh[mm[ss]]]]]`), padding missing parts with the
 /// earliest value (month and day 01, time 00), as Time Travel and MemGator do in paths.
 pub fn parse_14digit(s: &str) -> Option<MementoDatetime> {
-    if !(4..=14).contains(&s.len()) || s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_digit()) {
+    if !(4..=14).contains(&s.len())
+        || !s.len().is_multiple_of(2)
+        || !s.bytes().all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let field = |from: usize, default: u32| -> Option<u32> {

@@ -1,1 +1,3 @@
-fn main() {}
+//! Integration tests for tmproxy, run against real pywb archives (see `pywb`).
+
+mod pywb;
