@@ -2,4 +2,5 @@
 
 mod aggregate;
 mod endpoints;
+mod pywb;
 mod support;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The one test command: installs what the tests need, then runs the whole suite.
+#   bash scripts/test.sh
+# Needs cargo (rustup) and python3 (3.11); run as root on a fresh Debian machine it adds
+# any missing Debian packages itself. Re-runs skip installs that are already done.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+VENV="$REPO/.venv"
+REQS="$REPO/scripts/requirements-test.txt"
+STAMP="$VENV/.requirements.sha256"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# --- Debian packages, only those missing ------------------------------------------------
+apt_updated=0
+apt_install() {
+    if [ "$(id -u)" != 0 ]; then
+        log "missing Debian packages: $*; install them (needs root) and rerun"
+        exit 1
+    fi
+    if [ "$apt_updated" = 0 ]; then
+        apt-get update -qq
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+}
+
+command -v cargo >/dev/null || { log "cargo not found: install Rust with rustup"; exit 1; }
+# pyenv's python3 has venv and ensurepip built in; Debian's splits them into python3-venv.
+if ! command -v python3 >/dev/null; then
+    apt_install python3 python3-venv
+elif ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+    if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+        apt_install python3-venv
+    else
+        log "$(command -v python3) lacks venv/ensurepip; use a full CPython 3.11"
+        exit 1
+    fi
+fi
+
+# --- fast checks first --------------------------------------------------------------------
+log "cargo fmt --check"
+cargo fmt --all --check
+
+# --- Python venv with pywb + warcio -------------------------------------------------------
+# The stamp is the hash of the requirements and the interpreter: if either changes, rebuild
+# from scratch so no stale package lingers. It is written last, so a broken install redoes.
+want="$( { sha256sum <"$REQS"; python3 -VV; } | sha256sum | cut -d' ' -f1)"
+if [ -x "$VENV/bin/wayback" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; then
+    log "venv up to date ($VENV)"
+else
+    log "creating $VENV with $(python3 -V) and scripts/requirements-test.txt"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --no-input --quiet --disable-pip-version-check -r "$REQS"
+    "$VENV/bin/python" -c 'import pywb, warcio' # fail here, not in every test
+    echo "$want" >"$STAMP"
+fi
+export TMPROXY_PYWB_VENV="$VENV"
+
+log "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+# --- the suite ----------------------------------------------------------------------------
+log "cargo test"
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+set +e
+cargo test --workspace --all-targets 2>&1 | tee "$out"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run: cargo prints one "test result" per test binary.
+awk '/^test result:/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$out"
+exit "$status"
