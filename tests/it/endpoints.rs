@@ -352,13 +352,15 @@ async fn healthz_answers() {
 async fn demo_prints_curl_lines_that_work() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tmproxy"))
-        .args(["demo", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("tmproxy demo starts");
-    let stdout = child.stdout.take().expect("stdout");
+    let mut child = crate::support::ChildGuard(Some(
+        Command::new(env!("CARGO_BIN_EXE_tmproxy"))
+            .args(["demo", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tmproxy demo starts"),
+    ));
+    let stdout = child.get().stdout.take().expect("stdout");
     // Read the printed lines on a thread; the demo keeps running until we kill it.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -390,8 +392,7 @@ async fn demo_prints_curl_lines_that_work() {
         Some(url) => Some(get_json(url).await),
         None => None,
     };
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let (status, json) =
         result.unwrap_or_else(|| panic!("no /timemap/json/ curl line in {lines:?}"));
     assert_eq!(status, 200);

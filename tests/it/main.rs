@@ -1,6 +1,8 @@
 //! The integration test binary: the real app on 127.0.0.1:0 against simulated archives and pywb.
 
+mod against_pywb;
 mod aggregate;
+mod cli;
 mod endpoints;
 mod pywb;
 mod support;

@@ -98,3 +98,21 @@ pub fn memento_uris(json: &serde_json::Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Kills the child if the test ends early, so a failed assertion leaves no server behind.
+pub struct ChildGuard(pub Option<std::process::Child>);
+
+impl ChildGuard {
+    pub fn get(&mut self) -> &mut std::process::Child {
+        self.0.as_mut().expect("child present")
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

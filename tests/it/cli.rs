@@ -1,0 +1,192 @@
+//! The `tmproxy` binary itself: `timemap`, `serve` (start, refuse a bad config, stop on SIGTERM).
+
+use crate::support::{client, ChildGuard};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tmproxy");
+
+fn config_file(archives: &[(&str, &SimulatedArchive)]) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().expect("temp file");
+    writeln!(f, "[upstream]\ndeadline = \"5s\"\n").expect("write");
+    for (id, a) in archives {
+        writeln!(
+            f,
+            "[[archives]]\nid = \"{id}\"\nname = \"{id}\"\ntimemap = \"{}\"\ntimegate = \"{}\"\n",
+            a.timemap_prefix(),
+            a.timegate_prefix()
+        )
+        .expect("write");
+    }
+    f
+}
+
+/// Runs the binary off the async runtime, with no inherited TMPROXY_* settings.
+async fn run(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(&args)
+            .env_remove("TMPROXY_CONFIG")
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("tmproxy runs")
+    })
+    .await
+    .expect("join")
+}
+
+#[tokio::test]
+async fn timemap_subcommand_prints_the_aggregate() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
+        "20010101000000",
+        "20050101000000",
+    ])))
+    .await
+    .expect("archive");
+    let cfg = config_file(&[("a", &a)]);
+    let path = cfg.path().display().to_string();
+    let out = run(vec![
+        "timemap".into(),
+        "http://example.com/".into(),
+        "--format".into(),
+        "cdxj".into(),
+        "--config".into(),
+        path.clone(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("!context"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| !l.starts_with('!')).count(),
+        2,
+        "{text}"
+    );
+
+    let out = run(vec![
+        "timemap".into(),
+        "http://example.com/".into(),
+        "--config".into(),
+        path,
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "<{}>; rel=\"first memento\"",
+            a.uri_m("20010101000000", "http://example.com/")
+        )),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn timemap_subcommand_exits_1_when_nothing_is_found() {
+    let a = SimulatedArchive::start(Behaviour::Status(404, String::new()))
+        .await
+        .expect("archive");
+    let cfg = config_file(&[("a", &a)]);
+    let out = run(vec![
+        "timemap".into(),
+        "http://example.com/".into(),
+        "--config".into(),
+        cfg.path().display().to_string(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("no memento of http://example.com/ in any archive"));
+}
+
+#[tokio::test]
+async fn a_bad_config_is_refused_with_file_key_and_reason() {
+    let mut f = tempfile::NamedTempFile::new().expect("temp file");
+    writeln!(f, "[upstream]\ntimeout = \"10x\"").expect("write");
+    let path = f.path().display().to_string();
+    let out = run(vec![
+        "serve".into(),
+        "--config".into(),
+        path.clone(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&path)
+            && err.contains("upstream.timeout")
+            && err.contains("\"10x\" is not a duration"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn serve_answers_and_stops_on_sigterm() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("archive");
+    let cfg = config_file(&[("a", &a)]);
+    let mut child = ChildGuard(Some(
+        Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(cfg.path())
+            .env_remove("TMPROXY_CONFIG")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("serve starts"),
+    ));
+    let stderr = child.get().stderr.take().expect("stderr");
+    // The log line "tmproxy serving … public_url=http://127.0.0.1:PORT" tells the bound port.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut base = None;
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
+        if let Some(i) = line.find("public_url=") {
+            base = line[i + "public_url=".len()..]
+                .split_whitespace()
+                .next()
+                .map(str::to_string);
+            break;
+        }
+    }
+    let Some(base) = base else {
+        panic!("serve never said where it listens");
+    };
+    let resp = client()
+        .get(format!("{base}/timemap/link/http://example.com/"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status(), 200);
+    // SIGTERM by PID, via kill(1): the process we started, nothing else.
+    let pid = child.get().id().to_string();
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let mut child = child.0.take().expect("child");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(
+        status.success(),
+        "graceful shutdown exits 0, got {status:?}"
+    );
+}
