@@ -14,7 +14,13 @@ pub const RFC1123_EXAMPLE: &str = "Thu, 31 May 2007 20:35:00 GMT";
 /// Parses `Sun, 06 Nov 1994 08:49:37 GMT`. Tolerates what archives send: a missing weekday,
 /// a one-digit day, any case, `UTC` or `+0000` for `GMT`, and extra spaces. The weekday is not
 /// checked against the date (several archives get it wrong; the date is what matters).
+///
+/// Allocation-free. The canonical 29-byte form, which is nearly every datetime in a TimeMap, is
+/// read at fixed offsets; anything else takes the tolerant path below.
 pub fn parse_rfc1123(s: &str) -> Option<MementoDatetime> {
+    if let Some(parsed) = parse_canonical_rfc1123(s.as_bytes()) {
+        return parsed;
+    }
     let s = s.trim();
     // Skip "Sun," if present.
     let rest = match s.find(',') {
@@ -50,6 +56,52 @@ pub fn parse_rfc1123(s: &str) -> Option<MementoDatetime> {
         return None;
     }
     build(year, month, day, hour, minute, second)
+}
+
+/// The exact form `Sun, 06 Nov 1994 08:49:37 GMT`: `None` if `b` is not in that shape (the caller
+/// then tries the tolerant parser), `Some(result)` if it is. A parser of TimeMaps calls this once
+/// per memento, so it avoids the splitting and searching of the general path.
+fn parse_canonical_rfc1123(b: &[u8]) -> Option<Option<MementoDatetime>> {
+    let b: &[u8; 29] = b.try_into().ok()?;
+    let shape = b[..3].iter().all(u8::is_ascii_alphabetic)
+        && b[3] == b','
+        && b[4] == b' '
+        && b[7] == b' '
+        && b[11] == b' '
+        && b[16] == b' '
+        && b[19] == b':'
+        && b[22] == b':'
+        && b[25] == b' '
+        && &b[26..] == b"GMT";
+    if !shape {
+        return None;
+    }
+    let two = |hi: u8, lo: u8| -> Option<u32> {
+        let (hi, lo) = (hi.wrapping_sub(b'0'), lo.wrapping_sub(b'0'));
+        (hi < 10 && lo < 10).then_some(u32::from(hi) * 10 + u32::from(lo))
+    };
+    // Case-sensitive on purpose: other spellings go to the general path, which ignores case.
+    let month = match &b[8..11] {
+        b"Jan" => 1,
+        b"Feb" => 2,
+        b"Mar" => 3,
+        b"Apr" => 4,
+        b"May" => 5,
+        b"Jun" => 6,
+        b"Jul" => 7,
+        b"Aug" => 8,
+        b"Sep" => 9,
+        b"Oct" => 10,
+        b"Nov" => 11,
+        b"Dec" => 12,
+        _ => return None,
+    };
+    let day = two(b[5], b[6])?;
+    let year = two(b[12], b[13])? * 100 + two(b[14], b[15])?;
+    let hour = two(b[17], b[18])?;
+    let minute = two(b[20], b[21])?;
+    let second = two(b[23], b[24])?;
+    Some(build(year as i32, month, day, hour, minute, second))
 }
 
 /// Formats as RFC 1123 (`Sun, 06 Nov 1994 08:49:37 GMT`).
@@ -171,6 +223,25 @@ mod tests {
             "Tue, 20 Jun 00 18:02:59 GMT",
         ] {
             assert_eq!(parse_rfc1123(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn rfc1123_fast_path_agrees_with_general_path() {
+        for v in [
+            "Tue, 20 Jun 2000 18:02:59 GMT",
+            "Sat, 29 Feb 2020 23:59:60 GMT",
+            "Sun, 30 Feb 2020 00:00:00 GMT",
+            "Mon, 01 Jan 0000 00:00:00 GMT",
+            "Mon, 01 jan 2000 00:00:00 GMT",
+            "1on, 01 Jan 2000 00:00:00 GMT",
+            ",ab, 01 Jan 2000 00:00:00 GMT",
+            "Mon, 0x Jan 2000 00:00:00 GMT",
+            "Mon, 01 Jan 2000 24:00:00 GMT",
+        ] {
+            // A leading space makes the input 30 bytes long, which forces the general path.
+            let general = parse_rfc1123(&format!(" {v}"));
+            assert_eq!(parse_rfc1123(v), general, "{v:?}");
         }
     }
 
