@@ -71,6 +71,8 @@ struct Params<'a> {
     datetime: Option<Value<'a>>,
     from: Option<Value<'a>>,
     until: Option<Value<'a>>,
+    /// `type`: a `timemap` link of another media type (JSON, CDXJ) is an alternate, not a page.
+    media_type: Option<Value<'a>>,
     /// A syntax error inside the link (an unterminated quote): the link is not used.
     broken: bool,
 }
@@ -262,8 +264,10 @@ impl<'a> Parser<'a> {
             &mut params.from
         } else if name.eq_ignore_ascii_case("until") {
             &mut params.until
+        } else if name.eq_ignore_ascii_case("type") {
+            &mut params.media_type
         } else {
-            // `license`, `collection`, `title`, `type`, …: read past, not kept.
+            // `license`, `collection`, `title`, …: read past, not kept.
             return;
         };
         if slot.is_none() {
@@ -378,7 +382,7 @@ impl<'a> Parser<'a> {
             if out.self_uri.is_none() {
                 out.self_uri = Some(uri.clone());
             }
-        } else if rels & REL_TIMEMAP != 0 {
+        } else if rels & REL_TIMEMAP != 0 && is_link_format(params.media_type) {
             out.pages.push(PageLink {
                 uri: uri.clone(),
                 from: params.from.and_then(value_datetime),
@@ -426,6 +430,16 @@ fn has_scheme(uri: &str) -> bool {
         }
     }
     false
+}
+
+/// An untyped `timemap` link, or one typed as link format, can be another page of this TimeMap;
+/// Time Travel and tmproxy also list JSON and CDXJ alternates, which are not.
+fn is_link_format(media_type: Option<Value<'_>>) -> bool {
+    media_type.is_none_or(|t| {
+        t.text()
+            .trim()
+            .eq_ignore_ascii_case("application/link-format")
+    })
 }
 
 #[cfg(test)]
@@ -1044,5 +1058,20 @@ mod tests {
         assert_eq!(first.datetime, dt("Sat, 01 Jan 2000 00:00:00 GMT"));
         assert_eq!(last.uri_m, "http://w.example/web/999999/x");
         assert_eq!(last.datetime, dt("Wed, 12 Jan 2000 13:46:39 GMT"));
+    }
+
+    #[test]
+    fn typed_timemap_alternates_are_not_pages() {
+        let doc = "<http://a.test/tm/link/x>; rel=\"timemap\"; type=\"application/link-format\",\n\
+                   <http://a.test/tm/json/x>; rel=\"timemap\"; type=\"application/json\",\n\
+                   <http://a.test/tm/cdxj/x>; rel=timemap; type=application/cdxj+ors,\n\
+                   <http://a.test/tm/page2/x>; rel=\"timemap\"";
+        let tm = parse_link_format(doc, "http://a.test/tm/link/y");
+        let pages: Vec<&str> = tm.pages.iter().map(|p| p.uri.as_str()).collect();
+        assert_eq!(
+            pages,
+            ["http://a.test/tm/link/x", "http://a.test/tm/page2/x"]
+        );
+        assert_eq!(tm.skipped, 0);
     }
 }

@@ -304,6 +304,26 @@ mod tests {
             ("ia", "20091027204954"),
         ]);
         let text = to_link_format(&a, &links());
+        // Our own output reads back, through the same parser we use on archives, losslessly.
+        let back = crate::timemap::parse::parse_link_format(&text, "http://proxy.test/");
+        assert_eq!(back.skipped, 0);
+        assert_eq!(back.original.as_deref(), Some("http://example.com/"));
+        let got: Vec<(String, String)> = back
+            .mementos
+            .iter()
+            .map(|m| (m.uri_m.clone(), format_14digit(m.datetime)))
+            .collect();
+        let want: Vec<(String, String)> = a
+            .timemap
+            .mementos
+            .iter()
+            .map(|m| (m.uri_m.clone(), format_14digit(m.datetime)))
+            .collect();
+        assert_eq!(got, want);
+        assert!(
+            back.pages.is_empty(),
+            "JSON and CDXJ alternates are not pages"
+        );
         assert!(text.starts_with("<http://example.com/>; rel=\"original\",\n"));
         assert!(text.contains("<http://proxy.test/timemap/link/http://example.com/>; rel=\"self\"; type=\"application/link-format\"; from=\"Tue, 20 Jun 2000 18:02:59 GMT\"; until=\"Tue, 27 Oct 2009 20:49:54 GMT\""));
         assert!(text.contains("<http://proxy.test/timegate/http://example.com/>; rel=\"timegate\""));
