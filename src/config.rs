@@ -33,7 +33,16 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_MAX_BODY", "upstream.max_body"),
     ("TMPROXY_USER_AGENT", "upstream.user_agent"),
     ("TMPROXY_ARCHIVES", "archives.enabled"),
+    ("TMPROXY_CACHE_POLICY", "cache.policy"),
+    ("TMPROXY_CACHE_PATH", "cache.path"),
+    ("TMPROXY_ADMIN_TOKEN", "admin.token"),
+    ("TMPROXY_OBSERVE_LOG", "observe.log"),
 ];
+
+/// The values `[cache] policy` accepts (the policies of cache-policy.md).
+pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
+/// The values `[cache] match` accepts.
+pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
 
 /// The whole configuration. Missing tables and keys take the values of [`Config::default`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +53,82 @@ pub struct Config {
     /// When the file has any `[[archives]]` entry, the file's list replaces the built-in one entirely;
     /// merging by id would make it impossible to drop a default archive.
     pub archives: Vec<ArchiveConfig>,
+    pub cache: CacheConfig,
+    pub admin: AdminConfig,
+    pub observe: ObserveConfig,
+}
+
+/// `[cache]`: the conditional TimeMap cache (cache-policy.md). Defaults are the paper's:
+/// conditional replacement under loose matching with a 15-day TTL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheConfig {
+    /// One of [`CACHE_POLICIES`]; checked by `validate`, turned into the policy type by the cache.
+    pub policy: String,
+    /// One of [`CACHE_MATCHES`].
+    #[serde(rename = "match")]
+    pub matching: String,
+    #[serde(with = "duration_field")]
+    pub ttl: Duration,
+    #[serde(with = "size_field")]
+    pub hot_capacity: u64,
+    /// The persistent tier's directory (sled).
+    pub path: String,
+    pub stale_if_error: bool,
+    /// 0 = off; otherwise how long past `fresh_until` an entry is served at once while it is
+    /// refreshed in the background.
+    #[serde(with = "duration_field")]
+    pub stale_while_revalidate: Duration,
+    #[serde(with = "duration_field")]
+    pub min_refresh_interval: Duration,
+    pub redaction_confirmations: u32,
+    #[serde(with = "duration_field")]
+    pub redaction_grace: Duration,
+}
+
+/// `[admin]`: the admin API. Empty token = admin routes refused with 403.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    pub token: String,
+}
+
+/// `[observe]`: the observation log the simulations replay. Empty = off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ObserveConfig {
+    pub log: String,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            policy: "conditional".to_owned(),
+            matching: "loose".to_owned(),
+            ttl: Duration::from_secs(15 * 86_400),
+            hot_capacity: 256 * 1024 * 1024,
+            path: "data/cache".to_owned(),
+            stale_if_error: true,
+            stale_while_revalidate: Duration::ZERO,
+            min_refresh_interval: Duration::from_secs(60),
+            redaction_confirmations: 2,
+            redaction_grace: Duration::from_secs(7 * 86_400),
+        }
+    }
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            token: String::new(),
+        }
+    }
+}
+
+impl Default for ObserveConfig {
+    fn default() -> Self {
+        ObserveConfig { log: String::new() }
+    }
 }
 
 /// `[server]`: where the proxy listens and how it names itself in the links it writes.
@@ -153,6 +238,9 @@ impl Default for Config {
             server: ServerConfig::default(),
             upstream: UpstreamConfig::default(),
             archives: default_archives(),
+            cache: CacheConfig::default(),
+            admin: AdminConfig::default(),
+            observe: ObserveConfig::default(),
         }
     }
 }
@@ -344,6 +432,20 @@ impl Config {
         })? {
             u.user_agent = v;
         }
+        for (var, key, slot) in [
+            (
+                "TMPROXY_CACHE_POLICY",
+                "cache.policy",
+                &mut self.cache.policy,
+            ),
+            ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
+            ("TMPROXY_ADMIN_TOKEN", "admin.token", &mut self.admin.token),
+            ("TMPROXY_OBSERVE_LOG", "observe.log", &mut self.observe.log),
+        ] {
+            if let Some(v) = env_override(&get, var, key, |s| Ok(s.to_owned()))? {
+                *slot = v;
+            }
+        }
         let known: Vec<&str> = self.archives.iter().map(|a| a.id.as_str()).collect();
         if let Some(ids) = env_override(&get, "TMPROXY_ARCHIVES", "archives.enabled", |s| {
             parse_id_list(s, &known)
@@ -406,6 +508,41 @@ impl Config {
                 "must be greater than 0 (set failures_before_dormant = 0 to disable dormancy)"
                     .into(),
             );
+        }
+        let c = &self.cache;
+        if !CACHE_POLICIES.contains(&c.policy.as_str()) {
+            return fail(
+                "cache.policy",
+                format!(
+                    "{:?} is not a policy: use {}",
+                    c.policy,
+                    CACHE_POLICIES.join(", ")
+                ),
+            );
+        }
+        if !CACHE_MATCHES.contains(&c.matching.as_str()) {
+            return fail(
+                "cache.match",
+                format!("{:?} is not a match: use loose or strict", c.matching),
+            );
+        }
+        if c.path.trim().is_empty() && c.policy != "none" {
+            return fail(
+                "cache.path",
+                "must name a directory for the persistent tier".into(),
+            );
+        }
+        if c.hot_capacity == 0 {
+            return fail("cache.hot_capacity", "must be greater than 0".into());
+        }
+        if c.redaction_confirmations == 0 {
+            return fail(
+                "cache.redaction_confirmations",
+                "must be at least 1 (a memento missing once is not a redaction)".into(),
+            );
+        }
+        if self.admin.token.chars().any(char::is_control) {
+            return fail("admin.token", "must be free of control characters".into());
         }
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, a) in self.archives.iter().enumerate() {

@@ -227,9 +227,12 @@ fn unknown_key_is_refused_with_its_name() {
     assert!(e.reason.contains("unknown field `lisen`"), "{e}");
     assert!(e.reason.contains("line 3"), "{e}");
 
+    let e = parse("[cahce]\nsize = 1\n").unwrap_err();
+    assert_eq!(e.key, "cahce");
+    assert!(e.reason.contains("unknown field `cahce`"), "{e}");
+
     let e = parse("[cache]\nsize = 1\n").unwrap_err();
-    assert_eq!(e.key, "cache");
-    assert!(e.reason.contains("unknown field `cache`"), "{e}");
+    assert_eq!(e.key, "cache.size");
 
     let e = parse(&format!("{ONE_ARCHIVE}{ONE_ARCHIVE}url = \"y\"\n")).unwrap_err();
     assert_eq!(e.key, "archives[1].url");
@@ -497,4 +500,50 @@ fn load_precedence_explicit_then_env_then_cwd_then_defaults() {
     // A TMPROXY_CONFIG naming a missing file is an error, not a fall-through.
     let e = Config::load_from(None, vars(&[(CONFIG_ENV, "nope.toml")]), cwd).unwrap_err();
     assert_eq!(e.key, "(file)");
+}
+
+#[test]
+fn cache_defaults_are_the_papers() {
+    let c = Config::default().cache;
+    assert_eq!(
+        (c.policy.as_str(), c.matching.as_str()),
+        ("conditional", "loose")
+    );
+    assert_eq!(c.ttl, Duration::from_secs(15 * 86_400));
+    assert_eq!(c.hot_capacity, 256 * 1024 * 1024);
+    assert_eq!(c.path, "data/cache");
+    assert_eq!(c.redaction_confirmations, 2);
+}
+
+#[test]
+fn cache_policy_and_match_are_checked() {
+    let cfg =
+        parse("[cache]\npolicy = \"merge\"\nmatch = \"strict\"\nttl = \"0s\"\n").expect("parses");
+    assert!(cfg.validate().is_ok());
+    assert_eq!(cfg.cache.matching, "strict");
+    let cfg = parse("[cache]\npolicy = \"lru\"\n").expect("parses");
+    let e = cfg.validate().unwrap_err();
+    assert_eq!(e.key, "cache.policy");
+    assert!(
+        e.reason
+            .contains("\"lru\" is not a policy: use conditional, merge"),
+        "{e}"
+    );
+    let cfg = parse("[cache]\nmatch = \"fuzzy\"\n").expect("parses");
+    assert_eq!(cfg.validate().unwrap_err().key, "cache.match");
+}
+
+#[test]
+fn admin_token_and_observe_log_from_env() {
+    let mut cfg = Config::default();
+    cfg.apply_env(|k| match k {
+        "TMPROXY_ADMIN_TOKEN" => Some("s3cret".into()),
+        "TMPROXY_OBSERVE_LOG" => Some("/tmp/obs.ndjson".into()),
+        "TMPROXY_CACHE_POLICY" => Some("merge".into()),
+        _ => None,
+    })
+    .expect("applies");
+    assert_eq!(cfg.admin.token, "s3cret");
+    assert_eq!(cfg.observe.log, "/tmp/obs.ndjson");
+    assert_eq!(cfg.cache.policy, "merge");
 }
