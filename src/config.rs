@@ -87,14 +87,14 @@ pub struct CacheConfig {
 }
 
 /// `[admin]`: the admin API. Empty token = admin routes refused with 403.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     pub token: String,
 }
 
 /// `[observe]`: the observation log the simulations replay. Empty = off.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ObserveConfig {
     pub log: String,
@@ -114,20 +114,6 @@ impl Default for CacheConfig {
             redaction_confirmations: 2,
             redaction_grace: Duration::from_secs(7 * 86_400),
         }
-    }
-}
-
-impl Default for AdminConfig {
-    fn default() -> Self {
-        AdminConfig {
-            token: String::new(),
-        }
-    }
-}
-
-impl Default for ObserveConfig {
-    fn default() -> Self {
-        ObserveConfig { log: String::new() }
     }
 }
 

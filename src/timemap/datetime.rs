@@ -111,20 +111,29 @@ pub fn format_rfc1123(dt: MementoDatetime) -> String {
     out
 }
 
-/// Appends the RFC 1123 form to `out`, without allocating: the serialisers call it per memento.
+/// Appends the RFC 1123 form to `out`, without allocating or going through `fmt`: the
+/// serialisers call it once per memento, a million times for the largest TimeMaps.
 pub fn write_rfc1123(out: &mut String, dt: MementoDatetime) {
-    use std::fmt::Write;
-    let _ = write!(
-        out,
-        "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
-        WEEKDAYS[dt.weekday().num_days_from_monday() as usize],
-        dt.day(),
-        MONTHS[dt.month0() as usize],
-        dt.year(),
-        dt.hour(),
-        dt.minute(),
-        dt.second()
-    );
+    out.push_str(WEEKDAYS[dt.weekday().num_days_from_monday() as usize]);
+    out.push_str(", ");
+    push_2(out, dt.day());
+    out.push(' ');
+    out.push_str(MONTHS[dt.month0() as usize]);
+    out.push(' ');
+    push_year(out, dt.year());
+    out.push(' ');
+    push_2(out, dt.hour());
+    out.push(':');
+    push_2(out, dt.minute());
+    out.push(':');
+    push_2(out, dt.second());
+    out.push_str(" GMT");
+}
+
+/// Two decimal digits, zero-padded (values are always < 100 here).
+fn push_2(out: &mut String, v: u32) {
+    out.push(char::from(b'0' + (v / 10 % 10) as u8));
+    out.push(char::from(b'0' + (v % 10) as u8));
 }
 
 /// Parses a 4 to 14 digit timestamp (`YYYY[MM[DD[hh[mm[ss]]]]]`), padding missing parts with the
@@ -156,12 +165,46 @@ pub fn parse_14digit(s: &str) -> Option<MementoDatetime> {
 
 /// Formats as `YYYYMMDDhhmmss`.
 pub fn format_14digit(dt: MementoDatetime) -> String {
-    dt.format("%Y%m%d%H%M%S").to_string()
+    let mut out = String::with_capacity(14);
+    write_14digit(&mut out, dt);
+    out
+}
+
+/// Appends `YYYYMMDDhhmmss` to `out` (per memento in CDXJ, so no `fmt`).
+pub fn write_14digit(out: &mut String, dt: MementoDatetime) {
+    push_year(out, dt.year());
+    for v in [dt.month(), dt.day(), dt.hour(), dt.minute(), dt.second()] {
+        push_2(out, v);
+    }
 }
 
 /// Formats as RFC 3339 with a `Z` and second precision (`2007-05-31T20:35:00Z`).
 pub fn format_rfc3339(dt: MementoDatetime) -> String {
-    dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    let mut out = String::with_capacity(20);
+    push_year(&mut out, dt.year());
+    out.push('-');
+    push_2(&mut out, dt.month());
+    out.push('-');
+    push_2(&mut out, dt.day());
+    out.push('T');
+    push_2(&mut out, dt.hour());
+    out.push(':');
+    push_2(&mut out, dt.minute());
+    out.push(':');
+    push_2(&mut out, dt.second());
+    out.push('Z');
+    out
+}
+
+fn push_year(out: &mut String, year: i32) {
+    if (0..=9999).contains(&year) {
+        push_2(out, (year / 100) as u32);
+        push_2(out, (year % 100) as u32);
+    } else {
+        // Outside what these forms can say; keep it readable rather than wrong.
+        use std::fmt::Write;
+        let _ = write!(out, "{year:04}");
+    }
 }
 
 fn parse_digits(s: &str, min: usize, max: usize) -> Option<u32> {

@@ -2,7 +2,7 @@
 //! `archives[]`) and CDXJ (MemGator's). Pure: the public base URL is passed in.
 
 use super::aggregate::{Aggregate, ArchiveOutcome};
-use super::datetime::{format_14digit, format_rfc3339, write_rfc1123};
+use super::datetime::{format_rfc3339, write_14digit, write_rfc1123};
 use super::model::Memento;
 use serde::Serialize;
 use std::fmt::Write;
@@ -238,7 +238,7 @@ pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
         serde_json::to_string(&agg.outcomes).unwrap_or_default()
     );
     for (i, m) in ms.iter().enumerate() {
-        out.push_str(&format_14digit(m.datetime));
+        write_14digit(&mut out, m.datetime);
         out.push_str(" {\"uri\": ");
         out.push_str(&json_str(&m.uri_m));
         out.push_str(", \"rel\": \"");
@@ -261,7 +261,7 @@ fn json_str(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::timemap::aggregate::ArchiveStatus;
-    use crate::timemap::datetime::parse_14digit;
+    use crate::timemap::datetime::{format_14digit, parse_14digit};
     use crate::timemap::model::TimeMap;
     use std::sync::Arc;
 

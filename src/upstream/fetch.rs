@@ -213,7 +213,9 @@ async fn fetch_page(
             ));
         }
     }
-    let mut body = Vec::new();
+    // Sized from Content-Length when the archive sends one (already checked against the cap), so
+    // a 100 MB TimeMap is not copied through a dozen regrowths.
+    let mut body = Vec::with_capacity(resp.content_length().unwrap_or(0) as usize);
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
