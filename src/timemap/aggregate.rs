@@ -1,10 +1,10 @@
 //! What a fan-out produced: the merged TimeMap and each archive's outcome, honest about failures.
 
 use super::model::{MementoDatetime, TimeMap};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How one archive answered. Serialised in lower case, as clients see it in `archives[]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ArchiveStatus {
     /// Answered with at least one memento.
