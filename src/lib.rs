@@ -2,6 +2,7 @@
 //! http (routes, errors → status) → aggregate (fan-out to archives) → parse → merge → serialize.
 
 pub mod app;
+pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -1,0 +1,3 @@
+//! The conditional TimeMap cache: what is stored, the policy that decides, and where it lives.
+
+pub mod store;
