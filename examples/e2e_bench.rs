@@ -95,7 +95,9 @@ async fn fanout(args: &[String]) {
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let (_state, router) = tmproxy::app::build(&config, Some(base.clone())).expect("app");
+    let (_state, router) = tmproxy::app::build(&config, Some(base.clone()))
+        .await
+        .expect("app");
     tokio::spawn(tmproxy::app::serve(
         listener,
         router,

@@ -1,31 +1,108 @@
-//! Wiring: config → shared state → router, and serving it on a listener until shutdown.
+//! Wiring: config → cache, archives and clock → router, and serving it until shutdown.
 
-use crate::clock::{Clock, SystemClock};
+use crate::cache::observe::ObservationLog;
+use crate::cache::policy::{Match, Policy, PolicyKind};
+use crate::cache::service::{Settings, TimeMapCache};
+use crate::cache::store;
+use crate::clock::{Clock, SimClock, SystemClock};
 use crate::config::Config;
 use crate::http::{router, AppState, SharedState};
 use crate::upstream::Upstream;
 use axum::Router;
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-/// Builds the state and router for `config`. `public_url` overrides the configured one (used when
-/// the listen address is only known after binding, e.g. port 0).
-pub fn build(config: &Config, public_url: Option<String>) -> Result<(SharedState, Router), String> {
-    build_with_clock(config, public_url, Arc::new(SystemClock))
+/// Which clock the server reads: the machine's, or one the admin API sets (`--sim-clock`).
+pub enum ClockChoice {
+    System,
+    Simulated(Arc<SimClock>),
 }
 
-pub fn build_with_clock(
+/// Builds the state and router for `config`. `public_url` overrides the configured one (used when
+/// the listen address is only known after binding, e.g. port 0).
+pub async fn build(
     config: &Config,
     public_url: Option<String>,
-    clock: Arc<dyn Clock>,
 ) -> Result<(SharedState, Router), String> {
-    let upstream = Upstream::new(config, clock.clone())
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    build_with_clock(config, public_url, ClockChoice::System).await
+}
+
+/// The cache policy the config names (validated there, so a failure here is a bug we report).
+pub fn policy_of(config: &Config) -> Result<Policy, String> {
+    let c = &config.cache;
+    Ok(Policy {
+        kind: c
+            .policy
+            .parse::<PolicyKind>()
+            .map_err(|e| format!("cache.policy: {e}"))?,
+        matching: c
+            .matching
+            .parse::<Match>()
+            .map_err(|e| format!("cache.match: {e}"))?,
+        ttl: Some(
+            chrono::Duration::from_std(c.ttl).map_err(|_| "cache.ttl: too long".to_string())?,
+        ),
+        redaction_confirmations: c.redaction_confirmations,
+        redaction_grace: chrono::Duration::from_std(c.redaction_grace)
+            .map_err(|_| "cache.redaction_grace: too long".to_string())?,
+    })
+}
+
+pub async fn build_with_clock(
+    config: &Config,
+    public_url: Option<String>,
+    clock: ClockChoice,
+) -> Result<(SharedState, Router), String> {
+    let (clock, sim_clock): (Arc<dyn Clock>, Option<Arc<SimClock>>) = match clock {
+        ClockChoice::System => (Arc::new(SystemClock), None),
+        ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
+    };
+    let public_url = public_url.unwrap_or_else(|| config.public_url());
+    let upstream = Arc::new(
+        Upstream::new(config, clock.clone())
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
+    );
+    let policy = policy_of(config)?;
+    let store = if policy.kind == PolicyKind::None {
+        None
+    } else {
+        Some(
+            store::open(Path::new(&config.cache.path), config.cache.hot_capacity)
+                .map_err(|e| format!("cache.path: {e}"))?,
+        )
+    };
+    let observe = if config.observe.log.is_empty() {
+        None
+    } else {
+        Some(
+            ObservationLog::open(Path::new(&config.observe.log))
+                .await
+                .map_err(|e| format!("observe.log: cannot open {}: {e}", config.observe.log))?,
+        )
+    };
+    let settings = Settings {
+        stale_if_error: config.cache.stale_if_error,
+        stale_while_revalidate: config.cache.stale_while_revalidate,
+        min_refresh_interval: config.cache.min_refresh_interval,
+    };
+    let cache = Arc::new(TimeMapCache::new(
+        policy,
+        settings,
+        store,
+        upstream.clone(),
+        clock.clone(),
+        public_url.clone(),
+        observe,
+    ));
     let state = Arc::new(AppState {
         upstream,
-        public_url: public_url.unwrap_or_else(|| config.public_url()),
+        cache,
+        public_url,
         clock,
+        sim_clock,
+        admin_token: config.admin.token.clone(),
     });
     Ok((state.clone(), router(state)))
 }

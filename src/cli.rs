@@ -28,7 +28,7 @@ pub async fn serve(config_path: Option<&Path>, listen: Option<SocketAddr>) -> Re
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;
     let public_url = app::public_url_for(&config, &listener);
-    let (state, router) = app::build(&config, public_url)?;
+    let (state, router) = app::build(&config, public_url).await?;
     let enabled = state.upstream.archives().len();
     tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
     app::serve(listener, router, app::shutdown_signal())
@@ -87,7 +87,7 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
         .local_addr()
         .map(|a| format!("http://{a}"))
         .map_err(|e| e.to_string())?;
-    let (_state, router) = app::build(&config, Some(base.clone()))?;
+    let (_state, router) = app::build(&config, Some(base.clone())).await?;
     println!(
         "tmproxy demo: {} simulated archives on loopback, the proxy on {base}",
         archives.len()
@@ -103,7 +103,10 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     }
     println!("\nctrl-c to stop.");
     let _ = std::io::stdout().flush();
-    app::serve(listener, router, app::shutdown_signal())
+    let served = app::serve(listener, router, app::shutdown_signal())
         .await
-        .map_err(|e| format!("server stopped: {e}"))
+        .map_err(|e| format!("server stopped: {e}"));
+    drop(_state);
+    let _ = std::fs::remove_dir_all(&config.cache.path);
+    served
 }

@@ -26,6 +26,12 @@ pub enum AppError {
         aggregate: Box<Aggregate>,
     },
     NoSuchRoute,
+    /// Admin route without the right bearer token.
+    Unauthorized,
+    /// Admin route while no token is configured.
+    AdminDisabled,
+    /// Admin lookup of a URI-R that has no cache entry.
+    NotCached(String),
     /// A bug or an exhausted resource on our side; details go to the log, not the client.
     Internal(String),
 }
@@ -39,7 +45,11 @@ impl AppError {
             | AppError::BadPathDatetime(_)
             | AppError::UnknownFormat(_)
             | AppError::BadParameter(_) => StatusCode::BAD_REQUEST,
-            AppError::NotArchived(_) | AppError::NoSuchRoute => StatusCode::NOT_FOUND,
+            AppError::NotArchived(_) | AppError::NoSuchRoute | AppError::NotCached(_) => {
+                StatusCode::NOT_FOUND
+            }
+            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AppError::AdminDisabled => StatusCode::FORBIDDEN,
             AppError::Upstream {
                 timed_out: true, ..
             } => StatusCode::GATEWAY_TIMEOUT,
@@ -90,6 +100,9 @@ impl AppError {
             }
             AppError::NoSuchRoute => "no such endpoint: try /timemap/link/{URI-R}, /timegate/{URI-R}, /memento/{DATETIME}/{URI-R} or /api/json/{DATETIME}/{URI-R}".to_string(),
             AppError::Internal(_) => "internal error".to_string(),
+            AppError::Unauthorized => "admin API: send Authorization: Bearer <token>".to_string(),
+            AppError::AdminDisabled => "admin API disabled: set [admin] token in the config or TMPROXY_ADMIN_TOKEN".to_string(),
+            AppError::NotCached(u) => format!("no cache entry for {u}"),
         }
     }
 }
@@ -125,6 +138,7 @@ impl IntoResponse for AppError {
             AppError::NotArchived(agg) | AppError::Upstream { aggregate: agg, .. } => Some(agg),
             _ => None,
         };
+        let unauthorized = matches!(self, AppError::Unauthorized);
         let mut response = if let Some(agg) = aggregate {
             // Per-archive lines after the reason: what each archive said, for humans with curl.
             for o in &agg.outcomes {
@@ -153,6 +167,11 @@ impl IntoResponse for AppError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
+        if unauthorized {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
         response
     }
 }

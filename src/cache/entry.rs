@@ -55,6 +55,23 @@ pub struct Contribution {
     /// When `mementos` were last answered by this archive.
     pub fetched_at: DateTime<Utc>,
     pub mementos: Vec<CachedMemento>,
+    /// What the last fan-out said about this archive beyond its status, so a cached answer is as
+    /// honest about failures as a fresh one.
+    #[serde(default)]
+    pub report: ArchiveReport,
+}
+
+/// The details of one archive's last answer: why it failed, what was left out, how long it took.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveReport {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default)]
+    pub skipped: usize,
+    #[serde(default)]
+    pub pages: usize,
+    #[serde(default)]
+    pub elapsed_ms: u64,
 }
 
 /// A memento as cached, with its absence record under `merge`.
@@ -199,6 +216,7 @@ mod tests {
                             }),
                         },
                     ],
+                    report: Default::default(),
                 },
                 Contribution {
                     archive: "pt".to_string(),
@@ -210,6 +228,7 @@ mod tests {
                         datetime: at("20000101000000"),
                         absent: None,
                     }],
+                    report: Default::default(),
                 },
             ],
             fetched_at: at("20240101000000"),

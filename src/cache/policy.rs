@@ -3,7 +3,7 @@
 //! and the simulation harness run the very same decisions.
 
 use super::entry::{
-    Absence, CachedMemento, Contribution, Entry, HistoryItem, ENTRY_FORMAT_VERSION,
+    Absence, ArchiveReport, CachedMemento, Contribution, Entry, HistoryItem, ENTRY_FORMAT_VERSION,
 };
 use crate::timemap::aggregate::{Aggregate, ArchiveStatus};
 use crate::timemap::{LinkMemento, MementoDatetime, TimeMap};
@@ -30,6 +30,7 @@ pub struct ArchiveResult {
     pub status: ArchiveStatus,
     pub http_status: Option<u16>,
     pub mementos: Vec<LinkMemento>,
+    pub report: ArchiveReport,
 }
 
 impl FetchOutcome {
@@ -44,6 +45,12 @@ impl FetchOutcome {
                 archive: o.id.clone(),
                 status: o.status,
                 http_status: o.http_status,
+                report: ArchiveReport {
+                    detail: o.detail.clone(),
+                    skipped: o.skipped,
+                    pages: o.pages,
+                    elapsed_ms: o.elapsed_ms,
+                },
                 // The outcome's count is a hint; the TimeMap bounds it.
                 mementos: Vec::with_capacity(o.mementos.min(agg.timemap.len())),
             })
@@ -62,6 +69,7 @@ impl FetchOutcome {
                         status: ArchiveStatus::Ok,
                         http_status: None,
                         mementos: Vec::new(),
+                        report: ArchiveReport::default(),
                     });
                     index.insert(&m.archive, archives.len() - 1);
                     archives.len() - 1
@@ -534,6 +542,7 @@ impl Policy {
                 archive: r.archive.clone(),
                 status: r.status,
                 http_status: r.http_status,
+                report: r.report.clone(),
                 fetched_at: fresh.at,
                 mementos: r
                     .mementos
@@ -593,14 +602,21 @@ impl Policy {
                     if r.status.answered() {
                         self.refresh_contribution(c, r, fresh.at, now)
                     } else {
-                        // We could not learn what it holds: what it held still stands.
-                        c.clone()
+                        // We could not learn what it holds: what it held still stands, and
+                        // the status says it failed this time.
+                        Contribution {
+                            status: r.status,
+                            http_status: r.http_status,
+                            report: r.report.clone(),
+                            ..c.clone()
+                        }
                     }
                 }
                 None => Contribution {
                     archive: r.archive.clone(),
                     status: r.status,
                     http_status: r.http_status,
+                    report: r.report.clone(),
                     fetched_at: fresh.at,
                     mementos: r
                         .mementos
@@ -688,6 +704,7 @@ impl Policy {
             archive: fresh.archive.clone(),
             status: fresh.status,
             http_status: fresh.http_status,
+            report: fresh.report.clone(),
             fetched_at,
             mementos,
         }
@@ -811,6 +828,7 @@ mod tests {
             status: ArchiveStatus::Ok,
             http_status: Some(200),
             mementos: keys.into_iter().map(|k| lm(archive, k)).collect(),
+            report: ArchiveReport::default(),
         }
     }
 
@@ -821,6 +839,7 @@ mod tests {
             status: ArchiveStatus::NotFound,
             http_status: Some(404),
             mementos: vec![],
+            report: ArchiveReport::default(),
         }
     }
 
@@ -830,6 +849,7 @@ mod tests {
             status,
             http_status: None,
             mementos: vec![],
+            report: ArchiveReport::default(),
         }
     }
 
@@ -1322,7 +1342,7 @@ mod tests {
     // ---- merge ---------------------------------------------------------------------------
 
     #[test]
-    fn merge_keeps_a_failed_archives_contribution_untouched() {
+    fn merge_keeps_a_failed_archives_mementos_and_reports_its_failure() {
         let p = policy(PolicyKind::Merge);
         let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..3)]);
         let d = decide_on(
@@ -1333,8 +1353,10 @@ mod tests {
         );
         assert_eq!((d.case, d.action), (Some(ChangeCase::C6), Action::Kept));
         let m = stored(&d);
-        assert_eq!(m.contributions[1], e.contributions[1]);
-        assert_eq!(m.contributions[1].status, ArchiveStatus::Ok);
+        // Its mementos and their fetch time stand; its status says it failed this time.
+        assert_eq!(m.contributions[1].mementos, e.contributions[1].mementos);
+        assert_eq!(m.contributions[1].fetched_at, e.contributions[1].fetched_at);
+        assert_eq!(m.contributions[1].status, ArchiveStatus::Timeout);
         assert_eq!(m.contributions[0].fetched_at, day(20));
         assert_eq!(m.fetched_at, day(0), "served TimeMap unchanged");
         assert_eq!(m.checked_at, day(20));
@@ -1463,7 +1485,10 @@ mod tests {
             vec![failed("ia", ArchiveStatus::Timeout), ok("pt", 0..2)],
         );
         assert_eq!(mid.action, Action::Kept);
-        assert_eq!(stored(&mid).contributions[0], stored(&d1).contributions[0]);
+        assert_eq!(
+            stored(&mid).contributions[0].mementos,
+            stored(&d1).contributions[0].mementos
+        );
         let d2 = decide_on(&p, stored(&mid), 8, vec![ok("ia", 0..4), ok("pt", 0..2)]);
         // The entry still served 7 (the absent one included): 6 is case 7.
         assert_eq!((d2.case, d2.action), (Some(ChangeCase::C7), Action::Merged));
@@ -1729,6 +1754,21 @@ mod tests {
             fetched_at: day(3),
         };
         let f = FetchOutcome::from_aggregate(&agg);
+        // Each archive's report travels with it, so a cached answer can repeat it.
+        for r in &f.archives {
+            assert_eq!((r.report.pages, r.report.elapsed_ms), (1, 5));
+        }
+        let f = FetchOutcome {
+            archives: f
+                .archives
+                .into_iter()
+                .map(|r| ArchiveResult {
+                    report: ArchiveReport::default(),
+                    ..r
+                })
+                .collect(),
+            ..f
+        };
         assert_eq!(f.uri_r, "http://example.com/");
         assert_eq!(f.at, day(3));
         assert_eq!(

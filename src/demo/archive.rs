@@ -3,7 +3,7 @@
 //! get what a real network gives: a reset mid-body, a hang after the headers, a huge body.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -60,6 +60,7 @@ impl TimeMapSpec {
 pub struct SimulatedArchive {
     pub addr: std::net::SocketAddr,
     requests: Arc<AtomicUsize>,
+    behaviour: Arc<RwLock<Arc<Behaviour>>>,
     task: JoinHandle<()>,
 }
 
@@ -78,18 +79,25 @@ impl SimulatedArchive {
         let addr = listener.local_addr()?;
         let requests = Arc::new(AtomicUsize::new(0));
         let counter = requests.clone();
-        let behaviour = Arc::new(behaviour);
+        let behaviour = Arc::new(RwLock::new(Arc::new(behaviour)));
+        let current = behaviour.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (behaviour, counter) = (behaviour.clone(), counter.clone());
+                // Each connection answers with the behaviour in force when it arrived.
+                let now = current
+                    .read()
+                    .map(|b| b.clone())
+                    .unwrap_or_else(|p| p.into_inner().clone());
+                let counter = counter.clone();
                 tokio::spawn(async move {
-                    let _ = handle(stream, addr, &behaviour, &counter).await;
+                    let _ = handle(stream, addr, &now, &counter).await;
                 });
             }
         });
         Ok(SimulatedArchive {
             addr,
             requests,
+            behaviour,
             task,
         })
     }
@@ -106,6 +114,13 @@ impl SimulatedArchive {
     /// The URI-M this archive gives a capture.
     pub fn uri_m(&self, timestamp: &str, uri_r: &str) -> String {
         uri_m(self.addr, timestamp, uri_r)
+    }
+
+    /// Changes how it answers from the next connection on (an archive that starts failing, or
+    /// gains captures, between two simulated days).
+    pub fn set_behaviour(&self, behaviour: Behaviour) {
+        let mut b = self.behaviour.write().unwrap_or_else(|p| p.into_inner());
+        *b = Arc::new(behaviour);
     }
 
     /// How many HTTP requests it has received.

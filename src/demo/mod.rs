@@ -76,6 +76,8 @@ pub fn demo_config(
     config.upstream.deadline = Duration::from_secs(3);
     config.upstream.timeout = Duration::from_secs(3);
     config.upstream.connect_timeout = Duration::from_secs(1);
+    // The demo's cache lives and dies with it, never in the user's working directory.
+    config.cache.path = demo_cache_dir().display().to_string();
     config.archives = archives
         .iter()
         .map(|(id, a)| ArchiveConfig {
@@ -88,6 +90,11 @@ pub fn demo_config(
         })
         .collect();
     config
+}
+
+/// A per-process directory under the system's temp dir for the demo's cache.
+pub fn demo_cache_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("tmproxy-demo-{}", std::process::id()))
 }
 
 /// The lines the demo prints: commands a newcomer can paste.

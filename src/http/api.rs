@@ -1,7 +1,7 @@
 //! `/api/json/{DATETIME}/{URI-R}`: Time Travel's description of the mementos around a datetime.
 
 use super::timegate::split_path_datetime;
-use super::{raw_after, read_lookup, require_mementos, SharedState};
+use super::{check_found, raw_after, read_lookup, serve_lookup, SharedState};
 use crate::error::AppError;
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::format_rfc3339;
@@ -36,18 +36,15 @@ pub async fn api_json(
 ) -> Result<Json<ApiAnswer>, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/api/json/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let agg = require_mementos(
-        state
-            .upstream
-            .aggregate(lookup.uri_r.as_str(), lookup.deadline)
-            .await,
-    )?;
+    let served = serve_lookup(&state, &lookup, &headers).await;
+    let agg = &served.view.aggregate;
+    check_found(agg)?;
     Ok(Json(describe(&state.public_url, agg, target)))
 }
 
 fn describe(
     public_url: &str,
-    agg: Aggregate,
+    agg: &Aggregate,
     target: crate::timemap::model::MementoDatetime,
 ) -> ApiAnswer {
     let links = SelfLinks::new(public_url, &agg.uri_r);
@@ -84,7 +81,7 @@ fn describe(
             .map(|f| (json_key(*f), links.timemap(*f)))
             .collect(),
         mementos,
-        archives: agg.outcomes,
+        archives: agg.outcomes.clone(),
     }
 }
 

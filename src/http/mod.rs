@@ -1,28 +1,34 @@
 //! The public routes: what they read from a request, and the router with CORS around them.
 
+pub mod admin;
 pub mod api;
 pub mod timegate;
 pub mod timemap;
 
-use crate::clock::Clock;
+use crate::cache::service::{CacheStatus, Request, Served, TimeMapCache};
+use crate::clock::{Clock, SimClock};
 use crate::error::AppError;
 use crate::timemap::aggregate::{Aggregate, Verdict};
 use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::upstream::Upstream;
 use crate::uri_r::{split_timeout_param, UriR, MAX_URI_LEN};
-use axum::http::{header, HeaderMap, HeaderName, Method, Uri};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
 
-/// What every handler shares: the archives, our public base URL, the clock.
+/// What every handler shares: the archives, the cache in front of them, our public base URL,
+/// the clock (and, with `--sim-clock`, the handle that sets it), the admin token.
 pub struct AppState {
-    pub upstream: Upstream,
+    pub upstream: Arc<Upstream>,
+    pub cache: Arc<TimeMapCache>,
     pub public_url: String,
     pub clock: Arc<dyn Clock>,
+    pub sim_clock: Option<Arc<SimClock>>,
+    pub admin_token: String,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -41,6 +47,7 @@ pub fn router(state: SharedState) -> Router {
         ])
         .expose_headers([
             header::LINK,
+            HeaderName::from_static("x-cache"),
             header::LOCATION,
             HeaderName::from_static("x-memento-count"),
             HeaderName::from_static("memento-datetime"),
@@ -56,6 +63,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/memento/{*rest}", get(timegate::memento))
         .route("/api/json/{*rest}", get(api::api_json))
         .route("/healthz", get(healthz))
+        .merge(admin::routes())
         .fallback(fallback)
         .layer(cors)
         .with_state(state)
@@ -76,10 +84,10 @@ pub fn raw_after<'a>(uri: &'a Uri, prefix: &str) -> &'a str {
     target.strip_prefix(prefix).unwrap_or("")
 }
 
-/// A URI-R and the time the client lets us spend on it.
+/// A URI-R and the time the client lets us spend on it (None: the configured deadline).
 pub struct Lookup {
     pub uri_r: UriR,
-    pub deadline: Duration,
+    pub deadline: Option<Duration>,
 }
 
 /// Reads the URI-R and the client's wait limit (`?timeout=5s` or `Prefer: wait=5`).
@@ -88,17 +96,20 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
         return Err(AppError::UriR(crate::uri_r::UriRError::TooLong(raw.len())));
     }
     let (raw, timeout) = split_timeout_param(raw);
-    let mut deadline = state.upstream.deadline();
+    let mut deadline: Option<Duration> = None;
     if let Some(t) = timeout {
-        deadline = deadline.min(crate::config::parse_duration(&t).map_err(|_| {
+        let asked = crate::config::parse_duration(&t).map_err(|_| {
             AppError::BadParameter(format!(
                 "timeout {t:?} is not a duration like \"5s\" or \"500ms\""
             ))
-        })?);
+        })?;
+        deadline = Some(asked);
     }
     if let Some(wait) = prefer_wait(headers)? {
-        deadline = deadline.min(wait);
+        deadline = Some(deadline.map_or(wait, |d| d.min(wait)));
     }
+    // Only a deadline shorter than the configured one changes anything.
+    let deadline = deadline.filter(|d| *d < state.upstream.deadline());
     let uri_r = UriR::parse(&raw).map_err(AppError::UriR)?;
     Ok(Lookup { uri_r, deadline })
 }
@@ -136,14 +147,65 @@ pub fn accept_datetime(
     }
 }
 
-/// Turns an aggregate without mementos into the matching error; passes one with mementos on.
-pub fn require_mementos(agg: Aggregate) -> Result<Aggregate, AppError> {
+/// Looks the URI-R up through the cache, honouring the client's deadline and `no-cache`.
+pub async fn serve_lookup(state: &AppState, lookup: &Lookup, headers: &HeaderMap) -> Served {
+    let req = Request {
+        deadline: lookup.deadline,
+        no_cache: wants_no_cache(headers),
+        force: false,
+    };
+    state.cache.lookup(lookup.uri_r.as_str(), req).await
+}
+
+/// `Cache-Control: no-cache` (or the HTTP/1.0 `Pragma: no-cache`) from the client.
+fn wants_no_cache(headers: &HeaderMap) -> bool {
+    let has = |name: header::HeaderName| {
+        headers.get_all(name).iter().any(|v| {
+            v.to_str().is_ok_and(|t| {
+                t.split(',')
+                    .any(|d| d.trim().eq_ignore_ascii_case("no-cache"))
+            })
+        })
+    };
+    has(header::CACHE_CONTROL) || has(header::PRAGMA)
+}
+
+/// The error for an aggregate without mementos, or Ok when there are some.
+pub fn check_found(agg: &Aggregate) -> Result<(), AppError> {
     match agg.verdict() {
-        Verdict::Found { .. } => Ok(agg),
-        Verdict::NotArchived { .. } => Err(AppError::NotArchived(Box::new(agg))),
+        Verdict::Found { .. } => Ok(()),
+        Verdict::NotArchived { .. } => Err(AppError::NotArchived(Box::new(agg.clone()))),
         Verdict::Unavailable { timed_out } => Err(AppError::Upstream {
             timed_out,
-            aggregate: Box::new(agg),
+            aggregate: Box::new(agg.clone()),
         }),
+    }
+}
+
+/// `X-Cache` and its companions, `Age`, `Cache-Control`, `Last-Modified`.
+pub fn cache_headers(h: &mut HeaderMap, served: &Served, now: MementoDatetime) {
+    h.insert("x-cache", HeaderValue::from_static(served.status.as_str()));
+    if let Some(case) = served.case {
+        h.insert("x-cache-case", HeaderValue::from(u16::from(case.number())));
+    }
+    if let Some(action) = served.action {
+        h.insert("x-cache-action", HeaderValue::from_static(action.as_str()));
+    }
+    let age = (now - served.checked_at).num_seconds().max(0);
+    h.insert(header::AGE, HeaderValue::from(age));
+    let max_age = match served.fresh_until {
+        // Fresh for good (policy forever): a year is HTTP's customary "forever".
+        None => 31_536_000,
+        // Expired and served anyway: nothing to promise about freshness.
+        Some(_) if served.status == CacheStatus::Stale => 0,
+        Some(until) => (until - now).num_seconds().max(0),
+    };
+    if let Ok(v) = HeaderValue::from_str(&format!("max-age={max_age}")) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    if let Ok(v) =
+        HeaderValue::from_str(&crate::timemap::datetime::format_rfc1123(served.fetched_at))
+    {
+        h.insert(header::LAST_MODIFIED, v);
     }
 }

@@ -1,7 +1,7 @@
 //! `/timegate/{URI-R}` (RFC 7089 pattern 2.1) and `/memento/{DATETIME}/{URI-R}`: redirects to the
 //! memento closest to a datetime, chosen from the aggregate so prev/next span every archive.
 
-use super::{accept_datetime, raw_after, read_lookup, require_mementos, SharedState};
+use super::{accept_datetime, check_found, raw_after, read_lookup, serve_lookup, SharedState};
 use crate::error::{archives_header, AppError};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::{format_rfc1123, parse_14digit};
@@ -19,13 +19,10 @@ pub async fn timegate(
 ) -> Result<Response, AppError> {
     let target = accept_datetime(&headers, state.clock.now())?;
     let lookup = read_lookup(&state, raw_after(&uri, "/timegate/"), &headers)?;
-    let agg = require_mementos(
-        state
-            .upstream
-            .aggregate(lookup.uri_r.as_str(), lookup.deadline)
-            .await,
-    )?;
-    Ok(redirect(&state.public_url, &agg, target, true))
+    let served = serve_lookup(&state, &lookup, &headers).await;
+    let agg = &served.view.aggregate;
+    check_found(agg)?;
+    Ok(redirect(&state.public_url, agg, target, true))
 }
 
 pub async fn memento(
@@ -35,13 +32,10 @@ pub async fn memento(
 ) -> Result<Response, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/memento/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let agg = require_mementos(
-        state
-            .upstream
-            .aggregate(lookup.uri_r.as_str(), lookup.deadline)
-            .await,
-    )?;
-    Ok(redirect(&state.public_url, &agg, target, false))
+    let served = serve_lookup(&state, &lookup, &headers).await;
+    let agg = &served.view.aggregate;
+    check_found(agg)?;
+    Ok(redirect(&state.public_url, agg, target, false))
 }
 
 /// Splits `20070531203500/http://…` into the padded datetime and the URI-R text.
@@ -59,7 +53,7 @@ fn redirect(
     negotiated: bool,
 ) -> Response {
     let mut h = HeaderMap::new();
-    // require_mementos guarantees a non-empty TimeMap; an empty one would be a bug upstream of here.
+    // check_found guarantees a non-empty TimeMap; an empty one would be a bug upstream of here.
     let Some(c) = closest(&agg.timemap, target) else {
         return AppError::Internal("redirect on an empty TimeMap".into()).into_response();
     };

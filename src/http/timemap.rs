@@ -1,10 +1,9 @@
 //! `/timemap/{link,json,cdxj}/{URI-R}` and `/timemap/{URI-R}`: the aggregated TimeMap.
 
-use super::{raw_after, read_lookup, require_mementos, SharedState};
+use super::{cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState};
 use crate::error::{archives_header, AppError};
 use crate::timemap::aggregate::Verdict;
-use crate::timemap::datetime::format_rfc1123;
-use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
+use crate::timemap::serialize::TimeMapFormat;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -34,46 +33,39 @@ pub async fn timemap(
 ) -> Result<Response, AppError> {
     let (format, raw) = split_format(raw_after(&uri, "/timemap/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let agg = state
-        .upstream
-        .aggregate(lookup.uri_r.as_str(), lookup.deadline)
-        .await;
-    let agg = require_mementos(agg)?;
-    let partial = matches!(agg.verdict(), Verdict::Found { partial: true });
-
-    let links = SelfLinks::new(&state.public_url, &agg.uri_r);
-    let body = render(format, &agg, &links);
-    let etag = format!("\"{:016x}\"", fnv1a(&body));
-
+    let served = serve_lookup(&state, &lookup, &headers).await;
+    let agg = &served.view.aggregate;
     let mut h = HeaderMap::new();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(format.content_type()),
-    );
-    h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        h.insert(header::ETAG, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(&format_rfc1123(agg.fetched_at)) {
-        h.insert(header::LAST_MODIFIED, v);
-    }
-    // Without a cache every answer is built now: nothing to reuse, so no freshness to give.
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=0"));
-    h.insert(header::AGE, HeaderValue::from(0));
-    h.insert("x-cache", HeaderValue::from_static("MISS"));
-    if let Some(v) = archives_header(&agg) {
+    cache_headers(&mut h, &served, state.clock.now());
+    if let Some(v) = archives_header(agg) {
         h.insert("x-memento-archives", v);
     }
-    if partial {
+    if let Err(e) = check_found(agg) {
+        // A cached 404 (or a 502 with nothing cached) still says where it came from.
+        let mut response = e.into_response();
+        response.headers_mut().extend(h);
+        return Ok(response);
+    }
+    if matches!(agg.verdict(), Verdict::Found { partial: true }) {
         let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
         if let Ok(v) = HeaderValue::from_str(&missing.join(", ")) {
             h.insert("x-memento-partial", v);
         }
     }
-    if if_none_match(&headers, &etag) {
+    // Rendered once per cached entry and format; a hit only clones the bytes.
+    let rendered = served.view.rendered(format);
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
+    if let Ok(v) = HeaderValue::from_str(&rendered.etag) {
+        h.insert(header::ETAG, v);
+    }
+    if if_none_match(&headers, &rendered.etag) {
         return Ok((StatusCode::NOT_MODIFIED, h).into_response());
     }
-    Ok((StatusCode::OK, h, body).into_response())
+    Ok((StatusCode::OK, h, rendered.body).into_response())
 }
 
 /// True when `If-None-Match` lists `etag` (or `*`).
@@ -84,13 +76,6 @@ fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
                 .map(str::trim)
                 .any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag))
         })
-    })
-}
-
-/// A 64-bit FNV-1a of the body: a stable ETag across restarts, unlike std's seeded hasher.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
 

@@ -38,6 +38,10 @@ async fn two_pywb_archives_aggregate_dedup_timegate_and_partial_answer() {
     let a_caps: Vec<Capture> = [
         captures(URI_R, &["20200101120000", "20210615083000"]),
         captures("http://example.com/other", &["20190101000000"]),
+        captures(
+            "http://example.com/third",
+            &["20180101000000", "20190202000000"],
+        ),
     ]
     .concat();
     let b_caps = captures(
@@ -121,19 +125,40 @@ async fn two_pywb_archives_aggregate_dedup_timegate_and_partial_answer() {
     assert_eq!(outcome(&json, "pywb-b")["status"], "not_found");
     assert_eq!(memento_uris(&json).len(), 1);
 
-    // Stop pywb-b: a partial 200 that names it.
+    // Stop pywb-b. A URI-R not cached yet: a partial 200 that names it.
     let mut archives = archives;
     tokio::task::block_in_place(|| archives[1].stop());
     let resp = client()
-        .get(format!("{}/timemap/json/{URI_R}", proxy.base))
+        .get(format!(
+            "{}/timemap/json/http://example.com/third",
+            proxy.base
+        ))
         .send()
         .await
         .expect("request");
     assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-cache"], "MISS");
     assert_eq!(resp.headers()["x-memento-partial"], "pywb-b");
     let json: serde_json::Value =
         serde_json::from_str(&resp.text().await.expect("body")).expect("json");
     assert_eq!(outcome(&json, "pywb-b")["status"], "error");
     assert_eq!(outcome(&json, "pywb-a")["status"], "ok");
     assert_eq!(memento_uris(&json).len(), 2);
+
+    // The cached URI-R, refreshed on the client's demand while pywb-b is down: the fresh
+    // TimeMap lost an archive and mementos (Table 1 case 6), so the conditional policy keeps
+    // the five-memento TimeMap instead of replacing it with pywb-a's two.
+    let resp = client()
+        .get(format!("{}/timemap/json/{URI_R}", proxy.base))
+        .header("Cache-Control", "no-cache")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-cache"], "REFRESH");
+    assert_eq!(resp.headers()["x-cache-case"], "6");
+    assert_eq!(resp.headers()["x-cache-action"], "kept");
+    let json: serde_json::Value =
+        serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(memento_uris(&json).len(), 5);
 }

@@ -328,13 +328,14 @@ async fn an_archive_that_keeps_failing_goes_dormant() {
     config.upstream.failures_before_dormant = 2;
     config.upstream.dormant_for = Duration::from_secs(3600);
     let proxy = start_proxy(config).await;
-    for _ in 0..5 {
-        let (status, _) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
+    // Distinct URI-Rs: each is a cache miss, so each asks the archives.
+    for i in 0..5 {
+        let (status, _) = get_json(&format!("{}/timemap/json/{URI_R}{i}", proxy.base)).await;
         assert_eq!(status, 200);
     }
     assert_eq!(broken.requests(), 2, "asked twice, then left alone");
     assert_eq!(good.requests(), 5);
-    let (_, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
+    let (_, json) = get_json(&format!("{}/timemap/json/{URI_R}5", proxy.base)).await;
     assert!(outcome(&json, "broken")["detail"]
         .as_str()
         .unwrap_or("")

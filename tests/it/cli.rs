@@ -8,9 +8,18 @@ use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tmproxy");
 
-fn config_file(archives: &[(&str, &SimulatedArchive)]) -> tempfile::NamedTempFile {
+/// A config file naming the archives, with its cache in a temp dir (returned to keep it alive).
+fn config_file(
+    archives: &[(&str, &SimulatedArchive)],
+) -> (tempfile::NamedTempFile, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
     let mut f = tempfile::NamedTempFile::new().expect("temp file");
-    writeln!(f, "[upstream]\ndeadline = \"5s\"\n").expect("write");
+    writeln!(
+        f,
+        "[upstream]\ndeadline = \"5s\"\n\n[cache]\npath = {:?}\n",
+        dir.path().join("cache").display().to_string()
+    )
+    .expect("write");
     for (id, a) in archives {
         writeln!(
             f,
@@ -20,7 +29,7 @@ fn config_file(archives: &[(&str, &SimulatedArchive)]) -> tempfile::NamedTempFil
         )
         .expect("write");
     }
-    f
+    (f, dir)
 }
 
 /// Runs the binary off the async runtime, with no inherited TMPROXY_* settings.
@@ -45,7 +54,7 @@ async fn timemap_subcommand_prints_the_aggregate() {
     ])))
     .await
     .expect("archive");
-    let cfg = config_file(&[("a", &a)]);
+    let (cfg, _cache) = config_file(&[("a", &a)]);
     let path = cfg.path().display().to_string();
     let out = run(vec![
         "timemap".into(),
@@ -91,7 +100,7 @@ async fn timemap_subcommand_exits_1_when_nothing_is_found() {
     let a = SimulatedArchive::start(Behaviour::Status(404, String::new()))
         .await
         .expect("archive");
-    let cfg = config_file(&[("a", &a)]);
+    let (cfg, _cache) = config_file(&[("a", &a)]);
     let out = run(vec![
         "timemap".into(),
         "http://example.com/".into(),
@@ -133,7 +142,7 @@ async fn serve_answers_and_stops_on_sigterm() {
     let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
         .await
         .expect("archive");
-    let cfg = config_file(&[("a", &a)]);
+    let (cfg, _cache) = config_file(&[("a", &a)]);
     let mut child = ChildGuard(Some(
         Command::new(BIN)
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])

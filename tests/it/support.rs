@@ -8,7 +8,35 @@ use tokio::sync::oneshot;
 /// A running proxy; dropping it shuts it down.
 pub struct Proxy {
     pub base: String,
+    pub state: Option<tmproxy::http::SharedState>,
     stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// The cache directory, when the test did not choose one; removed with the proxy.
+    _cache_dir: Option<tempfile::TempDir>,
+}
+
+impl Proxy {
+    /// Shuts the server down and waits until it has released everything (the sled lock among
+    /// them), so a test can start another proxy on the same cache directory.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        if let Some(state) = self.state.take() {
+            // Wait out the last background tasks holding the cache (a refresh finishing).
+            for _ in 0..100 {
+                if std::sync::Arc::strong_count(&state) == 1
+                    && std::sync::Arc::strong_count(&state.cache) == 1
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
 }
 
 impl Drop for Proxy {
@@ -43,21 +71,39 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
     }
 }
 
-/// Starts the proxy for `config` on 127.0.0.1:0.
-pub async fn start_proxy(mut config: Config) -> Proxy {
+/// Starts the proxy for `config` on 127.0.0.1:0 with the system clock.
+pub async fn start_proxy(config: Config) -> Proxy {
+    start_proxy_with(config, tmproxy::app::ClockChoice::System).await
+}
+
+/// Starts the proxy for `config` on 127.0.0.1:0. A config still naming the default cache path
+/// gets a fresh temporary directory instead, so tests never share a cache.
+pub async fn start_proxy_with(mut config: Config, clock: tmproxy::app::ClockChoice) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
+    let cache_dir = if config.cache.path == Config::default().cache.path {
+        let dir = tempfile::tempdir().expect("temp dir");
+        config.cache.path = dir.path().join("cache").display().to_string();
+        Some(dir)
+    } else {
+        None
+    };
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .expect("bind 127.0.0.1:0");
     let base = format!("http://{}", listener.local_addr().expect("local addr"));
-    let (_state, router) = tmproxy::app::build(&config, Some(base.clone())).expect("app builds");
+    let (state, router) = tmproxy::app::build_with_clock(&config, Some(base.clone()), clock)
+        .await
+        .expect("app builds");
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(tmproxy::app::serve(listener, router, async move {
+    let task = tokio::spawn(tmproxy::app::serve(listener, router, async move {
         let _ = stopped.await;
     }));
     Proxy {
         base,
+        state: Some(state),
         stop: Some(stop),
+        task: Some(task),
+        _cache_dir: cache_dir,
     }
 }
 

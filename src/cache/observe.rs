@@ -1,0 +1,82 @@
+//! The observation log: one JSON line per fan-out, the raw material `simulations/` replays.
+
+use crate::timemap::aggregate::Aggregate;
+use crate::timemap::datetime::{format_14digit, format_rfc3339};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Mutex;
+
+/// An append-only file; one writer at a time so lines never interleave.
+pub struct ObservationLog {
+    path: PathBuf,
+    file: Mutex<tokio::fs::File>,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    uri_r: &'a str,
+    at: String,
+    archives: Vec<ArchiveLine<'a>>,
+    /// `[archive, "YYYYMMDDhhmmss", uri_m]`
+    mementos: Vec<(&'a str, String, &'a str)>,
+}
+
+#[derive(Serialize)]
+struct ArchiveLine<'a> {
+    id: &'a str,
+    status: &'static str,
+    mementos: usize,
+}
+
+impl ObservationLog {
+    pub async fn open(path: &Path) -> std::io::Result<ObservationLog> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            tokio::fs::create_dir_all(dir).await?;
+        }
+        let file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .await?;
+        Ok(ObservationLog {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Appends the fan-out's line. A failed write is logged, never fatal to the request.
+    pub async fn append(&self, agg: &Aggregate) {
+        let line = Line {
+            uri_r: &agg.uri_r,
+            at: format_rfc3339(agg.fetched_at),
+            archives: agg
+                .outcomes
+                .iter()
+                .map(|o| ArchiveLine {
+                    id: &o.id,
+                    status: o.status.as_str(),
+                    mementos: o.mementos,
+                })
+                .collect(),
+            mementos: agg
+                .timemap
+                .mementos
+                .iter()
+                .map(|m| (&*m.archive, format_14digit(m.datetime), m.uri_m.as_str()))
+                .collect(),
+        };
+        let mut bytes = match serde_json::to_vec(&line) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot encode an observation");
+                return;
+            }
+        };
+        bytes.push(b'\n');
+        let mut file = self.file.lock().await;
+        if let Err(e) = file.write_all(&bytes).await {
+            tracing::error!(path = %self.path.display(), error = %e, "cannot append to the observation log");
+        }
+    }
+}

@@ -1,0 +1,473 @@
+//! The cache between the routes and the fan-out: fresh entries are served as they are, expired
+//! ones are refreshed through the policy (one fan-out per URI-R however many requests wait), and
+//! every answer says what happened (HIT, MISS, REFRESH, STALE).
+
+use super::entry::Entry;
+use super::observe::ObservationLog;
+use super::policy::{
+    Action, ChangeCase, Decision, FetchOutcome, Freshness, Policy, PolicyKind, Serve,
+};
+use super::stats::CacheStats;
+use super::store::{Cacheable, Store, Tiered};
+use crate::clock::Clock;
+use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
+use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
+use crate::upstream::Upstream;
+use bytes::Bytes;
+use futures::future::{BoxFuture, FutureExt, Shared};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// What the hot tier holds: the stored entry, plus what serving it needs, built once per load.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CachedTimeMap {
+    pub entry: Entry,
+    #[serde(skip)]
+    view: OnceLock<Arc<View>>,
+}
+
+impl CachedTimeMap {
+    pub fn new(entry: Entry) -> CachedTimeMap {
+        CachedTimeMap {
+            entry,
+            view: OnceLock::new(),
+        }
+    }
+
+    /// The aggregate to serve, built from the entry the first time it is needed.
+    pub fn view(&self, public_url: &str) -> Arc<View> {
+        self.view
+            .get_or_init(|| Arc::new(View::new(aggregate_of(&self.entry), public_url)))
+            .clone()
+    }
+}
+
+impl Cacheable for CachedTimeMap {
+    const FORMAT_VERSION: u32 = super::entry::ENTRY_FORMAT_VERSION;
+
+    /// The entry, plus room for the three rendered bodies the view may add (about the URI-M and
+    /// 80–110 bytes of markup per memento each), so the byte bound holds once they are rendered.
+    fn approx_bytes(&self) -> usize {
+        let mementos: usize = self
+            .entry
+            .contributions
+            .iter()
+            .map(|c| c.mementos.len())
+            .sum();
+        let uris: usize = self
+            .entry
+            .contributions
+            .iter()
+            .flat_map(|c| c.mementos.iter().map(|m| m.uri_m.len()))
+            .sum();
+        self.entry.approx_bytes() + 3 * uris + 300 * mementos + 2048
+    }
+}
+
+/// An aggregate ready to serve, with each format rendered at most once.
+#[derive(Debug)]
+pub struct View {
+    pub aggregate: Aggregate,
+    links: SelfLinks,
+    bodies: [OnceLock<Rendered>; 3],
+}
+
+/// One format's body and its ETag.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub body: Bytes,
+    pub etag: String,
+}
+
+impl View {
+    pub fn new(aggregate: Aggregate, public_url: &str) -> View {
+        let links = SelfLinks::new(public_url, &aggregate.uri_r);
+        View {
+            aggregate,
+            links,
+            bodies: Default::default(),
+        }
+    }
+
+    pub fn rendered(&self, format: TimeMapFormat) -> Rendered {
+        let slot = match format {
+            TimeMapFormat::Link => &self.bodies[0],
+            TimeMapFormat::Json => &self.bodies[1],
+            TimeMapFormat::Cdxj => &self.bodies[2],
+        };
+        slot.get_or_init(|| {
+            let body = render(format, &self.aggregate, &self.links);
+            let etag = format!("\"{:016x}\"", fnv1a(&body));
+            Rendered {
+                body: Bytes::from(body),
+                etag,
+            }
+        })
+        .clone()
+    }
+}
+
+/// A 64-bit FNV-1a: a stable ETag across restarts, unlike std's seeded hasher.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The aggregate a stored entry stands for: its TimeMap and each archive's recorded outcome.
+pub fn aggregate_of(entry: &Entry) -> Aggregate {
+    let timemap = entry.timemap();
+    let mut per_archive: HashMap<&str, usize> = HashMap::new();
+    for m in &timemap.mementos {
+        *per_archive.entry(&m.archive).or_default() += 1;
+    }
+    let outcomes = entry
+        .contributions
+        .iter()
+        .map(|c| ArchiveOutcome {
+            id: c.archive.clone(),
+            status: c.status,
+            http_status: c.http_status,
+            mementos: per_archive.get(c.archive.as_str()).copied().unwrap_or(0),
+            elapsed_ms: c.report.elapsed_ms,
+            detail: c.report.detail.clone(),
+            pages: c.report.pages,
+            skipped: c.report.skipped,
+        })
+        .collect();
+    Aggregate {
+        uri_r: entry.uri_r.clone(),
+        timemap,
+        outcomes,
+        fetched_at: entry.fetched_at,
+    }
+}
+
+/// How an answer came about, as `X-Cache` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStatus {
+    Hit,
+    Miss,
+    Refresh,
+    Stale,
+}
+
+impl CacheStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheStatus::Hit => "HIT",
+            CacheStatus::Miss => "MISS",
+            CacheStatus::Refresh => "REFRESH",
+            CacheStatus::Stale => "STALE",
+        }
+    }
+}
+
+/// An answer for the routes: what to serve and the facts its headers need.
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub view: Arc<View>,
+    pub status: CacheStatus,
+    /// On REFRESH: the Table 1 case and what the policy did.
+    pub case: Option<ChangeCase>,
+    pub action: Option<Action>,
+    /// When the served content was fetched, when the archives were last asked, until when fresh.
+    pub fetched_at: MementoDatetime,
+    pub checked_at: MementoDatetime,
+    pub fresh_until: Option<MementoDatetime>,
+}
+
+impl Served {
+    fn stored(cached: &CachedTimeMap, public_url: &str, status: CacheStatus) -> Served {
+        Served {
+            view: cached.view(public_url),
+            status,
+            case: None,
+            action: None,
+            fetched_at: cached.entry.fetched_at,
+            checked_at: cached.entry.checked_at,
+            fresh_until: cached.entry.fresh_until,
+        }
+    }
+
+    fn fresh(aggregate: Aggregate, public_url: &str, status: CacheStatus) -> Served {
+        let at = aggregate.fetched_at;
+        Served {
+            view: Arc::new(View::new(aggregate, public_url)),
+            status,
+            case: None,
+            action: None,
+            fetched_at: at,
+            checked_at: at,
+            fresh_until: Some(at),
+        }
+    }
+}
+
+/// What a caller asks of the cache for one URI-R.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Request {
+    /// The client's own deadline when shorter than the configured one: such a request fans out
+    /// on its own (its result still goes through the policy) rather than joining a shared
+    /// fan-out that would keep it waiting longer than it asked.
+    pub deadline: Option<Duration>,
+    /// `Cache-Control: no-cache`: refresh now, at most once per `min_refresh_interval`.
+    pub no_cache: bool,
+    /// The admin's explicit refresh: always refreshes.
+    pub force: bool,
+}
+
+/// Cache settings the service applies (the policy itself is pure and separate).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub stale_if_error: bool,
+    pub stale_while_revalidate: Duration,
+    pub min_refresh_interval: Duration,
+}
+
+type SharedRefresh = Shared<BoxFuture<'static, Option<Served>>>;
+
+/// The cache service. Shared behind an `Arc`; every method takes `&self`.
+pub struct TimeMapCache {
+    policy: Policy,
+    settings: Settings,
+    store: Option<Tiered<CachedTimeMap>>,
+    upstream: Arc<Upstream>,
+    clock: Arc<dyn Clock>,
+    public_url: String,
+    inflight: Mutex<HashMap<String, SharedRefresh>>,
+    /// Last client-forced refresh per URI-R, to bound `no-cache` refreshes.
+    forced: Mutex<HashMap<String, MementoDatetime>>,
+    pub stats: CacheStats,
+    observe: Option<ObservationLog>,
+}
+
+impl TimeMapCache {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        policy: Policy,
+        settings: Settings,
+        store: Option<Tiered<CachedTimeMap>>,
+        upstream: Arc<Upstream>,
+        clock: Arc<dyn Clock>,
+        public_url: String,
+        observe: Option<ObservationLog>,
+    ) -> TimeMapCache {
+        let archives = upstream
+            .archives()
+            .iter()
+            .map(|a| a.id.to_string())
+            .collect();
+        TimeMapCache {
+            policy,
+            settings,
+            store,
+            upstream,
+            clock,
+            public_url,
+            inflight: Mutex::new(HashMap::new()),
+            forced: Mutex::new(HashMap::new()),
+            stats: CacheStats::new(archives),
+            observe,
+        }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn store(&self) -> Option<&Tiered<CachedTimeMap>> {
+        self.store.as_ref()
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh.
+    pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served {
+        let Some(store) = &self.store else {
+            // Policy `none`: every request asks the archives and nothing is kept.
+            let agg = self.fan_out(uri_r, req.deadline).await;
+            self.stats.count_miss();
+            self.stats.count_decision(None, Action::NotStored);
+            return Served::fresh(agg, &self.public_url, CacheStatus::Miss);
+        };
+        let now = self.clock.now();
+        let cached = store.get(uri_r).await;
+        let freshness = self
+            .policy
+            .freshness(cached.as_ref().map(|c| &c.entry), now);
+        let wants_refresh = req.force || (req.no_cache && self.may_force(uri_r, now));
+        if let (Some(c), Freshness::Fresh, false) = (&cached, freshness, wants_refresh) {
+            self.stats.count_hit();
+            return Served::stored(c, &self.public_url, CacheStatus::Hit);
+        }
+        // stale-while-revalidate: an entry expired by at most the window is served now and
+        // refreshed behind the client's back, through the same policy.
+        if let (Some(c), Freshness::Expired, false) = (&cached, freshness, wants_refresh) {
+            let window = chrono::Duration::from_std(self.settings.stale_while_revalidate)
+                .unwrap_or_default();
+            let within = c
+                .entry
+                .fresh_until
+                .is_some_and(|until| now <= until + window);
+            if !window.is_zero() && within {
+                let this = self.clone();
+                let key = uri_r.to_string();
+                tokio::spawn(async move {
+                    let _ = this.shared_refresh(&key).await;
+                });
+                self.stats.count_stale();
+                return Served::stored(c, &self.public_url, CacheStatus::Stale);
+            }
+        }
+        let served = match req.deadline {
+            Some(d) if d < self.upstream.deadline() => self.refresh(uri_r, Some(d)).await,
+            _ => self.shared_refresh(uri_r).await,
+        };
+        served.unwrap_or_else(|| {
+            // The refresh task itself failed (a panic in it): serve what we have rather than 500.
+            match &cached {
+                Some(c) => Served::stored(c, &self.public_url, CacheStatus::Stale),
+                None => Served::fresh(
+                    Aggregate {
+                        uri_r: uri_r.to_string(),
+                        timemap: Default::default(),
+                        outcomes: Vec::new(),
+                        fetched_at: now,
+                    },
+                    &self.public_url,
+                    CacheStatus::Miss,
+                ),
+            }
+        })
+    }
+
+    /// Whether a client's `no-cache` may force a refresh now (and records that it did).
+    fn may_force(&self, uri_r: &str, now: MementoDatetime) -> bool {
+        let interval =
+            chrono::Duration::from_std(self.settings.min_refresh_interval).unwrap_or_default();
+        let mut forced = self.forced.lock().unwrap_or_else(|p| p.into_inner());
+        if forced.get(uri_r).is_some_and(|last| now < *last + interval) {
+            return false;
+        }
+        // Bounded memory: forget refreshes older than the interval once the map grows.
+        if forced.len() > 10_000 {
+            forced.retain(|_, last| now < *last + interval);
+        }
+        forced.insert(uri_r.to_string(), now);
+        true
+    }
+
+    /// One fan-out for `uri_r` shared by every request that arrives while it runs. It runs as its
+    /// own task, so a client that hangs up does not cancel it for the others.
+    async fn shared_refresh(self: &Arc<Self>, uri_r: &str) -> Option<Served> {
+        let shared = {
+            let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(f) = inflight.get(uri_r) {
+                f.clone()
+            } else {
+                let this = self.clone();
+                let key = uri_r.to_string();
+                let task = tokio::spawn(async move {
+                    let served = this.refresh(&key, None).await;
+                    this.inflight
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&key);
+                    served
+                });
+                let f: SharedRefresh = async move { task.await.ok().flatten() }.boxed().shared();
+                inflight.insert(uri_r.to_string(), f.clone());
+                f
+            }
+        };
+        shared.await
+    }
+
+    async fn fan_out(&self, uri_r: &str, deadline: Option<Duration>) -> Aggregate {
+        let agg = self
+            .upstream
+            .aggregate(uri_r, deadline.unwrap_or(self.upstream.deadline()))
+            .await;
+        self.stats.count_fetch(&agg);
+        if let Some(log) = &self.observe {
+            log.append(&agg).await;
+        }
+        agg
+    }
+
+    /// Asks the archives, lets the policy decide against the entry stored now, stores what it
+    /// says and returns what to serve.
+    async fn refresh(&self, uri_r: &str, deadline: Option<Duration>) -> Option<Served> {
+        let store = self.store.as_ref()?;
+        let agg = self.fan_out(uri_r, deadline).await;
+        let now = self.clock.now();
+        // Read again: another refresh may have stored something while we were fetching.
+        let cached = store.get(uri_r).await;
+        let fresh = FetchOutcome::from_aggregate(&agg);
+        let Decision {
+            case,
+            action,
+            store: to_store,
+            serve,
+        } = self
+            .policy
+            .decide(cached.as_ref().map(|c| &c.entry), &fresh, now);
+        self.stats.count_decision(case, action);
+        let status = if cached.is_some() {
+            CacheStatus::Refresh
+        } else {
+            CacheStatus::Miss
+        };
+        if cached.is_none() {
+            self.stats.count_miss();
+        }
+        let mut stored = None;
+        if let Some(entry) = to_store {
+            let value = Arc::new(CachedTimeMap::new(entry));
+            if let Err(e) = store.put(uri_r, value.clone()).await {
+                // Serving still works; the next request will try to store again.
+                tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
+            }
+            stored = Some(value);
+        }
+        let mut served = match (action, serve, stored, &cached) {
+            (Action::Unavailable, _, _, Some(c)) if self.settings.stale_if_error => {
+                self.stats.count_stale();
+                Served::stored(c, &self.public_url, CacheStatus::Stale)
+            }
+            (Action::Unavailable, _, _, _) | (_, Serve::Fresh, _, _) => {
+                Served::fresh(agg, &self.public_url, status)
+            }
+            (_, Serve::Stored, Some(value), _) => Served::stored(&value, &self.public_url, status),
+            (_, Serve::Stored, None, Some(c)) => Served::stored(c, &self.public_url, status),
+            (_, Serve::Stored, None, None) => Served::fresh(agg, &self.public_url, status),
+        };
+        if served.status != CacheStatus::Stale && self.policy.kind != PolicyKind::None {
+            served.case = case;
+            served.action = Some(action);
+        }
+        Some(served)
+    }
+
+    /// Drops the entry for `uri_r` from both tiers.
+    pub async fn purge(&self, uri_r: &str) -> Result<bool, String> {
+        let Some(store) = &self.store else {
+            return Ok(false);
+        };
+        let existed = store.get(uri_r).await.is_some();
+        store.remove(uri_r).await.map_err(|e| e.to_string())?;
+        Ok(existed)
+    }
+
+    /// The stored entry for `uri_r`, if any (for the admin API).
+    pub async fn entry(&self, uri_r: &str) -> Option<Arc<CachedTimeMap>> {
+        self.store.as_ref()?.get(uri_r).await
+    }
+}

@@ -1,0 +1,262 @@
+//! `/admin/*`: inspect, purge and refresh cache entries, read the counters, set the simulated
+//! clock. Every route wants `Authorization: Bearer <[admin] token>`. `/metrics` is public, as
+//! Prometheus scrapes it, and holds only counts.
+
+use super::{raw_after, SharedState};
+use crate::cache::entry::Entry;
+use crate::cache::service::Request;
+use crate::cache::stats::prometheus;
+use crate::cache::store::Store;
+use crate::error::AppError;
+use crate::timemap::datetime::format_rfc3339;
+use crate::uri_r::UriR;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+
+pub fn routes() -> Router<SharedState> {
+    Router::new()
+        .route(
+            "/admin/cache/{*rest}",
+            get(inspect).delete(purge).post(refresh),
+        )
+        .route("/admin/stats", get(stats))
+        .route("/admin/clock", get(get_clock).put(set_clock))
+        .route("/metrics", get(metrics))
+}
+
+/// Admits the request when it carries the configured token.
+fn authorize(state: &SharedState, headers: &HeaderMap) -> Result<(), AppError> {
+    if state.admin_token.is_empty() {
+        return Err(AppError::AdminDisabled);
+    }
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if constant_time_eq(given.trim().as_bytes(), state.admin_token.as_bytes()) {
+        Ok(())
+    } else {
+        Err(AppError::Unauthorized)
+    }
+}
+
+/// Compares without an early exit, so the time taken says nothing about where they differ
+/// (only, unavoidably, something about the length).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+fn uri_r_of(uri: &Uri) -> Result<UriR, AppError> {
+    UriR::parse(raw_after(uri, "/admin/cache/")).map_err(AppError::UriR)
+}
+
+/// The entry as an admin reads it: counts first, then each archive's part and the history.
+fn describe(entry: &Entry, fresh: bool) -> serde_json::Value {
+    let per_archive: Vec<serde_json::Value> = entry
+        .contributions
+        .iter()
+        .map(|c| {
+            json!({
+                "archive": c.archive,
+                "status": c.status,
+                "http_status": c.http_status,
+                "mementos": c.mementos.len(),
+                "absent": c.mementos.iter().filter(|m| m.absent.is_some()).count(),
+                "fetched_at": format_rfc3339(c.fetched_at),
+            })
+        })
+        .collect();
+    json!({
+        "uri_r": entry.uri_r,
+        "version": entry.version,
+        "mementos": entry.loose,
+        "strict": entry.strict,
+        "archives": entry.archives,
+        "fetched_at": format_rfc3339(entry.fetched_at),
+        "checked_at": format_rfc3339(entry.checked_at),
+        "fresh_until": entry.fresh_until.map(format_rfc3339),
+        "fresh": fresh,
+        "per_archive": per_archive,
+        "history": entry.history,
+    })
+}
+
+async fn inspect(
+    State(state): State<SharedState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let uri_r = uri_r_of(&uri)?;
+    let Some(cached) = state.cache.entry(uri_r.as_str()).await else {
+        return Err(AppError::NotCached(uri_r.into_string()));
+    };
+    let fresh = matches!(
+        state
+            .cache
+            .policy()
+            .freshness(Some(&cached.entry), state.clock.now()),
+        crate::cache::policy::Freshness::Fresh
+    );
+    Ok(Json(describe(&cached.entry, fresh)).into_response())
+}
+
+async fn purge(
+    State(state): State<SharedState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let uri_r = uri_r_of(&uri)?;
+    match state.cache.purge(uri_r.as_str()).await {
+        Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
+        Ok(false) => Err(AppError::NotCached(uri_r.into_string())),
+        Err(e) => Err(AppError::Internal(format!("purge {uri_r}: {e}"))),
+    }
+}
+
+/// Refreshes through the policy (a worse TimeMap still does not replace a better one).
+async fn refresh(
+    State(state): State<SharedState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let uri_r = uri_r_of(&uri)?;
+    let served = state
+        .cache
+        .lookup(
+            uri_r.as_str(),
+            Request {
+                force: true,
+                ..Request::default()
+            },
+        )
+        .await;
+    let entry = state.cache.entry(uri_r.as_str()).await;
+    Ok(Json(json!({
+        "uri_r": uri_r.as_str(),
+        "x_cache": served.status.as_str(),
+        "case": served.case.map(|c| c.number()),
+        "action": served.action.map(|a| a.as_str()),
+        "archives": served.view.aggregate.outcomes,
+        "entry": entry.map(|c| describe(&c.entry, true)),
+    }))
+    .into_response())
+}
+
+async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let snapshot = state.cache.stats.snapshot();
+    let tiers = state
+        .cache
+        .store()
+        .map(|s| (s.hot().stats(), s.persistent().stats()));
+    Ok(Json(json!({
+        "policy": state.cache.policy().kind.as_str(),
+        "match": state.cache.policy().matching.as_str(),
+        "hits": snapshot.hits,
+        "misses": snapshot.misses,
+        "stale": snapshot.stale,
+        "fan_outs": snapshot.fan_outs,
+        "refreshes": snapshot.decisions,
+        "fetches_per_archive": snapshot.fetches_per_archive,
+        "tiers": tiers.map(|(hot, persistent)| json!({
+            "hot": {"bytes": hot.bytes, "entries": hot.entries},
+            "persistent": {"bytes": persistent.bytes, "entries": persistent.entries, "unreadable": persistent.unreadable},
+        })),
+    }))
+    .into_response())
+}
+
+async fn metrics(State(state): State<SharedState>) -> Response {
+    let snapshot = state.cache.stats.snapshot();
+    let tiers: Vec<(&str, u64, u64)> = match state
+        .cache
+        .store()
+        .map(|s| (s.hot().stats(), s.persistent().stats()))
+    {
+        Some((hot, persistent)) => vec![
+            ("hot", hot.bytes, hot.entries),
+            ("persistent", persistent.bytes, persistent.entries),
+        ],
+        None => Vec::new(),
+    };
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        prometheus(&snapshot, &tiers),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct ClockBody {
+    now: String,
+}
+
+/// Without `--sim-clock` the clock routes do not exist (404), so no one can move real time.
+async fn get_clock(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    if state.sim_clock.is_none() {
+        return Err(AppError::NoSuchRoute);
+    }
+    authorize(&state, &headers)?;
+    Ok(Json(json!({"now": format_rfc3339(state.clock.now())})).into_response())
+}
+
+async fn set_clock(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, AppError> {
+    let Some(sim) = &state.sim_clock else {
+        return Err(AppError::NoSuchRoute);
+    };
+    authorize(&state, &headers)?;
+    let parsed: ClockBody = serde_json::from_slice(&body).map_err(|e| {
+        AppError::BadParameter(format!(
+            "body must be {{\"now\": \"2012-05-01T00:00:00Z\"}}: {e}"
+        ))
+    })?;
+    let now = chrono::DateTime::parse_from_rfc3339(&parsed.now)
+        .map_err(|_| {
+            AppError::BadParameter(format!(
+                "now {:?} is not RFC 3339 like \"2012-05-01T00:00:00Z\"",
+                parsed.now
+            ))
+        })?
+        .with_timezone(&chrono::Utc);
+    sim.set(now);
+    Ok(Json(json!({"now": format_rfc3339(state.clock.now())})).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        assert!(constant_time_eq(b"s3cret", b"s3cret"));
+        assert!(!constant_time_eq(b"s3cret", b"s3creT"));
+        assert!(!constant_time_eq(b"s3cret", b"s3cre"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}
