@@ -1,7 +1,8 @@
 //! End-to-end benchmark drivers (run in release; results go to BENCHMARKS.md):
 //!   archive --captures N [--port P]     a simulated archive serving an N-memento TimeMap
-//!   fanout [--archives 10] [--delay-ms 50] [--requests 300]
+//!   fanout [--archives 10] [--delay-ms 50] [--requests 300] [--policy conditional|none]
 //!                                      the proxy in front of slow archives; latency percentiles
+//!                                      (distinct URI-Rs, so every request is a miss)
 
 use std::time::{Duration, Instant};
 use tmproxy::config::{ArchiveConfig, Config};
@@ -64,6 +65,14 @@ async fn fanout(args: &[String]) {
     let n = arg(args, "--archives", 10);
     let delay = Duration::from_millis(arg(args, "--delay-ms", 50));
     let requests = arg(args, "--requests", 300);
+    let policy = args
+        .iter()
+        .position(|a| a == "--policy")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| "conditional".to_string());
+    // The cache (for a miss: one durable sled write) lives in a temp dir, removed at the end.
+    let cache_dir = std::env::temp_dir().join(format!("tmproxy-bench-{}", std::process::id()));
     let mut archives = Vec::new();
     for i in 0..n {
         let spec = TimeMapSpec {
@@ -89,6 +98,11 @@ async fn fanout(args: &[String]) {
                 enabled: true,
             })
             .collect(),
+        cache: tmproxy::config::CacheConfig {
+            policy: policy.clone(),
+            path: cache_dir.display().to_string(),
+            ..Default::default()
+        },
         ..Config::default()
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -116,8 +130,9 @@ async fn fanout(args: &[String]) {
     times.sort();
     let pct =
         |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
+    let _ = std::fs::remove_dir_all(&cache_dir);
     println!(
-        "fanout: {n} archives x {} ms delay, {requests} sequential requests: median {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "fanout (policy {policy}): {n} archives x {} ms delay, {requests} sequential requests: median {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         delay.as_millis(),
         pct(0.5),
         pct(0.9),

@@ -19,7 +19,11 @@ fn load(path: Option<&Path>) -> Result<Config, String> {
 }
 
 /// `tmproxy serve`: until SIGTERM or ctrl-c.
-pub async fn serve(config_path: Option<&Path>, listen: Option<SocketAddr>) -> Result<(), String> {
+pub async fn serve(
+    config_path: Option<&Path>,
+    listen: Option<SocketAddr>,
+    sim_clock: bool,
+) -> Result<(), String> {
     let mut config = load(config_path)?;
     if let Some(listen) = listen {
         config.server.listen = listen;
@@ -28,7 +32,15 @@ pub async fn serve(config_path: Option<&Path>, listen: Option<SocketAddr>) -> Re
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;
     let public_url = app::public_url_for(&config, &listener);
-    let (state, router) = app::build(&config, public_url).await?;
+    let clock = if sim_clock {
+        tracing::warn!("simulated clock: time stands still until PUT /admin/clock moves it");
+        app::ClockChoice::Simulated(Arc::new(crate::clock::SimClock::new(
+            crate::clock::Clock::now(&crate::clock::SystemClock),
+        )))
+    } else {
+        app::ClockChoice::System
+    };
+    let (state, router) = app::build_with_clock(&config, public_url, clock).await?;
     let enabled = state.upstream.archives().len();
     tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
     app::serve(listener, router, app::shutdown_signal())

@@ -27,6 +27,9 @@ enum Command {
         /// Address to listen on (overrides [server] listen).
         #[arg(long)]
         listen: Option<SocketAddr>,
+        /// Run on a simulated clock (starting now) that PUT /admin/clock sets: for simulations.
+        #[arg(long)]
+        sim_clock: bool,
     },
     /// Print one aggregated TimeMap and exit (1 when no archive has a memento).
     Timemap {
@@ -78,9 +81,11 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve { config, listen } => {
-                tmproxy::cli::serve(config.as_deref(), listen).await
-            }
+            Command::Serve {
+                config,
+                listen,
+                sim_clock,
+            } => tmproxy::cli::serve(config.as_deref(), listen, sim_clock).await,
             Command::Timemap {
                 uri_r,
                 format,

@@ -145,9 +145,16 @@ async fn serve_answers_and_stops_on_sigterm() {
     let (cfg, _cache) = config_file(&[("a", &a)]);
     let mut child = ChildGuard(Some(
         Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .args([
+                "serve",
+                "--sim-clock",
+                "--listen",
+                "127.0.0.1:0",
+                "--config",
+            ])
             .arg(cfg.path())
             .env_remove("TMPROXY_CONFIG")
+            .env("TMPROXY_ADMIN_TOKEN", "cli-token")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stderr(Stdio::piped())
@@ -182,6 +189,33 @@ async fn serve_answers_and_stops_on_sigterm() {
         .await
         .expect("request");
     assert_eq!(resp.status(), 200);
+    // --sim-clock: the admin API sets the clock the cache reads.
+    let set = client()
+        .put(format!("{base}/admin/clock"))
+        .bearer_auth("cli-token")
+        .body(r#"{"now": "2012-05-01T00:00:00Z"}"#)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(set.status(), 200);
+    let read = client()
+        .get(format!("{base}/admin/clock"))
+        .bearer_auth("cli-token")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        read.text().await.expect("body"),
+        r#"{"now":"2012-05-01T00:00:00Z"}"#
+    );
+    let bad = client()
+        .put(format!("{base}/admin/clock"))
+        .bearer_auth("cli-token")
+        .body(r#"{"now": "yesterday"}"#)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(bad.status(), 400);
     // SIGTERM by PID, via kill(1): the process we started, nothing else.
     let pid = child.get().id().to_string();
     let sent = Command::new("kill")
