@@ -1,6 +1,11 @@
 //! The `tmproxy` binary: arguments → config → tracing → app → serve. Nothing else lives here.
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+// The hit path is allocation-heavy (headers, hyper's buffers); mimalloc serves it markedly faster
+// than glibc's malloc on two cores (see BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -10,10 +10,12 @@ use super::policy::{
 use super::stats::CacheStats;
 use super::store::{Cacheable, Store, Tiered};
 use crate::clock::Clock;
-use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
+use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, Verdict};
+use crate::timemap::datetime::format_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
 use crate::upstream::Upstream;
+use axum::http::{HeaderMap, HeaderValue};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
@@ -68,12 +70,14 @@ impl Cacheable for CachedTimeMap {
     }
 }
 
-/// An aggregate ready to serve, with each format rendered at most once.
+/// An aggregate ready to serve, with each format rendered at most once and the headers that
+/// depend only on the content built once: a cache hit then allocates almost nothing.
 #[derive(Debug)]
 pub struct View {
     pub aggregate: Aggregate,
     links: SelfLinks,
     bodies: [OnceLock<Rendered>; 3],
+    headers: OnceLock<HeaderMap>,
 }
 
 /// One format's body and its ETag.
@@ -81,6 +85,7 @@ pub struct View {
 pub struct Rendered {
     pub body: Bytes,
     pub etag: String,
+    pub etag_header: Option<HeaderValue>,
 }
 
 impl View {
@@ -90,7 +95,33 @@ impl View {
             aggregate,
             links,
             bodies: Default::default(),
+            headers: OnceLock::new(),
         }
+    }
+
+    /// `X-Memento-Count`, `X-Memento-Archives`, `X-Memento-Partial`, `Last-Modified`: fixed for
+    /// a given content, so built once per view.
+    pub fn content_headers(&self) -> HeaderMap {
+        self.headers
+            .get_or_init(|| {
+                let agg = &self.aggregate;
+                let mut h = HeaderMap::with_capacity(12);
+                h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
+                if let Some(v) = crate::error::archives_header(agg) {
+                    h.insert("x-memento-archives", v);
+                }
+                if matches!(agg.verdict(), Verdict::Found { partial: true }) {
+                    let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
+                    if let Ok(v) = HeaderValue::from_str(&missing.join(", ")) {
+                        h.insert("x-memento-partial", v);
+                    }
+                }
+                if let Ok(v) = HeaderValue::from_str(&format_rfc1123(agg.fetched_at)) {
+                    h.insert(axum::http::header::LAST_MODIFIED, v);
+                }
+                h
+            })
+            .clone()
     }
 
     pub fn rendered(&self, format: TimeMapFormat) -> Rendered {
@@ -104,6 +135,7 @@ impl View {
             let etag = format!("\"{:016x}\"", fnv1a(&body));
             Rendered {
                 body: Bytes::from(body),
+                etag_header: HeaderValue::from_str(&etag).ok(),
                 etag,
             }
         })

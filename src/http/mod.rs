@@ -182,7 +182,7 @@ pub fn check_found(agg: &Aggregate) -> Result<(), AppError> {
     }
 }
 
-/// `X-Cache` and its companions, `Age`, `Cache-Control`, `Last-Modified`.
+/// `X-Cache` and its companions, `Age`, `Cache-Control` (`Last-Modified` is a content header).
 pub fn cache_headers(h: &mut HeaderMap, served: &Served, now: MementoDatetime) {
     h.insert("x-cache", HeaderValue::from_static(served.status.as_str()));
     if let Some(case) = served.case {
@@ -202,10 +202,5 @@ pub fn cache_headers(h: &mut HeaderMap, served: &Served, now: MementoDatetime) {
     };
     if let Ok(v) = HeaderValue::from_str(&format!("max-age={max_age}")) {
         h.insert(header::CACHE_CONTROL, v);
-    }
-    if let Ok(v) =
-        HeaderValue::from_str(&crate::timemap::datetime::format_rfc1123(served.fetched_at))
-    {
-        h.insert(header::LAST_MODIFIED, v);
     }
 }

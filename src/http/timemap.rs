@@ -1,8 +1,7 @@
 //! `/timemap/{link,json,cdxj}/{URI-R}` and `/timemap/{URI-R}`: the aggregated TimeMap.
 
 use super::{cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState};
-use crate::error::{archives_header, AppError};
-use crate::timemap::aggregate::Verdict;
+use crate::error::AppError;
 use crate::timemap::serialize::TimeMapFormat;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -34,23 +33,14 @@ pub async fn timemap(
     let (format, raw) = split_format(raw_after(&uri, "/timemap/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
     let served = serve_lookup(&state, &lookup, &headers).await;
-    let agg = &served.view.aggregate;
-    let mut h = HeaderMap::new();
+    // Content headers are built once per cached view; only the cache's own are per request.
+    let mut h = served.view.content_headers();
     cache_headers(&mut h, &served, state.clock.now());
-    if let Some(v) = archives_header(agg) {
-        h.insert("x-memento-archives", v);
-    }
-    if let Err(e) = check_found(agg) {
+    if let Err(e) = check_found(&served.view.aggregate) {
         // A cached 404 (or a 502 with nothing cached) still says where it came from.
         let mut response = e.into_response();
         response.headers_mut().extend(h);
         return Ok(response);
-    }
-    if matches!(agg.verdict(), Verdict::Found { partial: true }) {
-        let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
-        if let Ok(v) = HeaderValue::from_str(&missing.join(", ")) {
-            h.insert("x-memento-partial", v);
-        }
     }
     // Rendered once per cached entry and format; a hit only clones the bytes.
     let rendered = served.view.rendered(format);
@@ -58,8 +48,7 @@ pub async fn timemap(
         header::CONTENT_TYPE,
         HeaderValue::from_static(format.content_type()),
     );
-    h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
-    if let Ok(v) = HeaderValue::from_str(&rendered.etag) {
+    if let Some(v) = rendered.etag_header {
         h.insert(header::ETAG, v);
     }
     if if_none_match(&headers, &rendered.etag) {
