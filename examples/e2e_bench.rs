@@ -3,8 +3,42 @@
 //!   fanout [--archives 10] [--delay-ms 50] [--requests 300] [--policy conditional|none]
 //!                                      the proxy in front of slow archives; latency percentiles
 //!                                      (distinct URI-Rs, so every request is a miss)
+//!   memory --mementos M --entries E    resident memory per cached entry (hot tier, with all three
+//!                                      formats rendered), against the weigher's estimate
 
 use std::time::{Duration, Instant};
+
+// The same allocator as the tmproxy binary, wrapped to count live heap bytes, so memory figures
+// separate what entries keep alive from what the allocator merely retains.
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+struct Counting;
+
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to mimalloc, which upholds GlobalAlloc's contract.
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` above with this layout.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, std::sync::atomic::Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: as for dealloc; mimalloc reallocates within the contract.
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+fn live_bytes() -> usize {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
 use tmproxy::config::{ArchiveConfig, Config};
 use tmproxy::demo::archive::{timemap_body, Behaviour, SimulatedArchive, TimeMapSpec};
 
@@ -34,6 +68,7 @@ async fn main() {
     match args.get(1).map(String::as_str) {
         Some("archive") => archive(&args).await,
         Some("fanout") => fanout(&args).await,
+        Some("memory") => memory(&args).await,
         _ => eprintln!("usage: e2e_bench archive --captures N [--port P] | fanout [--archives N] [--delay-ms D] [--requests R]"),
     }
 }
@@ -138,5 +173,85 @@ async fn fanout(args: &[String]) {
         pct(0.9),
         pct(0.99),
         pct(1.0)
+    );
+}
+
+/// Resident set size of this process, from /proc (Linux).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
+}
+
+async fn memory(args: &[String]) {
+    use tmproxy::cache::policy::{FetchOutcome, Policy};
+    use tmproxy::cache::service::CachedTimeMap;
+    use tmproxy::cache::store::{Cacheable, HotTier, Store};
+    use tmproxy::timemap::serialize::TimeMapFormat;
+    let m = arg(args, "--mementos", 100);
+    let entries = arg(args, "--entries", 1000);
+    let caps = captures(m);
+    let caps: Vec<&str> = caps.iter().map(String::as_str).collect();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], 9).into();
+    let policy = Policy::default();
+    let hot: HotTier<CachedTimeMap> = HotTier::new(u64::MAX / 2);
+    let before = rss_bytes();
+    let live_before = live_bytes();
+    let mut weighed = 0usize;
+    for i in 0..entries {
+        // Each entry a different URI-R, as an archive would list it: parsed from link format.
+        let uri_r = format!("http://example.com/page/{i}");
+        let body = timemap_body(addr, &TimeMapSpec::of(&caps), &uri_r, 1);
+        let parsed = tmproxy::timemap::parse::parse_link_format(&body, "http://127.0.0.1:9/");
+        let timemap = tmproxy::timemap::merge::merge(vec![tmproxy::timemap::merge::Contribution {
+            archive: std::sync::Arc::from("ia"),
+            mementos: parsed.mementos,
+        }]);
+        let agg = tmproxy::timemap::aggregate::Aggregate {
+            uri_r: uri_r.clone(),
+            outcomes: vec![tmproxy::timemap::aggregate::ArchiveOutcome {
+                id: "ia".into(),
+                status: tmproxy::timemap::aggregate::ArchiveStatus::Ok,
+                http_status: Some(200),
+                mementos: timemap.len(),
+                elapsed_ms: 40,
+                detail: None,
+                pages: 1,
+                skipped: 0,
+            }],
+            timemap,
+            fetched_at: chrono::Utc::now(),
+        };
+        let decision = policy.decide(
+            None,
+            &FetchOutcome::from_aggregate(&agg),
+            chrono::Utc::now(),
+        );
+        let Some(entry) = decision.store else {
+            continue;
+        };
+        let cached = std::sync::Arc::new(CachedTimeMap::new(entry));
+        let view = cached.view("http://127.0.0.1:7089");
+        for f in TimeMapFormat::ALL {
+            let _ = view.rendered(f);
+        }
+        let _ = view.content_headers();
+        weighed += cached.approx_bytes();
+        let _ = hot.put(&uri_r, cached).await;
+    }
+    hot.run_pending_tasks().await;
+    let after = rss_bytes();
+    let live = live_bytes().saturating_sub(live_before);
+    println!(
+        "memory: {entries} entries of {m} mementos, all formats rendered: live heap {:.1} KiB per entry, RSS +{:.1} MiB = {:.1} KiB per entry; weigher {:.1} KiB per entry",
+        live as f64 / entries as f64 / 1024.0,
+        (after.saturating_sub(before)) as f64 / 1048576.0,
+        (after.saturating_sub(before)) as f64 / entries as f64 / 1024.0,
+        weighed as f64 / entries as f64 / 1024.0
     );
 }

@@ -51,8 +51,10 @@ impl CachedTimeMap {
 impl Cacheable for CachedTimeMap {
     const FORMAT_VERSION: u32 = super::entry::ENTRY_FORMAT_VERSION;
 
-    /// The entry, plus room for the three rendered bodies the view may add (about the URI-M and
-    /// 80–110 bytes of markup per memento each), so the byte bound holds once they are rendered.
+    /// The entry, plus the view built from it: the aggregate's copy of each memento and the three
+    /// rendered bodies (the URI-M and 70–110 bytes of markup each). Calibrated so the weight is
+    /// at least the live heap an entry holds once all three formats are rendered (measured with
+    /// `e2e_bench memory`, see BENCHMARKS.md), so `hot_capacity` bounds real memory.
     fn approx_bytes(&self) -> usize {
         let mementos: usize = self
             .entry
@@ -66,7 +68,7 @@ impl Cacheable for CachedTimeMap {
             .iter()
             .flat_map(|c| c.mementos.iter().map(|m| m.uri_m.len()))
             .sum();
-        self.entry.approx_bytes() + 3 * uris + 300 * mementos + 2048
+        self.entry.approx_bytes() + 3 * uris + 400 * mementos + 2048
     }
 }
 
@@ -131,7 +133,9 @@ impl View {
             TimeMapFormat::Cdxj => &self.bodies[2],
         };
         slot.get_or_init(|| {
-            let body = render(format, &self.aggregate, &self.links);
+            let mut body = render(format, &self.aggregate, &self.links);
+            // Cached for the entry's lifetime: give back the growth slack (up to half of it).
+            body.shrink_to_fit();
             let etag = format!("\"{:016x}\"", fnv1a(&body));
             Rendered {
                 body: Bytes::from(body),
@@ -443,6 +447,14 @@ impl TimeMapCache {
         // Read again: another refresh may have stored something while we were fetching.
         let cached = store.get(uri_r).await;
         let fresh = FetchOutcome::from_aggregate(&agg);
+        // From here the fresh mementos live in `fresh`; the aggregate keeps only its outcomes
+        // (it is served as such only on an outage, when it has no memento anyway). Releasing
+        // them now keeps a million-memento miss from holding two extra copies while the entry
+        // is built and written.
+        let agg = Aggregate {
+            timemap: Default::default(),
+            ..agg
+        };
         let Decision {
             case,
             action,
@@ -474,12 +486,24 @@ impl TimeMapCache {
                 self.stats.count_stale();
                 Served::stored(c, &self.public_url, CacheStatus::Stale)
             }
-            (Action::Unavailable, _, _, _) | (_, Serve::Fresh, _, _) => {
-                Served::fresh(agg, &self.public_url, status)
-            }
+            (Action::Unavailable, _, _, _) | (_, Serve::Fresh, _, _) => Served::fresh(
+                Aggregate {
+                    timemap: fresh.timemap(),
+                    ..agg
+                },
+                &self.public_url,
+                status,
+            ),
             (_, Serve::Stored, Some(value), _) => Served::stored(&value, &self.public_url, status),
             (_, Serve::Stored, None, Some(c)) => Served::stored(c, &self.public_url, status),
-            (_, Serve::Stored, None, None) => Served::fresh(agg, &self.public_url, status),
+            (_, Serve::Stored, None, None) => Served::fresh(
+                Aggregate {
+                    timemap: fresh.timemap(),
+                    ..agg
+                },
+                &self.public_url,
+                status,
+            ),
         };
         if served.status != CacheStatus::Stale && self.policy.kind != PolicyKind::None {
             served.case = case;

@@ -160,6 +160,10 @@ async fn refresh(
 async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
     let snapshot = state.cache.stats.snapshot();
+    if let Some(store) = state.cache.store() {
+        // moka evicts in the background; settle it so the reported bytes are the bound's.
+        store.hot().run_pending_tasks().await;
+    }
     let tiers = state
         .cache
         .store()

@@ -495,3 +495,35 @@ async fn policy_none_asks_every_time_and_stores_nothing() {
     assert_eq!(resp.headers()["cache-control"], "max-age=0");
     let _ = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
 }
+
+#[tokio::test]
+async fn the_hot_tier_stays_within_hot_capacity_while_disk_keeps_everything() {
+    let captures: Vec<String> = (0..100)
+        .map(|i| format!("2001{:02}{:02}000000", 1 + i % 12, 1 + i / 12))
+        .collect();
+    let refs: Vec<&str> = captures.iter().map(String::as_str).collect();
+    let a = archive(tm(&refs)).await;
+    let mut config = config_for(&[("a", &a)]);
+    config.admin.token = TOKEN.to_string();
+    config.cache.hot_capacity = 256 * 1024; // about three 100-memento entries
+    let proxy = start_proxy(config).await;
+    for i in 0..20 {
+        let (status, ..) = fetch(&proxy, &format!("http://example.com/{i}"), &[]).await;
+        assert_eq!(status, 200);
+    }
+    let resp = client()
+        .get(format!("{}/admin/stats", proxy.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("request");
+    let stats: serde_json::Value =
+        serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    let hot = stats["tiers"]["hot"]["bytes"].as_u64().expect("hot bytes");
+    assert!(hot > 0 && hot <= 256 * 1024, "hot tier {hot} bytes");
+    assert_eq!(stats["tiers"]["persistent"]["entries"], 20);
+    // An entry evicted from memory is still served from disk, without asking the archive.
+    let asked = a.requests();
+    assert_eq!(fetch(&proxy, "http://example.com/0", &[]).await.1, "HIT");
+    assert_eq!(a.requests(), asked);
+}
