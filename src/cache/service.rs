@@ -157,10 +157,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The aggregate a stored entry stands for: its TimeMap and each archive's recorded outcome.
 pub fn aggregate_of(entry: &Entry) -> Aggregate {
     let timemap = entry.timemap();
-    let mut per_archive: HashMap<&str, usize> = HashMap::new();
-    for m in &timemap.mementos {
-        *per_archive.entry(&m.archive).or_default() += 1;
-    }
+    let per_archive = timemap.count_by_archive();
     let outcomes = entry
         .contributions
         .iter()
@@ -180,6 +177,14 @@ pub fn aggregate_of(entry: &Entry) -> Aggregate {
         timemap,
         outcomes,
         fetched_at: entry.fetched_at,
+    }
+}
+
+/// The fan-out's outcomes with the fresh fetch's TimeMap put back (it was released early).
+fn agg_with(agg: Aggregate, fresh: &FetchOutcome) -> Aggregate {
+    Aggregate {
+        timemap: fresh.timemap(),
+        ..agg
     }
 }
 
@@ -481,29 +486,21 @@ impl TimeMapCache {
             }
             stored = Some(value);
         }
-        let mut served = match (action, serve, stored, &cached) {
-            (Action::Unavailable, _, _, Some(c)) if self.settings.stale_if_error => {
+        let outage = action == Action::Unavailable;
+        let mut served = match (serve, stored, &cached) {
+            (_, _, Some(c)) if outage && self.settings.stale_if_error => {
                 self.stats.count_stale();
                 Served::stored(c, &self.public_url, CacheStatus::Stale)
             }
-            (Action::Unavailable, _, _, _) | (_, Serve::Fresh, _, _) => Served::fresh(
-                Aggregate {
-                    timemap: fresh.timemap(),
-                    ..agg
-                },
-                &self.public_url,
-                status,
-            ),
-            (_, Serve::Stored, Some(value), _) => Served::stored(&value, &self.public_url, status),
-            (_, Serve::Stored, None, Some(c)) => Served::stored(c, &self.public_url, status),
-            (_, Serve::Stored, None, None) => Served::fresh(
-                Aggregate {
-                    timemap: fresh.timemap(),
-                    ..agg
-                },
-                &self.public_url,
-                status,
-            ),
+            (Serve::Stored, Some(value), _) if !outage => {
+                Served::stored(&value, &self.public_url, status)
+            }
+            (Serve::Stored, None, Some(c)) if !outage => {
+                Served::stored(c, &self.public_url, status)
+            }
+            // An outage with nothing to fall back on, policy `none`, or nothing stored and
+            // nothing cached: the fetch itself is all there is.
+            _ => Served::fresh(agg_with(agg, &fresh), &self.public_url, status),
         };
         if served.status != CacheStatus::Stale && self.policy.kind != PolicyKind::None {
             served.case = case;

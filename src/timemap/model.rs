@@ -69,4 +69,13 @@ impl TimeMap {
     pub fn last(&self) -> Option<&Memento> {
         self.mementos.last()
     }
+
+    /// How many mementos each archive holds here (for the per-archive outcomes).
+    pub fn count_by_archive(&self) -> std::collections::HashMap<&str, usize> {
+        let mut counts = std::collections::HashMap::new();
+        for m in &self.mementos {
+            *counts.entry(&*m.archive).or_default() += 1;
+        }
+        counts
+    }
 }

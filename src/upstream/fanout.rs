@@ -7,7 +7,6 @@ use crate::config::Config;
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, ArchiveStatus};
 use crate::timemap::merge::{merge, Contribution};
 use futures::stream::{FuturesUnordered, StreamExt};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -151,10 +150,7 @@ impl Upstream {
             })
             .collect();
         let timemap = merge(contributions);
-        let mut per_archive: HashMap<&str, usize> = HashMap::new();
-        for m in &timemap.mementos {
-            *per_archive.entry(&m.archive).or_default() += 1;
-        }
+        let per_archive = timemap.count_by_archive();
         let outcomes = self
             .archives
             .iter()
