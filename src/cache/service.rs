@@ -216,8 +216,8 @@ pub struct Served {
     /// On REFRESH: the Table 1 case and what the policy did.
     pub case: Option<ChangeCase>,
     pub action: Option<Action>,
-    /// When the served content was fetched, when the archives were last asked, until when fresh.
-    pub fetched_at: MementoDatetime,
+    /// When the archives were last asked, and until when the answer is fresh (when the content
+    /// was fetched is the view's `aggregate.fetched_at`).
     pub checked_at: MementoDatetime,
     pub fresh_until: Option<MementoDatetime>,
 }
@@ -229,7 +229,6 @@ impl Served {
             status,
             case: None,
             action: None,
-            fetched_at: cached.entry.fetched_at,
             checked_at: cached.entry.checked_at,
             fresh_until: cached.entry.fresh_until,
         }
@@ -242,7 +241,6 @@ impl Served {
             status,
             case: None,
             action: None,
-            fetched_at: at,
             checked_at: at,
             fresh_until: Some(at),
         }
