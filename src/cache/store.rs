@@ -219,6 +219,9 @@ impl<V> Clone for PersistentTier<V> {
     }
 }
 
+/// How many times (50 ms apart) `open` retries a lock held by a store being dropped: 2 s.
+const LOCK_RETRIES: u32 = 40;
+
 impl<V: Cacheable> PersistentTier<V> {
     /// Opens (creating if needed) the database in directory `path`. Blocking: sled replays its
     /// log and we count the entries once (a full scan), so call it at startup.
@@ -229,17 +232,32 @@ impl<V: Cacheable> PersistentTier<V> {
         };
         std::fs::create_dir_all(path)
             .map_err(|e| open_error(format!("cannot create the directory: {e}")))?;
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(SLED_CACHE_BYTES)
-            .open()
-            .map_err(|e| match e {
-                // The usual cause: another process (or an undropped store) holds the lock.
-                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => open_error(
-                    format!("the database is locked, is another tmproxy using it? ({io})"),
-                ),
-                other => open_error(other.to_string()),
-            })?;
+        // A store dropped in this process releases sled's file lock only when sled's background
+        // flusher lets go of it, a moment later (under load, up to its flush interval): retry a
+        // lock conflict for a bounded while before calling it another tmproxy's.
+        let mut attempts = 0;
+        let db = loop {
+            let opened = sled::Config::new()
+                .path(path)
+                .cache_capacity(SLED_CACHE_BYTES)
+                .open();
+            match opened {
+                Err(sled::Error::Io(io))
+                    if io.kind() == std::io::ErrorKind::WouldBlock && attempts < LOCK_RETRIES =>
+                {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                other => break other,
+            }
+        }
+        .map_err(|e| match e {
+            // The usual cause: another process (or an undropped store) holds the lock.
+            sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => open_error(
+                format!("the database is locked, is another tmproxy using it? ({io})"),
+            ),
+            other => open_error(other.to_string()),
+        })?;
         let counters = Counters {
             entries: AtomicU64::new(db.len() as u64),
             unreadable: AtomicU64::new(0),
