@@ -5,14 +5,20 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 # Dependencies first, so a source change does not rebuild them.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src benches tests/it \
+# The workspace names simulations/, so cargo needs its manifest and sources to exist, even though
+# only the proxy is built here.
+COPY simulations/Cargo.toml simulations/Cargo.toml
+RUN mkdir -p src benches tests/it simulations/src \
     && echo 'fn main() {}' > src/main.rs \
     && echo '' > src/lib.rs \
     && echo 'fn main() {}' > benches/parse.rs \
     && echo 'fn main() {}' > tests/it/main.rs \
+    && echo 'fn main() {}' > simulations/src/main.rs \
+    && echo '' > simulations/src/lib.rs \
     && cargo build --release --locked --bin tmproxy \
-    && rm -rf src
+    && rm -rf src simulations/src
 COPY src ./src
+COPY simulations/src simulations/src
 # Touch so cargo sees the real sources as newer than the placeholder build.
 RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin tmproxy
 

@@ -1,0 +1,6 @@
+//! MemDays/Q simulation harness: replays daily TimeMap series through tmproxy's own cache policy
+//! (`tmproxy::cache::policy`) and reports the measures of `design/cache-policy.md`.
+
+pub mod generate;
+pub mod replay;
+pub mod series;
