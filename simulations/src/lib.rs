@@ -4,3 +4,4 @@
 pub mod generate;
 pub mod replay;
 pub mod series;
+pub mod sweep;

@@ -1,9 +1,12 @@
-//! `memsim`: generate a synthetic series, or replay a series through one cache policy.
+//! `memsim`: generate a synthetic series, replay a series through one cache policy, or sweep
+//! every caching policy over every TTL.
 
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 use simulations::generate::{generate, Preset};
 use simulations::replay::{policy, replay};
+use simulations::series::{LiveDay, LiveReader};
+use simulations::sweep::{summary, sweep, write_csv, SeriesInfo, Source};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
@@ -48,6 +51,21 @@ enum Command {
         /// Print exactly one JSON object with the seven measures.
         #[arg(long)]
         json: bool,
+    },
+    /// Every policy but `none` at TTL 0..D-1 and inf (loose match): writes DIR/sweep.csv and
+    /// DIR/summary.md.
+    Sweep {
+        /// Sweep a SYNTHETIC series generated in memory (needs --seed).
+        #[arg(long, value_parser = parse_preset, requires = "seed", conflicts_with = "series")]
+        preset: Option<Preset>,
+        #[arg(long, requires = "preset")]
+        seed: Option<u64>,
+        /// Sweep a series file.
+        #[arg(long, required_unless_present = "preset")]
+        series: Option<PathBuf>,
+        /// Directory to write into (created if missing).
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -153,5 +171,59 @@ fn run(command: Command) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Sweep {
+            preset,
+            seed,
+            series,
+            out,
+        } => {
+            let (source, days) = match (preset, seed, series) {
+                (Some(p), Some(seed), _) => {
+                    let mut bytes = Vec::new();
+                    generate(p, seed, &mut bytes).map_err(|e| format!("generate: {e}"))?;
+                    let days =
+                        read_days(&bytes[..]).map_err(|e| format!("generated series: {e}"))?;
+                    let source = Source::Preset {
+                        name: p.name.to_string(),
+                        seed,
+                    };
+                    (source, days)
+                }
+                (_, _, Some(path)) => {
+                    let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let days = read_days(BufReader::new(file))
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    (Source::File(path.display().to_string()), days)
+                }
+                // clap requires --preset with --seed, or --series.
+                _ => return Err("give --preset NAME --seed N, or --series FILE".to_string()),
+            };
+            let info = SeriesInfo::of(source, &days);
+            let rows = sweep(&days, info.days);
+            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            let csv = out.join("sweep.csv");
+            let file = File::create(&csv).map_err(|e| format!("{}: {e}", csv.display()))?;
+            write_csv(&rows, BufWriter::new(file))
+                .map_err(|e| format!("{}: {e}", csv.display()))?;
+            let md = out.join("summary.md");
+            std::fs::write(&md, summary(&info, &rows))
+                .map_err(|e| format!("{}: {e}", md.display()))?;
+            println!(
+                "swept {} URI-Rs × {} days, {} runs → {}, {}",
+                info.uri_rs,
+                info.days,
+                rows.len(),
+                csv.display(),
+                md.display()
+            );
+            Ok(())
+        }
     }
+}
+
+/// The whole series in memory: the sweep replays it once per cell, and parsing is the slow part.
+fn read_days<R: std::io::BufRead>(
+    input: R,
+) -> Result<Vec<LiveDay>, simulations::series::SeriesError> {
+    LiveReader::new(input).collect()
 }

@@ -1,0 +1,142 @@
+//! `memsim sweep` on the SYNTHETIC `tiny` preset (20 URI-Rs × 10 days, cheap in a debug build):
+//! the CSV's shape, the identities the grid must show, and the binary end to end.
+
+use simulations::generate::{generate, Preset};
+use simulations::series::{LiveDay, LiveReader};
+use simulations::sweep::{summary, sweep, write_csv, Row, SeriesInfo, Source, CSV_HEADER};
+use std::path::PathBuf;
+use std::process::Command;
+use tmproxy::cache::policy::PolicyKind;
+
+fn tiny(seed: u64) -> (SeriesInfo, Vec<LiveDay>) {
+    let p = Preset::by_name("tiny").expect("preset");
+    let mut bytes = Vec::new();
+    generate(p, seed, &mut bytes).expect("write to a Vec");
+    let days: Vec<LiveDay> = LiveReader::new(&bytes[..])
+        .collect::<Result<_, _>>()
+        .expect("a generated series reads back");
+    let source = Source::Preset {
+        name: "tiny".to_string(),
+        seed,
+    };
+    (SeriesInfo::of(source, &days), days)
+}
+
+fn row(rows: &[Row], kind: PolicyKind, ttl: Option<i64>) -> &Row {
+    rows.iter()
+        .find(|r| r.kind == kind && r.ttl == ttl)
+        .expect("cell in the grid")
+}
+
+#[test]
+fn tiny_sweep_writes_the_exact_header_and_4_policies_by_d_plus_1_ttls() {
+    let (info, days) = tiny(1);
+    assert_eq!((info.uri_rs, info.days), (20, 10));
+    let rows = sweep(&days, info.days);
+    let mut csv = Vec::new();
+    write_csv(&rows, &mut csv).expect("write to a Vec");
+    let text = String::from_utf8(csv).expect("utf-8");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "policy,ttl,memdays,memdays_live,memdays_union,q,missed_days,false_zero_days,\
+             worse_replacements"
+        )
+    );
+    let body: Vec<&str> = lines.collect();
+    assert_eq!(body.len(), 4 * (10 + 1));
+    assert!(body[0].starts_with("forever,0,"), "{}", body[0]);
+    assert!(body[10].starts_with("forever,inf,"), "{}", body[10]);
+    assert!(body[11].starts_with("unconditional,0,"), "{}", body[11]);
+    assert!(body[43].starts_with("merge,inf,"), "{}", body[43]);
+    for l in &body {
+        assert_eq!(l.split(',').count(), CSV_HEADER.split(',').count(), "{l}");
+    }
+}
+
+#[test]
+fn inf_rows_agree_and_ttl_0_fetches_every_day() {
+    let (info, days) = tiny(2);
+    let rows = sweep(&days, info.days);
+    let f = row(&rows, PolicyKind::Forever, None).measures.memdays;
+    let u = row(&rows, PolicyKind::Unconditional, None).measures.memdays;
+    let c = row(&rows, PolicyKind::Conditional, None).measures.memdays;
+    assert_eq!((f, u), (c, c));
+    let nd = info.uri_rs * u64::from(info.days);
+    for kind in [
+        PolicyKind::Unconditional,
+        PolicyKind::Conditional,
+        PolicyKind::Merge,
+    ] {
+        assert_eq!(row(&rows, kind, Some(0)).measures.q, nd, "{kind}");
+    }
+    assert_eq!(
+        row(&rows, PolicyKind::Conditional, Some(0))
+            .measures
+            .memdays,
+        0
+    );
+    let md = summary(&info, &rows);
+    assert!(md.contains("SYNTHETIC"), "{md}");
+    assert!(md.contains("20 URI-Rs × 10 days"), "{md}");
+    assert!(md.contains("4,010,406"), "{md}");
+}
+
+#[test]
+fn memsim_sweep_writes_csv_and_summary() {
+    let dir: PathBuf = std::env::temp_dir().join(format!("memsim-sweep-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
+        .args(["sweep", "--preset", "tiny", "--seed", "3", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run memsim");
+    let csv = std::fs::read_to_string(dir.join("sweep.csv"));
+    let md = std::fs::read_to_string(dir.join("summary.md"));
+    // The same series from a file sweeps to the same CSV.
+    let file = dir.join("tiny.jsonl");
+    let generated = Command::new(env!("CARGO_BIN_EXE_memsim"))
+        .args(["generate", "--preset", "tiny", "--seed", "3", "--out"])
+        .arg(&file)
+        .output()
+        .expect("run memsim");
+    let from_file = dir.join("from-file");
+    let swept = Command::new(env!("CARGO_BIN_EXE_memsim"))
+        .args(["sweep", "--series"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&from_file)
+        .output()
+        .expect("run memsim");
+    let csv_file = std::fs::read_to_string(from_file.join("sweep.csv"));
+    let md_file = std::fs::read_to_string(from_file.join("summary.md"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(generated.status.success(), "{generated:?}");
+    assert!(swept.status.success(), "{swept:?}");
+    assert!(out.status.success(), "{out:?}");
+    let csv = csv.expect("sweep.csv written");
+    assert_eq!(csv.lines().next(), Some(CSV_HEADER));
+    assert_eq!(csv.lines().count(), 1 + 4 * 11);
+    let md = md.expect("summary.md written");
+    assert!(md.contains("SYNTHETIC") && md.contains("optimum"), "{md}");
+    assert_eq!(csv_file.expect("sweep.csv from the file"), csv);
+    let md_file = md_file.expect("summary.md from the file");
+    assert!(md_file.contains("tiny.jsonl") && md_file.contains("20 URI-Rs × 10 days"));
+
+    // --series and --preset exclude each other; neither is a usage error (exit 2, one line).
+    for args in [
+        &["sweep", "--out", "x"][..],
+        &["sweep", "--preset", "tiny", "--out", "x"][..],
+        &[
+            "sweep", "--preset", "tiny", "--seed", "1", "--series", "s", "--out", "x",
+        ][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
+            .args(args)
+            .output()
+            .expect("run memsim");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
