@@ -45,11 +45,22 @@ fn tiny_sweep_writes_the_exact_header_and_4_policies_by_d_plus_1_ttls() {
         )
     );
     let body: Vec<&str> = lines.collect();
-    assert_eq!(body.len(), 4 * (10 + 1));
-    assert!(body[0].starts_with("forever,0,"), "{}", body[0]);
-    assert!(body[10].starts_with("forever,inf,"), "{}", body[10]);
-    assert!(body[11].starts_with("unconditional,0,"), "{}", body[11]);
-    assert!(body[43].starts_with("merge,inf,"), "{}", body[43]);
+    assert_eq!(body.len(), 5 * (10 + 1));
+    assert!(body[0].starts_with("none,0,"), "{}", body[0]);
+    assert!(body[10].starts_with("none,inf,"), "{}", body[10]);
+    assert!(body[11].starts_with("forever,0,"), "{}", body[11]);
+    assert!(body[21].starts_with("forever,inf,"), "{}", body[21]);
+    assert!(body[22].starts_with("unconditional,0,"), "{}", body[22]);
+    assert!(body[54].starts_with("merge,inf,"), "{}", body[54]);
+    // `none` is the no-cache baseline: a fetch every day at every TTL.
+    for row in &body[0..11] {
+        let q: u64 = row
+            .split(',')
+            .nth(5)
+            .and_then(|v| v.parse().ok())
+            .expect("q column");
+        assert_eq!(q, 20 * 10, "{row}");
+    }
     for l in &body {
         assert_eq!(l.split(',').count(), CSV_HEADER.split(',').count(), "{l}");
     }
@@ -116,7 +127,7 @@ fn memsim_sweep_writes_csv_and_summary() {
     assert!(out.status.success(), "{out:?}");
     let csv = csv.expect("sweep.csv written");
     assert_eq!(csv.lines().next(), Some(CSV_HEADER));
-    assert_eq!(csv.lines().count(), 1 + 4 * 11);
+    assert_eq!(csv.lines().count(), 1 + 5 * 11);
     let md = md.expect("summary.md written");
     assert!(md.contains("SYNTHETIC") && md.contains("optimum"), "{md}");
     assert_eq!(csv_file.expect("sweep.csv from the file"), csv);
