@@ -444,9 +444,10 @@ mod tests {
     #[test]
     fn the_grid_is_policy_major_with_inf_last() {
         let g = grid(2);
-        assert_eq!(g.len(), 4 * 3);
-        assert_eq!(g[0], (PolicyKind::Forever, Some(0)));
-        assert_eq!(g[2], (PolicyKind::Forever, None));
-        assert_eq!(g[11], (PolicyKind::Merge, None));
+        assert_eq!(g.len(), 5 * 3);
+        assert_eq!(g[0], (PolicyKind::None, Some(0)));
+        assert_eq!(g[2], (PolicyKind::None, None));
+        assert_eq!(g[3], (PolicyKind::Forever, Some(0)));
+        assert_eq!(g[14], (PolicyKind::Merge, None));
     }
 }
