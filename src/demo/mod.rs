@@ -94,7 +94,12 @@ pub fn demo_config(
 
 /// A per-process directory under the system's temp dir for the demo's cache.
 pub fn demo_cache_dir() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("tmproxy-demo-{}", std::process::id()))
+    demo_cache_dir_of(std::process::id())
+}
+
+/// The demo cache directory of the demo process `pid`.
+pub fn demo_cache_dir_of(pid: u32) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("tmproxy-demo-{pid}"))
 }
 
 /// The lines the demo prints: commands a newcomer can paste.

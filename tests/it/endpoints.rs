@@ -392,7 +392,25 @@ async fn demo_prints_curl_lines_that_work() {
         Some(url) => Some(get_json(url).await),
         None => None,
     };
+    // Stop it as a user would (SIGTERM, by PID): the demo then removes its temporary cache.
+    let pid = child.get().id();
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let mut exited = false;
+    for _ in 0..200 {
+        if matches!(child.get().try_wait(), Ok(Some(_))) {
+            exited = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     drop(child);
+    assert!(exited, "demo stops on SIGTERM");
+    assert!(
+        !tmproxy::demo::demo_cache_dir_of(pid).exists(),
+        "the demo removes its cache directory on the way out"
+    );
     let (status, json) =
         result.unwrap_or_else(|| panic!("no /timemap/json/ curl line in {lines:?}"));
     assert_eq!(status, 200);
