@@ -7,7 +7,7 @@ use super::observe::ObservationLog;
 use super::policy::{
     Action, ChangeCase, Decision, FetchOutcome, Freshness, Policy, PolicyKind, Serve,
 };
-use super::stats::CacheStats;
+use super::stats::{CacheStats, StatsSnapshot};
 use super::store::{Cacheable, Store, Tiered};
 use crate::clock::Clock;
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, Verdict};
@@ -296,11 +296,6 @@ impl TimeMapCache {
         public_url: String,
         observe: Option<ObservationLog>,
     ) -> TimeMapCache {
-        let archives = upstream
-            .archives()
-            .iter()
-            .map(|a| a.id.to_string())
-            .collect();
         TimeMapCache {
             policy,
             settings,
@@ -310,7 +305,7 @@ impl TimeMapCache {
             public_url,
             inflight: Mutex::new(HashMap::new()),
             forced: Mutex::new(HashMap::new()),
-            stats: CacheStats::new(archives),
+            stats: CacheStats::new(),
             observe,
         }
     }
@@ -434,7 +429,7 @@ impl TimeMapCache {
             .upstream
             .aggregate(uri_r, deadline.unwrap_or(self.upstream.deadline()))
             .await;
-        self.stats.count_fetch(&agg);
+        self.stats.count_fan_out();
         if let Some(log) = &self.observe {
             log.append(&agg).await;
         }
@@ -505,6 +500,11 @@ impl TimeMapCache {
             served.action = Some(action);
         }
         Some(served)
+    }
+
+    /// The counters, with each archive's request count from the fan-out.
+    pub fn stats_snapshot(&self) -> StatsSnapshot {
+        self.stats.snapshot(self.upstream.fetch_counts())
     }
 
     /// Drops the entry for `uri_r` from both tiers.

@@ -2,7 +2,6 @@
 //! Read by `GET /admin/stats` (JSON) and `GET /metrics` (Prometheus text).
 
 use super::policy::{Action, ChangeCase};
-use crate::timemap::aggregate::Aggregate;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -28,7 +27,6 @@ pub struct CacheStats {
     stale: AtomicU64,
     /// [case 0 = none, 1..=7][action]
     decisions: [[AtomicU64; 6]; 8],
-    fetches: BTreeMap<String, AtomicU64>,
     fan_outs: AtomicU64,
 }
 
@@ -45,16 +43,12 @@ pub struct StatsSnapshot {
 }
 
 impl CacheStats {
-    pub fn new(archives: Vec<String>) -> CacheStats {
+    pub fn new() -> CacheStats {
         CacheStats {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             stale: AtomicU64::new(0),
             decisions: Default::default(),
-            fetches: archives
-                .into_iter()
-                .map(|a| (a, AtomicU64::new(0)))
-                .collect(),
             fan_outs: AtomicU64::new(0),
         }
     }
@@ -76,21 +70,13 @@ impl CacheStats {
         self.decisions[c.min(7)][action_index(action)].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// One fan-out: each archive actually asked (not skipped as dormant) counts a fetch.
-    pub fn count_fetch(&self, agg: &Aggregate) {
+    pub fn count_fan_out(&self) {
         self.fan_outs.fetch_add(1, Ordering::Relaxed);
-        for o in &agg.outcomes {
-            let asked = !o
-                .detail
-                .as_deref()
-                .is_some_and(|d| d.starts_with("dormant"));
-            if let (true, Some(n)) = (asked, self.fetches.get(&o.id)) {
-                n.fetch_add(1, Ordering::Relaxed);
-            }
-        }
     }
 
-    pub fn snapshot(&self) -> StatsSnapshot {
+    /// A copy of the counters; `fetches` (per archive) comes from the fan-out, which alone
+    /// knows which archives it really asked.
+    pub fn snapshot(&self, fetches: Vec<(String, u64)>) -> StatsSnapshot {
         let mut decisions = BTreeMap::new();
         for (c, row) in self.decisions.iter().enumerate() {
             let counts: BTreeMap<&'static str, u64> = ACTIONS
@@ -114,11 +100,7 @@ impl CacheStats {
             stale: self.stale.load(Ordering::Relaxed),
             fan_outs: self.fan_outs.load(Ordering::Relaxed),
             decisions,
-            fetches_per_archive: self
-                .fetches
-                .iter()
-                .map(|(a, n)| (a.clone(), n.load(Ordering::Relaxed)))
-                .collect(),
+            fetches_per_archive: fetches.into_iter().collect(),
         }
     }
 }
@@ -180,4 +162,10 @@ pub fn prometheus(s: &StatsSnapshot, tiers: &[(&str, u64, u64)]) -> String {
         );
     }
     out
+}
+
+impl Default for CacheStats {
+    fn default() -> Self {
+        CacheStats::new()
+    }
 }

@@ -159,7 +159,7 @@ async fn refresh(
 
 async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
-    let snapshot = state.cache.stats.snapshot();
+    let snapshot = state.cache.stats_snapshot();
     if let Some(store) = state.cache.store() {
         // moka evicts in the background; settle it so the reported bytes are the bound's.
         store.hot().run_pending_tasks().await;
@@ -186,7 +186,7 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
 }
 
 async fn metrics(State(state): State<SharedState>) -> Response {
-    let snapshot = state.cache.stats.snapshot();
+    let snapshot = state.cache.stats_snapshot();
     let tiers: Vec<(&str, u64, u64)> = match state
         .cache
         .store()

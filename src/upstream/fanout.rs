@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, ArchiveStatus};
 use crate::timemap::merge::{merge, Contribution};
 use futures::stream::{FuturesUnordered, StreamExt};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -16,6 +17,8 @@ pub struct Upstream {
     client: reqwest::Client,
     archives: Vec<Archive>,
     health: Vec<Mutex<Health>>,
+    /// Requests actually sent to each archive (a dormant archive is skipped, not asked).
+    fetches: Vec<AtomicU64>,
     limits: FetchLimits,
     deadline: Duration,
     failures_before_dormant: u32,
@@ -37,6 +40,7 @@ impl Upstream {
                 .iter()
                 .map(|_| Mutex::new(Health::default()))
                 .collect(),
+            fetches: archives.iter().map(|_| AtomicU64::new(0)).collect(),
             archives,
             limits: FetchLimits {
                 max_body: config.upstream.max_body,
@@ -88,6 +92,7 @@ impl Upstream {
                 ));
                 continue;
             }
+            self.fetches[i].fetch_add(1, Ordering::Relaxed);
             let (client, limits) = (&self.client, &self.limits);
             pending.push(async move {
                 let one = tokio::time::timeout(
@@ -172,6 +177,15 @@ impl Upstream {
             outcomes,
             fetched_at: now,
         }
+    }
+
+    /// How many times each archive has been asked, by id, in configured order.
+    pub fn fetch_counts(&self) -> Vec<(String, u64)> {
+        self.archives
+            .iter()
+            .zip(&self.fetches)
+            .map(|(a, n)| (a.id.to_string(), n.load(Ordering::Relaxed)))
+            .collect()
     }
 
     fn health_of(&self, i: usize) -> Health {
