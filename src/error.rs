@@ -3,7 +3,7 @@
 
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::RFC1123_EXAMPLE;
-use crate::uri_r::UriRError;
+use crate::uri_r::{clip, UriRError};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -105,14 +105,6 @@ impl AppError {
             AppError::NotCached(u) => format!("no cache entry for {u}"),
         }
     }
-}
-
-fn clip(s: &str) -> String {
-    let mut end = s.len().min(100);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }
 
 /// `X-Memento-Archives: ia=ok;n=12, arquivo=timeout;n=0`: each archive's outcome in one header,

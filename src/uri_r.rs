@@ -34,8 +34,9 @@ impl fmt::Display for UriRError {
     }
 }
 
-fn clip(s: &str) -> String {
-    // Error lines stay one short line even for a hostile 8 KiB URI.
+/// A client-supplied value cut for an error line, so a reason stays one short line even for a
+/// hostile 8 KiB input (on a character boundary, marked with `…` when cut).
+pub(crate) fn clip(s: &str) -> String {
     let mut end = s.len().min(120);
     while !s.is_char_boundary(end) {
         end -= 1;

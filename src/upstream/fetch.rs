@@ -121,11 +121,14 @@ pub async fn fetch_archive(
         result.http_status = Some(page.http_status);
         if page.http_status == 404 || page.http_status == 410 {
             if result.pages == 1 {
+                // The archive holds nothing for this URI-R: an answer, not a failure.
                 return ArchiveFetch {
                     status: ArchiveStatus::NotFound,
+                    http_status: Some(page.http_status),
                     detail: None,
                     pages: 1,
-                    ..ArchiveFetch::failed(ArchiveStatus::NotFound, Some(page.http_status), "")
+                    skipped: 0,
+                    mementos: Vec::new(),
                 };
             }
             notes.push(format!(
