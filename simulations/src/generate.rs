@@ -1,12 +1,15 @@
 //! SYNTHETIC series for exercising the harness: every TimeMap here is made up by a seeded PRNG.
-//! The shapes follow what the paper observed (growth in steps about a month apart, one archive
-//! missing for a few days as the most frequent change, always-empty URI-Rs, URI-M migrations,
-//! rare redactions, observer outages) so that every policy and every Table 1 case gets exercised,
-//! but no number measured on it says anything about real archives. The calibrated stand-in for
-//! the paper's data set (`jcdl2013`) is a later step.
+//! The small presets (`tiny`, `small`) follow what the paper observed in shape (growth in steps
+//! about a month apart, one archive missing for a few days, always-empty URI-Rs, URI-M
+//! migrations, rare redactions, observer outages) so that every policy and every Table 1 case gets
+//! exercised cheaply; `jcdl2013` is the calibrated stand-in for the paper's data set (see
+//! [`crate::jcdl`]). No number measured on any of them says anything about real archives.
 
 use crate::replay::day0;
-use crate::series::{memento_triple, ObsStatus, Observation, SeriesWriter};
+use crate::series::{
+    memento_triple, LiveDay, LiveResolver, ObsStatus, Observation, SeriesError, SeriesWriter,
+    UriGroups,
+};
 use chrono::{DateTime, TimeZone, Utc};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -17,18 +20,37 @@ pub struct Preset {
     pub name: &'static str,
     pub uri_rs: u32,
     pub days: u32,
+    pub model: Model,
 }
 
-pub const PRESETS: [Preset; 2] = [
+/// Which generator a preset runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Small and quick: every feature a few times, one PRNG stream for the whole series.
+    Simple,
+    /// Calibrated to the paper's observations ([`crate::jcdl`]); one PRNG stream per URI-R, so
+    /// any URI-R can be generated alone (and the series streamed, or split across threads).
+    Jcdl2013,
+}
+
+pub const PRESETS: [Preset; 3] = [
     Preset {
         name: "tiny",
         uri_rs: 20,
         days: 10,
+        model: Model::Simple,
     },
     Preset {
         name: "small",
         uri_rs: 200,
         days: 30,
+        model: Model::Simple,
+    },
+    Preset {
+        name: "jcdl2013",
+        uri_rs: 4_000,
+        days: 92,
+        model: Model::Jcdl2013,
     },
 ];
 
@@ -39,6 +61,11 @@ impl Preset {
 
     pub fn names() -> String {
         PRESETS.map(|p| p.name).join(", ")
+    }
+
+    /// The same model with another number of URI-Rs (the streaming benchmarks' 1,000,000).
+    pub fn with_uri_rs(self, uri_rs: u32) -> Preset {
+        Preset { uri_rs, ..self }
     }
 }
 
@@ -130,8 +157,78 @@ pub struct Summary {
 
 /// Writes the preset's SYNTHETIC series for `seed`, sorted by URI-R then day as the replay needs.
 pub fn generate<W: Write>(preset: Preset, seed: u64, out: W) -> io::Result<Summary> {
-    let mut rng = Rng::new(seed);
     let mut w = SeriesWriter::new(out);
+    let summary = generate_each(preset, seed, |obs| w.write(&obs))?;
+    w.into_inner().flush()?;
+    Ok(summary)
+}
+
+/// The preset's SYNTHETIC series for `seed`, one observation at a time in series order (sorted
+/// by URI-R then day), handed to `sink`; an error from `sink` stops the generation.
+pub fn generate_each<E>(
+    preset: Preset,
+    seed: u64,
+    mut sink: impl FnMut(Observation) -> Result<(), E>,
+) -> Result<Summary, E> {
+    match preset.model {
+        Model::Simple => generate_simple(preset, seed, sink),
+        Model::Jcdl2013 => {
+            let mut summary = Summary::default();
+            for i in 0..preset.uri_rs {
+                let u = crate::jcdl::uri_r(seed, i, preset.days);
+                summary.always_empty += u64::from(u.always_empty);
+                for obs in u.observations {
+                    summary.observations += 1;
+                    summary.failed += u64::from(obs.status == ObsStatus::Failed);
+                    sink(obs)?;
+                }
+            }
+            Ok(summary)
+        }
+    }
+}
+
+/// The preset's SYNTHETIC series as live days, one URI-R at a time: generated lazily, URI-R by
+/// URI-R, for `jcdl2013` (so a sweep streams it in flat memory); the small presets are built
+/// whole first (their one PRNG stream runs across URI-Rs, and they are small).
+pub fn live_groups(
+    preset: Preset,
+    seed: u64,
+) -> Box<dyn Iterator<Item = Result<Vec<LiveDay>, SeriesError>> + Send> {
+    match preset.model {
+        Model::Jcdl2013 => Box::new((0..preset.uri_rs).map(move |i| {
+            let mut resolver = LiveResolver::new();
+            crate::jcdl::uri_r(seed, i, preset.days)
+                .observations
+                .into_iter()
+                .map(|obs| resolver.resolve(0, obs))
+                .collect()
+        })),
+        Model::Simple => {
+            let mut resolver = LiveResolver::new();
+            let mut groups = UriGroups::new();
+            let mut out = Vec::new();
+            let done = generate_simple(preset, seed, |obs| -> Result<(), SeriesError> {
+                if let Some(g) = groups.push(resolver.resolve(0, obs)?) {
+                    out.push(Ok(g));
+                }
+                Ok(())
+            });
+            if let Err(e) = done {
+                out.push(Err(e));
+            }
+            out.extend(groups.finish().map(Ok));
+            Box::new(out.into_iter())
+        }
+    }
+}
+
+fn generate_simple<E>(
+    preset: Preset,
+    seed: u64,
+    mut sink: impl FnMut(Observation) -> Result<(), E>,
+) -> Result<Summary, E> {
+    let mut rng = Rng::new(seed);
     let mut summary = Summary::default();
     // The observer's own outage, the same days for every URI-R (the paper lost 3 days in May).
     let window_len = (preset.days / 10).min(3);
@@ -174,7 +271,7 @@ pub fn generate<W: Write>(preset: Preset, seed: u64, out: W) -> io::Result<Summa
             };
             summary.failed += u64::from(failed);
             summary.observations += 1;
-            w.write(&Observation {
+            sink(Observation {
                 uri_r: uri_r.clone(),
                 day: t,
                 status: if failed {
@@ -186,7 +283,6 @@ pub fn generate<W: Write>(preset: Preset, seed: u64, out: W) -> io::Result<Summa
             })?;
         }
     }
-    w.into_inner().flush()?;
     Ok(summary)
 }
 
@@ -275,7 +371,8 @@ mod tests {
             .collect::<Result<_, _>>()
             .expect("a generated series is valid");
         assert_eq!(days.len(), 20 * 10);
-        assert!(Preset::by_name("jcdl2013").is_none());
+        let j = Preset::by_name("jcdl2013").expect("the calibrated preset");
+        assert_eq!((j.uri_rs, j.days), (4_000, 92));
     }
 
     #[test]

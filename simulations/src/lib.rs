@@ -1,7 +1,9 @@
 //! MemDays/Q simulation harness: replays daily TimeMap series through tmproxy's own cache policy
 //! (`tmproxy::cache::policy`) and reports the measures of `design/cache-policy.md`.
 
+pub mod calibration;
 pub mod generate;
+pub mod jcdl;
 pub mod replay;
 pub mod series;
 pub mod sweep;

@@ -1,14 +1,22 @@
 //! `memsim`: generate a synthetic series, replay a series through one cache policy, or sweep
 //! every caching policy over every TTL.
 
+// A sweep allocates and frees a cache entry at every fetch of every cell: mimalloc is markedly
+// faster at that than the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
-use simulations::generate::{generate, Preset};
-use simulations::replay::{policy, replay};
-use simulations::series::{LiveDay, LiveReader};
-use simulations::sweep::{summary, sweep, write_csv, SeriesInfo, Source};
+use simulations::calibration::Calibration;
+use simulations::generate::{generate_each, live_groups, Preset};
+use simulations::replay::{policy, replay, Replayer};
+use simulations::series::{
+    LiveDay, LiveReader, LiveResolver, SeriesError, SeriesWriter, UriGroups,
+};
+use simulations::sweep::{summary, sweep_stream, write_csv, SeriesInfo, Source};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tmproxy::cache::policy::{Match, PolicyKind};
@@ -27,7 +35,7 @@ struct Cli {
 enum Command {
     /// Write a SYNTHETIC series (made-up TimeMaps, deterministic for a seed).
     Generate {
-        /// tiny (20 URI-Rs × 10 days) or small (200 × 30).
+        /// tiny (20 URI-Rs × 10 days), small (200 × 30), or jcdl2013 (4,000 × 92, calibrated).
         #[arg(long, value_parser = parse_preset)]
         preset: Preset,
         #[arg(long)]
@@ -37,8 +45,17 @@ enum Command {
     },
     /// Replay a series through one policy and print its measures.
     Replay {
-        #[arg(long)]
-        series: PathBuf,
+        /// A series file.
+        #[arg(long, required_unless_present = "preset")]
+        series: Option<PathBuf>,
+        /// Or a SYNTHETIC series generated on the fly and streamed (needs --seed).
+        #[arg(long, value_parser = parse_preset, requires = "seed", conflicts_with = "series")]
+        preset: Option<Preset>,
+        #[arg(long, requires = "preset")]
+        seed: Option<u64>,
+        /// With --preset: this many URI-Rs instead of the preset's (e.g. 1000000).
+        #[arg(long, requires = "preset")]
+        uri_rs: Option<u32>,
         /// none, forever, unconditional, conditional or merge.
         #[arg(long, value_parser = parse_policy)]
         policy: PolicyKind,
@@ -123,7 +140,25 @@ fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Generate { preset, seed, out } => {
             let file = File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-            let s = generate(preset, seed, BufWriter::new(file))
+            let mut w = SeriesWriter::new(BufWriter::new(file));
+            // The calibration is measured on the live days as written, not on the model's knobs.
+            let mut resolver = LiveResolver::new();
+            let mut groups = UriGroups::new();
+            let mut calibration = Calibration::new();
+            let s = generate_each(preset, seed, |obs| -> Result<(), String> {
+                w.write(&obs)
+                    .map_err(|e| format!("{}: {e}", out.display()))?;
+                let day = resolver.resolve(0, obs).map_err(|e| e.to_string())?;
+                if let Some(done) = groups.push(day) {
+                    calibration.push_uri(&done);
+                }
+                Ok(())
+            })?;
+            if let Some(done) = groups.finish() {
+                calibration.push_uri(&done);
+            }
+            w.into_inner()
+                .flush()
                 .map_err(|e| format!("{}: {e}", out.display()))?;
             println!(
                 "SYNTHETIC series (made-up TimeMaps, not observations): preset {}, seed {seed}, \
@@ -136,19 +171,46 @@ fn run(command: Command) -> Result<(), String> {
                 s.always_empty,
                 out.display()
             );
+            println!();
+            print!("{}", calibration.table());
             Ok(())
         }
         Command::Replay {
             series,
+            preset,
+            seed,
+            uri_rs,
             policy: kind,
             ttl,
             matching,
             json,
         } => {
-            let file = File::open(&series).map_err(|e| format!("{}: {e}", series.display()))?;
             let p = policy(kind, matching, ttl.0);
-            let r = replay(BufReader::new(file), &p)
-                .map_err(|e| format!("{}: {e}", series.display()))?;
+            let (r, name) = match (series, preset, seed) {
+                (Some(series), _, _) => {
+                    let file =
+                        File::open(&series).map_err(|e| format!("{}: {e}", series.display()))?;
+                    let r = replay(BufReader::new(file), &p)
+                        .map_err(|e| format!("{}: {e}", series.display()))?;
+                    (r, series.display().to_string())
+                }
+                (None, Some(preset), Some(seed)) => {
+                    let preset = uri_rs.map_or(preset, |n| preset.with_uri_rs(n));
+                    // One URI-R at a time, generated and replayed: memory does not grow with N.
+                    let mut replayer = Replayer::new(&p);
+                    for g in live_groups(preset, seed) {
+                        for day in &g.map_err(|e| format!("generated series: {e}"))? {
+                            replayer.push(day);
+                        }
+                    }
+                    let name = format!(
+                        "SYNTHETIC preset {} seed {seed} ({} URI-Rs)",
+                        preset.name, preset.uri_rs
+                    );
+                    (replayer.finish(), name)
+                }
+                _ => return Err("give --series FILE, or --preset NAME --seed N".to_string()),
+            };
             let m = r.measures;
             if json {
                 let text = serde_json::to_string(&m).map_err(|e| e.to_string())?;
@@ -156,10 +218,8 @@ fn run(command: Command) -> Result<(), String> {
             } else {
                 let ttl = ttl.0.map_or("inf".to_string(), |n| n.to_string());
                 println!(
-                    "{} (policy {kind}, TTL {ttl}, match {matching}): {} URI-Rs, {} requests",
-                    series.display(),
-                    r.uri_rs,
-                    r.requests
+                    "{name} (policy {kind}, TTL {ttl}, match {matching}): {} URI-Rs, {} requests",
+                    r.uri_rs, r.requests
                 );
                 println!("  MemDays         {}", m.memdays);
                 println!("  MemDays (live)  {}", m.memdays_live);
@@ -177,29 +237,32 @@ fn run(command: Command) -> Result<(), String> {
             series,
             out,
         } => {
-            let (source, days) = match (preset, seed, series) {
+            // Streamed URI-R by URI-R: a series of any length sweeps in flat memory.
+            let (source, acc) = match (preset, seed, series) {
                 (Some(p), Some(seed), _) => {
-                    let mut bytes = Vec::new();
-                    generate(p, seed, &mut bytes).map_err(|e| format!("generate: {e}"))?;
-                    let days =
-                        read_days(&bytes[..]).map_err(|e| format!("generated series: {e}"))?;
+                    let acc = sweep_stream(live_groups(p, seed))
+                        .map_err(|e| format!("generated series: {e}"))?;
                     let source = Source::Preset {
                         name: p.name.to_string(),
                         seed,
                     };
-                    (source, days)
+                    (source, acc)
                 }
                 (_, _, Some(path)) => {
                     let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                    let days = read_days(BufReader::new(file))
+                    let acc = sweep_stream(uri_groups(LiveReader::new(BufReader::new(file))))
                         .map_err(|e| format!("{}: {e}", path.display()))?;
-                    (Source::File(path.display().to_string()), days)
+                    (Source::File(path.display().to_string()), acc)
                 }
                 // clap requires --preset with --seed, or --series.
                 _ => return Err("give --preset NAME --seed N, or --series FILE".to_string()),
             };
-            let info = SeriesInfo::of(source, &days);
-            let rows = sweep(&days, info.days);
+            let info = SeriesInfo {
+                source,
+                uri_rs: acc.uri_rs,
+                days: acc.days(),
+            };
+            let rows = acc.rows(info.days);
             std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             let csv = out.join("sweep.csv");
             let file = File::create(&csv).map_err(|e| format!("{}: {e}", csv.display()))?;
@@ -221,9 +284,25 @@ fn run(command: Command) -> Result<(), String> {
     }
 }
 
-/// The whole series in memory: the sweep replays it once per cell, and parsing is the slow part.
-fn read_days<R: std::io::BufRead>(
-    input: R,
-) -> Result<Vec<LiveDay>, simulations::series::SeriesError> {
-    LiveReader::new(input).collect()
+/// Live days grouped by URI-R (a series is sorted by URI-R).
+fn uri_groups<I>(days: I) -> impl Iterator<Item = Result<Vec<LiveDay>, SeriesError>>
+where
+    I: Iterator<Item = Result<LiveDay, SeriesError>>,
+{
+    let mut groups = Some(UriGroups::new());
+    let mut days = days.fuse();
+    std::iter::from_fn(move || loop {
+        match days.next() {
+            Some(Ok(day)) => {
+                if let Some(done) = groups.as_mut()?.push(day) {
+                    return Some(Ok(done));
+                }
+            }
+            Some(Err(e)) => {
+                groups = None;
+                return Some(Err(e));
+            }
+            None => return groups.take()?.finish().map(Ok),
+        }
+    })
 }

@@ -55,6 +55,18 @@ pub struct Measures {
     pub worse_replacements: u64,
 }
 
+impl std::ops::AddAssign for Measures {
+    fn add_assign(&mut self, o: Measures) {
+        self.memdays += o.memdays;
+        self.memdays_live += o.memdays_live;
+        self.memdays_union += o.memdays_union;
+        self.q += o.q;
+        self.missed_days += o.missed_days;
+        self.false_zero_days += o.false_zero_days;
+        self.worse_replacements += o.worse_replacements;
+    }
+}
+
 /// A replay's measures and the size of the series behind them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Report {
@@ -117,13 +129,7 @@ impl<'p> Replayer<'p> {
     pub fn push(&mut self, day: &LiveDay) {
         if self.state.as_ref().is_none_or(|s| s.uri_r != day.uri_r) {
             self.report.uri_rs += 1;
-            self.state = Some(UriState {
-                uri_r: day.uri_r.clone(),
-                entry: None,
-                best: 0,
-                union: HashMap::new(),
-                union_len: 0,
-            });
+            self.state = Some(UriState::new(&day.uri_r));
         }
         if let Some(s) = self.state.as_mut() {
             step(self.policy, s, day, &mut self.report.measures);
@@ -139,49 +145,97 @@ impl<'p> Replayer<'p> {
 /// One request for one URI-R on one day. m(·) is the server's own tally (`FetchOutcome::counts`,
 /// `Entry::count`): the very numbers `decide` compares, and no TimeMap is merged per request.
 fn step(policy: &Policy, s: &mut UriState, day: &LiveDay, m: &mut Measures) {
-    let matching = policy.matching;
-    let now = day0() + Duration::days(i64::from(day.day));
-    let fetch = outcome(day, now);
-    let m_live = fetch.counts(matching).1;
-    s.best = s.best.max(m_live);
-    for x in &day.mementos {
-        let added = match s.union.get_mut(x.archive.as_str()) {
-            Some(set) => set.insert(x.datetime),
-            None => {
-                s.union
-                    .insert(x.archive.clone(), HashSet::from([x.datetime]));
-                true
-            }
-        };
-        s.union_len += usize::from(added);
+    let live = s.live_step(day, policy.matching);
+    serve_day(policy, &mut s.entry, &live, m);
+}
+
+/// One day of one URI-R before any policy acts: L(r, t) as the fan-out result the policy sees,
+/// and the three references the measures compare the served TimeMap with. It depends on the
+/// match only, so a sweep computes it once per day for every policy and TTL.
+pub struct LiveStep {
+    pub now: DateTime<Utc>,
+    pub fetch: FetchOutcome,
+    /// m(L(r, t)).
+    pub m_live: usize,
+    /// The running max of m(L).
+    pub best: usize,
+    /// The size of the union of every loose key seen so far.
+    pub union_len: usize,
+}
+
+impl UriState {
+    fn new(uri_r: &str) -> UriState {
+        UriState {
+            uri_r: uri_r.to_string(),
+            entry: None,
+            best: 0,
+            union: HashMap::new(),
+            union_len: 0,
+        }
     }
 
-    let m_served = match policy.freshness(s.entry.as_ref(), now) {
-        Freshness::Fresh => s.entry.as_ref().map_or(0, |e| e.count(matching)),
+    fn live_step(&mut self, day: &LiveDay, matching: Match) -> LiveStep {
+        let now = day0() + Duration::days(i64::from(day.day));
+        let fetch = outcome(day, now);
+        let m_live = fetch.counts(matching).1;
+        self.best = self.best.max(m_live);
+        for x in &day.mementos {
+            let added = match self.union.get_mut(x.archive.as_str()) {
+                Some(set) => set.insert(x.datetime),
+                None => {
+                    self.union
+                        .insert(x.archive.clone(), HashSet::from([x.datetime]));
+                    true
+                }
+            };
+            self.union_len += usize::from(added);
+        }
+        LiveStep {
+            now,
+            fetch,
+            m_live,
+            best: self.best,
+            union_len: self.union_len,
+        }
+    }
+}
+
+/// One URI-R's live steps, day by day (what [`serve_day`] replays under each policy).
+pub fn live_steps(days: &[LiveDay], matching: Match) -> Vec<LiveStep> {
+    let mut s = UriState::new(days.first().map_or("", |d| d.uri_r.as_str()));
+    days.iter().map(|d| s.live_step(d, matching)).collect()
+}
+
+/// The request of one day under `policy`, given the cache `entry` so far: fetch when the entry is
+/// not fresh, let `decide` store or keep, and add the day's penalties to `m`.
+pub fn serve_day(policy: &Policy, entry: &mut Option<Entry>, live: &LiveStep, m: &mut Measures) {
+    let matching = policy.matching;
+    let m_served = match policy.freshness(entry.as_ref(), live.now) {
+        Freshness::Fresh => entry.as_ref().map_or(0, |e| e.count(matching)),
         Freshness::Miss | Freshness::Expired => {
             m.q += 1;
-            let decision = policy.decide(s.entry.as_ref(), &fetch, now);
+            let decision = policy.decide(entry.as_ref(), &live.fetch, live.now);
             if decision.action == Action::Replaced {
-                let before = s.entry.as_ref().map_or(0, |e| e.count(matching));
-                if m_live < before {
+                let before = entry.as_ref().map_or(0, |e| e.count(matching));
+                if live.m_live < before {
                     m.worse_replacements += 1;
                 }
             }
             if let Some(e) = decision.store {
-                s.entry = Some(e);
+                *entry = Some(e);
             }
             match decision.serve {
-                Serve::Fresh => m_live,
+                Serve::Fresh => live.m_live,
                 // The entry just stored, or the cached one when the decision stored nothing.
-                Serve::Stored => s.entry.as_ref().map_or(m_live, |e| e.count(matching)),
+                Serve::Stored => entry.as_ref().map_or(live.m_live, |e| e.count(matching)),
             }
         }
     };
 
-    m.memdays += s.best.saturating_sub(m_served) as u64;
-    m.memdays_live += m_live.saturating_sub(m_served) as u64;
-    m.memdays_union += s.union_len.saturating_sub(m_served) as u64;
-    if s.best > m_served {
+    m.memdays += live.best.saturating_sub(m_served) as u64;
+    m.memdays_live += live.m_live.saturating_sub(m_served) as u64;
+    m.memdays_union += live.union_len.saturating_sub(m_served) as u64;
+    if live.best > m_served {
         m.missed_days += 1;
         if m_served == 0 {
             m.false_zero_days += 1;
@@ -192,7 +246,7 @@ fn step(policy: &Policy, s: &mut UriState, day: &LiveDay, m: &mut Measures) {
 /// L(r, t) as the fan-out result the policy sees: one `ok` answer per archive listed, in the
 /// order they first appear; archives not listed are not asked (an observation lists what was
 /// observed, so `merge` keeps an unlisted archive's contribution as it would a timed-out one).
-fn outcome(day: &LiveDay, now: DateTime<Utc>) -> FetchOutcome {
+pub fn outcome(day: &LiveDay, now: DateTime<Utc>) -> FetchOutcome {
     let mut archives: Vec<ArchiveResult> = Vec::new();
     for x in &day.mementos {
         let i = match archives.iter().position(|a| a.archive == x.archive) {

@@ -145,24 +145,23 @@ impl<W: Write> SeriesWriter<W> {
     }
 }
 
-/// Turns a reader's observations into live days: checks the order the replay relies on (sorted
-/// by `uri_r`, then days 0, 1, 2, … without gaps, so one URI-R's state is all it keeps) and
-/// replaces a failed day by the day before (an empty TimeMap on a failed first day).
-pub struct LiveReader<R> {
-    reader: SeriesReader<R>,
+/// Turns observations into live days: checks the order the replay relies on (sorted by `uri_r`,
+/// then days 0, 1, 2, … without gaps, so one URI-R's state is all it keeps) and replaces a failed
+/// day by the day before (an empty TimeMap on a failed first day). [`LiveReader`] runs it over
+/// a file; a generator can run it over observations it makes, without JSON in between.
+#[derive(Default)]
+pub struct LiveResolver {
     /// The previous URI-R, its last day and its last TimeMap: all the memory a series costs.
     prev: Option<(String, u32, Vec<LiveMemento>)>,
 }
 
-impl<R: BufRead> LiveReader<R> {
-    pub fn new(input: R) -> Self {
-        LiveReader {
-            reader: SeriesReader::new(input),
-            prev: None,
-        }
+impl LiveResolver {
+    pub fn new() -> Self {
+        LiveResolver::default()
     }
 
-    fn resolve(&mut self, line: usize, obs: Observation) -> Result<LiveDay, SeriesError> {
+    /// The live day of `obs`, read from line `line` (0 when it did not come from a file).
+    pub fn resolve(&mut self, line: usize, obs: Observation) -> Result<LiveDay, SeriesError> {
         let expected_day = match &self.prev {
             Some((uri_r, day, _)) if *uri_r == obs.uri_r => day.checked_add(1),
             Some((uri_r, _, _)) if obs.uri_r < *uri_r => {
@@ -210,6 +209,21 @@ impl<R: BufRead> LiveReader<R> {
     }
 }
 
+/// Reads a series file as live days ([`LiveResolver`] over [`SeriesReader`]).
+pub struct LiveReader<R> {
+    reader: SeriesReader<R>,
+    resolver: LiveResolver,
+}
+
+impl<R: BufRead> LiveReader<R> {
+    pub fn new(input: R) -> Self {
+        LiveReader {
+            reader: SeriesReader::new(input),
+            resolver: LiveResolver::new(),
+        }
+    }
+}
+
 impl<R: BufRead> Iterator for LiveReader<R> {
     type Item = Result<LiveDay, SeriesError>;
 
@@ -218,7 +232,35 @@ impl<R: BufRead> Iterator for LiveReader<R> {
             Ok(x) => x,
             Err(e) => return Some(Err(e)),
         };
-        Some(self.resolve(line, obs))
+        Some(self.resolver.resolve(line, obs))
+    }
+}
+
+/// Collects consecutive live days into one URI-R's days at a time (a series is sorted by URI-R),
+/// so a consumer can work URI-R by URI-R with memory for one URI-R only.
+#[derive(Default)]
+pub struct UriGroups {
+    current: Vec<LiveDay>,
+}
+
+impl UriGroups {
+    pub fn new() -> Self {
+        UriGroups::default()
+    }
+
+    /// Adds a day; returns the previous URI-R's days when this day starts a new URI-R.
+    pub fn push(&mut self, day: LiveDay) -> Option<Vec<LiveDay>> {
+        let done = match self.current.last() {
+            Some(last) if last.uri_r != day.uri_r => Some(std::mem::take(&mut self.current)),
+            _ => None,
+        };
+        self.current.push(day);
+        done
+    }
+
+    /// The last URI-R's days, if any.
+    pub fn finish(self) -> Option<Vec<LiveDay>> {
+        (!self.current.is_empty()).then_some(self.current)
     }
 }
 

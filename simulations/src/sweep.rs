@@ -6,12 +6,12 @@
 //! caches nothing, so its rows are the same at every TTL (Q = N·D), and they are the no-cache
 //! baseline: it serves every dip of the live TimeMap, which the running-max reference counts.
 
-use crate::replay::{policy, replay_days, Measures};
+use crate::replay::{live_steps, policy, serve_day, LiveStep, Measures};
 use crate::series::LiveDay;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Write};
-use tmproxy::cache::policy::{Match, PolicyKind};
+use tmproxy::cache::policy::{Match, Policy, PolicyKind};
 
 /// The swept policies, in the order of the CSV.
 pub const POLICIES: [PolicyKind; 5] = [
@@ -86,41 +86,211 @@ pub fn grid(days: u32) -> Vec<(PolicyKind, Option<i64>)> {
         .collect()
 }
 
-/// Replays `series` (read once, by the caller) at every cell of the grid for `days` days.
-/// Two threads take alternate cells (cheap and expensive TTLs interleave, so the halves are
-/// about equal); each replay is independent, so the rows are those of a single-threaded run.
+/// The grid's measures so far, URI-R by URI-R. Each URI-R is replayed under every cell while its
+/// days are in hand: the policy-independent part of a day (the fan-out result, the references)
+/// is computed once for all 5 × (D + 1) cells, and only one URI-R is held at a time, so a sweep
+/// streams a series of any length.
+///
+/// `none` and `forever` do not depend on the TTL (one never stores, the other never refetches;
+/// `tests/harness.rs` checks both against full replays), so each is replayed once per URI-R and
+/// its measures stand for every TTL; the three TTL-driven policies are replayed at each TTL.
+///
+/// The finite TTLs grow with the longest URI-R seen: for a URI-R of d days every TTL ≥ d − 1
+/// fetches once, exactly as ∞ does, so a TTL added later starts from the ∞ cell's sums.
+#[derive(Debug, Clone, Default)]
+pub struct SweepAcc {
+    /// Per policy (in [`POLICIES`] order): measures at TTL 0, 1, … and at ∞.
+    cells: Vec<(Vec<Measures>, Measures)>,
+    pub uri_rs: u64,
+}
+
+impl SweepAcc {
+    pub fn new() -> Self {
+        SweepAcc {
+            cells: POLICIES
+                .iter()
+                .map(|_| (Vec::new(), Measures::default()))
+                .collect(),
+            uri_rs: 0,
+        }
+    }
+
+    /// D: the longest URI-R's number of days so far.
+    pub fn days(&self) -> u32 {
+        self.finite_len() as u32
+    }
+
+    /// The finite TTLs kept: 0..len.
+    fn finite_len(&self) -> usize {
+        self.cells.first().map_or(0, |(f, _)| f.len())
+    }
+
+    fn extend_to(&mut self, len: usize) {
+        for (finite, inf) in &mut self.cells {
+            while finite.len() < len {
+                finite.push(*inf);
+            }
+        }
+    }
+
+    /// Replays one URI-R's days (in day order) under every cell.
+    pub fn push_uri(&mut self, days: &[LiveDay]) {
+        self.uri_rs += 1;
+        self.extend_to(days.len());
+        let steps = live_steps(days, Match::Loose);
+        let len = self.finite_len();
+        for (k, kind) in POLICIES.into_iter().enumerate() {
+            let (finite, inf) = &mut self.cells[k];
+            let ttl_free = matches!(kind, PolicyKind::None | PolicyKind::Forever);
+            if ttl_free {
+                let m = replay_steps(&steps, &policy(kind, Match::Loose, None));
+                for cell in finite.iter_mut() {
+                    *cell += m;
+                }
+                *inf += m;
+                continue;
+            }
+            for (ttl, cell) in finite.iter_mut().enumerate().take(len) {
+                // Beyond d − 1 days every TTL is ∞ for this URI-R: replay once, below.
+                if ttl + 1 >= steps.len() && ttl > 0 {
+                    continue;
+                }
+                *cell += replay_steps(&steps, &policy(kind, Match::Loose, Some(ttl as i64)));
+            }
+            let m = replay_steps(&steps, &policy(kind, Match::Loose, None));
+            for cell in finite.iter_mut().skip(steps.len().saturating_sub(1).max(1)) {
+                *cell += m;
+            }
+            *inf += m;
+        }
+    }
+
+    /// Adds another accumulator's sums (a thread's share of the URI-Rs).
+    pub fn absorb(&mut self, mut other: SweepAcc) {
+        let len = self.finite_len().max(other.finite_len());
+        self.extend_to(len);
+        other.extend_to(len);
+        for ((f, i), (of, oi)) in self.cells.iter_mut().zip(other.cells) {
+            for (a, b) in f.iter_mut().zip(of) {
+                *a += b;
+            }
+            *i += oi;
+        }
+        self.uri_rs += other.uri_rs;
+    }
+
+    /// The rows of the grid for `days` days (at least the longest URI-R's), in CSV order.
+    pub fn rows(mut self, days: u32) -> Vec<Row> {
+        let len = self.finite_len().max(days as usize);
+        self.extend_to(len);
+        let mut rows = Vec::new();
+        for (kind, (finite, inf)) in POLICIES.into_iter().zip(self.cells) {
+            for (ttl, measures) in finite.into_iter().enumerate() {
+                rows.push(Row {
+                    kind,
+                    ttl: Some(ttl as i64),
+                    measures,
+                });
+            }
+            rows.push(Row {
+                kind,
+                ttl: None,
+                measures: inf,
+            });
+        }
+        rows
+    }
+}
+
+/// One policy over one URI-R's live steps.
+fn replay_steps(steps: &[LiveStep], p: &Policy) -> Measures {
+    let mut entry = None;
+    let mut m = Measures::default();
+    for s in steps {
+        serve_day(p, &mut entry, s, &mut m);
+    }
+    m
+}
+
+/// Replays `series` (read once, by the caller) at every cell of the grid for `days` days. Two
+/// threads take alternate URI-Rs; the sums are those of a single-threaded run.
 pub fn sweep(series: &[LiveDay], days: u32) -> Vec<Row> {
-    let cells = grid(days);
-    let run = |parity: usize| -> Vec<(usize, Row)> {
-        cells
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| i % 2 == parity)
-            .map(|(i, &(kind, ttl))| {
-                let measures = replay_days(series, &policy(kind, Match::Loose, ttl)).measures;
-                (
-                    i,
-                    Row {
-                        kind,
-                        ttl,
-                        measures,
-                    },
-                )
-            })
-            .collect()
+    let mut groups: Vec<&[LiveDay]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=series.len() {
+        if i == series.len() || series[i].uri_r != series[start].uri_r {
+            groups.push(&series[start..i]);
+            start = i;
+        }
+    }
+    let run = |parity: usize| -> SweepAcc {
+        let mut acc = SweepAcc::new();
+        for g in groups.iter().skip(parity).step_by(2) {
+            acc.push_uri(g);
+        }
+        acc
     };
-    let mut indexed: Vec<(usize, Row)> = std::thread::scope(|s| {
+    let acc = std::thread::scope(|s| {
         let odd = s.spawn(|| run(1));
-        let mut rows = run(0);
+        let mut acc = run(0);
         match odd.join() {
-            Ok(more) => rows.extend(more),
+            Ok(more) => acc.absorb(more),
             // A panic in a replay is a bug; re-raise it here rather than lose half the grid.
             Err(e) => std::panic::resume_unwind(e),
         }
-        rows
+        acc
     });
-    indexed.sort_by_key(|(i, _)| *i);
-    indexed.into_iter().map(|(_, r)| r).collect()
+    acc.rows(days)
+}
+
+/// Sweeps a stream of URI-Rs (each one's days, in series order) on two worker threads while the
+/// caller's thread produces them (parses a file or generates a preset): memory holds a few
+/// URI-Rs, whatever the length of the series. Returns the accumulated grid, or the first error
+/// of the stream.
+pub fn sweep_stream<E>(
+    groups: impl Iterator<Item = Result<Vec<LiveDay>, E>>,
+) -> Result<SweepAcc, E> {
+    const WORKERS: usize = 2;
+    std::thread::scope(|s| {
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for _ in 0..WORKERS {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<LiveDay>>(64);
+            senders.push(tx);
+            handles.push(s.spawn(move || {
+                let mut acc = SweepAcc::new();
+                for g in rx {
+                    acc.push_uri(&g);
+                }
+                acc
+            }));
+        }
+        let mut failed = None;
+        for (i, g) in groups.enumerate() {
+            match g {
+                Ok(g) => {
+                    // A worker only stops by panicking, which join re-raises below.
+                    let _ = senders[i % WORKERS].send(g);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(senders);
+        let mut acc = SweepAcc::new();
+        for h in handles {
+            match h.join() {
+                Ok(a) => acc.absorb(a),
+                Err(e) => std::panic::resume_unwind(e),
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(acc),
+        }
+    })
 }
 
 fn ttl_text(ttl: Option<i64>) -> String {

@@ -172,9 +172,7 @@ fn memsim_refuses_bad_arguments_with_exit_2_and_one_line() {
         &[
             "replay", "--series", "x", "--policy", "merge", "--ttl", "-1",
         ][..],
-        &[
-            "generate", "--preset", "jcdl2013", "--seed", "1", "--out", "x",
-        ][..],
+        &["generate", "--preset", "huge", "--seed", "1", "--out", "x"][..],
         &["frobnicate"][..],
     ] {
         let out = Command::new(bin).args(args).output().expect("run memsim");
@@ -202,4 +200,37 @@ fn memsim_names_the_bad_line_of_a_series() {
         "{out:?}"
     );
     let _ = std::fs::remove_file(&file);
+}
+
+/// The sweep replays URI-R by URI-R, shares each day's fan-out result across cells, replays
+/// `none` and `forever` once for every TTL, and counts TTL ≥ d − 1 as ∞: each of those shortcuts
+/// must give exactly what one plain replay per cell gives.
+#[test]
+fn the_sweep_equals_one_plain_replay_per_cell() {
+    let s = days("tiny", 4);
+    let rows = simulations::sweep::sweep(&s, 10);
+    assert_eq!(rows.len(), 5 * 11);
+    for r in &rows {
+        assert_eq!(
+            r.measures,
+            measures(&s, r.kind, r.ttl),
+            "{} {:?}",
+            r.kind,
+            r.ttl
+        );
+    }
+    let s = days("small", 2);
+    let rows = simulations::sweep::sweep(&s, 30);
+    for r in rows
+        .iter()
+        .filter(|r| matches!(r.ttl, Some(0 | 1 | 6 | 28 | 29) | None))
+    {
+        assert_eq!(
+            r.measures,
+            measures(&s, r.kind, r.ttl),
+            "{} {:?}",
+            r.kind,
+            r.ttl
+        );
+    }
 }

@@ -1,0 +1,349 @@
+//! What a series looks like, measured the way `design/cache-policy.md` states the paper's facts,
+//! so a generated series can be set beside the paper's figures (and a real one described).
+//!
+//! Definitions (ours, where the paper's wording leaves room):
+//! - a *transition* compares one URI-R's TimeMaps on consecutive days (a failed day carries the
+//!   day before, so it is case 1); its Table 1 case is tmproxy's own `classify` on the loose
+//!   counts `(a, m)`; a *change* is any transition that is not case 1;
+//! - *never shrinks*: no transition of the URI-R has m' < m (counted over the URI-Rs that are
+//!   not always empty, as the paper's Figure 3 leaves those out);
+//! - the *change interval* of a URI-R with k ≥ 1 changes is D / k days; the paper's 37.6 is the
+//!   mean of those, its "most frequent 30" the mode (k = 3 in 92 days);
+//! - an *outage day* is a day on which at least half of the URI-Rs' observations failed.
+
+use crate::replay::{day0, outcome};
+use crate::series::LiveDay;
+use chrono::Duration;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use tmproxy::cache::policy::{classify, Match};
+
+/// Facts of a series, accumulated one URI-R at a time (memory: per day and per size, not per
+/// URI-R beyond the sizes kept for percentiles).
+#[derive(Debug, Clone, Default)]
+pub struct Calibration {
+    pub uri_rs: u64,
+    pub days: u32,
+    pub always_empty: u64,
+    /// Of the URI-Rs that are not always empty.
+    pub never_shrink: u64,
+    /// Changes per URI-R (not always empty) → number of URI-Rs.
+    pub changes: BTreeMap<u32, u64>,
+    /// Σ D/k over URI-Rs with k ≥ 1 changes, and their number.
+    interval_sum: f64,
+    interval_n: u64,
+    /// Transitions by Table 1 case (index = case number; 0 unused).
+    pub cases: [u64; 8],
+    /// Failed observations per day.
+    failed_per_day: Vec<u64>,
+    /// Mementos whose loose key another memento of the same TimeMap shares (last day).
+    pub loose_collisions: u64,
+    /// URI-Rs whose URI-Ms changed while their loose keys stayed (a migration).
+    pub migrated_uri_rs: u64,
+    /// Loose TimeMap sizes on the last day, for the size distribution.
+    sizes: Vec<u64>,
+}
+
+impl Calibration {
+    pub fn new() -> Self {
+        Calibration::default()
+    }
+
+    /// One URI-R's live days, in day order.
+    pub fn push_uri(&mut self, days: &[LiveDay]) {
+        self.uri_rs += 1;
+        self.days = self.days.max(days.len() as u32);
+        if self.failed_per_day.len() < days.len() {
+            self.failed_per_day.resize(days.len(), 0);
+        }
+        let counts: Vec<(usize, usize)> = days
+            .iter()
+            .map(|d| outcome(d, day0() + Duration::days(i64::from(d.day))).counts(Match::Loose))
+            .collect();
+        for (t, d) in days.iter().enumerate() {
+            self.failed_per_day[t] += u64::from(d.carried);
+        }
+        if counts.iter().all(|&(_, m)| m == 0) {
+            self.always_empty += 1;
+            return;
+        }
+        let mut shrank = false;
+        let mut changes = 0u32;
+        for w in counts.windows(2) {
+            let ((a, m), (a2, m2)) = (w[0], w[1]);
+            let case = classify(a, m, a2, m2).number() as usize;
+            self.cases[case] += 1;
+            changes += u32::from(case != 1);
+            shrank |= m2 < m;
+        }
+        self.never_shrink += u64::from(!shrank);
+        *self.changes.entry(changes).or_default() += 1;
+        if changes > 0 {
+            self.interval_sum += days.len() as f64 / f64::from(changes);
+            self.interval_n += 1;
+        }
+        if let Some(last) = days.last() {
+            let mut keys = HashSet::new();
+            for m in &last.mementos {
+                if !keys.insert((m.archive.as_str(), m.datetime)) {
+                    self.loose_collisions += 1;
+                }
+            }
+            self.sizes.push(keys.len() as u64);
+        }
+        if migrated(days) {
+            self.migrated_uri_rs += 1;
+        }
+    }
+
+    /// Merges another part's facts (the sweep's threads each keep one).
+    pub fn absorb(&mut self, other: Calibration) {
+        self.uri_rs += other.uri_rs;
+        self.days = self.days.max(other.days);
+        self.always_empty += other.always_empty;
+        self.never_shrink += other.never_shrink;
+        for (k, n) in other.changes {
+            *self.changes.entry(k).or_default() += n;
+        }
+        self.interval_sum += other.interval_sum;
+        self.interval_n += other.interval_n;
+        for (a, b) in self.cases.iter_mut().zip(other.cases) {
+            *a += b;
+        }
+        if self.failed_per_day.len() < other.failed_per_day.len() {
+            self.failed_per_day.resize(other.failed_per_day.len(), 0);
+        }
+        for (a, b) in self.failed_per_day.iter_mut().zip(other.failed_per_day) {
+            *a += b;
+        }
+        self.loose_collisions += other.loose_collisions;
+        self.migrated_uri_rs += other.migrated_uri_rs;
+        self.sizes.extend(other.sizes);
+    }
+
+    fn archived(&self) -> u64 {
+        self.uri_rs - self.always_empty
+    }
+
+    /// Share of the archived URI-Rs that never shrink.
+    pub fn never_shrink_share(&self) -> f64 {
+        ratio(self.never_shrink, self.archived())
+    }
+
+    /// Mean change interval in days (D / k averaged over URI-Rs with k ≥ 1).
+    pub fn mean_interval(&self) -> f64 {
+        if self.interval_n == 0 {
+            0.0
+        } else {
+            self.interval_sum / self.interval_n as f64
+        }
+    }
+
+    /// The most frequent number of changes among URI-Rs that changed.
+    pub fn mode_changes(&self) -> Option<u32> {
+        self.changes
+            .iter()
+            .filter(|(&k, _)| k > 0)
+            .max_by_key(|(&k, &n)| (n, std::cmp::Reverse(k)))
+            .map(|(&k, _)| k)
+    }
+
+    /// The most frequent change (case 2–7).
+    pub fn most_frequent_change(&self) -> Option<usize> {
+        (2..8)
+            .filter(|&c| self.cases[c] > 0)
+            .max_by_key(|&c| (self.cases[c], std::cmp::Reverse(c)))
+    }
+
+    /// Days on which at least half of the observations failed, as ranges.
+    pub fn outages(&self) -> Vec<(u32, u32)> {
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        for (t, &n) in self.failed_per_day.iter().enumerate() {
+            if self.uri_rs > 0 && 2 * n >= self.uri_rs {
+                let t = t as u32;
+                match out.last_mut() {
+                    Some((_, end)) if *end + 1 == t => *end = t,
+                    _ => out.push((t, t)),
+                }
+            }
+        }
+        out
+    }
+
+    /// Failed observations in all.
+    pub fn failed(&self) -> u64 {
+        self.failed_per_day.iter().sum()
+    }
+
+    /// Percentile `p` (0–100) of the last day's sizes.
+    pub fn size_percentile(&self, p: f64) -> u64 {
+        let mut s = self.sizes.clone();
+        s.sort_unstable();
+        if s.is_empty() {
+            return 0;
+        }
+        let i = ((p / 100.0) * (s.len() - 1) as f64).round() as usize;
+        s[i.min(s.len() - 1)]
+    }
+
+    pub fn mean_size(&self) -> f64 {
+        ratio(self.sizes.iter().sum(), self.sizes.len() as u64)
+    }
+
+    /// The facts beside the paper's, as a Markdown table.
+    pub fn table(&self) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "| fact | paper (JCDL 2013) | this series |");
+        let _ = writeln!(t, "|---|---|---|");
+        let _ = writeln!(
+            t,
+            "| URI-Rs × days | 4,000 × 92 | {} × {} |",
+            self.uri_rs, self.days
+        );
+        let _ = writeln!(
+            t,
+            "| never shrink (archived URI-Rs) | 80.2% | {:.1}% |",
+            100.0 * self.never_shrink_share()
+        );
+        let mode = self
+            .mode_changes()
+            .map_or_else(|| "-".to_string(), |k| k.to_string());
+        let _ = writeln!(
+            t,
+            "| most frequent number of changes | 3 (\"3–4\") | {mode} |"
+        );
+        let _ = writeln!(
+            t,
+            "| mean interval between changes | 37.6 days | {:.1} days |",
+            self.mean_interval()
+        );
+        let case = self
+            .most_frequent_change()
+            .map_or_else(|| "-".to_string(), |c| format!("case {c}"));
+        let cases = (2..8)
+            .map(|c| format!("{c}: {}", self.cases[c]))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            t,
+            "| most frequent change | case 6 | {case} ({cases}; case 1: {}) |",
+            self.cases[1]
+        );
+        let outages = self
+            .outages()
+            .iter()
+            .map(|(a, b)| format!("days {a}–{b}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            t,
+            "| outages (≥ half the URI-Rs failed) | 3 (May 16–18; the IA proxy; 6 days in June) | {} |",
+            if outages.is_empty() { "none".to_string() } else { outages }
+        );
+        let _ = writeln!(
+            t,
+            "| failed observations | (replaced by the day before) | {} |",
+            self.failed()
+        );
+        let _ = writeln!(
+            t,
+            "| always-empty TimeMaps | \"some\" | {} ({:.1}%) |",
+            self.always_empty,
+            100.0 * ratio(self.always_empty, self.uri_rs)
+        );
+        let _ = writeln!(
+            t,
+            "| loose-key collisions (midnight times, simultaneous captures), last day | Archief Web: every time 00:00:00 | {} mementos |",
+            self.loose_collisions
+        );
+        let _ = writeln!(
+            t,
+            "| URI-Rs whose URI-Ms migrated | URI migrations observed | {} |",
+            self.migrated_uri_rs
+        );
+        let _ = writeln!(
+            t,
+            "| TimeMap size on the last day: median / mean / p99 / max | heavy-tailed, up to 5,800 | {} / {:.1} / {} / {} |",
+            self.size_percentile(50.0),
+            self.mean_size(),
+            self.size_percentile(99.0),
+            self.size_percentile(100.0)
+        );
+        t
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Whether some loose key was listed under two different URI-Ms on different days.
+fn migrated(days: &[LiveDay]) -> bool {
+    let (Some(first), Some(last)) = (days.first(), days.last()) else {
+        return false;
+    };
+    let before: std::collections::HashMap<_, _> = first
+        .mementos
+        .iter()
+        .map(|m| ((m.archive.as_str(), m.datetime), m.uri_m.as_str()))
+        .collect();
+    last.mementos.iter().any(|m| {
+        before
+            .get(&(m.archive.as_str(), m.datetime))
+            .is_some_and(|u| *u != m.uri_m)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::LiveMemento;
+
+    fn day(t: u32, sizes: &[(&str, usize)], carried: bool) -> LiveDay {
+        let base = day0() - Duration::days(1000);
+        LiveDay {
+            line: 0,
+            uri_r: "http://a.example/".to_string(),
+            day: t,
+            carried,
+            mementos: sizes
+                .iter()
+                .flat_map(|&(a, n)| {
+                    (0..n).map(move |k| LiveMemento {
+                        archive: a.to_string(),
+                        datetime: base + Duration::days(k as i64),
+                        uri_m: format!("http://{a}/{k}"),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn cases_changes_and_shrinking_are_counted_per_transition() {
+        let mut c = Calibration::new();
+        // 3 → 4 (case 2) → archive b lost (case 6) → b back (case 3) → same (case 1).
+        c.push_uri(&[
+            day(0, &[("a", 3)], false),
+            day(1, &[("a", 4)], false),
+            day(2, &[("a", 4), ("b", 2)], false),
+            day(3, &[("a", 4)], false),
+            day(4, &[("a", 4)], true),
+        ]);
+        c.push_uri(&[day(0, &[], false), day(1, &[], false)]);
+        assert_eq!(c.uri_rs, 2);
+        assert_eq!(c.always_empty, 1);
+        assert_eq!(
+            (c.cases[1], c.cases[2], c.cases[3], c.cases[6]),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(c.never_shrink, 0);
+        assert_eq!(c.mode_changes(), Some(3));
+        assert!((c.mean_interval() - 5.0 / 3.0).abs() < 1e-9);
+        assert_eq!(c.failed(), 1);
+    }
+}
