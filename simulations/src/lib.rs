@@ -2,6 +2,7 @@
 //! (`tmproxy::cache::policy`) and reports the measures of `design/cache-policy.md`.
 
 pub mod calibration;
+pub mod e2e;
 pub mod generate;
 pub mod jcdl;
 pub mod replay;

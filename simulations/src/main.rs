@@ -69,6 +69,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the series through the real server (in-process, simulated clock, fake archives) and
+    /// check that what it served equals `replay` for the same policy (loose match).
+    E2e(E2eArgs),
     /// Every policy but `none` at TTL 0..D-1 and inf (loose match): writes DIR/sweep.csv and
     /// DIR/summary.md.
     Sweep {
@@ -84,6 +87,28 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// Arguments of `memsim e2e`.
+#[derive(clap::Args)]
+struct E2eArgs {
+    /// A SYNTHETIC series generated in memory (needs --seed); small ones suit (e.g. small).
+    #[arg(long, value_parser = parse_preset, requires = "seed", conflicts_with = "series")]
+    preset: Option<Preset>,
+    #[arg(long, requires = "preset")]
+    seed: Option<u64>,
+    /// Or a series file.
+    #[arg(long, required_unless_present = "preset")]
+    series: Option<PathBuf>,
+    /// none, forever, unconditional, conditional or merge.
+    #[arg(long, value_parser = parse_policy, default_value = "conditional")]
+    policy: PolicyKind,
+    /// Days, or `inf`.
+    #[arg(long, value_parser = parse_ttl, default_value = "15")]
+    ttl: Ttl,
+    /// Print one JSON object: {"e2e": measures, "replay": measures, "equal": bool}.
+    #[arg(long)]
+    json: bool,
 }
 
 /// A TTL in days; None = ∞ (a newtype so clap does not read `Option` as "optional").
@@ -231,6 +256,7 @@ fn run(command: Command) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::E2e(a) => e2e_command(a),
         Command::Sweep {
             preset,
             seed,
@@ -305,4 +331,95 @@ where
             None => return groups.take()?.finish().map(Ok),
         }
     })
+}
+
+fn e2e_command(a: E2eArgs) -> Result<(), String> {
+    let groups: Vec<Vec<LiveDay>> = match (a.preset, a.seed, &a.series) {
+        (Some(p), Some(seed), _) => live_groups(p, seed)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("generated series: {e}"))?,
+        (_, _, Some(path)) => {
+            let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            uri_groups(LiveReader::new(BufReader::new(file)))
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        _ => return Err("give --preset NAME --seed N, or --series FILE".to_string()),
+    };
+    let p = policy(a.policy, Match::Loose, a.ttl.0);
+    let mut replayer = Replayer::new(&p);
+    for day in groups.iter().flatten() {
+        replayer.push(day);
+    }
+    let replayed = replayer.finish();
+    let served = simulations::e2e::run(groups, a.policy, a.ttl.0)?;
+    let equal = served.measures == replayed.measures;
+    let ttl = a.ttl.0.map_or("inf".to_string(), |n| n.to_string());
+    if a.json {
+        let v = serde_json::json!({
+            "policy": a.policy.as_str(),
+            "ttl": ttl,
+            "e2e": served.measures,
+            "replay": replayed.measures,
+            "equal": equal,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "e2e (policy {}, TTL {ttl}, loose): {} URI-Rs, {} requests to the server, {} to the \
+             archives",
+            a.policy, served.uri_rs, served.requests, served.archive_requests
+        );
+        println!("  measure             e2e       replay");
+        let rows = [
+            (
+                "MemDays",
+                served.measures.memdays,
+                replayed.measures.memdays,
+            ),
+            (
+                "MemDays (live)",
+                served.measures.memdays_live,
+                replayed.measures.memdays_live,
+            ),
+            (
+                "MemDays (union)",
+                served.measures.memdays_union,
+                replayed.measures.memdays_union,
+            ),
+            ("Q (fetches)", served.measures.q, replayed.measures.q),
+            (
+                "missed days",
+                served.measures.missed_days,
+                replayed.measures.missed_days,
+            ),
+            (
+                "false-zero days",
+                served.measures.false_zero_days,
+                replayed.measures.false_zero_days,
+            ),
+            (
+                "worse replaced",
+                served.measures.worse_replacements,
+                replayed.measures.worse_replacements,
+            ),
+        ];
+        for (name, e, r) in rows {
+            let mark = if e == r { "" } else { "   <- differs" };
+            println!("  {name:<16}{e:>10}{r:>12}{mark}");
+        }
+        println!(
+            "{}",
+            if equal {
+                "equal: the server applies the policy replay measures"
+            } else {
+                "NOT EQUAL"
+            }
+        );
+    }
+    if equal {
+        Ok(())
+    } else {
+        Err("e2e and replay differ (see above)".to_string())
+    }
 }
