@@ -58,23 +58,26 @@ struct Fake {
 }
 
 /// Runs the series (whole URI-Rs, each with days 0..d) through the server under one policy.
+/// `observe_log`: the server's `[observe] log`, to replay its observations afterwards.
 pub fn run(
     uri_rs: Vec<Vec<LiveDay>>,
     kind: PolicyKind,
     ttl_days: Option<i64>,
+    observe_log: Option<&std::path::Path>,
 ) -> Result<E2eReport, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
-    runtime.block_on(run_async(uri_rs, kind, ttl_days))
+    runtime.block_on(run_async(uri_rs, kind, ttl_days, observe_log))
 }
 
 async fn run_async(
     uri_rs: Vec<Vec<LiveDay>>,
     kind: PolicyKind,
     ttl_days: Option<i64>,
+    observe_log: Option<&std::path::Path>,
 ) -> Result<E2eReport, String> {
     let days = uri_rs.iter().map(Vec::len).max().unwrap_or(0);
     let mut archives: Vec<String> = uri_rs
@@ -124,6 +127,7 @@ async fn run_async(
         kind,
         ttl_days,
         &cache_dir.path().join("cache"),
+        observe_log,
     )?;
     let clock = Arc::new(SimClock::new(day0()));
     let proxy_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -178,6 +182,7 @@ fn config_for(
     kind: PolicyKind,
     ttl_days: Option<i64>,
     cache_path: &std::path::Path,
+    observe_log: Option<&std::path::Path>,
 ) -> Result<Config, String> {
     let ttl = ttl_days.map_or(36_500, |n| n.max(0));
     let mut toml = format!(
@@ -185,8 +190,10 @@ fn config_for(
          [upstream]\nfailures_before_dormant = 0\ntimeout = \"60s\"\ndeadline = \"120s\"\n\
          [cache]\npolicy = \"{kind}\"\nmatch = \"loose\"\nttl = \"{ttl}d\"\npath = {path:?}\n\
          stale_while_revalidate = \"0s\"\n\
-         [admin]\ntoken = \"{ADMIN_TOKEN}\"\n",
+         [admin]\ntoken = \"{ADMIN_TOKEN}\"\n\
+         [observe]\nlog = {log:?}\n",
         path = cache_path.display().to_string(),
+        log = observe_log.map_or(String::new(), |p| p.display().to_string()),
     );
     for a in archives {
         toml.push_str(&format!(

@@ -10,6 +10,7 @@ use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 use simulations::calibration::Calibration;
 use simulations::generate::{generate_each, live_groups, Preset};
+use simulations::import::{self, InputKind};
 use simulations::replay::{policy, replay, Replayer};
 use simulations::series::{
     LiveDay, LiveReader, LiveResolver, SeriesError, SeriesWriter, UriGroups,
@@ -69,6 +70,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Convert an observation log or a snapshot directory into the series format.
+    Convert {
+        /// The proxy's observation log, or a directory of daily link-format snapshots.
+        #[arg(long)]
+        from: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Run the series through the real server (in-process, simulated clock, fake archives) and
     /// check that what it served equals `replay` for the same policy (loose match).
     E2e(E2eArgs),
@@ -109,6 +118,9 @@ struct E2eArgs {
     /// Print one JSON object: {"e2e": measures, "replay": measures, "equal": bool}.
     #[arg(long)]
     json: bool,
+    /// Have the server append its observation log here (replayable afterwards with --series).
+    #[arg(long)]
+    observe_log: Option<PathBuf>,
 }
 
 /// A TTL in days; None = ∞ (a newtype so clap does not read `Option` as "optional").
@@ -213,10 +225,8 @@ fn run(command: Command) -> Result<(), String> {
             let p = policy(kind, matching, ttl.0);
             let (r, name) = match (series, preset, seed) {
                 (Some(series), _, _) => {
-                    let file =
-                        File::open(&series).map_err(|e| format!("{}: {e}", series.display()))?;
-                    let r = replay(BufReader::new(file), &p)
-                        .map_err(|e| format!("{}: {e}", series.display()))?;
+                    let input = open_series(&series)?;
+                    let r = replay(input, &p).map_err(|e| format!("{}: {e}", series.display()))?;
                     (r, series.display().to_string())
                 }
                 (None, Some(preset), Some(seed)) => {
@@ -257,6 +267,22 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::E2e(a) => e2e_command(a),
+        Command::Convert { from, out } => {
+            let (kind, c) = import::load(&from).map_err(|e| e.to_string())?;
+            if kind == InputKind::Series {
+                return Err(format!(
+                    "{}: already a series (convert reads an observation log or a snapshot \
+                     directory)",
+                    from.display()
+                ));
+            }
+            let file = File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            import::write_series(&c, BufWriter::new(file))
+                .map_err(|e| format!("{}: {e}", out.display()))?;
+            report_import(&from, kind, &c);
+            println!("→ {}", out.display());
+            Ok(())
+        }
         Command::Sweep {
             preset,
             seed,
@@ -275,8 +301,8 @@ fn run(command: Command) -> Result<(), String> {
                     (source, acc)
                 }
                 (_, _, Some(path)) => {
-                    let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                    let acc = sweep_stream(uri_groups(LiveReader::new(BufReader::new(file))))
+                    let input = open_series(&path)?;
+                    let acc = sweep_stream(uri_groups(LiveReader::new(input)))
                         .map_err(|e| format!("{}: {e}", path.display()))?;
                     (Source::File(path.display().to_string()), acc)
                 }
@@ -339,8 +365,8 @@ fn e2e_command(a: E2eArgs) -> Result<(), String> {
             .collect::<Result<_, _>>()
             .map_err(|e| format!("generated series: {e}"))?,
         (_, _, Some(path)) => {
-            let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            uri_groups(LiveReader::new(BufReader::new(file)))
+            let input = open_series(path)?;
+            uri_groups(LiveReader::new(input))
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("{}: {e}", path.display()))?
         }
@@ -352,7 +378,7 @@ fn e2e_command(a: E2eArgs) -> Result<(), String> {
         replayer.push(day);
     }
     let replayed = replayer.finish();
-    let served = simulations::e2e::run(groups, a.policy, a.ttl.0)?;
+    let served = simulations::e2e::run(groups, a.policy, a.ttl.0, a.observe_log.as_deref())?;
     let equal = served.measures == replayed.measures;
     let ttl = a.ttl.0.map_or("inf".to_string(), |n| n.to_string());
     if a.json {
@@ -421,5 +447,33 @@ fn e2e_command(a: E2eArgs) -> Result<(), String> {
         Ok(())
     } else {
         Err("e2e and replay differ (see above)".to_string())
+    }
+}
+
+/// A series to read from any input `memsim` accepts: a series file as it is, an observation log
+/// or a snapshot directory converted first (what was detected goes to stderr, so `--json`
+/// output stays one object).
+fn open_series(path: &std::path::Path) -> Result<Box<dyn std::io::BufRead>, String> {
+    let (kind, c) = import::load(path).map_err(|e| e.to_string())?;
+    if kind == InputKind::Series {
+        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(Box::new(BufReader::new(file)));
+    }
+    let mut bytes = Vec::new();
+    import::write_series(&c, &mut bytes).map_err(|e| e.to_string())?;
+    report_import(path, kind, &c);
+    Ok(Box::new(std::io::Cursor::new(bytes)))
+}
+
+fn report_import(path: &std::path::Path, kind: InputKind, c: &import::Converted) {
+    eprintln!(
+        "{}: {kind}, {} URI-Rs over {} days, {} failed days",
+        path.display(),
+        c.uri_rs,
+        c.days,
+        c.failed
+    );
+    for w in &c.warnings {
+        eprintln!("  warning: {w}");
     }
 }

@@ -28,7 +28,7 @@ fn the_server_serves_what_replay_computes_on_small() {
         (PolicyKind::Unconditional, Some(0)),
     ] {
         let want = replayed(&g, kind, ttl);
-        let got = run(g.clone(), kind, ttl).expect("e2e run");
+        let got = run(g.clone(), kind, ttl, None).expect("e2e run");
         assert_eq!(got.measures, want, "{kind} TTL {ttl:?}");
         assert_eq!((got.uri_rs, got.requests), (200, 200 * 30));
     }
@@ -39,7 +39,7 @@ fn the_comparison_tells_policies_apart() {
     // The same server run matches its own policy's replay and not another's: e2e == replay is a
     // check that can fail.
     let g = groups("small", 3);
-    let got = run(g.clone(), PolicyKind::Conditional, Some(1)).expect("e2e run");
+    let got = run(g.clone(), PolicyKind::Conditional, Some(1), None).expect("e2e run");
     assert_eq!(got.measures, replayed(&g, PolicyKind::Conditional, Some(1)));
     assert_ne!(
         got.measures,

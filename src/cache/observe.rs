@@ -75,8 +75,12 @@ impl ObservationLog {
         };
         bytes.push(b'\n');
         let mut file = self.file.lock().await;
+        // tokio's File hands writes to a background thread: flush so the line is in the file
+        // once the request that made it has been answered.
         if let Err(e) = file.write_all(&bytes).await {
             tracing::error!(path = %self.path.display(), error = %e, "cannot append to the observation log");
+        } else if let Err(e) = file.flush().await {
+            tracing::error!(path = %self.path.display(), error = %e, "cannot flush the observation log");
         }
     }
 }
