@@ -21,6 +21,8 @@ pub struct Preset {
     pub uri_rs: u32,
     pub days: u32,
     pub model: Model,
+    /// Whether archives withdraw mementos (off: a series on which `merge` can only gain).
+    pub redactions: bool,
 }
 
 /// Which generator a preset runs.
@@ -33,24 +35,34 @@ pub enum Model {
     Jcdl2013,
 }
 
-pub const PRESETS: [Preset; 3] = [
+pub const PRESETS: [Preset; 4] = [
     Preset {
         name: "tiny",
         uri_rs: 20,
         days: 10,
         model: Model::Simple,
+        redactions: true,
     },
     Preset {
         name: "small",
         uri_rs: 200,
         days: 30,
         model: Model::Simple,
+        redactions: true,
+    },
+    Preset {
+        name: "small-noredact",
+        uri_rs: 200,
+        days: 30,
+        model: Model::Simple,
+        redactions: false,
     },
     Preset {
         name: "jcdl2013",
         uri_rs: 4_000,
         days: 92,
         model: Model::Jcdl2013,
+        redactions: true,
     },
 ];
 
@@ -261,7 +273,7 @@ fn generate_simple<E>(
         for t in 0..preset.days {
             let now = start + i64::from(t) * 86_400;
             if t > 0 {
-                evolve(&mut rng, &mut holdings, t, now);
+                evolve(&mut rng, &mut holdings, t, now, preset.redactions);
             }
             let failed = window.contains(&t) || rng.chance(P_FAILED);
             let mementos = if failed {
@@ -306,7 +318,7 @@ fn pick_archives(rng: &mut Rng) -> Vec<Holding> {
 }
 
 /// One day passes for a URI-R's archives.
-fn evolve(rng: &mut Rng, holdings: &mut [Holding], t: u32, now: i64) {
+fn evolve(rng: &mut Rng, holdings: &mut [Holding], t: u32, now: i64, redactions: bool) {
     for h in holdings.iter_mut() {
         if rng.chance(P_CAPTURE) {
             for _ in 0..1 + rng.below(3) {
@@ -317,7 +329,7 @@ fn evolve(rng: &mut Rng, holdings: &mut [Holding], t: u32, now: i64) {
         if rng.chance(P_MIGRATION) {
             h.layout += 1;
         }
-        if h.captures.len() > 1 && rng.chance(P_REDACTION) {
+        if redactions && h.captures.len() > 1 && rng.chance(P_REDACTION) {
             let k = rng.below(h.captures.len() as u64) as usize;
             if let Some(&gone) = h.captures.iter().nth(k) {
                 h.captures.remove(&gone);

@@ -5,6 +5,7 @@ pub mod calibration;
 pub mod e2e;
 pub mod generate;
 pub mod import;
+pub mod plot;
 pub mod jcdl;
 pub mod replay;
 pub mod series;

@@ -321,8 +321,13 @@ fn run(command: Command) -> Result<(), String> {
             write_csv(&rows, BufWriter::new(file))
                 .map_err(|e| format!("{}: {e}", csv.display()))?;
             let md = out.join("summary.md");
-            std::fs::write(&md, summary(&info, &rows))
-                .map_err(|e| format!("{}: {e}", md.display()))?;
+            let plots = simulations::plot::write_plots(&out, &info, &rows)?;
+            let text = summary(&info, &rows)
+                + &simulations::plot::summary_section(&out, &plots, &rows);
+            std::fs::write(&md, text).map_err(|e| format!("{}: {e}", md.display()))?;
+            for p in &plots {
+                println!("plot → {}", p.display());
+            }
             println!(
                 "swept {} URI-Rs × {} days, {} runs → {}, {}",
                 info.uri_rs,

@@ -92,13 +92,37 @@ fn conditional_ttl_0_has_no_memdays_and_unconditional_caches_the_dips() {
 }
 
 #[test]
-fn merge_serves_at_least_the_union_conditional_serves() {
+fn without_redactions_merge_is_never_worse_than_conditional_in_union_memdays() {
+    // Every TTL of the grid, on a series where no archive withdraws a memento.
+    let s = days("small-noredact", 1);
+    let rows = simulations::sweep::sweep(&s, 30);
+    let at = |kind: PolicyKind, ttl: Option<i64>| {
+        rows.iter()
+            .find(|r| r.kind == kind && r.ttl == ttl)
+            .map(|r| r.measures)
+            .expect("a cell of the grid")
+    };
+    let mut strictly_better = 0;
+    for ttl in (0..30).map(Some).chain([None]) {
+        let c = at(PolicyKind::Conditional, ttl);
+        let m = at(PolicyKind::Merge, ttl);
+        assert!(m.memdays_union <= c.memdays_union, "{ttl:?}: {m:?} vs {c:?}");
+        strictly_better += usize::from(m.memdays_union < c.memdays_union);
+    }
+    assert!(strictly_better > 0, "merge gains somewhere (case 4, URI-M migrations)");
+}
+
+#[test]
+fn with_redactions_merge_may_serve_less_than_the_union_keeps_but_stays_close() {
+    // The union keeps a withdrawn memento forever; merge drops it after confirmation, conditional
+    // keeps serving its stale copy. Both are reported: here merge's union MemDays stay within a
+    // few percent of conditional's at every TTL (the README's numbers come from this series).
     let s = days("small", 1);
     for ttl in [Some(0), Some(5), None] {
         let c = measures(&s, PolicyKind::Conditional, ttl);
         let m = measures(&s, PolicyKind::Merge, ttl);
         assert!(
-            m.memdays_union <= c.memdays_union,
+            m.memdays_union as f64 <= 1.05 * c.memdays_union as f64 + 10.0,
             "{ttl:?}: {m:?} vs {c:?}"
         );
     }

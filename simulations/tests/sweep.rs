@@ -104,6 +104,19 @@ fn memsim_sweep_writes_csv_and_summary() {
         .expect("run memsim");
     let csv = std::fs::read_to_string(dir.join("sweep.csv"));
     let md = std::fs::read_to_string(dir.join("summary.md"));
+    let svgs: Vec<(String, std::io::Result<String>)> = [
+        "ttl_none.svg",
+        "ttl_forever.svg",
+        "ttl_unconditional.svg",
+        "ttl_conditional.svg",
+        "ttl_merge.svg",
+        "fig12a.svg",
+        "fig12b.svg",
+        "pareto.svg",
+    ]
+    .iter()
+    .map(|f| (f.to_string(), std::fs::read_to_string(dir.join(f))))
+    .collect();
     // The same series from a file sweeps to the same CSV.
     let file = dir.join("tiny.jsonl");
     let generated = Command::new(env!("CARGO_BIN_EXE_memsim"))
@@ -130,6 +143,23 @@ fn memsim_sweep_writes_csv_and_summary() {
     assert_eq!(csv.lines().count(), 1 + 5 * 11);
     let md = md.expect("summary.md written");
     assert!(md.contains("SYNTHETIC") && md.contains("optimum"), "{md}");
+    assert!(md.contains("[fig12b.svg](fig12b.svg)") && md.contains("Pareto front"));
+    for (name, svg) in svgs {
+        let svg = svg.unwrap_or_else(|e| panic!("{name} written: {e}"));
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name}"
+        );
+        assert!(svg.contains("SYNTHETIC preset tiny, seed 3"), "{name}");
+        let labels: &[&str] = match name.as_str() {
+            "pareto.svg" => &["Pareto front", "unconditional", "conditional", "merge"],
+            n if n.starts_with("fig12") => &["MemDays (normalised)", "Q (normalised)", "optimum TTL"],
+            _ => &["MemDays", "Q (fetches)", "inf"],
+        };
+        for l in labels {
+            assert!(svg.contains(l), "{name} lacks {l}");
+        }
+    }
     assert_eq!(csv_file.expect("sweep.csv from the file"), csv);
     let md_file = md_file.expect("summary.md from the file");
     assert!(md_file.contains("tiny.jsonl") && md_file.contains("20 URI-Rs × 10 days"));
