@@ -322,8 +322,8 @@ fn run(command: Command) -> Result<(), String> {
                 .map_err(|e| format!("{}: {e}", csv.display()))?;
             let md = out.join("summary.md");
             let plots = simulations::plot::write_plots(&out, &info, &rows)?;
-            let text = summary(&info, &rows)
-                + &simulations::plot::summary_section(&out, &plots, &rows);
+            let text =
+                summary(&info, &rows) + &simulations::plot::summary_section(&out, &plots, &rows);
             std::fs::write(&md, text).map_err(|e| format!("{}: {e}", md.display()))?;
             for p in &plots {
                 println!("plot → {}", p.display());

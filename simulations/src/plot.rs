@@ -137,7 +137,10 @@ fn ttl_plot(path: &Path, info: &SeriesInfo, rows: &[Row], kind: PolicyKind) -> P
     let blue = policy_color(PolicyKind::Conditional);
     let red = policy_color(PolicyKind::Unconditional);
     chart
-        .draw_series(LineSeries::new(c.iter().map(|p| (p.0, p.1)), blue.stroke_width(2)))
+        .draw_series(LineSeries::new(
+            c.iter().map(|p| (p.0, p.1)),
+            blue.stroke_width(2),
+        ))
         .map_err(err(path))?
         .label("MemDays")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue));
@@ -174,7 +177,10 @@ fn fig12(
     root.fill(&WHITE).map_err(err(path))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("Figure 12 {label}: {kind}, normalised{}", title_suffix(info)),
+            format!(
+                "Figure 12 {label}: {kind}, normalised{}",
+                title_suffix(info)
+            ),
             ("sans-serif", 18),
         )
         .margin(12)
@@ -246,7 +252,10 @@ fn pareto_plot(path: &Path, info: &SeriesInfo, rows: &[Row]) -> PlotResult<()> {
     root.fill(&WHITE).map_err(err(path))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("MemDays against Q, every policy and TTL{}", title_suffix(info)),
+            format!(
+                "MemDays against Q, every policy and TTL{}",
+                title_suffix(info)
+            ),
             ("sans-serif", 18),
         )
         .margin(12)
@@ -287,7 +296,10 @@ fn pareto_plot(path: &Path, info: &SeriesInfo, rows: &[Row]) -> PlotResult<()> {
     let mut on_front: Vec<(u64, u64)> = front.iter().map(|&i| points[i]).collect();
     on_front.sort_unstable();
     chart
-        .draw_series(LineSeries::new(on_front.iter().copied(), BLACK.stroke_width(1)))
+        .draw_series(LineSeries::new(
+            on_front.iter().copied(),
+            BLACK.stroke_width(1),
+        ))
         .map_err(err(path))?
         .label("Pareto front")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
@@ -314,7 +326,10 @@ pub fn front_cells(rows: &[Row]) -> Vec<&Row> {
         .iter()
         .map(|r| (r.measures.q, r.measures.memdays))
         .collect();
-    pareto_front(&points).into_iter().map(|i| &rows[i]).collect()
+    pareto_front(&points)
+        .into_iter()
+        .map(|i| &rows[i])
+        .collect()
 }
 
 /// The summary's section on the plots: links and who is on the Pareto front.

@@ -106,10 +106,16 @@ fn without_redactions_merge_is_never_worse_than_conditional_in_union_memdays() {
     for ttl in (0..30).map(Some).chain([None]) {
         let c = at(PolicyKind::Conditional, ttl);
         let m = at(PolicyKind::Merge, ttl);
-        assert!(m.memdays_union <= c.memdays_union, "{ttl:?}: {m:?} vs {c:?}");
+        assert!(
+            m.memdays_union <= c.memdays_union,
+            "{ttl:?}: {m:?} vs {c:?}"
+        );
         strictly_better += usize::from(m.memdays_union < c.memdays_union);
     }
-    assert!(strictly_better > 0, "merge gains somewhere (case 4, URI-M migrations)");
+    assert!(
+        strictly_better > 0,
+        "merge gains somewhere (case 4, URI-M migrations)"
+    );
 }
 
 #[test]

@@ -153,7 +153,9 @@ fn memsim_sweep_writes_csv_and_summary() {
         assert!(svg.contains("SYNTHETIC preset tiny, seed 3"), "{name}");
         let labels: &[&str] = match name.as_str() {
             "pareto.svg" => &["Pareto front", "unconditional", "conditional", "merge"],
-            n if n.starts_with("fig12") => &["MemDays (normalised)", "Q (normalised)", "optimum TTL"],
+            n if n.starts_with("fig12") => {
+                &["MemDays (normalised)", "Q (normalised)", "optimum TTL"]
+            }
             _ => &["MemDays", "Q (fetches)", "inf"],
         };
         for l in labels {
