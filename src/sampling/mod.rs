@@ -1,0 +1,41 @@
+//! The Not Your Parents' Web sampling method (`design/sampling-pipeline.md`) as streaming stages
+//! with counters. This first part is the offline, pure core: reading index lines, SURT handling,
+//! the URL filters and heuristics, log downsampling with the long-tail reduction, and revisit
+//! hydration. The CDX client, jobs and the admin API build on it.
+
+pub mod downsample;
+pub mod filters;
+pub mod index;
+pub mod offline;
+pub mod revisit;
+pub mod surt;
+pub mod synthetic;
+
+use serde::Serialize;
+
+/// One stage's counts: lines or URLs in, passed on, set aside (with a reason, kept), errors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    #[serde(rename = "in")]
+    pub input: u64,
+    #[serde(rename = "out")]
+    pub output: u64,
+    pub set_aside: u64,
+    pub errors: u64,
+}
+
+/// A row of the funnel (`funnel.json`): the stage's name and its counters, in pipeline order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FunnelRow {
+    pub stage: &'static str,
+    #[serde(flatten)]
+    pub counters: Counters,
+}
+
+/// A URL a stage did not pass on, and why: nothing leaves the pipeline without a record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SetAside {
+    pub stage: &'static str,
+    pub url: String,
+    pub reason: String,
+}

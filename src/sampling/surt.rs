@@ -1,0 +1,233 @@
+//! SURT keys (Sort-friendly URI Reordering Transform, as the Wayback index writes them) to URLs
+//! and back to a host key, with the fixes `design/sampling-pipeline.md` asks for.
+//!
+//! Our own code rather than a crate: the only Rust `surt` crates we found implement IA's
+//! canonicalizer (URL → SURT) and none the reverse, and the behaviours the pipeline depends on
+//! are exactly where IA's library falls short: a `:port` must survive (`com,example:8080)/` →
+//! `https://example.com:8080/`, which the published NYPW script breaks), and `www\d*.` must only
+//! be stripped when the host keeps at least two dots (IA strips it always, so `www1355544.com`
+//! and `www3288.com` both collapse to `com)/`). Pure functions over `&str`.
+
+/// A SURT key split into its parts: host labels in URL order, optional port, path (with query).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SurtParts<'a> {
+    /// `com,example,www` → `www.example.com`.
+    pub host: String,
+    pub port: Option<&'a str>,
+    /// From the `/` after `)`; `/` when the key has nothing after `)`.
+    pub path: &'a str,
+}
+
+/// Why a SURT key is not a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InvalidSurt {
+    /// No `)` closes the host part.
+    NoClosingParen,
+    /// Nothing before `)` (`https:///?dn=…`).
+    NoHost,
+    /// A `*` in the host (`https://*/robots.txt`).
+    WildcardHost,
+    /// A character no host may hold (space, `/`, `?`, `#`, `@`, control).
+    BadHostChar,
+    /// A port that is not 1–65535.
+    BadPort,
+}
+
+impl InvalidSurt {
+    pub fn reason(self) -> &'static str {
+        match self {
+            InvalidSurt::NoClosingParen => "SURT without ')'",
+            InvalidSurt::NoHost => "no host",
+            InvalidSurt::WildcardHost => "'*' in the host",
+            InvalidSurt::BadHostChar => "invalid character in the host",
+            InvalidSurt::BadPort => "invalid port",
+        }
+    }
+}
+
+/// Splits a SURT key (`com,example:8080)/a?b`); a scheme prefix (`http://(`) is tolerated.
+pub fn parse(key: &str) -> Result<SurtParts<'_>, InvalidSurt> {
+    let key = key
+        .strip_prefix("http://(")
+        .or_else(|| key.strip_prefix("https://("))
+        .unwrap_or(key);
+    let close = key.find(')').ok_or(InvalidSurt::NoClosingParen)?;
+    let (host_part, rest) = (&key[..close], &key[close + 1..]);
+    let (labels, port) = match host_part.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (host_part, None),
+    };
+    if let Some(p) = port {
+        match p.parse::<u32>() {
+            Ok(n) if (1..=65_535).contains(&n) => {}
+            _ => return Err(InvalidSurt::BadPort),
+        }
+    }
+    let labels = labels.trim_end_matches(',');
+    if labels.is_empty() {
+        return Err(InvalidSurt::NoHost);
+    }
+    if labels.contains('*') {
+        return Err(InvalidSurt::WildcardHost);
+    }
+    if labels
+        .bytes()
+        .any(|b| b <= b' ' || matches!(b, b'/' | b'?' | b'#' | b'@' | b'\\'))
+    {
+        return Err(InvalidSurt::BadHostChar);
+    }
+    let mut host = String::with_capacity(labels.len());
+    for (i, label) in labels.rsplit(',').enumerate() {
+        if label.is_empty() {
+            return Err(InvalidSurt::NoHost);
+        }
+        if i > 0 {
+            host.push('.');
+        }
+        host.push_str(label);
+    }
+    let path = if rest.is_empty() { "/" } else { rest };
+    Ok(SurtParts { host, port, path })
+}
+
+/// The URL a SURT key stands for (`https`, as the NYPW method writes them).
+pub fn to_url(key: &str) -> Result<String, InvalidSurt> {
+    let p = parse(key)?;
+    let mut url = String::with_capacity(p.host.len() + p.path.len() + 16);
+    url.push_str("https://");
+    url.push_str(&p.host);
+    if let Some(port) = p.port {
+        url.push(':');
+        url.push_str(port);
+    }
+    if !p.path.starts_with('/') {
+        url.push('/');
+    }
+    url.push_str(p.path);
+    Ok(url)
+}
+
+/// The host with a leading `www`, `www2`, `www1355544`… label removed, but only when at least
+/// two dots remain in the host before stripping, so a name that *is* `wwwN.tld` keeps its label
+/// (the fix proposed upstream for IA's surt library).
+pub fn strip_www(host: &str) -> &str {
+    let lower_starts_www = host.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("www"));
+    if !lower_starts_www || host.bytes().filter(|&b| b == b'.').count() < 2 {
+        return host;
+    }
+    let after = &host[3..];
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    match after[digits..].strip_prefix('.') {
+        Some(rest) => rest,
+        None => host,
+    }
+}
+
+/// The host as IA's surt library keys it: `www\d*.` stripped whatever remains. Used only to
+/// detect the collisions that rule causes.
+pub fn ia_strip_www(host: &str) -> &str {
+    let lower_starts_www = host.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("www"));
+    if !lower_starts_www {
+        return host;
+    }
+    let after = &host[3..];
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    after[digits..].strip_prefix('.').unwrap_or(host)
+}
+
+/// The host of a URL (lower-cased, without port or user info), if it has one.
+pub fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.rsplit_once(':') {
+        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host_port,
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+/// The SURT host key of a host under IA's rule: reversed labels joined by `,`.
+pub fn host_key(host: &str) -> String {
+    let h = ia_strip_www(host);
+    h.rsplit('.').collect::<Vec<_>>().join(",")
+}
+
+/// A SURT key whose host part IA's `www\d*.` rule collapsed from a different host: the
+/// `original` URL's host, keyed by IA's rule, differs from what our rule keeps. Returns the
+/// host the key lost (e.g. `www1355544.com` behind `com)/`).
+pub fn www_collision(key_host: &str, original_host: &str) -> Option<String> {
+    let ours = strip_www(original_host);
+    let ia = ia_strip_www(original_host);
+    (ours != ia && key_host == ia).then(|| original_host.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_become_https_urls_with_path_query_and_port() {
+        assert_eq!(
+            to_url("com,example)/a/b?c=1").as_deref(),
+            Ok("https://example.com/a/b?c=1")
+        );
+        assert_eq!(
+            to_url("com,example:8080)/").as_deref(),
+            Ok("https://example.com:8080/")
+        );
+        assert_eq!(
+            to_url("ar,com,notiche)/index.php?limitstart=42").as_deref(),
+            Ok("https://notiche.com.ar/index.php?limitstart=42")
+        );
+        assert_eq!(
+            to_url("com,example)").as_deref(),
+            Ok("https://example.com/")
+        );
+        // An IP address stays in order: its labels are reversed like any other.
+        assert_eq!(
+            to_url("0,81,127,174)/t/87/73/25/1-320x240.jpg").as_deref(),
+            Ok("https://174.127.81.0/t/87/73/25/1-320x240.jpg")
+        );
+    }
+
+    #[test]
+    fn the_papers_invalid_urls_are_refused_with_a_reason() {
+        // Table 2: https:///?dn=renunciationguide.com&flrdr=yes&nxte=css and https://*/robots.txt
+        assert_eq!(
+            to_url(")/?dn=renunciationguide.com&flrdr=yes&nxte=css"),
+            Err(InvalidSurt::NoHost)
+        );
+        assert_eq!(to_url("*)/robots.txt"), Err(InvalidSurt::WildcardHost));
+        assert_eq!(to_url("com,example/a"), Err(InvalidSurt::NoClosingParen));
+        assert_eq!(to_url("com,example:99999)/"), Err(InvalidSurt::BadPort));
+        assert_eq!(to_url("com,,example)/"), Err(InvalidSurt::NoHost));
+        assert_eq!(to_url("com,exa mple)/"), Err(InvalidSurt::BadHostChar));
+    }
+
+    #[test]
+    fn www_is_stripped_only_when_two_dots_remain() {
+        assert_eq!(strip_www("www.example.com"), "example.com");
+        assert_eq!(strip_www("www2.example.com"), "example.com");
+        assert_eq!(strip_www("www1355544.com"), "www1355544.com");
+        assert_eq!(strip_www("www3288.com"), "www3288.com");
+        assert_eq!(strip_www("wwwhat.example.com"), "wwwhat.example.com");
+        // IA's rule collapses them all to the bare TLD.
+        assert_eq!(host_key("www1355544.com"), "com");
+        assert_eq!(host_key("www3288.com"), "com");
+        assert_eq!(host_key("www.example.com"), "com,example");
+    }
+
+    #[test]
+    fn a_collision_names_the_host_the_key_lost() {
+        assert_eq!(
+            www_collision("com", "www1355544.com").as_deref(),
+            Some("www1355544.com")
+        );
+        assert_eq!(www_collision("example.com", "www.example.com"), None);
+        assert_eq!(
+            url_host("https://User@WWW3288.com:80/x?y"),
+            Some("www3288.com".into())
+        );
+    }
+}
