@@ -3,6 +3,7 @@
 //! the URL filters and heuristics, log downsampling with the long-tail reduction, and revisit
 //! hydration. The CDX client, jobs and the admin API build on it.
 
+pub mod cdx;
 pub mod downsample;
 pub mod filters;
 pub mod index;

@@ -6,4 +6,5 @@ mod cache;
 mod cli;
 mod endpoints;
 mod pywb;
+mod sampling_cdx;
 mod support;

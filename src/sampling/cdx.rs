@@ -1,0 +1,524 @@
+//! A CDX API client for the two dialects the pipeline meets, with a concurrency bound, a rate
+//! limit and retries, and an answer for every URL (nothing is silently dropped):
+//! - the Internet Archive's: `output=json` is an array of arrays whose first row is the header
+//!   (`urlkey timestamp original mimetype statuscode digest length`); `showNumPages=true`
+//!   answers a bare number;
+//! - pywb's: `output=json` is one JSON object per line (`urlkey timestamp url mime status
+//!   digest …`); `showNumPages=true` answers `{"pages": n, …}`.
+//!
+//! 429, 5xx, timeouts and connection failures are retried with exponential backoff, honouring
+//! `Retry-After`; a 403 whose body says "Blocked Site Error" is `Blocked`; an empty answer is
+//! `NotArchived`. Parsing and the retry decision are pure; the HTTP is the thin edge.
+
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, Semaphore};
+use tokio::time::Instant;
+
+/// Which CDX server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// The Internet Archive's (also wayback-cdx-server).
+    Ia,
+    /// pywb's.
+    Pywb,
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ia" => Ok(Dialect::Ia),
+            "pywb" => Ok(Dialect::Pywb),
+            other => Err(format!("unknown dialect `{other}`: expected ia or pywb")),
+        }
+    }
+}
+
+/// One CDX row, whichever the dialect.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CdxRow {
+    pub urlkey: String,
+    pub timestamp: String,
+    pub original: String,
+    pub mime: String,
+    pub status: String,
+    pub digest: String,
+}
+
+/// An answer that is not a CDX answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+/// Rows of an `output=json` answer. An empty body or `[]` is no rows.
+pub fn parse_rows(dialect: Dialect, body: &str) -> Result<Vec<CdxRow>, ParseError> {
+    let body = body.trim();
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    match dialect {
+        Dialect::Ia => {
+            let v: Vec<Vec<Value>> = serde_json::from_str(body)
+                .map_err(|e| ParseError(format!("not an IA CDX JSON array: {e}")))?;
+            let Some((header, rows)) = v.split_first() else {
+                return Ok(Vec::new());
+            };
+            let col = |name: &str| header.iter().position(|h| h.as_str() == Some(name));
+            let idx = [
+                col("urlkey"),
+                col("timestamp"),
+                col("original"),
+                col("mimetype"),
+                col("statuscode"),
+                col("digest"),
+            ];
+            let field = |row: &[Value], i: Option<usize>| {
+                i.and_then(|i| row.get(i))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            if idx[1].is_none() {
+                return Err(ParseError("IA CDX header row without `timestamp`".into()));
+            }
+            Ok(rows
+                .iter()
+                .map(|r| CdxRow {
+                    urlkey: field(r, idx[0]),
+                    timestamp: field(r, idx[1]),
+                    original: field(r, idx[2]),
+                    mime: field(r, idx[3]),
+                    status: field(r, idx[4]),
+                    digest: field(r, idx[5]),
+                })
+                .collect())
+        }
+        Dialect::Pywb => body
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let v: Value = serde_json::from_str(l)
+                    .map_err(|e| ParseError(format!("not a pywb CDX JSON line: {e}")))?;
+                let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                if v.get("timestamp").is_none() {
+                    return Err(ParseError("pywb CDX line without `timestamp`".into()));
+                }
+                Ok(CdxRow {
+                    urlkey: s("urlkey"),
+                    timestamp: s("timestamp"),
+                    original: s("url"),
+                    mime: s("mime"),
+                    status: s("status"),
+                    digest: s("digest"),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The number of pages a `showNumPages=true` answer gives.
+pub fn parse_num_pages(dialect: Dialect, body: &str) -> Result<u64, ParseError> {
+    let body = body.trim();
+    match dialect {
+        Dialect::Ia => body.parse::<u64>().map_err(|_| {
+            ParseError(format!(
+                "IA showNumPages answer is not a number: {body:.60}"
+            ))
+        }),
+        Dialect::Pywb => serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("pages").and_then(Value::as_u64))
+            .ok_or_else(|| ParseError(format!("pywb showNumPages answer lacks pages: {body:.60}"))),
+    }
+}
+
+/// Which dialect an `output=json` answer is in: an array of arrays is IA's, objects are pywb's.
+pub fn detect_dialect(body: &str) -> Option<Dialect> {
+    let t = body.trim_start();
+    if t.starts_with('[') {
+        Some(Dialect::Ia)
+    } else if t.starts_with('{') {
+        Some(Dialect::Pywb)
+    } else {
+        None
+    }
+}
+
+/// What to do with one HTTP answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    /// Try again after this long (Retry-After) or after the backoff.
+    Retry(Option<Duration>),
+    Blocked,
+    /// A failure retrying will not fix (another 4xx).
+    Fatal(String),
+}
+
+/// The retry decision for a status, its Retry-After header (seconds) and body.
+pub fn verdict(status: u16, retry_after: Option<&str>, body: &str) -> Verdict {
+    let after = retry_after
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    match status {
+        200..=299 => Verdict::Ok,
+        // pywb answers 404 for "no captures" on some versions: that is an empty answer.
+        404 => Verdict::Ok,
+        403 if body.contains("Blocked Site Error") => Verdict::Blocked,
+        429 | 500..=599 => Verdict::Retry(after),
+        s => Verdict::Fatal(format!("HTTP {s}: {}", crate::uri_r::clip(body.trim()))),
+    }
+}
+
+/// The backoff before attempt `attempt` (1-based retries): base·2^(attempt−1), capped.
+pub fn backoff(base: Duration, attempt: u32, cap: Duration) -> Duration {
+    base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+        .min(cap)
+}
+
+/// The client's knobs.
+#[derive(Debug, Clone)]
+pub struct CdxSettings {
+    /// The CDX endpoint (`https://web.archive.org/cdx/search/cdx`, `http://host/coll/cdx`).
+    pub endpoint: String,
+    pub dialect: Dialect,
+    pub concurrency: usize,
+    /// Requests per second (0 = unlimited).
+    pub rate_limit: f64,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    pub user_agent: String,
+}
+
+impl CdxSettings {
+    pub fn new(endpoint: &str, dialect: Dialect) -> CdxSettings {
+        CdxSettings {
+            endpoint: endpoint.to_string(),
+            dialect,
+            concurrency: 4,
+            rate_limit: 0.0,
+            timeout: Duration::from_secs(30),
+            max_retries: 5,
+            backoff_base: Duration::from_millis(500),
+            backoff_cap: Duration::from_secs(60),
+            user_agent: "tmproxy-sampling/0.1".to_string(),
+        }
+    }
+}
+
+/// A URL's first capture, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum FirstCapture {
+    Found {
+        timestamp: String,
+        mime: String,
+        status: String,
+    },
+    NotArchived,
+    Blocked,
+    /// Retries exhausted or a fatal answer: recorded in the error log with this reason.
+    Failed {
+        reason: String,
+    },
+}
+
+/// What a fetch ended as, before parsing.
+enum Fetched {
+    Body(String),
+    Blocked,
+    Failed(String),
+}
+
+/// Counts of what the client did (for the job's progress and the log of non-200 answers).
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CdxStats {
+    pub requests: u64,
+    pub retries: u64,
+    pub blocked: u64,
+    pub failed: u64,
+}
+
+/// The client: share it (`Arc`) across tasks; the concurrency bound and rate limit are global.
+pub struct CdxClient {
+    http: reqwest::Client,
+    settings: CdxSettings,
+    permits: Semaphore,
+    /// The earliest instant the next request may start (the rate limit).
+    next_slot: Mutex<Instant>,
+    stats: std::sync::Mutex<CdxStats>,
+}
+
+impl CdxClient {
+    pub fn new(settings: CdxSettings) -> Result<Arc<CdxClient>, String> {
+        let http = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .user_agent(settings.user_agent.clone())
+            .build()
+            .map_err(|e| format!("CDX client: {e}"))?;
+        Ok(Arc::new(CdxClient {
+            http,
+            permits: Semaphore::new(settings.concurrency.max(1)),
+            settings,
+            next_slot: Mutex::new(Instant::now()),
+            stats: std::sync::Mutex::new(CdxStats::default()),
+        }))
+    }
+
+    pub fn stats(&self) -> CdxStats {
+        self.stats.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn count(&self, f: impl FnOnce(&mut CdxStats)) {
+        if let Ok(mut s) = self.stats.lock() {
+            f(&mut s);
+        }
+    }
+
+    async fn wait_for_slot(&self) {
+        if self.settings.rate_limit <= 0.0 {
+            return;
+        }
+        let gap = Duration::from_secs_f64(1.0 / self.settings.rate_limit);
+        let at = {
+            let mut next = self.next_slot.lock().await;
+            let now = Instant::now();
+            let at = (*next).max(now);
+            *next = at + gap;
+            at
+        };
+        tokio::time::sleep_until(at).await;
+    }
+
+    /// GET with the query, retried as [`verdict`] says.
+    async fn fetch(&self, query: &[(&str, String)]) -> Fetched {
+        let mut attempt = 0;
+        loop {
+            let answer = {
+                let _permit = self.permits.acquire().await;
+                self.wait_for_slot().await;
+                self.count(|s| s.requests += 1);
+                let sent = self
+                    .http
+                    .get(&self.settings.endpoint)
+                    .query(query)
+                    .send()
+                    .await;
+                match sent {
+                    Ok(r) => {
+                        let status = r.status().as_u16();
+                        let retry_after = r
+                            .headers()
+                            .get(reqwest::header::RETRY_AFTER)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_string);
+                        match r.text().await {
+                            Ok(body) => {
+                                let v = verdict(status, retry_after.as_deref(), &body);
+                                (v, if status == 404 { String::new() } else { body })
+                            }
+                            Err(e) => (Verdict::Retry(None), format!("reading the body: {e}")),
+                        }
+                    }
+                    Err(e) => (Verdict::Retry(None), format!("{e}")),
+                }
+            };
+            match answer {
+                (Verdict::Ok, body) => return Fetched::Body(body),
+                (Verdict::Blocked, _) => {
+                    self.count(|s| s.blocked += 1);
+                    return Fetched::Blocked;
+                }
+                (Verdict::Fatal(why), _) => {
+                    self.count(|s| s.failed += 1);
+                    return Fetched::Failed(why);
+                }
+                (Verdict::Retry(after), why) => {
+                    attempt += 1;
+                    if attempt > self.settings.max_retries {
+                        self.count(|s| s.failed += 1);
+                        let why = if why.is_empty() {
+                            "retryable answer".into()
+                        } else {
+                            why
+                        };
+                        return Fetched::Failed(format!(
+                            "gave up after {} retries: {}",
+                            self.settings.max_retries,
+                            crate::uri_r::clip(why.trim())
+                        ));
+                    }
+                    self.count(|s| s.retries += 1);
+                    let wait = after.unwrap_or_else(|| {
+                        backoff(
+                            self.settings.backoff_base,
+                            attempt,
+                            self.settings.backoff_cap,
+                        )
+                    });
+                    tokio::time::sleep(wait.min(self.settings.backoff_cap)).await;
+                }
+            }
+        }
+    }
+
+    /// The earliest capture of `url` (exact match, `limit=1`).
+    pub async fn first_capture(&self, url: &str) -> FirstCapture {
+        let query = [
+            ("url", url.to_string()),
+            ("limit", "1".to_string()),
+            ("output", "json".to_string()),
+        ];
+        match self.fetch(&query).await {
+            Fetched::Blocked => FirstCapture::Blocked,
+            Fetched::Failed(reason) => FirstCapture::Failed { reason },
+            Fetched::Body(body) => match parse_rows(self.settings.dialect, &body) {
+                Ok(rows) => match rows.into_iter().next() {
+                    Some(r) => FirstCapture::Found {
+                        timestamp: r.timestamp,
+                        mime: r.mime,
+                        status: r.status,
+                    },
+                    None => FirstCapture::NotArchived,
+                },
+                Err(e) => {
+                    self.count(|s| s.failed += 1);
+                    FirstCapture::Failed { reason: e.0 }
+                }
+            },
+        }
+    }
+
+    /// Every capture of `url`: `showNumPages=true`, then pages 0..n−1, in order. pywb answers
+    /// `showNumPages` only over a ZipNum index; over a plain one it sends the captures instead,
+    /// and then the index is one unpaged answer.
+    pub async fn timemap(&self, url: &str) -> Result<Vec<CdxRow>, String> {
+        let pages = match self
+            .fetch(&[
+                ("url", url.to_string()),
+                ("showNumPages", "true".to_string()),
+            ])
+            .await
+        {
+            Fetched::Body(b) if b.trim().is_empty() => Some(0),
+            Fetched::Body(b) => match parse_num_pages(self.settings.dialect, &b) {
+                Ok(n) => Some(n),
+                Err(_) if self.settings.dialect == Dialect::Pywb => None,
+                Err(e) => return Err(e.0),
+            },
+            Fetched::Blocked => return Err("blocked".into()),
+            Fetched::Failed(why) => return Err(why),
+        };
+        let mut rows = Vec::new();
+        let queries: Vec<Vec<(&str, String)>> = match pages {
+            Some(n) => (0..n)
+                .map(|page| {
+                    vec![
+                        ("url", url.to_string()),
+                        ("output", "json".to_string()),
+                        ("page", page.to_string()),
+                    ]
+                })
+                .collect(),
+            None => vec![vec![
+                ("url", url.to_string()),
+                ("output", "json".to_string()),
+            ]],
+        };
+        for (page, query) in queries.iter().enumerate() {
+            match self.fetch(query).await {
+                Fetched::Body(b) => {
+                    rows.extend(parse_rows(self.settings.dialect, &b).map_err(|e| e.0)?)
+                }
+                Fetched::Blocked => return Err(format!("page {page}: blocked")),
+                Fetched::Failed(why) => return Err(format!("page {page}: {why}")),
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// Asks the endpoint once and tells its dialect from the answer's shape.
+pub async fn detect(endpoint: &str, probe_url: &str) -> Result<Dialect, String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| format!("CDX client: {e}"))?;
+    let r = http
+        .get(endpoint)
+        .query(&[("url", probe_url), ("limit", "1"), ("output", "json")])
+        .send()
+        .await
+        .map_err(|e| format!("{endpoint}: {e}"))?;
+    let body = r.text().await.map_err(|e| format!("{endpoint}: {e}"))?;
+    detect_dialect(&body).ok_or_else(|| {
+        format!(
+            "{endpoint}: cannot tell the dialect from `{}`; set it",
+            crate::uri_r::clip(body.trim())
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ia_json_is_an_array_with_a_header_row() {
+        let body = r#"[["urlkey","timestamp","original","mimetype","statuscode","digest","length"],
+            ["com,example)/","19970126045828","http://www.example.com:80/","text/html","200","AAA","1234"]]"#;
+        let rows = parse_rows(Dialect::Ia, body).expect("IA rows");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].timestamp, "19970126045828");
+        assert_eq!(
+            (rows[0].mime.as_str(), rows[0].status.as_str()),
+            ("text/html", "200")
+        );
+        assert_eq!(parse_rows(Dialect::Ia, "[]").expect("empty"), vec![]);
+        assert_eq!(parse_rows(Dialect::Ia, "").expect("empty"), vec![]);
+        assert!(parse_rows(Dialect::Ia, "<html>").is_err());
+        assert_eq!(parse_num_pages(Dialect::Ia, "17\n"), Ok(17));
+        assert_eq!(detect_dialect(body), Some(Dialect::Ia));
+    }
+
+    #[test]
+    fn pywb_json_is_one_object_per_line() {
+        let body = "{\"urlkey\": \"com,example)/\", \"timestamp\": \"20200101000000\", \"url\": \"http://example.com/\", \"mime\": \"text/html\", \"status\": \"200\", \"digest\": \"X\"}\n\
+                    {\"urlkey\": \"com,example)/\", \"timestamp\": \"20210101000000\", \"url\": \"http://example.com/\", \"mime\": \"warc/revisit\", \"status\": \"-\", \"digest\": \"X\"}\n";
+        let rows = parse_rows(Dialect::Pywb, body).expect("pywb rows");
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].mime, "warc/revisit");
+        assert_eq!(
+            parse_num_pages(Dialect::Pywb, r#"{"blocks": 1, "pages": 3, "pageSize": 5}"#),
+            Ok(3)
+        );
+        assert!(parse_num_pages(Dialect::Pywb, "3").is_err());
+        assert_eq!(detect_dialect(body), Some(Dialect::Pywb));
+    }
+
+    #[test]
+    fn the_retry_decision() {
+        assert_eq!(verdict(200, None, ""), Verdict::Ok);
+        assert_eq!(
+            verdict(429, Some("3"), ""),
+            Verdict::Retry(Some(Duration::from_secs(3)))
+        );
+        assert_eq!(verdict(503, None, ""), Verdict::Retry(None));
+        assert_eq!(
+            verdict(403, None, "<h1>Blocked Site Error</h1>"),
+            Verdict::Blocked
+        );
+        assert!(matches!(verdict(400, None, "bad url"), Verdict::Fatal(_)));
+        let b = Duration::from_millis(100);
+        assert_eq!(backoff(b, 1, Duration::from_secs(5)), b);
+        assert_eq!(backoff(b, 3, Duration::from_secs(5)), b * 4);
+        assert_eq!(
+            backoff(b, 30, Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+    }
+}
