@@ -45,6 +45,17 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Sample URLs from a Wayback index (the NYPW method): writes DIR/sample.ndjson, funnel.json,
+    /// report.md (and timemaps/); a second run over the same DIR resumes.
+    Sample {
+        /// The job spec (TOML): input, cdx_api, dialect, seed, years, concurrency, rate_limit,
+        /// popular_domains, downsampling, long_tail_threshold, long_tail_fraction,
+        /// collect_timemaps, hydrate_revisits.
+        #[arg(long)]
+        spec: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Start simulated archives on loopback and the proxy in front of them; prints curl commands.
     Demo {
         #[arg(long, default_value = "127.0.0.1:7089")]
@@ -97,6 +108,7 @@ fn main() -> ExitCode {
                 config,
             } => tmproxy::cli::timemap(&uri_r, format.into(), config.as_deref()).await,
             Command::Demo { listen } => tmproxy::cli::demo(listen).await,
+            Command::Sample { spec, out } => tmproxy::cli::sample(&spec, &out).await,
         }
     });
     match result {

@@ -211,7 +211,7 @@ impl CdxSettings {
 }
 
 /// A URL's first capture, or why there is none.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum FirstCapture {
     Found {

@@ -5,9 +5,11 @@
 
 pub mod cdx;
 pub mod downsample;
+pub mod engine;
 pub mod filters;
 pub mod index;
 pub mod offline;
+pub mod report;
 pub mod revisit;
 pub mod surt;
 pub mod synthetic;

@@ -7,4 +7,5 @@ mod cli;
 mod endpoints;
 mod pywb;
 mod sampling_cdx;
+mod sampling_job;
 mod support;
