@@ -96,6 +96,20 @@ pub async fn build_with_clock(
         public_url.clone(),
         observe,
     ));
+    // Sampling jobs live beside the cache (`data/cache` → `data/sampling/jobs`), so one data
+    // directory holds everything a restart must find.
+    let jobs_dir = Path::new(&config.cache.path)
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join("sampling")
+        .join("jobs");
+    let jobs = match crate::sampling::jobs::Jobs::open(&jobs_dir, config.sampling.clone()) {
+        Ok(j) => Some(j),
+        Err(e) => {
+            tracing::error!(error = %e, "sampling jobs unavailable");
+            None
+        }
+    };
     let state = Arc::new(AppState {
         upstream,
         cache,
@@ -103,6 +117,7 @@ pub async fn build_with_clock(
         clock,
         sim_clock,
         admin_token: config.admin.token.clone(),
+        jobs,
     });
     Ok((state.clone(), router(state)))
 }

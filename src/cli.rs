@@ -43,9 +43,12 @@ pub async fn serve(
     let (state, router) = app::build_with_clock(&config, public_url, clock).await?;
     let enabled = state.upstream.archives().len();
     tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
-    app::serve(listener, router, app::shutdown_signal())
-        .await
-        .map_err(|e| format!("server stopped: {e}"))
+    let served = app::serve(listener, router, app::shutdown_signal()).await;
+    // In-flight requests are done: stop the sampling jobs at a checkpoint, resumable.
+    if let Some(jobs) = &state.jobs {
+        jobs.stop_all();
+    }
+    served.map_err(|e| format!("server stopped: {e}"))
 }
 
 /// `tmproxy timemap URI-R`: one aggregate to stdout; exit 1 with a reason when nothing was found.

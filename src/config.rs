@@ -56,6 +56,32 @@ pub struct Config {
     pub cache: CacheConfig,
     pub admin: AdminConfig,
     pub observe: ObserveConfig,
+    pub sampling: SamplingConfig,
+}
+
+/// `[sampling]`: the boundary of sampling jobs submitted over HTTP, and their CDX budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SamplingConfig {
+    /// A job submitted over HTTP may only read index files inside this directory.
+    pub input_dir: String,
+    /// URL prefixes a job submitted over HTTP may use for `input` and `cdx_api`.
+    pub allowed_urls: Vec<String>,
+    /// The most concurrent CDX requests a job may make (a spec asking more is capped).
+    pub concurrency: usize,
+    /// The most CDX requests per second a job may make (0 = unlimited).
+    pub rate_limit: f64,
+}
+
+impl Default for SamplingConfig {
+    fn default() -> Self {
+        SamplingConfig {
+            input_dir: "data/sampling/input".to_owned(),
+            allowed_urls: vec!["https://web.archive.org/cdx/search/cdx".to_owned()],
+            concurrency: 4,
+            rate_limit: 1.0,
+        }
+    }
 }
 
 /// `[cache]`: the conditional TimeMap cache (cache-policy.md). Defaults are the paper's:
@@ -227,6 +253,7 @@ impl Default for Config {
             cache: CacheConfig::default(),
             admin: AdminConfig::default(),
             observe: ObserveConfig::default(),
+            sampling: SamplingConfig::default(),
         }
     }
 }
@@ -450,6 +477,21 @@ impl Config {
 
     fn check(&self, origin: &str) -> Result<(), ConfigError> {
         let fail = |key: &str, reason: String| Err(ConfigError::new(origin, key, reason));
+        let sm = &self.sampling;
+        if sm.concurrency == 0 || sm.concurrency > 256 {
+            return fail("sampling.concurrency", "must be 1-256".into());
+        }
+        if !(sm.rate_limit.is_finite() && sm.rate_limit >= 0.0) {
+            return fail(
+                "sampling.rate_limit",
+                "must be a number >= 0 (0 = unlimited)".into(),
+            );
+        }
+        for u in &sm.allowed_urls {
+            if let Err(r) = check_http_url(u) {
+                return fail("sampling.allowed_urls", format!("{u:?}: {r}"));
+            }
+        }
         let s = &self.server;
         if !s.public_url.is_empty() {
             if let Err(r) = check_http_url(&s.public_url) {

@@ -32,6 +32,14 @@ pub enum AppError {
     AdminDisabled,
     /// Admin lookup of a URI-R that has no cache entry.
     NotCached(String),
+    /// A sampling job spec (or request body) that cannot run: the field and why.
+    BadSpec(String),
+    /// No sampling job with this id.
+    NoSuchJob(String),
+    /// The job's output is asked for before it is done (its state given).
+    JobNotDone(String, String),
+    /// The server runs no sampling jobs (its jobs directory could not be opened).
+    SamplingDisabled,
     /// A bug or an exhausted resource on our side; details go to the log, not the client.
     Internal(String),
 }
@@ -44,10 +52,14 @@ impl AppError {
             | AppError::BadAcceptDatetime(_)
             | AppError::BadPathDatetime(_)
             | AppError::UnknownFormat(_)
-            | AppError::BadParameter(_) => StatusCode::BAD_REQUEST,
-            AppError::NotArchived(_) | AppError::NoSuchRoute | AppError::NotCached(_) => {
-                StatusCode::NOT_FOUND
-            }
+            | AppError::BadParameter(_)
+            | AppError::BadSpec(_) => StatusCode::BAD_REQUEST,
+            AppError::NotArchived(_)
+            | AppError::NoSuchRoute
+            | AppError::NotCached(_)
+            | AppError::NoSuchJob(_) => StatusCode::NOT_FOUND,
+            AppError::JobNotDone(..) => StatusCode::CONFLICT,
+            AppError::SamplingDisabled => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::AdminDisabled => StatusCode::FORBIDDEN,
             AppError::Upstream {
@@ -103,6 +115,15 @@ impl AppError {
             AppError::Unauthorized => "admin API: send Authorization: Bearer <token>".to_string(),
             AppError::AdminDisabled => "admin API disabled: set [admin] token in the config or TMPROXY_ADMIN_TOKEN".to_string(),
             AppError::NotCached(u) => format!("no cache entry for {u}"),
+            AppError::BadSpec(why) => format!("bad sampling job: {}", clip(why)),
+            AppError::NoSuchJob(id) => format!("no sampling job {}", clip(id)),
+            AppError::JobNotDone(id, state) => {
+                format!("sampling job {} is {state}, not done", clip(id))
+            }
+            AppError::SamplingDisabled => {
+                "sampling jobs are unavailable: the jobs directory could not be opened (see the log)"
+                    .to_string()
+            }
         }
     }
 }

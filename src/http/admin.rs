@@ -30,7 +30,7 @@ pub fn routes() -> Router<SharedState> {
 }
 
 /// Admits the request when it carries the configured token.
-fn authorize(state: &SharedState, headers: &HeaderMap) -> Result<(), AppError> {
+pub(super) fn authorize(state: &SharedState, headers: &HeaderMap) -> Result<(), AppError> {
     if state.admin_token.is_empty() {
         return Err(AppError::AdminDisabled);
     }

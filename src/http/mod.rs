@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod sampling;
 pub mod timegate;
 pub mod timemap;
 
@@ -29,6 +30,8 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     pub sim_clock: Option<Arc<SimClock>>,
     pub admin_token: String,
+    /// Sampling jobs; None when the jobs directory could not be opened (the routes say 503).
+    pub jobs: Option<Arc<crate::sampling::jobs::Jobs>>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -64,6 +67,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/api/json/{*rest}", get(api::api_json))
         .route("/healthz", get(healthz))
         .merge(admin::routes())
+        .merge(sampling::routes())
         .fallback(fallback)
         .layer(cors)
         .with_state(state)

@@ -8,6 +8,7 @@ pub mod downsample;
 pub mod engine;
 pub mod filters;
 pub mod index;
+pub mod jobs;
 pub mod offline;
 pub mod report;
 pub mod revisit;

@@ -6,6 +6,7 @@ mod cache;
 mod cli;
 mod endpoints;
 mod pywb;
+mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;
 mod support;

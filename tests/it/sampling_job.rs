@@ -14,9 +14,11 @@ use std::time::Duration;
 use tmproxy::sampling::engine::{run, Progress, SampledUrl, Spec};
 
 #[derive(Default)]
-struct Fake {
-    requests: AtomicU64,
+pub struct Fake {
+    pub requests: AtomicU64,
     seen: Mutex<HashMap<String, u32>>,
+    /// Added to every answer (to stop a job mid-way).
+    pub latency_ms: AtomicU64,
 }
 
 /// A stable per-URL number, so the fake's answers do not depend on request order.
@@ -28,6 +30,10 @@ fn h(url: &str) -> u64 {
 
 async fn cdx(State(f): State<Arc<Fake>>, Query(q): Query<HashMap<String, String>>) -> Response {
     f.requests.fetch_add(1, Ordering::Relaxed);
+    let latency = f.latency_ms.load(Ordering::Relaxed);
+    if latency > 0 {
+        tokio::time::sleep(Duration::from_millis(latency)).await;
+    }
     let url = q.get("url").cloned().unwrap_or_default();
     let n = {
         let mut seen = f.seen.lock().expect("lock");
@@ -57,7 +63,7 @@ async fn cdx(State(f): State<Arc<Fake>>, Query(q): Query<HashMap<String, String>
     .into_response()
 }
 
-async fn fake_cdx() -> (String, Arc<Fake>, tokio::task::JoinHandle<()>) {
+pub async fn fake_cdx() -> (String, Arc<Fake>, tokio::task::JoinHandle<()>) {
     let fake = Arc::new(Fake::default());
     let app = axum::Router::new()
         .route("/cdx", axum::routing::get(cdx))
@@ -74,7 +80,7 @@ async fn fake_cdx() -> (String, Arc<Fake>, tokio::task::JoinHandle<()>) {
 
 /// A small SYNTHETIC ZipNum index: 60 hosts with deep pages, roots for some, images, a
 /// session id, an index file, a wildcard, an invalid key and a popular domain.
-fn index_file(dir: &std::path::Path) -> std::path::PathBuf {
+pub fn index_file(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("index.txt");
     let mut f = std::fs::File::create(&path).expect("create");
     let mut lines = Vec::new();
@@ -101,7 +107,7 @@ fn index_file(dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
-fn spec(input: &std::path::Path, cdx: &str) -> Spec {
+pub fn spec(input: &std::path::Path, cdx: &str) -> Spec {
     Spec {
         input: input.display().to_string(),
         cdx_api: cdx.to_string(),
@@ -119,7 +125,7 @@ fn spec(input: &std::path::Path, cdx: &str) -> Spec {
     }
 }
 
-fn sample_of(dir: &std::path::Path) -> Vec<SampledUrl> {
+pub fn sample_of(dir: &std::path::Path) -> Vec<SampledUrl> {
     std::fs::read_to_string(dir.join("sample.ndjson"))
         .expect("sample written")
         .lines()

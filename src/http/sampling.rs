@@ -1,0 +1,150 @@
+//! `/admin/sampling/jobs`: start, list, watch, cancel sampling jobs and read their sample and
+//! funnel. Every route wants the admin token; a bad spec is a 400 naming the field.
+
+use super::admin::authorize;
+use super::SharedState;
+use crate::error::AppError;
+use crate::sampling::engine::Spec;
+use crate::sampling::jobs::{JobError, Jobs};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use std::sync::Arc;
+
+/// The most a job spec may weigh.
+const MAX_SPEC_BYTES: usize = 64 * 1024;
+
+pub fn routes() -> Router<SharedState> {
+    Router::new()
+        .route("/admin/sampling/jobs", get(list).post(submit))
+        .route("/admin/sampling/jobs/{id}", get(status).delete(cancel))
+        .route("/admin/sampling/jobs/{id}/sample", get(sample))
+        .route("/admin/sampling/jobs/{id}/funnel", get(funnel))
+}
+
+fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
+    state.jobs.as_ref().ok_or(AppError::SamplingDisabled)
+}
+
+async fn submit(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let jobs = jobs(&state)?;
+    if body.len() > MAX_SPEC_BYTES {
+        return Err(AppError::BadSpec(format!(
+            "the spec is {} bytes; at most {MAX_SPEC_BYTES}",
+            body.len()
+        )));
+    }
+    // serde_json names the unknown or missing field, or the one of the wrong type.
+    let spec: Spec = serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?;
+    let spec = jobs
+        .admit(spec)
+        .map_err(|e| AppError::BadSpec(e.to_string()))?;
+    let now = crate::timemap::datetime::format_rfc3339(state.clock.now());
+    let id = jobs.submit(spec, &now).map_err(AppError::Internal)?;
+    Ok((StatusCode::CREATED, Json(serde_json::json!({"id": id}))).into_response())
+}
+
+async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    Ok(Json(serde_json::json!({"jobs": jobs(&state)?.list()})).into_response())
+}
+
+async fn status(
+    State(state): State<SharedState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let s = jobs(&state)?.status(&id).ok_or(AppError::NoSuchJob(id))?;
+    Ok(Json(s).into_response())
+}
+
+async fn cancel(
+    State(state): State<SharedState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let jobs = jobs(&state)?;
+    if !jobs.cancel(&id) {
+        return Err(AppError::NoSuchJob(id));
+    }
+    let s = jobs.status(&id).ok_or(AppError::NoSuchJob(id))?;
+    Ok(Json(s).into_response())
+}
+
+async fn output(
+    state: &SharedState,
+    id: String,
+    headers: &HeaderMap,
+    file: &str,
+    content_type: &'static str,
+) -> Result<Response, AppError> {
+    authorize(state, headers)?;
+    let path = jobs(state)?.output(&id, file).map_err(|e| match e {
+        JobError::NoSuchJob => AppError::NoSuchJob(id.clone()),
+        JobError::NotDone(s) => AppError::JobNotDone(
+            id.clone(),
+            serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+        ),
+    })?;
+    let file = tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| AppError::Internal(format!("{}: {e}", path.display())))?;
+    // Streamed: a sample can be large.
+    let body = Body::from_stream(tokio_util_stream(file));
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// A file as a stream of chunks.
+fn tokio_util_stream(
+    file: tokio::fs::File,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
+    use tokio::io::AsyncReadExt;
+    futures::stream::unfold(Some(file), |file| async move {
+        let mut file = file?;
+        let mut buf = vec![0u8; 64 * 1024];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(Bytes::from(buf)), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}
+
+async fn sample(
+    State(state): State<SharedState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    output(
+        &state,
+        id,
+        &headers,
+        "sample.ndjson",
+        "application/x-ndjson",
+    )
+    .await
+}
+
+async fn funnel(
+    State(state): State<SharedState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    output(&state, id, &headers, "funnel.json", "application/json").await
+}

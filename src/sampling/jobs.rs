@@ -1,0 +1,361 @@
+//! Sampling jobs run by the server: submitted over the admin API, persisted in the data
+//! directory (`<dir>/<id>/spec.json`, `state.json`, `out/`), resumed after a restart from their
+//! checkpoint (the engine's), cancellable. The HTTP boundary of a submitted job is enforced
+//! here: `input` must be a file inside `[sampling] input_dir` (after resolving `..` and symlinks)
+//! or a URL under an `allowed_urls` prefix, as must `cdx_api`; concurrency and rate are capped
+//! by `[sampling]`.
+
+use super::engine::{run, Progress, Spec, SpecError};
+use crate::config::SamplingConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// A job's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+/// What `state.json` holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: String,
+    pub state: JobState,
+    #[serde(default)]
+    pub error: Option<String>,
+    pub created_at: String,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+}
+
+struct Job {
+    record: JobRecord,
+    spec: Spec,
+    progress: Arc<Progress>,
+    started: std::time::Instant,
+}
+
+/// The jobs of one server.
+pub struct Jobs {
+    dir: PathBuf,
+    limits: SamplingConfig,
+    jobs: Mutex<BTreeMap<String, Job>>,
+    next: Mutex<u64>,
+    /// Set by [`Jobs::stop_all`]: running jobs stop at their next checkpoint and stay
+    /// `running` on disk, so the next start resumes them.
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+/// Why a submission was refused (a 400 naming the field).
+pub type Refused = SpecError;
+
+fn refuse(field: &str, reason: impl Into<String>) -> Refused {
+    SpecError {
+        field: field.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Jobs {
+    /// Opens the jobs directory and restarts the jobs a stop interrupted (queued or running).
+    pub fn open(dir: &Path, limits: SamplingConfig) -> Result<Arc<Jobs>, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let jobs = Arc::new(Jobs {
+            dir: dir.to_path_buf(),
+            limits,
+            jobs: Mutex::new(BTreeMap::new()),
+            next: Mutex::new(0),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+        });
+        let mut resume = Vec::new();
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let (Ok(spec), Ok(state)) = (
+                std::fs::read_to_string(path.join("spec.json")),
+                std::fs::read_to_string(path.join("state.json")),
+            ) else {
+                continue;
+            };
+            let (Ok(spec), Ok(record)) = (
+                serde_json::from_str::<Spec>(&spec),
+                serde_json::from_str::<JobRecord>(&state),
+            ) else {
+                tracing::warn!(path = %path.display(), "unreadable sampling job left alone");
+                continue;
+            };
+            if matches!(record.state, JobState::Queued | JobState::Running) {
+                resume.push(record.id.clone());
+            }
+            if let Ok(mut g) = jobs.jobs.lock() {
+                g.insert(
+                    record.id.clone(),
+                    Job {
+                        record,
+                        spec,
+                        progress: Arc::new(Progress::default()),
+                        started: std::time::Instant::now(),
+                    },
+                );
+            }
+        }
+        for id in resume {
+            tracing::info!(job = %id, "resuming sampling job");
+            jobs.clone().start(&id);
+        }
+        Ok(jobs)
+    }
+
+    fn job_dir(&self, id: &str) -> PathBuf {
+        self.dir.join(id)
+    }
+
+    /// Checks a submitted spec against the boundary; caps its budget.
+    pub fn admit(&self, mut spec: Spec) -> Result<Spec, Refused> {
+        spec.validate()?;
+        let allowed = |u: &str| self.limits.allowed_urls.iter().any(|p| u.starts_with(p));
+        if !allowed(&spec.cdx_api) {
+            return Err(refuse(
+                "cdx_api",
+                format!("{} is not under [sampling] allowed_urls", spec.cdx_api),
+            ));
+        }
+        if spec.input.contains("://") {
+            if !allowed(&spec.input) {
+                return Err(refuse(
+                    "input",
+                    format!("{} is not under [sampling] allowed_urls", spec.input),
+                ));
+            }
+        } else {
+            let root = std::fs::canonicalize(&self.limits.input_dir).map_err(|e| {
+                refuse(
+                    "input",
+                    format!("[sampling] input_dir {}: {e}", self.limits.input_dir),
+                )
+            })?;
+            let given = Path::new(&spec.input);
+            let candidate = if given.is_absolute() {
+                given.to_path_buf()
+            } else {
+                root.join(given)
+            };
+            // Resolves `..` and symlinks: what is opened is what is checked.
+            let real = std::fs::canonicalize(&candidate)
+                .map_err(|e| refuse("input", format!("{}: {e}", spec.input)))?;
+            if !real.starts_with(&root) || !real.is_file() {
+                return Err(refuse(
+                    "input",
+                    format!("{} is not a file inside [sampling] input_dir", spec.input),
+                ));
+            }
+            spec.input = real.display().to_string();
+        }
+        spec.concurrency = spec.concurrency.min(self.limits.concurrency);
+        if self.limits.rate_limit > 0.0 {
+            spec.rate_limit = if spec.rate_limit > 0.0 {
+                spec.rate_limit.min(self.limits.rate_limit)
+            } else {
+                self.limits.rate_limit
+            };
+        }
+        Ok(spec)
+    }
+
+    /// Stores an admitted spec and starts it; returns the job id.
+    pub fn submit(self: &Arc<Self>, spec: Spec, now: &str) -> Result<String, String> {
+        let id = {
+            let mut n = self
+                .next
+                .lock()
+                .map_err(|_| "jobs lock poisoned".to_string())?;
+            *n += 1;
+            format!(
+                "{}-{}",
+                now.chars().filter(char::is_ascii_digit).collect::<String>(),
+                *n
+            )
+        };
+        let dir = self.job_dir(&id);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let text = serde_json::to_string_pretty(&spec).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("spec.json"), text).map_err(|e| e.to_string())?;
+        let record = JobRecord {
+            id: id.clone(),
+            state: JobState::Queued,
+            error: None,
+            created_at: now.to_string(),
+            finished_at: None,
+        };
+        self.save(&record)?;
+        if let Ok(mut g) = self.jobs.lock() {
+            g.insert(
+                id.clone(),
+                Job {
+                    record,
+                    spec,
+                    progress: Arc::new(Progress::default()),
+                    started: std::time::Instant::now(),
+                },
+            );
+        }
+        self.clone().start(&id);
+        Ok(id)
+    }
+
+    fn save(&self, record: &JobRecord) -> Result<(), String> {
+        let path = self.job_dir(&record.id).join("state.json");
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
+        // Write then rename: a kill leaves the old state or the new one, never half of one.
+        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn set_state(&self, id: &str, state: JobState, error: Option<String>) {
+        let record = {
+            let Ok(mut g) = self.jobs.lock() else { return };
+            let Some(job) = g.get_mut(id) else { return };
+            // A cancelled job stays cancelled whatever its task says afterwards.
+            if job.record.state == JobState::Cancelled && state != JobState::Cancelled {
+                return;
+            }
+            job.record.state = state;
+            job.record.error = error;
+            if matches!(
+                state,
+                JobState::Done | JobState::Failed | JobState::Cancelled
+            ) {
+                job.record.finished_at =
+                    Some(crate::timemap::datetime::format_rfc3339(chrono::Utc::now()));
+            }
+            job.record.clone()
+        };
+        if let Err(e) = self.save(&record) {
+            tracing::error!(job = %id, error = %e, "cannot save the job's state");
+        }
+    }
+
+    fn start(self: Arc<Self>, id: &str) {
+        let Some((spec, progress)) = self.jobs.lock().ok().and_then(|mut g| {
+            let job = g.get_mut(id)?;
+            job.progress = Arc::new(Progress::default());
+            job.started = std::time::Instant::now();
+            Some((job.spec.clone(), job.progress.clone()))
+        }) else {
+            return;
+        };
+        let id = id.to_string();
+        let out = self.job_dir(&id).join("out");
+        self.set_state(&id, JobState::Running, None);
+        tokio::spawn(async move {
+            let result = run(&spec, &out, progress).await;
+            match result {
+                // Stopped by a shutdown: stays `running` on disk, to be resumed.
+                Ok(o) if o.cancelled && self.stopping.load(Ordering::Relaxed) => {}
+                Ok(o) if o.cancelled => self.set_state(&id, JobState::Cancelled, None),
+                Ok(_) => self.set_state(&id, JobState::Done, None),
+                Err(e) => self.set_state(&id, JobState::Failed, Some(e)),
+            }
+        });
+    }
+
+    /// The server is stopping: every job stops at its next checkpoint, resumable.
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        if let Ok(g) = self.jobs.lock() {
+            for job in g.values() {
+                job.progress.cancel.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Cancels a job (its checkpoint stays). False when there is no such job.
+    pub fn cancel(&self, id: &str) -> bool {
+        let progress = self.jobs.lock().ok().and_then(|g| {
+            let job = g.get(id)?;
+            Some((job.progress.clone(), job.record.state))
+        });
+        let Some((progress, state)) = progress else {
+            return false;
+        };
+        progress.cancel.store(true, Ordering::Relaxed);
+        if matches!(state, JobState::Queued | JobState::Running) {
+            self.set_state(id, JobState::Cancelled, None);
+        }
+        true
+    }
+
+    /// Every job's summary.
+    pub fn list(&self) -> Vec<serde_json::Value> {
+        let ids: Vec<String> = self
+            .jobs
+            .lock()
+            .map(|g| g.keys().cloned().collect())
+            .unwrap_or_default();
+        ids.iter().filter_map(|id| self.status(id)).collect()
+    }
+
+    /// One job: state, stage, counters, rate and ETA.
+    pub fn status(&self, id: &str) -> Option<serde_json::Value> {
+        let g = self.jobs.lock().ok()?;
+        let job = g.get(id)?;
+        let p = &job.progress;
+        let answers = p.cdx_answers.load(Ordering::Relaxed);
+        let secs = job.started.elapsed().as_secs_f64().max(0.001);
+        let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
+        let funnel = std::fs::read_to_string(self.job_dir(id).join("out/funnel.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        Some(serde_json::json!({
+            "id": id,
+            "state": job.record.state,
+            "error": job.record.error,
+            "created_at": job.record.created_at,
+            "finished_at": job.record.finished_at,
+            "stage": stage,
+            "counters": {
+                "index_lines": p.lines.load(Ordering::Relaxed),
+                "candidates": p.candidates.load(Ordering::Relaxed),
+                "cdx_answers": answers,
+                "resumed_answers": p.resumed_answers.load(Ordering::Relaxed),
+                "sampled": p.sampled.load(Ordering::Relaxed),
+                "timemaps": p.timemaps.load(Ordering::Relaxed),
+            },
+            "cdx_rate_per_s": answers as f64 / secs,
+            // The number of candidates is only known once the index has been read through, so
+            // no honest ETA exists before; null says so.
+            "eta_seconds": serde_json::Value::Null,
+            "funnel": funnel,
+        }))
+    }
+
+    /// The file of a finished job's output (`sample.ndjson`, `funnel.json`), or why not.
+    pub fn output(&self, id: &str, file: &str) -> Result<PathBuf, JobError> {
+        let state = self
+            .jobs
+            .lock()
+            .ok()
+            .and_then(|g| g.get(id).map(|j| j.record.state))
+            .ok_or(JobError::NoSuchJob)?;
+        if state != JobState::Done {
+            return Err(JobError::NotDone(state));
+        }
+        Ok(self.job_dir(id).join("out").join(file))
+    }
+}
+
+/// A job request that cannot be answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobError {
+    NoSuchJob,
+    NotDone(JobState),
+}

@@ -1,0 +1,245 @@
+//! `/admin/sampling/jobs` on the real app: a job started over HTTP runs to its sample and funnel;
+//! the HTTP boundary refuses path traversal, symlinks out of input_dir, file:// and URLs outside
+//! allowed_urls with a 400 naming the field; a job stopped by a server restart resumes and
+//! finishes with the sample of an uninterrupted run.
+
+use crate::sampling_job::{fake_cdx, index_file, sample_of, spec};
+use crate::support::{client, start_proxy};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tmproxy::config::Config;
+use tmproxy::sampling::engine::{run, Progress};
+
+const TOKEN: &str = "sampling-token";
+
+fn config(input_dir: &std::path::Path, cdx: &str, cache: &std::path::Path) -> Config {
+    let mut c = Config::default();
+    c.admin.token = TOKEN.into();
+    c.archives = Vec::new();
+    c.cache.path = cache.display().to_string();
+    c.sampling.input_dir = input_dir.display().to_string();
+    c.sampling.allowed_urls = vec![cdx.to_string()];
+    c.sampling.rate_limit = 0.0;
+    c
+}
+
+async fn post(base: &str, body: &Value) -> (u16, Value) {
+    let r = client()
+        .post(format!("{base}/admin/sampling/jobs"))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST");
+    let status = r.status().as_u16();
+    let text = r.text().await.expect("body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(json!({ "text": text })),
+    )
+}
+
+async fn get(url: &str) -> (u16, String) {
+    let r = client()
+        .get(url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("GET");
+    (r.status().as_u16(), r.text().await.expect("body"))
+}
+
+async fn wait_for(base: &str, id: &str, state: &str) -> Value {
+    for _ in 0..600 {
+        let (_, text) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        let v: Value = serde_json::from_str(&text).expect("status JSON");
+        if v["state"] == state {
+            return v;
+        }
+        assert_ne!(v["state"], "failed", "{v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("job {id} never became {state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_over_http_runs_to_its_sample_and_the_boundary_holds() {
+    let (cdx, _fake, task) = fake_cdx().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    let index = index_file(&inputs);
+    let proxy = start_proxy(config(&inputs, &cdx, &dir.path().join("data/cache"))).await;
+    let base = proxy.base.clone();
+
+    // Refusals: each a 400 naming its field, or 401 without the token.
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "com,x)/ 2001 p 0 1\n").expect("write");
+    std::os::unix::fs::symlink(&outside, inputs.join("link.txt")).expect("symlink");
+    for (body, field) in [
+        (
+            json!({"input": "index.txt", "cdx_api": cdx, "colour": 1}),
+            "colour",
+        ),
+        (
+            json!({"input": "index.txt", "cdx_api": cdx, "concurrency": 0}),
+            "concurrency",
+        ),
+        (json!({"input": "../outside.txt", "cdx_api": cdx}), "input"),
+        (json!({"input": "link.txt", "cdx_api": cdx}), "input"),
+        (
+            json!({"input": outside.display().to_string(), "cdx_api": cdx}),
+            "input",
+        ),
+        (
+            json!({"input": "file:///etc/passwd", "cdx_api": cdx}),
+            "input",
+        ),
+        (
+            json!({"input": "index.txt", "cdx_api": "http://169.254.169.254/latest/"}),
+            "cdx_api",
+        ),
+        (
+            json!({"input": "index.txt", "cdx_api": "file:///etc/passwd"}),
+            "cdx_api",
+        ),
+        (json!({"cdx_api": cdx}), "input"),
+    ] {
+        let (status, v) = post(&base, &body).await;
+        assert_eq!(status, 400, "{body}: {v}");
+        assert!(v.to_string().contains(field), "{body}: {v}");
+    }
+    let r = client()
+        .post(format!("{base}/admin/sampling/jobs"))
+        .body(json!({"input": "index.txt", "cdx_api": cdx}).to_string())
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(r.status().as_u16(), 401);
+
+    // A job.
+    let (status, v) = post(
+        &base,
+        &json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 42,
+                "popular_domains": ["twitter.com"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("an id").to_string();
+    let done = wait_for(&base, &id, "done").await;
+    assert!(
+        done["counters"]["sampled"].as_u64().unwrap_or(0) > 30,
+        "{done}"
+    );
+    let (status, sample) = get(&format!("{base}/admin/sampling/jobs/{id}/sample")).await;
+    assert_eq!(status, 200);
+    let lines: Vec<Value> = sample
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("NDJSON"))
+        .collect();
+    assert!(lines.iter().all(|l| l["url"].is_string()
+        && l["year"].is_string()
+        && l["root"].is_boolean()
+        && l["first_capture"].is_string()
+        && l["mime"] == "text/html"));
+    // The same spec through the engine directly gives the same sample.
+    let direct = dir.path().join("direct");
+    run(&spec(&index, &cdx), &direct, Arc::new(Progress::default()))
+        .await
+        .expect("engine");
+    let want: Vec<String> = sample_of(&direct).iter().map(|s| s.url.clone()).collect();
+    let got: Vec<String> = lines
+        .iter()
+        .map(|l| l["url"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(got, want);
+    let (status, funnel) = get(&format!("{base}/admin/sampling/jobs/{id}/funnel")).await;
+    assert_eq!(status, 200);
+    assert!(funnel.contains("\"stage\": \"first_capture\""), "{funnel}");
+    let (_, list) = get(&format!("{base}/admin/sampling/jobs")).await;
+    assert!(list.contains(&id));
+    let (status, _) = get(&format!("{base}/admin/sampling/jobs/nope")).await;
+    assert_eq!(status, 404);
+    proxy.stop().await;
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_resumes_a_job_and_a_cancelled_one_stays_cancelled() {
+    let (cdx, fake, task) = fake_cdx().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    let index = index_file(&inputs);
+    let cache = dir.path().join("data/cache");
+    let body = json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 42,
+                      "popular_domains": ["twitter.com"], "concurrency": 2});
+
+    fake.latency_ms.store(20, Ordering::Relaxed);
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let base = proxy.base.clone();
+    let (_, v) = post(&base, &body).await;
+    let id = v["id"].as_str().expect("an id").to_string();
+    let (_, v) = post(&base, &body).await;
+    let cancelled = v["id"].as_str().expect("an id").to_string();
+    let r = client()
+        .delete(format!("{base}/admin/sampling/jobs/{cancelled}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(r.status().as_u16(), 200);
+    let (status, _) = get(&format!("{base}/admin/sampling/jobs/{cancelled}/sample")).await;
+    assert_eq!(status, 409, "no sample before done");
+    // Let some answers arrive, then stop the server as SIGTERM would.
+    for _ in 0..200 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        let v: Value = serde_json::from_str(&t).expect("JSON");
+        if v["counters"]["cdx_answers"].as_u64().unwrap_or(0) >= 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let state = proxy.state.clone().expect("state");
+    if let Some(jobs) = &state.jobs {
+        jobs.stop_all();
+    }
+    proxy.stop().await;
+    // Let the stopped runner finish its last checkpoint write.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(state);
+
+    fake.latency_ms.store(0, Ordering::Relaxed);
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let base = proxy.base.clone();
+    let done = wait_for(&base, &id, "done").await;
+    assert!(
+        done["counters"]["resumed_answers"].as_u64().unwrap_or(0) >= 10,
+        "{done}"
+    );
+    let (_, v) = get(&format!("{base}/admin/sampling/jobs/{cancelled}")).await;
+    assert!(v.contains("\"cancelled\""), "{v}");
+    let (_, sample) = get(&format!("{base}/admin/sampling/jobs/{id}/sample")).await;
+    let got: Vec<String> = sample
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("NDJSON")["url"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let direct = dir.path().join("direct");
+    let mut s = spec(&index, &cdx);
+    s.concurrency = 2;
+    run(&s, &direct, Arc::new(Progress::default()))
+        .await
+        .expect("engine");
+    let want: Vec<String> = sample_of(&direct).iter().map(|s| s.url.clone()).collect();
+    assert_eq!(got, want);
+    proxy.stop().await;
+    task.abort();
+}
