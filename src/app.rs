@@ -103,7 +103,28 @@ pub async fn build_with_clock(
         .unwrap_or(Path::new(""))
         .join("sampling")
         .join("jobs");
-    let jobs = match crate::sampling::jobs::Jobs::open(&jobs_dir, config.sampling.clone()) {
+    // Weak: the jobs must not keep the cache (and its sled lock) alive after the server stops.
+    let feed_cache = Arc::downgrade(&cache);
+    let fetcher: crate::sampling::jobs::Fetcher = Arc::new(move |uri_r: String, force: bool| {
+        let cache = feed_cache.clone();
+        Box::pin(async move {
+            let Some(cache) = cache.upgrade() else {
+                return;
+            };
+            let req = crate::cache::service::Request {
+                force,
+                ..Default::default()
+            };
+            let _ = cache.lookup(&uri_r, req).await;
+        })
+    });
+    let jobs = match crate::sampling::jobs::Jobs::open(
+        &jobs_dir,
+        config.sampling.clone(),
+        Some(fetcher),
+        clock.clone(),
+        !config.observe.log.is_empty(),
+    ) {
         Ok(j) => Some(j),
         Err(e) => {
             tracing::error!(error = %e, "sampling jobs unavailable");

@@ -23,6 +23,7 @@ pub fn routes() -> Router<SharedState> {
         .route("/admin/sampling/jobs/{id}", get(status).delete(cancel))
         .route("/admin/sampling/jobs/{id}/sample", get(sample))
         .route("/admin/sampling/jobs/{id}/funnel", get(funnel))
+        .route("/admin/sampling/jobs/{id}/feed", axum::routing::post(feed))
 }
 
 fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
@@ -81,6 +82,19 @@ async fn cancel(
     Ok(Json(s).into_response())
 }
 
+fn job_error(id: &str, e: JobError) -> AppError {
+    match e {
+        JobError::NoSuchJob => AppError::NoSuchJob(id.to_string()),
+        JobError::NotDone(s) => AppError::JobNotDone(
+            id.to_string(),
+            serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+        ),
+    }
+}
+
 async fn output(
     state: &SharedState,
     id: String,
@@ -89,16 +103,9 @@ async fn output(
     content_type: &'static str,
 ) -> Result<Response, AppError> {
     authorize(state, headers)?;
-    let path = jobs(state)?.output(&id, file).map_err(|e| match e {
-        JobError::NoSuchJob => AppError::NoSuchJob(id.clone()),
-        JobError::NotDone(s) => AppError::JobNotDone(
-            id.clone(),
-            serde_json::to_value(s)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-        ),
-    })?;
+    let path = jobs(state)?
+        .output(&id, file)
+        .map_err(|e| job_error(&id, e))?;
     let file = tokio::fs::File::open(&path)
         .await
         .map_err(|e| AppError::Internal(format!("{}: {e}", path.display())))?;
@@ -147,4 +154,62 @@ async fn funnel(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     output(&state, id, &headers, "funnel.json", "application/json").await
+}
+
+/// `{"warm": true, "observe": "1d"}`: both optional (warm defaults to true, no observe = warm
+/// only).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedRequest {
+    #[serde(default = "yes")]
+    warm: bool,
+    #[serde(default)]
+    observe: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+async fn feed(
+    State(state): State<SharedState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    authorize(&state, &headers)?;
+    let jobs = jobs(&state)?;
+    if body.len() > MAX_SPEC_BYTES {
+        return Err(AppError::BadSpec("the feed request is too large".into()));
+    }
+    let req: FeedRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        FeedRequest {
+            warm: true,
+            observe: None,
+        }
+    } else {
+        serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?
+    };
+    let observe_secs = match &req.observe {
+        None => None,
+        Some(text) => {
+            let d = crate::config::parse_duration(text)
+                .map_err(|e| AppError::BadSpec(format!("observe: {e}")))?;
+            if d.as_secs() < 60 {
+                return Err(AppError::BadSpec(
+                    "observe: at least 1m between rounds".into(),
+                ));
+            }
+            if !jobs.observing {
+                return Err(AppError::BadSpec(
+                    "observe: the server writes no observation log; set [observe] log".into(),
+                ));
+            }
+            Some(d.as_secs())
+        }
+    };
+    let fed = jobs
+        .feed(&id, req.warm, observe_secs)
+        .map_err(|e| job_error(&id, e))?;
+    Ok((StatusCode::ACCEPTED, Json(fed)).into_response())
 }

@@ -5,11 +5,14 @@
 //! or a URL under an `allowed_urls` prefix, as must `cdx_api`; concurrency and rate are capped
 //! by `[sampling]`.
 
-use super::engine::{run, Progress, Spec, SpecError};
+use super::engine::{run, Progress, SampledUrl, Spec, SpecError};
+use crate::clock::Clock;
 use crate::config::SamplingConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +46,25 @@ struct Job {
     started: std::time::Instant,
 }
 
+/// Fetches one URI-R's TimeMap through the aggregator into the cache (`true`: a forced refresh,
+/// which fans out and, with `[observe] log` set, appends an observation).
+pub type Fetcher =
+    Arc<dyn Fn(String, bool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// A fed job: its sample warmed into the cache and, with `observe_secs`, refetched every
+/// interval. Kept in `<job>/feed.json` so a restart carries on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Feed {
+    pub warm: bool,
+    /// Seconds between refetch rounds; None = no observation.
+    pub observe_secs: Option<u64>,
+    pub uri_rs: u64,
+    pub warmed: u64,
+    pub rounds: u64,
+    /// RFC 3339, on the server's clock.
+    pub next_round_at: Option<String>,
+}
+
 /// The jobs of one server.
 pub struct Jobs {
     dir: PathBuf,
@@ -52,6 +74,13 @@ pub struct Jobs {
     /// Set by [`Jobs::stop_all`]: running jobs stop at their next checkpoint and stay
     /// `running` on disk, so the next start resumes them.
     stopping: std::sync::atomic::AtomicBool,
+    fetcher: Option<Fetcher>,
+    clock: Arc<dyn Clock>,
+    /// Requests per second to the aggregator while feeding (the `[sampling] rate_limit`).
+    feed_rate: f64,
+    feeds: Mutex<BTreeMap<String, Feed>>,
+    /// Whether the server writes an observation log (`observe` needs one).
+    pub observing: bool,
 }
 
 /// Why a submission was refused (a 400 naming the field).
@@ -66,16 +95,28 @@ fn refuse(field: &str, reason: impl Into<String>) -> Refused {
 
 impl Jobs {
     /// Opens the jobs directory and restarts the jobs a stop interrupted (queued or running).
-    pub fn open(dir: &Path, limits: SamplingConfig) -> Result<Arc<Jobs>, String> {
+    pub fn open(
+        dir: &Path,
+        limits: SamplingConfig,
+        fetcher: Option<Fetcher>,
+        clock: Arc<dyn Clock>,
+        observing: bool,
+    ) -> Result<Arc<Jobs>, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let jobs = Arc::new(Jobs {
             dir: dir.to_path_buf(),
-            limits,
             jobs: Mutex::new(BTreeMap::new()),
             next: Mutex::new(0),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            fetcher,
+            clock,
+            feed_rate: limits.rate_limit,
+            observing,
+            feeds: Mutex::new(BTreeMap::new()),
+            limits,
         });
         let mut resume = Vec::new();
+        let mut feeds = Vec::new();
         let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for entry in entries.filter_map(Result::ok) {
             let path = entry.path();
@@ -95,6 +136,12 @@ impl Jobs {
             if matches!(record.state, JobState::Queued | JobState::Running) {
                 resume.push(record.id.clone());
             }
+            if let Some(feed) = std::fs::read_to_string(path.join("feed.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Feed>(&t).ok())
+            {
+                feeds.push((record.id.clone(), feed));
+            }
             if let Ok(mut g) = jobs.jobs.lock() {
                 g.insert(
                     record.id.clone(),
@@ -110,6 +157,10 @@ impl Jobs {
         for id in resume {
             tracing::info!(job = %id, "resuming sampling job");
             jobs.clone().start(&id);
+        }
+        for (id, feed) in feeds {
+            tracing::info!(job = %id, "resuming the feed of sampling job");
+            jobs.clone().spawn_feed(id, feed, true);
         }
         Ok(jobs)
     }
@@ -268,6 +319,126 @@ impl Jobs {
         });
     }
 
+    /// Feeds a done job's sample to the cache: warms it (each URI-R's TimeMap fetched through the
+    /// aggregator, rate-limited) and, with `observe_secs`, refetches every URI-R each interval
+    /// so the observation log gets a row per URI-R per round.
+    pub fn feed(
+        self: &Arc<Self>,
+        id: &str,
+        warm: bool,
+        observe_secs: Option<u64>,
+    ) -> Result<Feed, JobError> {
+        let state = self
+            .jobs
+            .lock()
+            .ok()
+            .and_then(|g| g.get(id).map(|j| j.record.state))
+            .ok_or(JobError::NoSuchJob)?;
+        if state != JobState::Done {
+            return Err(JobError::NotDone(state));
+        }
+        let uri_rs = self.sample_urls(id).len() as u64;
+        let feed = Feed {
+            warm,
+            observe_secs,
+            uri_rs,
+            ..Feed::default()
+        };
+        self.clone().spawn_feed(id.to_string(), feed.clone(), false);
+        Ok(feed)
+    }
+
+    /// The feed of a job, if it was fed.
+    pub fn feed_status(&self, id: &str) -> Option<Feed> {
+        self.feeds.lock().ok()?.get(id).cloned()
+    }
+
+    fn sample_urls(&self, id: &str) -> Vec<String> {
+        std::fs::read_to_string(self.job_dir(id).join("out/sample.ndjson"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<SampledUrl>(l).ok())
+            .map(|s| s.url)
+            .collect()
+    }
+
+    fn save_feed(&self, id: &str, feed: &Feed) {
+        if let Ok(mut g) = self.feeds.lock() {
+            g.insert(id.to_string(), feed.clone());
+        }
+        let path = self.job_dir(id).join("feed.json");
+        let tmp = path.with_extension("json.tmp");
+        if let Ok(text) = serde_json::to_string_pretty(feed) {
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &path);
+            }
+        }
+    }
+
+    fn spawn_feed(self: Arc<Self>, id: String, mut feed: Feed, resumed: bool) {
+        let Some(fetch) = self.fetcher.clone() else {
+            return;
+        };
+        let urls = self.sample_urls(&id);
+        let gap = (self.feed_rate > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(1.0 / self.feed_rate));
+        self.save_feed(&id, &feed);
+        tokio::spawn(async move {
+            let pace = || async {
+                if let Some(g) = gap {
+                    tokio::time::sleep(g).await;
+                }
+            };
+            if feed.warm && (!resumed || feed.warmed < feed.uri_rs) {
+                for u in urls.iter().skip(feed.warmed as usize) {
+                    if self.stopping.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    fetch(u.clone(), false).await;
+                    feed.warmed += 1;
+                    if feed.warmed.is_multiple_of(100) {
+                        self.save_feed(&id, &feed);
+                    }
+                    pace().await;
+                }
+                self.save_feed(&id, &feed);
+            }
+            let Some(every) = feed.observe_secs.filter(|s| *s > 0) else {
+                return;
+            };
+            let every = chrono::Duration::seconds(every as i64);
+            loop {
+                let next = feed
+                    .next_round_at
+                    .as_deref()
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .unwrap_or_else(|| self.clock.now() + every);
+                if feed.next_round_at.is_none() {
+                    feed.next_round_at = Some(crate::timemap::datetime::format_rfc3339(next));
+                    self.save_feed(&id, &feed);
+                }
+                // The server's clock (simulated in simulations) decides when a round is due.
+                while self.clock.now() < next {
+                    if self.stopping.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                for u in &urls {
+                    if self.stopping.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    fetch(u.clone(), true).await;
+                    pace().await;
+                }
+                feed.rounds += 1;
+                feed.next_round_at = Some(crate::timemap::datetime::format_rfc3339(next + every));
+                self.save_feed(&id, &feed);
+            }
+        });
+    }
+
     /// The server is stopping: every job stops at its next checkpoint, resumable.
     pub fn stop_all(&self) {
         self.stopping.store(true, Ordering::Relaxed);
@@ -335,6 +506,7 @@ impl Jobs {
             // no honest ETA exists before; null says so.
             "eta_seconds": serde_json::Value::Null,
             "funnel": funnel,
+            "feed": self.feeds.lock().ok().and_then(|f| f.get(id).cloned()),
         }))
     }
 

@@ -243,3 +243,114 @@ async fn a_restart_resumes_a_job_and_a_cancelled_one_stays_cancelled() {
     proxy.stop().await;
     task.abort();
 }
+
+/// A job's sample fed to the cache: warmed (every URI-R's TimeMap fetched through the
+/// aggregator into the cache), then refetched each simulated day into the observation log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fed_sample_warms_the_cache_and_is_observed_each_day() {
+    use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+    let (cdx, _fake, task) = fake_cdx().await;
+    let archive = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
+        "20010101000000",
+        "20050101000000",
+    ])))
+    .await
+    .expect("archive");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    index_file(&inputs);
+    let log = dir.path().join("observations.jsonl");
+    let mut c = config(&inputs, &cdx, &dir.path().join("data/cache"));
+    c.archives = vec![crate::support::archive_config(
+        "sim",
+        &archive.timemap_prefix(),
+        &archive.timegate_prefix(),
+    )];
+    c.observe.log = log.display().to_string();
+    let t0 = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .expect("time")
+        .with_timezone(&chrono::Utc);
+    let clock = Arc::new(tmproxy::clock::SimClock::new(t0));
+    let proxy =
+        crate::support::start_proxy_with(c, tmproxy::app::ClockChoice::Simulated(clock.clone()))
+            .await;
+    let base = proxy.base.clone();
+    let (_, v) = post(
+        &base,
+        &json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 3}),
+    )
+    .await;
+    let id = v["id"].as_str().expect("an id").to_string();
+    let done = wait_for(&base, &id, "done").await;
+    let n = done["counters"]["sampled"].as_u64().expect("sampled");
+
+    let feed = |body: Value| {
+        let base = base.clone();
+        let id = id.clone();
+        async move {
+            let r = client()
+                .post(format!("{base}/admin/sampling/jobs/{id}/feed"))
+                .bearer_auth(TOKEN)
+                .body(body.to_string())
+                .send()
+                .await
+                .expect("POST feed");
+            (r.status().as_u16(), r.text().await.expect("body"))
+        }
+    };
+    let (status, text) = feed(json!({"observe": "1s"})).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("observe"), "{text}");
+    let (status, text) = feed(json!({"warm": true, "observe": "1d"})).await;
+    assert_eq!(status, 202, "{text}");
+
+    let lines = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count() as u64
+    };
+    let feed_of = |v: &Value| v["feed"].clone();
+    let mut warmed = false;
+    for _ in 0..400 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        let v: Value = serde_json::from_str(&t).expect("JSON");
+        if feed_of(&v)["warmed"].as_u64() == Some(n) {
+            warmed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(warmed, "the sample was warmed");
+    assert_eq!(
+        lines(),
+        n,
+        "one fan-out (one observation) per sampled URI-R"
+    );
+    let (_, sample) = get(&format!("{base}/admin/sampling/jobs/{id}/sample")).await;
+    let first: Value = serde_json::from_str(sample.lines().next().expect("a line")).expect("JSON");
+    let (status, _) = get(&format!(
+        "{base}/admin/cache/{}",
+        first["url"].as_str().expect("url")
+    ))
+    .await;
+    assert_eq!(status, 200, "the sampled URI-R is in the cache");
+
+    // A simulated day later, one round of refetches.
+    clock.set(t0 + chrono::Duration::days(1));
+    let mut rounds = 0;
+    for _ in 0..400 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        let v: Value = serde_json::from_str(&t).expect("JSON");
+        rounds = feed_of(&v)["rounds"].as_u64().unwrap_or(0);
+        if rounds == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(rounds, 1);
+    assert_eq!(lines(), 2 * n, "each URI-R observed again");
+    proxy.stop().await;
+    task.abort();
+}
