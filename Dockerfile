@@ -12,6 +12,7 @@ RUN mkdir -p src benches tests/it simulations/src \
     && echo 'fn main() {}' > src/main.rs \
     && echo '' > src/lib.rs \
     && echo 'fn main() {}' > benches/parse.rs \
+    && echo 'fn main() {}' > benches/sampling.rs \
     && echo 'fn main() {}' > tests/it/main.rs \
     && echo 'fn main() {}' > simulations/src/main.rs \
     && echo '' > simulations/src/lib.rs \
