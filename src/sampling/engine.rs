@@ -57,6 +57,9 @@ pub struct Spec {
     pub rate_limit: f64,
     #[serde(default)]
     pub popular_domains: Vec<String>,
+    /// First captures per year a popular domain re-enters with (the paper: 20 for twitter.com).
+    #[serde(default = "default_popular_quota")]
+    pub popular_quota: u32,
     #[serde(default)]
     pub downsampling: DownsamplingSpec,
     #[serde(default = "default_long_tail_threshold")]
@@ -95,6 +98,9 @@ impl Default for DownsamplingSpec {
 
 fn default_years() -> [u16; 2] {
     [1996, 2021]
+}
+fn default_popular_quota() -> u32 {
+    20
 }
 fn default_concurrency() -> usize {
     4
@@ -221,6 +227,64 @@ pub struct SampledUrl {
     pub mime: String,
 }
 
+/// The URLs of the popular domains, a bounded seeded random subset per domain (bottom-k by
+/// seeded hash, so the order is random and independent of the input's).
+struct PopularPool {
+    seed: u64,
+    domains: Vec<String>,
+    urls: HashMap<String, std::collections::BinaryHeap<(u64, String)>>,
+}
+
+/// Candidates kept per popular domain: enough for 20 a year over 26 years many times over.
+const POPULAR_POOL: usize = 5_000;
+
+impl PopularPool {
+    fn new(seed: u64, domains: &[String]) -> PopularPool {
+        PopularPool {
+            seed,
+            domains: domains.iter().map(|d| d.to_ascii_lowercase()).collect(),
+            urls: HashMap::new(),
+        }
+    }
+
+    fn push(&mut self, url: &str) {
+        let Some(host) = super::surt::url_host(url) else {
+            return;
+        };
+        let host = super::surt::strip_www(&host).to_string();
+        let Some(domain) = self
+            .domains
+            .iter()
+            .find(|d| host == **d || host.ends_with(&format!(".{d}")))
+        else {
+            return;
+        };
+        let p = super::downsample::seeded_hash(self.seed, url);
+        let heap = self.urls.entry(domain.clone()).or_default();
+        if heap.len() < POPULAR_POOL {
+            heap.push((p, url.to_string()));
+        } else if heap.peek().is_some_and(|(top, _)| p < *top) {
+            heap.pop();
+            heap.push((p, url.to_string()));
+        }
+    }
+
+    /// Per domain (sorted), its URLs in priority order.
+    fn into_ordered(self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = self
+            .urls
+            .into_iter()
+            .map(|(d, heap)| {
+                let mut v = heap.into_vec();
+                v.sort();
+                (d, v.into_iter().map(|(_, u)| u).collect())
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -297,33 +361,41 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     let popular = spec.popular_domains.clone();
     let aside_log = set_aside.clone();
     let prog = progress.clone();
-    let offline = tokio::task::spawn_blocking(move || -> Result<Vec<FunnelRow>, String> {
-        let mut reader =
-            super::index::open(&input).map_err(|e| format!("{}: {e}", input.display()))?;
-        let mut o = Offline::new(&popular);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return Err(format!("{}: {e}", input.display())),
-            }
-            prog.lines.fetch_add(1, Ordering::Relaxed);
-            let mut batch = Vec::new();
-            o.push_line(&line, &mut |c| batch.push(c), &mut |a| aside_log.write(&a));
-            for c in batch {
-                if tx.blocking_send(c).is_err() {
-                    // The CDX side stopped (cancelled): stop reading.
-                    return Ok(o.funnel());
+    let seed = spec.seed;
+    let offline =
+        tokio::task::spawn_blocking(move || -> Result<(Vec<FunnelRow>, PopularPool), String> {
+            let mut reader =
+                super::index::open(&input).map_err(|e| format!("{}: {e}", input.display()))?;
+            let mut o = Offline::new(&popular);
+            let mut pool = PopularPool::new(seed, &popular);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) => return Err(format!("{}: {e}", input.display())),
+                }
+                prog.lines.fetch_add(1, Ordering::Relaxed);
+                let mut batch = Vec::new();
+                o.push_line(&line, &mut |c| batch.push(c), &mut |a| {
+                    if a.stage == "popular_domains" {
+                        pool.push(&a.url);
+                    }
+                    aside_log.write(&a)
+                });
+                for c in batch {
+                    if tx.blocking_send(c).is_err() {
+                        // The CDX side stopped (cancelled): stop reading.
+                        return Ok((o.funnel(), pool));
+                    }
+                }
+                if prog.cancel.load(Ordering::Relaxed) {
+                    break;
                 }
             }
-            if prog.cancel.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-        Ok(o.funnel())
-    });
+            Ok((o.funnel(), pool))
+        });
 
     // First captures, MIME and year filters, into the sampler.
     let mut fc = Counters::default();
@@ -419,7 +491,7 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         }
     }
     drop(rx);
-    let mut funnel = match offline.await {
+    let (mut funnel, pool) = match offline.await {
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
     };
@@ -436,6 +508,77 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     funnel.push(row("first_capture", fc));
     funnel.push(row("mime_html", mime_c));
     funnel.push(row("years", year_c));
+
+    // Popular domains re-enter by the per-year quota: their URLs in seeded random order, first
+    // captures asked until every year in range has its quota (or the URLs run out).
+    progress.set_stage("popular_quota");
+    let mut quota_c = Counters::default();
+    let mut quota_picked: Vec<SampledUrl> = Vec::new();
+    for (domain, urls) in pool.into_ordered() {
+        let mut per_year: BTreeMap<u16, u32> = BTreeMap::new();
+        let full = |per_year: &BTreeMap<u16, u32>| {
+            (spec.years[0]..=spec.years[1])
+                .all(|y| per_year.get(&y).copied().unwrap_or(0) >= spec.popular_quota)
+        };
+        for url in urls {
+            if full(&per_year) || progress.cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            quota_c.input += 1;
+            let answer = match resumed.get(&url) {
+                Some(a) => a.clone(),
+                None => {
+                    let a = client.first_capture(&url).await;
+                    answers.write(&Answered {
+                        url: url.clone(),
+                        answer: a.clone(),
+                    });
+                    a
+                }
+            };
+            let reason = match classify(answer, spec.years) {
+                Kept::Sample {
+                    bucket,
+                    timestamp,
+                    mime,
+                } => {
+                    let year: u16 = timestamp.get(..4).and_then(|y| y.parse().ok()).unwrap_or(0);
+                    let n = per_year.entry(year).or_default();
+                    if *n < spec.popular_quota {
+                        *n += 1;
+                        quota_c.output += 1;
+                        quota_picked.push(SampledUrl {
+                            url: url.clone(),
+                            year: bucket_label(bucket),
+                            root: super::filters::is_root(&url),
+                            first_capture: timestamp,
+                            mime,
+                        });
+                        continue;
+                    }
+                    format!("popular domain {domain}: the quota for {year} is full")
+                }
+                Kept::Aside { reason, .. } => reason,
+                Kept::Error(reason) => {
+                    quota_c.errors += 1;
+                    errors.write(&SetAside {
+                        stage: "popular_quota",
+                        url: url.clone(),
+                        reason,
+                    });
+                    continue;
+                }
+            };
+            quota_c.set_aside += 1;
+            set_aside.write(&SetAside {
+                stage: "popular_quota",
+                url,
+                reason,
+            });
+        }
+    }
+    answers.flush();
+    funnel.push(row("popular_quota", quota_c));
 
     // Root upsampling: domains without a root URL get one if first archived 1996–2002.
     progress.set_stage("root_upsampling");
@@ -525,6 +668,8 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
             mime,
         });
     }
+    // The popular domains' quota picks join the sample as they are (the quota is their share).
+    sample.extend(quota_picked);
     progress
         .sampled
         .store(sample.len() as u64, Ordering::Relaxed);

@@ -78,3 +78,91 @@ pub fn report(funnel: &[FunnelRow], counts: &BTreeMap<String, DomainCounts>) -> 
     }
     s
 }
+
+/// The per-domain CCDF before and after downsampling as an SVG (log-log; drawn by hand: the
+/// proxy has no plotting dependency, and this is two step lines).
+pub fn ccdf_svg(counts: &BTreeMap<String, DomainCounts>) -> String {
+    let (w, h, m) = (720.0_f64, 440.0_f64, 60.0_f64);
+    let n = counts.len().max(1) as f64;
+    let max = counts.values().map(|c| c.before).max().unwrap_or(1).max(2) as f64;
+    let x = |v: f64| m + (v.max(1.0).ln() / max.ln()) * (w - 2.0 * m);
+    // Shares from 1/n to 1 on a log scale.
+    let y = |share: f64| {
+        let lo = (1.0 / n).ln().min(-1e-9);
+        h - m - (1.0 - share.max(1.0 / n).ln() / lo) * (h - 2.0 * m)
+    };
+    let line = |key: fn(&DomainCounts) -> u64| {
+        let mut v: Vec<u64> = counts.values().map(key).filter(|&c| c > 0).collect();
+        v.sort_unstable();
+        let mut pts = String::new();
+        for (i, c) in v.iter().enumerate() {
+            let share = (v.len() - i) as f64 / n;
+            let _ = write!(pts, "{:.1},{:.1} ", x(*c as f64), y(share));
+        }
+        pts
+    };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-family=\"sans-serif\" font-size=\"16\">Per-domain CCDF: share of domains with at least x URLs</text>\n\
+         <line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
+         <line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>\n\
+         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-family=\"sans-serif\" font-size=\"12\">URLs per domain (log, 1 to {max})</text>\n\
+         <text x=\"16\" y=\"{}\" font-family=\"sans-serif\" font-size=\"12\" transform=\"rotate(-90 16 {})\">share of domains (log)</text>\n",
+        w / 2.0,
+        h - m,
+        w - m,
+        h - m,
+        h - m,
+        w / 2.0,
+        h - m / 3.0,
+        h / 2.0,
+        h / 2.0
+    );
+    let _ = writeln!(
+        s,
+        "<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" points=\"{}\"/>",
+        line(|c| c.before)
+    );
+    let _ = writeln!(
+        s,
+        "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>",
+        line(|c| c.after)
+    );
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" fill=\"#d62728\" font-family=\"sans-serif\" font-size=\"12\">before downsampling</text>\n\
+         <text x=\"{}\" y=\"{}\" fill=\"#1f77b4\" font-family=\"sans-serif\" font-size=\"12\">after downsampling</text>\n</svg>\n",
+        w - m - 150.0,
+        m + 10.0,
+        w - m - 150.0,
+        m + 28.0
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ccdf_svg_has_both_lines_and_labels() {
+        let mut counts = BTreeMap::new();
+        for (d, b, a) in [("a.com", 1000, 20), ("b.com", 10, 5), ("c.com", 1, 1)] {
+            counts.insert(
+                d.to_string(),
+                DomainCounts {
+                    before: b,
+                    after: a,
+                },
+            );
+        }
+        let svg = ccdf_svg(&counts);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert!(svg.contains("before downsampling") && svg.contains("after downsampling"));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+}

@@ -124,7 +124,7 @@ async fn a_job_over_http_runs_to_its_sample_and_the_boundary_holds() {
     let (status, v) = post(
         &base,
         &json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 42,
-                "popular_domains": ["twitter.com"]}),
+                "popular_domains": ["twitter.com"], "popular_quota": 1}),
     )
     .await;
     assert_eq!(status, 201, "{v}");
@@ -176,7 +176,7 @@ async fn a_restart_resumes_a_job_and_a_cancelled_one_stays_cancelled() {
     let index = index_file(&inputs);
     let cache = dir.path().join("data/cache");
     let body = json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 42,
-                      "popular_domains": ["twitter.com"], "concurrency": 2});
+                      "popular_domains": ["twitter.com"], "popular_quota": 1, "concurrency": 2});
 
     fake.latency_ms.store(20, Ordering::Relaxed);
     let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;

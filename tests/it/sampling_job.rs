@@ -98,7 +98,9 @@ pub fn index_file(dir: &std::path::Path) -> std::path::PathBuf {
     lines.push("com,site002)/x.php?PHPSESSID=0123456789abcdef0123456789abcdef 2005 p 0 1".into());
     lines.push("com,site003)/search?q=* 20050101000000 p 0 1".into());
     lines.push(")/?dn=nohost 20050101000000 p 0 1".into());
-    lines.push("com,twitter)/someone 20160101000000 p 0 1".into());
+    for user in 0..30 {
+        lines.push(format!("com,twitter)/user{user:02} 20160101000000 p 0 1"));
+    }
     lines.push("com,blocked)/page.html 20160101000000 p 0 1".into());
     lines.sort();
     for l in lines {
@@ -117,6 +119,7 @@ pub fn spec(input: &std::path::Path, cdx: &str) -> Spec {
         concurrency: 4,
         rate_limit: 0.0,
         popular_domains: vec!["twitter.com".into()],
+        popular_quota: 1,
         downsampling: Default::default(),
         long_tail_threshold: 900_000,
         long_tail_fraction: 0.9,
@@ -151,9 +154,16 @@ async fn a_job_runs_end_to_end_and_accounts_for_every_url() {
         .all(|s| s.mime == "text/html" && s.first_capture.len() == 14));
     assert!(sample.iter().any(|s| s.root) && sample.iter().any(|s| !s.root));
     assert!(sample.iter().any(|s| s.year == "1996-2000"));
-    assert!(!sample
+    assert!(!sample.iter().any(|s| s.url.contains("logo.gif")));
+    // twitter.com re-enters by its quota: at most 1 URL per first-capture year.
+    let twitter: Vec<&SampledUrl> = sample
         .iter()
-        .any(|s| s.url.contains("twitter") || s.url.contains("logo.gif")));
+        .filter(|s| s.url.contains("twitter"))
+        .collect();
+    assert!(!twitter.is_empty());
+    let years: std::collections::HashSet<&str> =
+        twitter.iter().map(|s| &s.first_capture[..4]).collect();
+    assert_eq!(years.len(), twitter.len(), "one per year");
     let funnel: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("funnel.json")).expect("funnel"))
             .expect("JSON");
@@ -178,6 +188,7 @@ async fn a_job_runs_end_to_end_and_accounts_for_every_url() {
             "first_capture",
             "mime_html",
             "years",
+            "popular_quota",
             "root_upsampling",
             "long_tail",
             "downsampling"
