@@ -689,6 +689,8 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         super::report::report(&funnel, &counts),
     )
     .map_err(|e| e.to_string())?;
+    std::fs::write(out.join("ccdf.svg"), super::report::ccdf_svg(&counts))
+        .map_err(|e| e.to_string())?;
     progress.set_stage("done");
     Ok(Outcome {
         sample: sample.len(),

@@ -293,6 +293,8 @@ async fn tmproxy_sample_runs_a_toml_spec_and_refuses_a_bad_one() {
         "sample.ndjson",
         "funnel.json",
         "report.md",
+        "ccdf.svg",
+        "timemaps/hydration.json",
         "timemaps/index.ndjson",
     ] {
         assert!(out.join(f).exists(), "{f}");
