@@ -206,6 +206,21 @@ pub struct Progress {
     pub timemaps: AtomicU64,
     /// Set to stop at the next checkpoint.
     pub cancel: AtomicBool,
+    /// Bytes of the input file read so far, and its size: the candidates stream to the CDX
+    /// stage through a bounded channel, so the share of the input read tracks the first-capture
+    /// stage too, and gives the ETA.
+    pub input_read: Arc<AtomicU64>,
+    pub input_size: AtomicU64,
+}
+
+impl Progress {
+    /// Seconds left, by the share of the input read in `elapsed`; None before anything is read
+    /// or once the input is through (the later stages are short beside the first captures).
+    pub fn eta_seconds(&self, elapsed: f64) -> Option<f64> {
+        let read = self.input_read.load(Ordering::Relaxed) as f64;
+        let size = self.input_size.load(Ordering::Relaxed) as f64;
+        (read > 0.0 && size > read).then(|| elapsed * (size - read) / read)
+    }
 }
 
 impl Progress {
@@ -357,6 +372,9 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     // Offline stages on a blocking thread, candidates through a bounded channel.
     progress.set_stage("offline");
     let input = local_input(&spec.input, out).await?;
+    if let Ok(meta) = std::fs::metadata(&input) {
+        progress.input_size.store(meta.len(), Ordering::Relaxed);
+    }
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Candidate>(1024);
     let popular = spec.popular_domains.clone();
     let aside_log = set_aside.clone();
@@ -364,8 +382,8 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     let seed = spec.seed;
     let offline =
         tokio::task::spawn_blocking(move || -> Result<(Vec<FunnelRow>, PopularPool), String> {
-            let mut reader =
-                super::index::open(&input).map_err(|e| format!("{}: {e}", input.display()))?;
+            let mut reader = super::index::open_counted(&input, prog.input_read.clone())
+                .map_err(|e| format!("{}: {e}", input.display()))?;
             let mut o = Offline::new(&popular);
             let mut pool = PopularPool::new(seed, &popular);
             let mut line = String::new();
@@ -867,4 +885,72 @@ async fn collect_timemaps(
         std::fs::write(dir.join("hydration.json"), text.to_string()).map_err(|e| e.to_string())?;
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_eta_follows_the_share_of_the_input_read() {
+        let p = Progress::default();
+        assert_eq!(p.eta_seconds(10.0), None, "nothing read yet");
+        p.input_size.store(1000, Ordering::Relaxed);
+        p.input_read.store(250, Ordering::Relaxed);
+        assert_eq!(p.eta_seconds(10.0), Some(30.0));
+        p.input_read.store(1000, Ordering::Relaxed);
+        assert_eq!(p.eta_seconds(40.0), None, "through the input");
+    }
+
+    #[test]
+    fn a_bad_spec_names_its_field() {
+        let ok = Spec {
+            input: "x".into(),
+            cdx_api: "http://127.0.0.1:1/cdx".into(),
+            dialect: None,
+            seed: 0,
+            years: [1996, 2021],
+            concurrency: 4,
+            rate_limit: 0.0,
+            popular_domains: vec![],
+            popular_quota: 20,
+            downsampling: DownsamplingSpec::default(),
+            long_tail_threshold: 900_000,
+            long_tail_fraction: 0.9,
+            collect_timemaps: false,
+            hydrate_revisits: false,
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        let field = |s: Spec| s.validate().map_err(|e| e.field);
+        assert_eq!(
+            field(Spec {
+                years: [2000, 1999],
+                ..ok.clone()
+            }),
+            Err("years".into())
+        );
+        assert_eq!(
+            field(Spec {
+                cdx_api: "ftp://x".into(),
+                ..ok.clone()
+            }),
+            Err("cdx_api".into())
+        );
+        assert_eq!(
+            field(Spec {
+                rate_limit: -1.0,
+                ..ok.clone()
+            }),
+            Err("rate_limit".into())
+        );
+        let mut d = ok.clone();
+        d.downsampling.log_base = "1".into();
+        assert_eq!(field(d), Err("downsampling.log_base".into()));
+        let mut d = ok.clone();
+        d.downsampling.k.insert("twenty".into(), 1.0);
+        assert_eq!(field(d), Err("downsampling.k".into()));
+        let mut d = ok;
+        d.downsampling.k.insert("1998".into(), 4.0);
+        assert_eq!(d.downsampling_params().map(|p| p.k_for(2000)), Ok(4.0));
+    }
 }

@@ -97,7 +97,38 @@ fn json_str<'a>(json: &'a str, name: &str) -> Option<&'a str> {
 
 /// A reader over an index file: gzip (by its magic bytes) or plain.
 pub fn open(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
-    let mut file = BufReader::with_capacity(1 << 16, std::fs::File::open(path)?);
+    open_counted(
+        path,
+        std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
+    )
+}
+
+/// Counts the file's bytes as they are read (before any decompression), for progress: the
+/// share of the file read is the share of the input done, gzip or not.
+struct Counted<R> {
+    inner: R,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// [`open`], adding the bytes read from the file to `read`.
+pub fn open_counted(
+    path: &Path,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> io::Result<Box<dyn BufRead + Send>> {
+    let file = Counted {
+        inner: std::fs::File::open(path)?,
+        read,
+    };
+    let mut file = BufReader::with_capacity(1 << 16, file);
     let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
     Ok(if gz {
         Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(file)))

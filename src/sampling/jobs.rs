@@ -502,9 +502,12 @@ impl Jobs {
                 "timemaps": p.timemaps.load(Ordering::Relaxed),
             },
             "cdx_rate_per_s": answers as f64 / secs,
-            // The number of candidates is only known once the index has been read through, so
-            // no honest ETA exists before; null says so.
-            "eta_seconds": serde_json::Value::Null,
+            // By the share of the input file read (null before it starts and once it is through).
+            "eta_seconds": p.eta_seconds(secs),
+            "input": {
+                "read_bytes": p.input_read.load(Ordering::Relaxed),
+                "size_bytes": p.input_size.load(Ordering::Relaxed),
+            },
             "funnel": funnel,
             "feed": self.feeds.lock().ok().and_then(|f| f.get(id).cloned()),
         }))
