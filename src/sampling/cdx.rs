@@ -442,25 +442,52 @@ impl CdxClient {
     }
 }
 
-/// Asks the endpoint once and tells its dialect from the answer's shape.
+/// Tells the endpoint's dialect from the shape of its answers: an `output=json` lookup of
+/// `probe_url` (an array of arrays is IA's, objects are pywb's), else, when that is empty (the
+/// probe is not archived), a `showNumPages=true` query (IA answers a bare number, pywb over a
+/// ZipNum index `{"pages": …}`).
 pub async fn detect(endpoint: &str, probe_url: &str) -> Result<Dialect, String> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .map_err(|e| format!("CDX client: {e}"))?;
-    let r = http
-        .get(endpoint)
-        .query(&[("url", probe_url), ("limit", "1"), ("output", "json")])
-        .send()
-        .await
-        .map_err(|e| format!("{endpoint}: {e}"))?;
-    let body = r.text().await.map_err(|e| format!("{endpoint}: {e}"))?;
-    detect_dialect(&body).ok_or_else(|| {
-        format!(
-            "{endpoint}: cannot tell the dialect from `{}`; set it",
-            crate::uri_r::clip(body.trim())
-        )
-    })
+    let ask = |query: Vec<(&'static str, String)>| {
+        let http = http.clone();
+        async move {
+            let r = http
+                .get(endpoint)
+                .query(&query)
+                .send()
+                .await
+                .map_err(|e| format!("{endpoint}: {e}"))?;
+            r.text().await.map_err(|e| format!("{endpoint}: {e}"))
+        }
+    };
+    let body = ask(vec![
+        ("url", probe_url.to_string()),
+        ("limit", "1".to_string()),
+        ("output", "json".to_string()),
+    ])
+    .await?;
+    if let Some(d) = detect_dialect(&body) {
+        return Ok(d);
+    }
+    let pages = ask(vec![
+        ("url", probe_url.to_string()),
+        ("showNumPages", "true".to_string()),
+    ])
+    .await?;
+    let t = pages.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(Dialect::Ia);
+    }
+    if t.starts_with('{') && t.contains("\"pages\"") {
+        return Ok(Dialect::Pywb);
+    }
+    Err(format!(
+        "{endpoint}: cannot tell the dialect from `{}`; set it",
+        crate::uri_r::clip(body.trim())
+    ))
 }
 
 #[cfg(test)]

@@ -106,7 +106,20 @@ impl PywbArchive {
 
     /// Like `start` with the given `config.yaml` text; `""` means pywb's own defaults.
     pub fn start_with_config(collection: &str, captures: &[Capture], config: &str) -> PywbArchive {
-        launch(&venv_dir(), collection, captures, config)
+        launch(&venv_dir(), collection, captures, config, None)
+    }
+
+    /// The same collection with its CDXJ index turned into a ZipNum cluster (gzip blocks of
+    /// `block_lines` lines, a `.idx` secondary index and a `.loc` file), which is how pywb serves
+    /// a paged CDX API (`showNumPages`, `page`).
+    pub fn start_zipnum(collection: &str, captures: &[Capture], block_lines: usize) -> PywbArchive {
+        launch(
+            &venv_dir(),
+            collection,
+            captures,
+            REDIRECTING_CONFIG,
+            Some(block_lines),
+        )
     }
 
     /// Start several archives at once; pywb's start-up is mostly Python imports, so this halves
@@ -151,6 +164,15 @@ impl PywbArchive {
 
     /// Kill the process by its PID and reap it; the port is closed when this returns.
     /// Idempotent.
+    /// The collection's `indexes/` folder (a ZipNum collection's `cluster.idx` is there).
+    pub fn indexes_dir(&self) -> PathBuf {
+        self.dir
+            .path()
+            .join("collections")
+            .join(&self.collection)
+            .join("indexes")
+    }
+
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             // SIGKILL: wayback lingers ~1.3 s on SIGTERM and holds no state worth flushing.
@@ -178,7 +200,13 @@ fn venv_dir() -> PathBuf {
     }
 }
 
-fn launch(venv: &Path, collection: &str, captures: &[Capture], config: &str) -> PywbArchive {
+fn launch(
+    venv: &Path,
+    collection: &str,
+    captures: &[Capture],
+    config: &str,
+    zipnum_block_lines: Option<usize>,
+) -> PywbArchive {
     let python = venv.join("bin/python");
     let wayback = venv.join("bin/wayback");
     if !python.exists() || !wayback.exists() {
@@ -194,6 +222,15 @@ fn launch(venv: &Path, collection: &str, captures: &[Capture], config: &str) -> 
         .tempdir()
         .expect("create temp dir for pywb");
     build_collection(&python, dir.path(), collection, captures);
+    if let Some(lines) = zipnum_block_lines {
+        to_zipnum(
+            &dir.path()
+                .join("collections")
+                .join(collection)
+                .join("indexes"),
+            lines,
+        );
+    }
     if !config.is_empty() {
         std::fs::write(dir.path().join("config.yaml"), config).expect("write config.yaml");
     }
@@ -240,6 +277,44 @@ fn launch(venv: &Path, collection: &str, captures: &[Capture], config: &str) -> 
         }
     }
     panic!("pywb: lost the race for a free port 5 times");
+}
+
+/// Replaces `indexes/index.cdxj` by a ZipNum cluster: `blocks/cluster.cdxj.gz` (one gzip member
+/// per block), `cluster.idx` (`first key\tpart\toffset\tlength\tlineno` per block) and
+/// `cluster.loc` (`part\tpath`).
+fn to_zipnum(indexes: &Path, block_lines: usize) {
+    use flate2::write::GzEncoder;
+    let cdxj = indexes.join("index.cdxj");
+    let text = std::fs::read_to_string(&cdxj).expect("read index.cdxj");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    std::fs::create_dir_all(indexes.join("blocks")).expect("mkdir blocks");
+    let (mut blocks, mut idx) = (Vec::new(), String::new());
+    for (n, chunk) in lines.chunks(block_lines.max(1)).enumerate() {
+        let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::default());
+        for l in chunk {
+            gz.write_all(l.as_bytes()).expect("gzip");
+            gz.write_all(b"\n").expect("gzip");
+        }
+        let member = gz.finish().expect("gzip");
+        // The block's key is the first line's `SURT timestamp`.
+        let key: Vec<&str> = chunk[0].splitn(3, ' ').take(2).collect();
+        idx.push_str(&format!(
+            "{}\tcluster\t{}\t{}\t{}\n",
+            key.join(" "),
+            blocks.len(),
+            member.len(),
+            n + 1
+        ));
+        blocks.extend(member);
+    }
+    std::fs::write(indexes.join("blocks/cluster.cdxj.gz"), blocks).expect("write blocks");
+    std::fs::write(indexes.join("cluster.idx"), idx).expect("write idx");
+    std::fs::write(
+        indexes.join("cluster.loc"),
+        "cluster\tblocks/cluster.cdxj.gz\n",
+    )
+    .expect("write loc");
+    std::fs::remove_file(cdxj).expect("remove index.cdxj");
 }
 
 /// Write the WARC and the pywb collection layout into `dir` via the Python fixture.
@@ -691,12 +766,18 @@ mod tests {
             let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
             std::fs::set_permissions(bin.join(name), mode).unwrap();
         }
-        launch(fake.path(), "dead", &alpha_captures(), "");
+        launch(fake.path(), "dead", &alpha_captures(), "", None);
     }
 
     #[test]
     #[should_panic(expected = "pywb not installed: run bash scripts/test.sh")]
     fn missing_venv_panics_with_the_fix() {
-        launch(Path::new("/nonexistent/venv"), "x", &alpha_captures(), "");
+        launch(
+            Path::new("/nonexistent/venv"),
+            "x",
+            &alpha_captures(),
+            "",
+            None,
+        );
     }
 }

@@ -213,3 +213,93 @@ async fn the_client_speaks_pywbs_dialect() {
     );
     drop(archive);
 }
+
+/// pywb over a ZipNum cluster: `showNumPages` counts pages of index blocks and `page=k` serves
+/// them; the client's TimeMap is every page in order. And a whole sampling job whose input is
+/// the cluster's own `.idx` (pywb's layout: key, then tab-separated fields) and whose CDX API is
+/// that pywb: the dialect detected, first captures and TimeMaps from pywb.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_job_against_pywb_over_a_zipnum_collection() {
+    use crate::pywb::{Capture, PywbArchive};
+    use tmproxy::sampling::engine::{run, Progress, SampledUrl, Spec};
+    let mut caps = Vec::new();
+    // One page with 25 captures (several CDX pages), and 12 sites with a few each.
+    for k in 0..25 {
+        let ts = format!("20{:02}01010000{k:02}", 1 + k % 20);
+        caps.push(Capture::new(
+            "http://busy.example/",
+            &ts,
+            "<html>busy</html>",
+        ));
+    }
+    for site in 0..12 {
+        for year in [1998 + site, 2010 + site] {
+            let url = format!("http://site{site:02}.example/page.html");
+            caps.push(Capture::new(
+                &url,
+                &format!("{year}0601000000"),
+                "<html>x</html>",
+            ));
+        }
+    }
+    let archive = tokio::task::spawn_blocking(move || PywbArchive::start_zipnum("zn", &caps, 1))
+        .await
+        .expect("pywb started");
+    let endpoint = format!("{}/zn/cdx", archive.base_url());
+
+    let client = CdxClient::new(CdxSettings::new(&endpoint, Dialect::Pywb)).expect("client");
+    let rows = client.timemap("http://busy.example/").await.expect("paged");
+    assert_eq!(rows.len(), 25);
+    let stamps: Vec<&str> = rows.iter().map(|r| r.timestamp.as_str()).collect();
+    let mut sorted = stamps.clone();
+    sorted.sort_unstable();
+    assert_eq!(stamps, sorted, "pages in order");
+    assert!(
+        client.stats().requests > 2,
+        "more than one page was asked for"
+    );
+
+    let out = tempfile::tempdir().expect("temp dir");
+    let spec = Spec {
+        input: archive
+            .indexes_dir()
+            .join("cluster.idx")
+            .display()
+            .to_string(),
+        cdx_api: endpoint.clone(),
+        dialect: None,
+        seed: 5,
+        years: [1996, 2021],
+        concurrency: 2,
+        rate_limit: 0.0,
+        popular_domains: vec![],
+        popular_quota: 20,
+        downsampling: Default::default(),
+        long_tail_threshold: 900_000,
+        long_tail_fraction: 0.9,
+        collect_timemaps: true,
+        hydrate_revisits: true,
+    };
+    let outcome = run(&spec, out.path(), Arc::new(Progress::default()))
+        .await
+        .expect("the job runs against pywb");
+    let sample: Vec<SampledUrl> = std::fs::read_to_string(out.path().join("sample.ndjson"))
+        .expect("sample")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a line"))
+        .collect();
+    assert_eq!(sample.len(), outcome.sample);
+    // Every site's page is sampled (few URLs per domain keep all), with pywb's first capture.
+    for site in 0..12 {
+        let url = format!("https://site{site:02}.example/page.html");
+        let s = sample
+            .iter()
+            .find(|s| s.url == url)
+            .unwrap_or_else(|| panic!("{url} in the sample: {sample:?}"));
+        assert_eq!(s.first_capture, format!("{}0601000000", 1998 + site));
+        assert_eq!(s.mime, "text/html");
+    }
+    let index = std::fs::read_to_string(out.path().join("timemaps/index.ndjson")).expect("index");
+    assert!(index.contains("\"mementos\":2"), "{index}");
+    drop(archive);
+}
