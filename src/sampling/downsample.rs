@@ -100,9 +100,11 @@ pub fn seeded_hash(seed: u64, text: &str) -> u64 {
 struct DomainBucket {
     /// Every URL seen (N of Eq. 1).
     n: u64,
-    root: Option<String>,
-    /// The non-root URLs with the smallest priorities (a max-heap, so the largest is evicted).
-    keep: BinaryHeap<(u64, String)>,
+    /// The root URL and its payload.
+    root: Option<(String, String)>,
+    /// The non-root URLs with the smallest priorities (a max-heap, so the largest is evicted),
+    /// each with its payload.
+    keep: BinaryHeap<(u64, String, String)>,
 }
 
 /// The sampler: feed (bucket, domain, url, is_root), then take the sample.
@@ -120,6 +122,8 @@ pub struct Picked {
     pub domain: String,
     pub url: String,
     pub root: bool,
+    /// What the caller passed along with the URL (the engine: its first capture and MIME).
+    pub meta: String,
 }
 
 /// Per-domain counts before and after, for the report's top domains and CCDF.
@@ -148,6 +152,12 @@ impl Sampler {
     }
 
     pub fn push(&mut self, bucket: u16, domain: &str, url: &str, root: bool) {
+        self.push_with(bucket, domain, url, root, "");
+    }
+
+    /// [`Sampler::push`] with a payload kept beside the URL while it may still be picked (so
+    /// no per-URL side table is needed: memory stays per domain).
+    pub fn push_with(&mut self, bucket: u16, domain: &str, url: &str, root: bool, meta: &str) {
         let b = self
             .buckets
             .entry((bucket, domain.to_string()))
@@ -155,17 +165,22 @@ impl Sampler {
         b.n += 1;
         if root {
             if b.root.is_none() {
-                b.root = Some(url.to_string());
+                b.root = Some((url.to_string(), meta.to_string()));
             }
             return;
         }
         let p = seeded_hash(self.seed, url);
         if b.keep.len() < KEEP_CAP {
-            b.keep.push((p, url.to_string()));
-        } else if b.keep.peek().is_some_and(|(top, _)| p < *top) {
+            b.keep.push((p, url.to_string(), meta.to_string()));
+        } else if b.keep.peek().is_some_and(|(top, _, _)| p < *top) {
             b.keep.pop();
-            b.keep.push((p, url.to_string()));
+            b.keep.push((p, url.to_string(), meta.to_string()));
         }
+    }
+
+    /// URLs pushed so far (N summed over every domain and bucket).
+    pub fn urls(&self) -> u64 {
+        self.buckets.values().map(|b| b.n).sum()
     }
 
     /// Domains kept so far (what memory grows with).
@@ -211,25 +226,27 @@ impl Sampler {
             let (bucket, domain) = key;
             let k = self.params.target(b.n, *bucket) as usize;
             let mut picked = 0;
-            if let Some(root) = &b.root {
+            if let Some((root, meta)) = &b.root {
                 if k > 0 {
                     out.push(Picked {
                         bucket: *bucket,
                         domain: domain.clone(),
                         url: root.clone(),
                         root: true,
+                        meta: meta.clone(),
                     });
                     picked += 1;
                 }
             }
-            let mut rest: Vec<&(u64, String)> = b.keep.iter().collect();
+            let mut rest: Vec<&(u64, String, String)> = b.keep.iter().collect();
             rest.sort();
-            for (_, url) in rest.into_iter().take(k.saturating_sub(picked)) {
+            for (_, url, meta) in rest.into_iter().take(k.saturating_sub(picked)) {
                 out.push(Picked {
                     bucket: *bucket,
                     domain: domain.clone(),
                     url: url.clone(),
                     root: false,
+                    meta: meta.clone(),
                 });
                 picked += 1;
             }

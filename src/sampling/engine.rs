@@ -420,7 +420,6 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     let mut mime_c = Counters::default();
     let mut year_c = Counters::default();
     let mut sampler = Sampler::new(spec.seed, params);
-    let mut captured: HashMap<String, (String, String)> = HashMap::new();
     let mut domains_with_root: HashSet<String> = HashSet::new();
     let mut domains: BTreeMap<String, String> = BTreeMap::new();
     {
@@ -472,8 +471,13 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
                     if let Some(host) = super::surt::url_host(&c.url) {
                         domains.entry(c.domain.clone()).or_insert(host);
                     }
-                    sampler.push(bucket, &c.domain, &c.url, c.root);
-                    captured.insert(c.url.clone(), (timestamp, mime));
+                    sampler.push_with(
+                        bucket,
+                        &c.domain,
+                        &c.url,
+                        c.root,
+                        &meta_of(&timestamp, &mime),
+                    );
                 }
                 Kept::Aside { stage, reason } => {
                     match stage {
@@ -625,8 +629,7 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
                 mime,
             } => {
                 up.output += 1;
-                sampler.push(bucket, domain, &root, true);
-                captured.insert(root, (timestamp, mime));
+                sampler.push_with(bucket, domain, &root, true, &meta_of(&timestamp, &mime));
             }
             Kept::Aside { reason, .. } => {
                 up.set_aside += 1;
@@ -651,8 +654,7 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
 
     // Long tail, then downsampling.
     progress.set_stage("downsampling");
-    // Every URL in the sampler has its first capture in `captured`.
-    let before = captured.len() as u64;
+    let before = sampler.urls();
     let lt = sampler.reduce_long_tail(spec.long_tail_threshold, spec.long_tail_fraction);
     funnel.push(row(
         "long_tail",
@@ -677,7 +679,8 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     // The sample.
     let mut sample = Vec::with_capacity(picked.len());
     for p in &picked {
-        let (ts, mime) = captured.get(&p.url).cloned().unwrap_or_default();
+        let (ts, mime) = p.meta.split_once('\t').unwrap_or((&p.meta, ""));
+        let (ts, mime) = (ts.to_string(), mime.to_string());
         sample.push(SampledUrl {
             url: p.url.clone(),
             year: bucket_label(p.bucket),
@@ -715,6 +718,11 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         funnel,
         cancelled: false,
     })
+}
+
+/// The sampler's payload for a URL: its first capture and MIME (a tab cannot be in either).
+fn meta_of(timestamp: &str, mime: &str) -> String {
+    format!("{timestamp}\t{mime}")
 }
 
 fn row(stage: &'static str, counters: Counters) -> FunnelRow {
