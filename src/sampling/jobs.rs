@@ -263,12 +263,7 @@ impl Jobs {
     }
 
     fn save(&self, record: &JobRecord) -> Result<(), String> {
-        let path = self.job_dir(&record.id).join("state.json");
-        let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
-        // Write then rename: a kill leaves the old state or the new one, never half of one.
-        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+        write_json_atomically(&self.job_dir(&record.id).join("state.json"), record)
     }
 
     fn set_state(&self, id: &str, state: JobState, error: Option<String>) {
@@ -366,12 +361,8 @@ impl Jobs {
         if let Ok(mut g) = self.feeds.lock() {
             g.insert(id.to_string(), feed.clone());
         }
-        let path = self.job_dir(id).join("feed.json");
-        let tmp = path.with_extension("json.tmp");
-        if let Ok(text) = serde_json::to_string_pretty(feed) {
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, &path);
-            }
+        if let Err(e) = write_json_atomically(&self.job_dir(id).join("feed.json"), feed) {
+            tracing::error!(job = %id, error = %e, "cannot save the feed's state");
         }
     }
 
@@ -526,6 +517,14 @@ impl Jobs {
         }
         Ok(self.job_dir(id).join("out").join(file))
     }
+}
+
+/// Writes then renames: a kill leaves the old file or the new one, never half of one.
+fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A job request that cannot be answered.
