@@ -228,12 +228,16 @@ impl Jobs {
                 .next
                 .lock()
                 .map_err(|_| "jobs lock poisoned".to_string())?;
-            *n += 1;
-            format!(
-                "{}-{}",
-                now.chars().filter(char::is_ascii_digit).collect::<String>(),
-                *n
-            )
+            // The counter restarts with the server and a simulated clock stands still: skip ids
+            // a previous run already used, never overwrite a job.
+            let stamp: String = now.chars().filter(char::is_ascii_digit).collect();
+            loop {
+                *n += 1;
+                let id = format!("{stamp}-{}", *n);
+                if !self.job_dir(&id).exists() {
+                    break id;
+                }
+            }
         };
         let dir = self.job_dir(&id);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -532,4 +536,39 @@ fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), Str
 pub enum JobError {
     NoSuchJob,
     NotDone(JobState),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_restarted_server_never_reuses_a_job_id() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let spec: Spec = serde_json::from_str(
+            r#"{"input": "/nonexistent/index", "cdx_api": "http://127.0.0.1:9/cdx", "dialect": "ia"}"#,
+        )
+        .expect("spec");
+        let clock: Arc<dyn Clock> = Arc::new(crate::clock::SystemClock);
+        let open = || {
+            Jobs::open(
+                dir.path(),
+                SamplingConfig::default(),
+                None,
+                clock.clone(),
+                false,
+            )
+        };
+        let jobs = open().expect("open");
+        let first = jobs
+            .submit(spec.clone(), "2026-01-01T00:00:00Z")
+            .expect("submit");
+        drop(jobs);
+        // Same (simulated, standing) time after a restart: the counter starts over.
+        let jobs = open().expect("reopen");
+        let second = jobs.submit(spec, "2026-01-01T00:00:00Z").expect("submit");
+        assert_ne!(first, second);
+        assert!(dir.path().join(&first).join("spec.json").exists());
+        assert!(dir.path().join(&second).join("spec.json").exists());
+    }
 }
