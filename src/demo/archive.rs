@@ -30,6 +30,15 @@ pub enum Behaviour {
     Redirect(TimeMapSpec),
     /// 302 to itself, forever.
     RedirectLoop,
+    /// 200 and a valid TimeMap sent one byte per this interval.
+    Trickle(Duration),
+    /// 200 with `Content-Encoding: gzip` (never asked for): this many zero bytes compressed to a
+    /// few kilobytes, which a client that inflated it would hold whole.
+    GzipBomb(usize),
+    /// 200 `application/link-format` whose body is binary garbage, invalid UTF-8 included.
+    Garbage,
+    /// 429 with `Retry-After` of this many seconds.
+    TooManyRequests(u64),
 }
 
 /// What a well-behaved TimeMap contains and how it is sent.
@@ -221,6 +230,51 @@ async fn handle(
         Behaviour::HangBeforeHeaders => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             Ok(())
+        }
+        Behaviour::Trickle(every) => {
+            let spec = TimeMapSpec::of(&["20000101000000", "20010101000000"]);
+            let body = timemap_body(addr, &spec, &uri_r, 1);
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/link-format\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            stream.write_all(head.as_bytes()).await?;
+            for b in body.as_bytes() {
+                stream.write_all(&[*b]).await?;
+                stream.flush().await?;
+                tokio::time::sleep(*every).await;
+            }
+            Ok(())
+        }
+        Behaviour::GzipBomb(size) => {
+            // Compressing is CPU work: off the async threads, which also serve the proxy in tests.
+            let size = *size;
+            let body = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+                use std::io::Write as _;
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                let zeros = vec![0u8; 1 << 20];
+                let mut left = size;
+                while left > 0 {
+                    let n = left.min(zeros.len());
+                    gz.write_all(&zeros[..n])?;
+                    left -= n;
+                }
+                gz.finish()
+            })
+            .await
+            .map_err(std::io::Error::other)??;
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/link-format\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&body).await?;
+            stream.flush().await
+        }
+        Behaviour::Garbage => {
+            let mut body: Vec<u8> = (0..4096u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect();
+            body.extend_from_slice(b"<\xff\xfe>; rel=\"memento\"; datetime=\"\xc3\x28\"\n");
+            respond(&mut stream, 200, "application/link-format", &body).await
+        }
+        Behaviour::TooManyRequests(after) => {
+            let head = format!("HTTP/1.1 429 Too Many Requests\r\nRetry-After: {after}\r\nContent-Length: 9\r\nConnection: close\r\n\r\nslow down");
+            stream.write_all(head.as_bytes()).await
         }
         Behaviour::Oversized(size) => {
             let line = format!(

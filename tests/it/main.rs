@@ -5,6 +5,7 @@ mod aggregate;
 mod cache;
 mod cli;
 mod endpoints;
+mod faults;
 mod pywb;
 mod sampling_api;
 mod sampling_cdx;
