@@ -61,6 +61,15 @@ pub struct Contribution {
     pub report: ArchiveReport,
 }
 
+impl Contribution {
+    /// This archive's latest answer, as its status; the mementos it contributed stay.
+    pub fn note_answer(&mut self, answer: &policy::ArchiveResult) {
+        self.status = answer.status;
+        self.http_status = answer.http_status;
+        self.report = answer.report.clone();
+    }
+}
+
 /// The details of one archive's last answer: why it failed, what was left out, how long it took.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArchiveReport {
@@ -171,6 +180,17 @@ impl Entry {
         self.loose = t.loose;
         self.strict = t.strict;
         self.archives = t.archives;
+    }
+
+    /// Records what each archive of `fresh` said on this check without touching the content:
+    /// status, HTTP status and report follow the latest answer, mementos and their fetch time
+    /// stay. Archives the entry does not hold are left out (they contribute nothing served).
+    pub fn note_answers(&mut self, fresh: &policy::FetchOutcome) {
+        for c in &mut self.contributions {
+            if let Some(r) = fresh.archives.iter().find(|r| r.archive == c.archive) {
+                c.note_answer(r);
+            }
+        }
     }
 
     /// Appends a decision, forgetting the oldest beyond [`HISTORY_LEN`].

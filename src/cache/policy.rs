@@ -491,6 +491,9 @@ impl Policy {
             // like a conditional non-improvement, it keeps what it has. (`none` returned above.)
             PolicyKind::Conditional | PolicyKind::Forever | PolicyKind::None => {
                 let mut e = cached.clone();
+                // The content stays, but each archive's status is what it said this time: a
+                // kept answer must not claim an archive is fine when its refetch just failed.
+                e.note_answers(fresh);
                 e.checked_at = now;
                 e.fresh_until = self.fresh_until(now);
                 e.push_history(HistoryItem {
@@ -605,12 +608,9 @@ impl Policy {
                     } else {
                         // We could not learn what it holds: what it held still stands, and
                         // the status says it failed this time.
-                        Contribution {
-                            status: r.status,
-                            http_status: r.http_status,
-                            report: r.report.clone(),
-                            ..c.clone()
-                        }
+                        let mut c = c.clone();
+                        c.note_answer(r);
+                        c
                     }
                 }
                 None => Contribution {
@@ -1089,6 +1089,31 @@ mod tests {
         assert_eq!(kept.fresh_until, Some(day(9)));
         assert_eq!(p.freshness(Some(kept), day(9)), Freshness::Fresh);
         assert_eq!(p.freshness(Some(kept), day(10)), Freshness::Expired);
+    }
+
+    #[test]
+    fn a_kept_entry_names_the_failure_of_the_refetch_not_the_old_outcome() {
+        // Found in [hardening]: a case 6 refetch kept the TimeMap and went on reporting the
+        // failed archive as `ok`, so the answer hid that it had just timed out.
+        let p = policy(PolicyKind::Conditional);
+        let e = first(&p, vec![ok("ia", 0..5), ok("pt", 10..13)]);
+        let d = decide_on(
+            &p,
+            &e,
+            20,
+            vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Timeout)],
+        );
+        assert_eq!((d.case, d.action), (Some(ChangeCase::C6), Action::Kept));
+        let kept = stored(&d);
+        assert_eq!(kept.contributions[1].status, ArchiveStatus::Timeout);
+        assert_eq!(kept.contributions[1].mementos, e.contributions[1].mementos);
+        assert_eq!(
+            kept.contributions[1].fetched_at,
+            e.contributions[1].fetched_at
+        );
+        assert_eq!(kept.contributions[0].status, ArchiveStatus::Ok);
+        assert_eq!(served_m(kept), 8, "the content is unchanged");
+        assert_eq!(kept.fetched_at, day(0));
     }
 
     // ---- outages, none, first store ------------------------------------------------------

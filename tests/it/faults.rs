@@ -75,6 +75,39 @@ async fn fault_case(fault: Behaviour, expect_status: &[&str]) {
         v["entry"]["mementos"], 5,
         "{fault:?}: the better TimeMap stays: {v}"
     );
+    // ...and the kept answer names this refetch's failure, not the outcome it was stored with.
+    let named = |v: &Value| {
+        let s = outcome(v, "flaky")["status"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        assert!(
+            expect_status.contains(&s.as_str()),
+            "{fault:?}: flaky reported {s:?} after the failed refetch: {v}"
+        );
+    };
+    named(&v);
+    // The next hit says the same, and X-Memento-Partial names the archive, while its cached
+    // mementos are still served.
+    let r = http
+        .get(format!("{}/timemap/json/{URI_R}", proxy.base))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(
+        r.headers().get("x-cache").and_then(|h| h.to_str().ok()),
+        Some("HIT")
+    );
+    assert_eq!(
+        r.headers()
+            .get("x-memento-partial")
+            .and_then(|h| h.to_str().ok()),
+        Some("flaky"),
+        "{fault:?}"
+    );
+    let (_, v) = json_of(r).await;
+    named(&v);
+    assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(5));
 
     // A URI-R not cached yet, during the fault: the good archive's mementos, the fault named.
     let (status, v) = json_of(
