@@ -92,6 +92,8 @@ pub async fn fetch_archive(
     // Whether any page held link-format links, and whether any held non-blank text that was not.
     let mut saw_links = false;
     let mut saw_garbage = false;
+    // Body bytes read so far over all pages.
+    let mut body_bytes: u64 = 0;
 
     while let Some(uri_t) = queue.pop() {
         if !seen.insert(uri_t.clone()) {
@@ -104,7 +106,10 @@ pub async fn fetch_archive(
             ));
             break;
         }
-        let page = match fetch_page(client, &uri_t, limits.max_body).await {
+        // max_body bounds the archive's whole answer, every page together, so one archive's
+        // share of a fan-out's memory is max_body however it pages.
+        let budget = limits.max_body.saturating_sub(body_bytes);
+        let page = match fetch_page(client, &uri_t, budget).await {
             Ok(page) => page,
             Err(failure) if result.pages == 0 => return failure,
             Err(failure) => {
@@ -118,6 +123,7 @@ pub async fn fetch_archive(
             }
         };
         result.pages += 1;
+        body_bytes += page.body.len() as u64;
         result.http_status = Some(page.http_status);
         if page.http_status == 404 || page.http_status == 410 {
             if result.pages == 1 {
@@ -212,7 +218,7 @@ async fn fetch_page(
             return Err(ArchiveFetch::failed(
                 ArchiveStatus::Error,
                 Some(http_status),
-                format!("body of {len} bytes is over max_body ({max_body})"),
+                format!("body of {len} bytes is over what max_body leaves ({max_body})"),
             ));
         }
     }
@@ -226,7 +232,7 @@ async fn fetch_page(
                     return Err(ArchiveFetch::failed(
                         ArchiveStatus::Error,
                         Some(http_status),
-                        format!("body over max_body ({max_body} bytes)"),
+                        format!("body over what max_body leaves ({max_body} bytes)"),
                     ));
                 }
                 body.extend_from_slice(&chunk);

@@ -195,6 +195,35 @@ async fn oversized_bodies_are_cut_at_max_body() {
 }
 
 #[tokio::test]
+async fn max_body_bounds_all_pages_of_an_archive_together() {
+    // Four pages of 50 mementos, each well under max_body, together over it: the first page
+    // is kept, the rest is refused and the detail says why (each page used to get max_body).
+    let captures: Vec<String> = (0..200)
+        .map(|i| format!("2001{:02}{:02}000000", 1 + i / 28, 1 + i % 28))
+        .collect();
+    let captures: Vec<&str> = captures.iter().map(String::as_str).collect();
+    let paged = archive(Behaviour::TimeMap(TimeMapSpec {
+        page_size: Some(50),
+        ..TimeMapSpec::of(&captures)
+    }))
+    .await;
+    let mut config = config_for(&[("paged", &paged)]);
+    config.upstream.max_body = 12 * 1024;
+    let proxy = start_proxy(config).await;
+    let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
+    assert_eq!(status, 200);
+    let got = memento_uris(&json).len();
+    assert!((50..200).contains(&got), "{got} mementos: {json}");
+    assert!(
+        outcome(&json, "paged")["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max_body"),
+        "{json}"
+    );
+}
+
+#[tokio::test]
 async fn malformed_entries_are_skipped_and_counted_and_the_rest_kept() {
     let body = format!(
         "<{URI_R}>; rel=\"original\",\n\
