@@ -1,8 +1,9 @@
-//! Upstream faults, each through the real app: an archive that trickles a byte at a time, sends
-//! an unasked-for gzip bomb, binary garbage, 429 with Retry-After, or is not listening at all.
-//! The proxy answers with the other archive's mementos, names the fault in `archives[]`, and a
-//! forced refresh during the fault never replaces the better cached TimeMap. (Hangs, resets,
-//! oversized bodies and redirect loops are in `aggregate.rs`.)
+//! Upstream faults, each through the real app: an archive that hangs after its headers, resets
+//! mid-body, trickles a byte at a time, sends a body far past max_body, an unasked-for gzip
+//! bomb, binary garbage, a redirect loop, 429 with Retry-After, fails the TLS handshake or is
+//! not listening at all. The proxy answers within the deadline with the other archive's
+//! mementos, names the fault in `archives[]`, and a forced refresh during the fault never
+//! replaces the better cached TimeMap.
 
 use crate::support::{client, config_for, start_proxy};
 use serde_json::Value;
@@ -109,7 +110,9 @@ async fn fault_case(fault: Behaviour, expect_status: &[&str]) {
     named(&v);
     assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(5));
 
-    // A URI-R not cached yet, during the fault: the good archive's mementos, the fault named.
+    // A URI-R not cached yet, during the fault: the good archive's mementos, the fault named,
+    // within the deadline (3 s; the bound below only catches a hang, it times nothing).
+    let asked = std::time::Instant::now();
     let (status, v) = json_of(
         http.get(format!("{}/timemap/json/{URI_R}other", proxy.base))
             .send()
@@ -117,6 +120,11 @@ async fn fault_case(fault: Behaviour, expect_status: &[&str]) {
             .expect("GET"),
     )
     .await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(3 + 10),
+        "{fault:?}: answered after {:?}",
+        asked.elapsed()
+    );
     assert_eq!(status, 200, "{fault:?}: {v}");
     assert_eq!(
         v["mementos"]["list"].as_array().map(Vec::len),
@@ -160,6 +168,70 @@ async fn binary_garbage_and_invalid_utf8_are_a_malformed_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_requests_is_reported_not_retried_inline() {
     fault_case(Behaviour::TooManyRequests(30), &["error"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_that_hangs_after_its_headers_times_out_and_changes_nothing() {
+    fault_case(Behaviour::HangAfterHeaders, &["timeout"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_mid_body_is_an_error_and_changes_nothing() {
+    fault_case(Behaviour::ResetMidBody, &["error"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_far_past_max_body_is_cut_and_changes_nothing() {
+    // 32 times max_body (1 MiB): refused at the cap while streaming, never held whole.
+    fault_case(Behaviour::Oversized(32 << 20), &["error"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_loop_is_an_error_and_changes_nothing() {
+    fault_case(Behaviour::RedirectLoop, &["error"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tls_handshake_is_an_error_for_that_archive_alone() {
+    // https:// to a server that answers the ClientHello in plain HTTP, as a misconfigured
+    // port does: the handshake fails at once, the other archive is served.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let good = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("good archive");
+    let plain = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let plain_addr = plain.local_addr().expect("addr");
+    let server = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = plain.accept().await {
+            let mut hello = [0u8; 512];
+            let _ = socket.read(&mut hello).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                .await;
+        }
+    });
+    let mut config = config_for(&[("good", &good)]);
+    config.archives.push(crate::support::archive_config(
+        "tls",
+        &format!("https://{plain_addr}/timemap/link/"),
+        &format!("https://{plain_addr}/"),
+    ));
+    let proxy = start_proxy(config).await;
+    let (status, v) = json_of(
+        client()
+            .get(format!("{}/timemap/json/{URI_R}", proxy.base))
+            .send()
+            .await
+            .expect("GET"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(1));
+    assert_eq!(outcome(&v, "tls")["status"], "error", "{v}");
+    proxy.stop().await;
+    server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
