@@ -548,15 +548,22 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
     };
-    answers.flush();
-    if progress.cancel.load(Ordering::Relaxed) {
+    // A stop (cancel, or the server shutting down) ends the run here or at any later stage,
+    // before the sample is written: a stage cut short must not pass for a finished one (the
+    // popular quota half filled, the roots half asked). The answers had so far are in the
+    // checkpoint; the resumed run goes through every stage again without asking them again.
+    let stopped = |funnel: Vec<FunnelRow>| {
         set_aside.flush();
         errors.flush();
-        return Ok(Outcome {
+        Outcome {
             sample: 0,
             funnel,
             cancelled: true,
-        });
+        }
+    };
+    answers.flush();
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
     }
     funnel.push(row("first_capture", fc));
     funnel.push(row("mime_html", mime_c));
@@ -631,12 +638,18 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         }
     }
     answers.flush();
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
+    }
     funnel.push(row("popular_quota", quota_c));
 
     // Root upsampling: domains without a root URL get one if first archived 1996–2002.
     progress.set_stage("root_upsampling");
     let mut up = Counters::default();
     for (domain, host) in &domains {
+        if progress.cancel.load(Ordering::Relaxed) {
+            break;
+        }
         if domains_with_root.contains(domain) {
             continue;
         }
@@ -681,6 +694,9 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         }
     }
     answers.flush();
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
+    }
     funnel.push(row("root_upsampling", up));
 
     // Long tail, then downsampling.
@@ -730,6 +746,9 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     if spec.collect_timemaps {
         progress.set_stage("timemaps");
         let tm = collect_timemaps(&client, &sample, out, spec.hydrate_revisits, &progress).await?;
+        if progress.cancel.load(Ordering::Relaxed) {
+            return Ok(stopped(funnel));
+        }
         funnel.push(row("timemaps", tm));
     }
     set_aside.flush();
@@ -894,6 +913,9 @@ async fn collect_timemaps(
     let mut index = Vec::new();
     let mut hydration = super::revisit::HydrationReport::default();
     for (i, s) in sample.iter().enumerate() {
+        if progress.cancel.load(Ordering::Relaxed) {
+            break;
+        }
         c.input += 1;
         match client.timemap(&s.url).await {
             Ok(mut rows) => {
