@@ -43,9 +43,9 @@ pub async fn serve(
     let (state, router) = app::build_with_clock(&config, public_url, clock).await?;
     let enabled = state.upstream.archives().len();
     tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
-    // Shutdown, bounded at every step (see DRAIN_SLACK): stop accepting, let the requests in
-    // flight finish, then `app::wind_down` (jobs to a checkpoint, lone refreshes stored, the
-    // store flushed). A second SIGTERM or ctrl-c skips whatever waiting is left. A kill -9 at
+    // Shutdown, bounded at every step (see DRAIN_SLACK): stop accepting and stop the jobs, let
+    // the requests in flight finish, then `app::wind_down` (jobs at their checkpoint, lone
+    // refreshes stored, the store flushed). A second SIGTERM or ctrl-c skips whatever waiting is left. A kill -9 at
     // any point loses no answer already sent (each put is flushed before it goes out).
     let mut signals = app::StopSignals::install();
     let (begin, begun) = tokio::sync::oneshot::channel::<()>();
@@ -60,6 +60,10 @@ pub async fn serve(
         () = signals.next() => {
             tracing::info!(within = ?drain, "shutting down: finishing requests in flight (a second SIGTERM or ctrl-c stops waiting)");
             let _ = begin.send(());
+            // Jobs answer no client: they head for their checkpoint now, alongside the drain.
+            if let Some(jobs) = &state.jobs {
+                jobs.stop_all();
+            }
             tokio::select! {
                 served = &mut server => served,
                 () = signals.next() => {
