@@ -788,3 +788,47 @@ async fn a_client_that_never_finishes_cannot_hold_the_drain() {
     drop(stalled);
     cdx_task.abort();
 }
+
+/// A fan-out whose client hung up runs on (others may share it) and stores its TimeMap; SIGTERM
+/// lets it finish and store before the process exits, so the restart serves it from disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_a_refresh_nobody_waits_for_store_its_result() {
+    let slow = SimulatedArchive::start(timemap_behaviour(Duration::from_millis(1500)))
+        .await
+        .expect("archive");
+    let (cdx, _fake, cdx_task) = start_cdx(0).await;
+    let s = setup(&[&slow], &cdx, 10);
+    let mut server = Server::start(&s.config);
+    let base = server.base.clone();
+    let uri = "http://hung-up.example/";
+    // The client gives up long before the archive answers.
+    let gave_up = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .expect("client")
+        .get(format!("{base}/timemap/json/{uri}"))
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the client hung up");
+    let started = Instant::now();
+    while slow.requests() < 1 {
+        assert!(started.elapsed() < Duration::from_secs(10), "never asked");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.term();
+    let status = server.exit_within(Duration::from_secs(20)).await;
+    assert!(status.success(), "{status:?}:\n{}", server.log());
+
+    slow.set_behaviour(Behaviour::Status(404, String::new()));
+    let server = Server::start(&s.config);
+    let served: Served = Arc::new(Mutex::new(vec![(
+        uri.to_string(),
+        CAPTURES
+            .iter()
+            .map(|t| slow.uri_m(t, uri))
+            .collect::<Vec<_>>(),
+    )]));
+    assert_served_from_disk(&server.base, &served, &[&slow]).await;
+    drop(server);
+    cdx_task.abort();
+}
