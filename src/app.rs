@@ -12,6 +12,7 @@ use axum::Router;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// Which clock the server reads: the machine's, or one the admin API sets (`--sim-clock`).
@@ -165,23 +166,105 @@ pub async fn serve(
 
 /// Resolves on SIGTERM or ctrl-c.
 pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    StopSignals::install().next().await;
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+/// SIGTERM and ctrl-c, listened to for the life of the server. Once tokio listens for a signal
+/// its default action (ending the process) is gone for good, so the listeners stay installed
+/// after the first signal: a second one must still be heard, to cut a slow shutdown short.
+pub struct StopSignals {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Starts listening (a listener that cannot be installed is logged and never fires).
+    pub fn install() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let listen = |kind: SignalKind, name: &str| match signal(kind) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::error!(signal = name, error = %e, "cannot listen for the signal");
+                    None
+                }
+            };
+            StopSignals {
+                term: listen(SignalKind::terminate(), "SIGTERM"),
+                interrupt: listen(SignalKind::interrupt(), "SIGINT"),
             }
-            Err(_) => std::future::pending::<()>().await,
+        }
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// The next SIGTERM or ctrl-c.
+    pub async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
+                match s {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                _ = one(&mut self.term) => {},
+                _ = one(&mut self.interrupt) => {},
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// After the requests in flight: how long the jobs and the refreshes nobody waits for get to
+/// reach a checkpoint or store their result.
+pub const SETTLE_WITHIN: Duration = Duration::from_secs(5);
+/// How long the last flush of the cache store may take before the process exits anyway (sled
+/// recovers from an interrupted flush as from a kill -9).
+pub const FLUSH_WITHIN: Duration = Duration::from_secs(2);
+
+/// What a stopping server does once it no longer answers: sampling jobs stop at a checkpoint
+/// (staying `running` on disk, so the next start resumes them) and the refreshes that run on
+/// without a client (a client that hung up, stale-while-revalidate, a feed) get to store their
+/// result, both for at most `settle` (zero after a second signal); then the cache store is
+/// flushed. Every put was already flushed before its answer went out, so nothing a client was
+/// told about depends on this; it only keeps the work in progress.
+pub async fn wind_down(state: &AppState, settle: Duration) {
+    let jobs = async {
+        if let Some(jobs) = &state.jobs {
+            if !jobs.stop_all_and_wait(settle).await {
+                tracing::warn!(within = ?settle, "sampling jobs still busy: left to resume from their checkpoint");
+            }
         }
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    let refreshes = async {
+        let started = tokio::time::Instant::now();
+        loop {
+            let left = state.cache.refreshes_in_flight();
+            if left == 0 {
+                break;
+            }
+            if started.elapsed() >= settle {
+                tracing::warn!(refreshes = left, within = ?settle, "refreshes still running: dropped");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::join!(jobs, refreshes);
+    match tokio::time::timeout(FLUSH_WITHIN, state.cache.flush()).await {
+        Ok(Ok(())) => tracing::info!("cache store flushed"),
+        Ok(Err(e)) => tracing::error!(error = %e, "cannot flush the cache store"),
+        Err(_) => tracing::error!(within = ?FLUSH_WITHIN, "the cache store's flush did not finish"),
     }
-    tracing::info!("shutting down: finishing requests in flight");
 }

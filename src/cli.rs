@@ -43,13 +43,67 @@ pub async fn serve(
     let (state, router) = app::build_with_clock(&config, public_url, clock).await?;
     let enabled = state.upstream.archives().len();
     tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
-    let served = app::serve(listener, router, app::shutdown_signal()).await;
-    // In-flight requests are done: stop the sampling jobs at a checkpoint, resumable.
-    if let Some(jobs) = &state.jobs {
-        jobs.stop_all();
+    // Shutdown, bounded at every step (see DRAIN_SLACK): stop accepting and stop the jobs, let
+    // the requests in flight finish, then `app::wind_down` (jobs at their checkpoint, lone
+    // refreshes stored, the store flushed). A second SIGTERM or ctrl-c skips whatever waiting is left. A kill -9 at
+    // any point loses no answer already sent (each put is flushed before it goes out).
+    let mut signals = app::StopSignals::install();
+    let (begin, begun) = tokio::sync::oneshot::channel::<()>();
+    let server = app::serve(listener, router, async move {
+        let _ = begun.await;
+    });
+    tokio::pin!(server);
+    let drain = config.upstream.deadline + DRAIN_SLACK;
+    let mut hurried = false;
+    let served = tokio::select! {
+        served = &mut server => served,
+        () = signals.next() => {
+            tracing::info!(within = ?drain, "shutting down: finishing requests in flight (a second SIGTERM or ctrl-c stops waiting)");
+            let _ = begin.send(());
+            // Jobs answer no client: they head for their checkpoint now, alongside the drain.
+            if let Some(jobs) = &state.jobs {
+                jobs.stop_all();
+            }
+            tokio::select! {
+                served = &mut server => served,
+                () = signals.next() => {
+                    tracing::warn!("second signal: not waiting for the requests in flight");
+                    hurried = true;
+                    Ok(())
+                }
+                () = tokio::time::sleep(drain) => {
+                    tracing::warn!(within = ?drain, "requests still in flight: closing them");
+                    Ok(())
+                }
+            }
+        }
+    };
+    let settle = if hurried {
+        std::time::Duration::ZERO
+    } else {
+        app::SETTLE_WITHIN
+    };
+    tokio::select! {
+        () = app::wind_down(&state, settle) => {},
+        () = signals.next(), if !hurried => {
+            tracing::warn!("second signal: flushing and stopping now");
+            app::wind_down(&state, std::time::Duration::ZERO).await;
+        }
     }
+    tracing::info!("stopped");
     served.map_err(|e| format!("server stopped: {e}"))
 }
+
+/// How much longer than the upstream deadline requests in flight get after SIGTERM: a request
+/// ends by its deadline, plus the time to store and send the answer. Whole shutdown, from the
+/// first signal: at most `deadline + DRAIN_SLACK + app::SETTLE_WITHIN + app::FLUSH_WITHIN +
+/// RUNTIME_SHUTDOWN` (13 s beyond the deadline: 28 s with the default 15 s one); after a
+/// second signal, at most `app::FLUSH_WITHIN + RUNTIME_SHUTDOWN` (3 s).
+pub const DRAIN_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long `main` lets tasks still running (a connection cut short, a job past its wait)
+/// unwind once `serve` returns, before the process exits without them.
+pub const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `tmproxy timemap URI-R`: one aggregate to stdout; exit 1 with a reason when nothing was found.
 pub async fn timemap(

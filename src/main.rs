@@ -111,6 +111,8 @@ fn main() -> ExitCode {
             Command::Sample { spec, out } => tmproxy::cli::sample(&spec, &out).await,
         }
     });
+    // Dropping a runtime waits for its blocking tasks however long they take: bounded instead.
+    runtime.shutdown_timeout(tmproxy::cli::RUNTIME_SHUTDOWN);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -502,6 +502,24 @@ impl TimeMapCache {
         Some(served)
     }
 
+    /// Shared refreshes still running. A stopping server waits for them: one whose client hung
+    /// up, a stale-while-revalidate one or a feed's still stores its result when it ends.
+    pub fn refreshes_in_flight(&self) -> usize {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    /// Makes everything stored so far durable (each put already is; this is the last word
+    /// before the process exits, for anything written outside a put).
+    pub async fn flush(&self) -> Result<(), String> {
+        match &self.store {
+            Some(store) => store.persistent().flush().await.map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+
     /// The counters, with each archive's request count from the fan-out.
     pub fn stats_snapshot(&self) -> StatsSnapshot {
         self.stats.snapshot(self.upstream.fetch_counts())

@@ -270,6 +270,16 @@ impl<V: Cacheable> PersistentTier<V> {
     }
 }
 
+impl<V> PersistentTier<V> {
+    /// Makes everything written so far durable, from tokio's blocking pool.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || flush(&db))
+            .await
+            .map_err(task_error)?
+    }
+}
+
 /// Makes everything written so far durable (write + fsync of sled's log). Blocking.
 ///
 /// Deliberately not `flush_async`: in sled 0.34 that runs the flush on sled's own small thread

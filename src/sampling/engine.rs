@@ -316,7 +316,13 @@ struct Answered {
 }
 
 /// Append-only NDJSON writer shared by tasks.
-struct Log(Mutex<BufWriter<std::fs::File>>);
+struct Log {
+    out: Mutex<BufWriter<std::fs::File>>,
+    /// Each line reaches the file (one `write`) before `write` returns: the checkpoint must
+    /// survive a `kill -9`, which never runs the buffer's flush. Not fsynced: a killed process
+    /// loses nothing the kernel has; a power cut may cost the last answers, asked again.
+    write_through: bool,
+}
 
 impl Log {
     fn open(path: &Path, append: bool) -> Result<Log, String> {
@@ -327,17 +333,42 @@ impl Log {
             .truncate(!append)
             .open(path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(Log(Mutex::new(BufWriter::new(file))))
+        Ok(Log {
+            out: Mutex::new(BufWriter::new(file)),
+            write_through: false,
+        })
+    }
+
+    /// The checkpoint: appended to, written through. A last line cut short by a crash is ended
+    /// first, so the next answer starts a line of its own instead of being glued to the torn
+    /// one (which `read_checkpoint` skips) and lost on the next resume.
+    fn open_checkpoint(path: &Path) -> Result<Log, String> {
+        let torn = last_byte(path).is_some_and(|b| b != b'\n');
+        let log = Log {
+            write_through: true,
+            ..Log::open(path, true)?
+        };
+        if torn {
+            if let Ok(mut w) = log.out.lock() {
+                w.write_all(b"\n")
+                    .and_then(|_| w.flush())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
+        Ok(log)
     }
 
     fn write<T: Serialize>(&self, item: &T) {
-        if let (Ok(mut w), Ok(line)) = (self.0.lock(), serde_json::to_string(item)) {
+        if let (Ok(mut w), Ok(line)) = (self.out.lock(), serde_json::to_string(item)) {
             let _ = writeln!(w, "{line}");
+            if self.write_through {
+                let _ = w.flush();
+            }
         }
     }
 
     fn flush(&self) {
-        if let Ok(mut w) = self.0.lock() {
+        if let Ok(mut w) = self.out.lock() {
             let _ = w.flush();
         }
     }
@@ -355,7 +386,7 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     progress
         .resumed_answers
         .store(resumed.len() as u64, Ordering::Relaxed);
-    let answers = Arc::new(Log::open(&checkpoint, true)?);
+    let answers = Arc::new(Log::open_checkpoint(&checkpoint)?);
     let set_aside = Arc::new(Log::open(&out.join("set_aside.ndjson"), false)?);
     let errors = Arc::new(Log::open(&out.join("errors.ndjson"), false)?);
 
@@ -517,15 +548,22 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
     };
-    answers.flush();
-    if progress.cancel.load(Ordering::Relaxed) {
+    // A stop (cancel, or the server shutting down) ends the run here or at any later stage,
+    // before the sample is written: a stage cut short must not pass for a finished one (the
+    // popular quota half filled, the roots half asked). The answers had so far are in the
+    // checkpoint; the resumed run goes through every stage again without asking them again.
+    let stopped = |funnel: Vec<FunnelRow>| {
         set_aside.flush();
         errors.flush();
-        return Ok(Outcome {
+        Outcome {
             sample: 0,
             funnel,
             cancelled: true,
-        });
+        }
+    };
+    answers.flush();
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
     }
     funnel.push(row("first_capture", fc));
     funnel.push(row("mime_html", mime_c));
@@ -600,12 +638,18 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         }
     }
     answers.flush();
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
+    }
     funnel.push(row("popular_quota", quota_c));
 
     // Root upsampling: domains without a root URL get one if first archived 1996–2002.
     progress.set_stage("root_upsampling");
     let mut up = Counters::default();
     for (domain, host) in &domains {
+        if progress.cancel.load(Ordering::Relaxed) {
+            break;
+        }
         if domains_with_root.contains(domain) {
             continue;
         }
@@ -650,6 +694,9 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         }
     }
     answers.flush();
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
+    }
     funnel.push(row("root_upsampling", up));
 
     // Long tail, then downsampling.
@@ -699,6 +746,9 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     if spec.collect_timemaps {
         progress.set_stage("timemaps");
         let tm = collect_timemaps(&client, &sample, out, spec.hydrate_revisits, &progress).await?;
+        if progress.cancel.load(Ordering::Relaxed) {
+            return Ok(stopped(funnel));
+        }
         funnel.push(row("timemaps", tm));
     }
     set_aside.flush();
@@ -791,9 +841,14 @@ fn read_checkpoint(path: &Path) -> HashMap<String, FirstCapture> {
     let Ok(file) = std::fs::File::open(path) else {
         return map;
     };
-    for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+    // Split on bytes, not `lines()`: a line torn inside a multi-byte character is not UTF-8,
+    // and `lines()` would end the reading there, losing every answer after it.
+    for line in std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+    {
         // A line cut by a kill is skipped: its URL is simply asked again.
-        if let Ok(a) = serde_json::from_str::<Answered>(&line) {
+        if let Ok(a) = serde_json::from_slice::<Answered>(&line) {
             // A failure is asked again on resume: the archive may answer now.
             if !matches!(a.answer, FirstCapture::Failed { .. }) {
                 map.insert(a.url, a.answer);
@@ -801,6 +856,16 @@ fn read_checkpoint(path: &Path) -> HashMap<String, FirstCapture> {
         }
     }
     map
+}
+
+/// The last byte of a file, if it has one (read without reading the rest).
+fn last_byte(path: &Path) -> Option<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::End(-1)).ok()?;
+    let mut byte = [0u8; 1];
+    file.read_exact(&mut byte).ok()?;
+    Some(byte[0])
 }
 
 /// The input as a local file: a path as it is, an http(s) URL downloaded into `out` first.
@@ -848,6 +913,9 @@ async fn collect_timemaps(
     let mut index = Vec::new();
     let mut hydration = super::revisit::HydrationReport::default();
     for (i, s) in sample.iter().enumerate() {
+        if progress.cancel.load(Ordering::Relaxed) {
+            break;
+        }
         c.input += 1;
         match client.timemap(&s.url).await {
             Ok(mut rows) => {
@@ -908,6 +976,31 @@ mod tests {
         assert_eq!(p.eta_seconds(10.0), Some(30.0));
         p.input_read.store(1000, Ordering::Relaxed);
         assert_eq!(p.eta_seconds(40.0), None, "through the input");
+    }
+
+    #[test]
+    fn a_checkpoint_torn_by_a_kill_keeps_every_whole_answer() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("first_captures.ndjson");
+        let answered = |url: &str| Answered {
+            url: url.to_string(),
+            answer: FirstCapture::NotArchived,
+        };
+        let first = Log::open_checkpoint(&path).expect("open");
+        first.write(&answered("http://a.example/"));
+        // Written through: on disk without a flush or a drop (a kill -9 runs neither).
+        assert_eq!(read_checkpoint(&path).len(), 1);
+        std::mem::forget(first);
+        // A line cut inside a multi-byte character, as a kill mid-write may leave it.
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes.extend_from_slice("{\"url\":\"http://\u{e9}".as_bytes());
+        bytes.pop();
+        std::fs::write(&path, bytes).expect("write");
+        let resumed = Log::open_checkpoint(&path).expect("reopen");
+        resumed.write(&answered("http://b.example/"));
+        let read = read_checkpoint(&path);
+        assert!(read.contains_key("http://a.example/") && read.contains_key("http://b.example/"));
+        assert_eq!(read.len(), 2);
     }
 
     #[test]

@@ -81,6 +81,9 @@ pub struct Jobs {
     feeds: Mutex<BTreeMap<String, Feed>>,
     /// Whether the server writes an observation log (`observe` needs one).
     pub observing: bool,
+    /// The job and feed tasks, so a stopping server can wait for them to reach a checkpoint
+    /// (finished ones are pruned as new ones start).
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// Why a submission was refused (a 400 naming the field).
@@ -113,6 +116,7 @@ impl Jobs {
             feed_rate: limits.rate_limit,
             observing,
             feeds: Mutex::new(BTreeMap::new()),
+            tasks: Mutex::new(Vec::new()),
             limits,
         });
         let mut resume = Vec::new();
@@ -306,7 +310,8 @@ impl Jobs {
         let id = id.to_string();
         let out = self.job_dir(&id).join("out");
         self.set_state(&id, JobState::Running, None);
-        tokio::spawn(async move {
+        let jobs = self.clone();
+        jobs.track(tokio::spawn(async move {
             let result = run(&spec, &out, progress).await;
             match result {
                 // Stopped by a shutdown: stays `running` on disk, to be resumed.
@@ -315,7 +320,14 @@ impl Jobs {
                 Ok(_) => self.set_state(&id, JobState::Done, None),
                 Err(e) => self.set_state(&id, JobState::Failed, Some(e)),
             }
-        });
+        }));
+    }
+
+    fn track(&self, task: tokio::task::JoinHandle<()>) {
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.retain(|t| !t.is_finished());
+            tasks.push(task);
+        }
     }
 
     /// Feeds a done job's sample to the cache: warms it (each URI-R's TimeMap fetched through the
@@ -378,7 +390,8 @@ impl Jobs {
         let gap = (self.feed_rate > 0.0)
             .then(|| std::time::Duration::from_secs_f64(1.0 / self.feed_rate));
         self.save_feed(&id, &feed);
-        tokio::spawn(async move {
+        let jobs = self.clone();
+        jobs.track(tokio::spawn(async move {
             let pace = || async {
                 if let Some(g) = gap {
                     tokio::time::sleep(g).await;
@@ -431,7 +444,7 @@ impl Jobs {
                 feed.next_round_at = Some(crate::timemap::datetime::format_rfc3339(next + every));
                 self.save_feed(&id, &feed);
             }
-        });
+        }));
     }
 
     /// The server is stopping: every job stops at its next checkpoint, resumable.
@@ -442,6 +455,22 @@ impl Jobs {
                 job.progress.cancel.store(true, Ordering::Relaxed);
             }
         }
+    }
+
+    /// [`Jobs::stop_all`], then waits at most `within` for every job and feed task to return:
+    /// a job at its checkpoint, still `running` on disk. False when some were still going; they
+    /// lose nothing when dropped (each CDX answer is in the checkpoint as soon as it arrives,
+    /// state files are replaced by rename), only the answers they were still waiting for.
+    pub async fn stop_all_and_wait(&self, within: std::time::Duration) -> bool {
+        self.stop_all();
+        let tasks = self
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        tokio::time::timeout(within, futures::future::join_all(tasks))
+            .await
+            .is_ok()
     }
 
     /// Cancels a job (its checkpoint stays). False when there is no such job.
