@@ -6,10 +6,12 @@ use crate::cache::service::{Settings, TimeMapCache};
 use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
 use crate::config::Config;
-use crate::http::{router, AppState, SharedState};
+use crate::http::{admin_router, router, AppState, SharedState};
 use crate::upstream::Upstream;
 use axum::Router;
+use futures::FutureExt;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -50,11 +52,31 @@ pub fn policy_of(config: &Config) -> Result<Policy, String> {
     })
 }
 
+/// [`build`] on the clock of your choice. With `[admin] listen` set the router leaves out the
+/// admin routes: [`build_routers`] gives both.
 pub async fn build_with_clock(
     config: &Config,
     public_url: Option<String>,
     clock: ClockChoice,
 ) -> Result<(SharedState, Router), String> {
+    let built = build_routers(config, public_url, clock).await?;
+    Ok((built.state, built.public))
+}
+
+/// What [`build_routers`] makes: the state, the public router, and the admin router when
+/// `[admin] listen` gives the admin API a listener of its own.
+pub struct Built {
+    pub state: SharedState,
+    pub public: Router,
+    pub admin: Option<Router>,
+}
+
+/// The state and a router per listener.
+pub async fn build_routers(
+    config: &Config,
+    public_url: Option<String>,
+    clock: ClockChoice,
+) -> Result<Built, String> {
     let (clock, sim_clock): (Arc<dyn Clock>, Option<Arc<SimClock>>) = match clock {
         ClockChoice::System => (Arc::new(SystemClock), None),
         ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
@@ -139,8 +161,25 @@ pub async fn build_with_clock(
         sim_clock,
         admin_token: config.admin.token.clone(),
         jobs,
+        max_header_bytes: usize::try_from(config.server.max_header_bytes).unwrap_or(usize::MAX),
+        rate_limiter: crate::http::rate::Rate::new(
+            config.server.rate_limit,
+            config.server.rate_burst,
+        )
+        .map(|rate| {
+            Arc::new(crate::http::rate::Limiter::new(
+                rate,
+                crate::http::rate::MAX_CLIENTS,
+            ))
+        }),
+        admin_separate: config.admin.listen.is_some(),
     });
-    Ok((state.clone(), router(state)))
+    let admin = state.admin_separate.then(|| admin_router(state.clone()));
+    Ok(Built {
+        public: router(state.clone()),
+        admin,
+        state,
+    })
 }
 
 /// The public URL for a listener: the configured one, or `http://{bound address}`.
@@ -153,14 +192,35 @@ pub fn public_url_for(config: &Config, listener: &TcpListener) -> Option<String>
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves; requests in flight then finish.
+/// Each request knows its peer's address (`ConnectInfo`), which the rate limit keys on.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}
+
+/// Serves the public router and, when given, the admin router on its own listener, until
+/// `shutdown` resolves; both then finish their requests in flight. If one listener fails the
+/// other is stopped too (a half-up server is harder to notice than a stopped one).
+pub async fn serve_both(
+    public: (TcpListener, Router),
+    admin: Option<(TcpListener, Router)>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let shutdown = shutdown.boxed().shared();
+    let Some((admin_listener, admin_router)) = admin else {
+        return serve(public.0, public.1, shutdown).await;
+    };
+    let public = serve(public.0, public.1, shutdown.clone());
+    let admin = serve(admin_listener, admin_router, shutdown);
+    tokio::try_join!(public, admin).map(|_| ())
 }
 
 /// Resolves on SIGTERM or ctrl-c.

@@ -40,10 +40,31 @@ pub async fn serve(
     } else {
         app::ClockChoice::System
     };
-    let (state, router) = app::build_with_clock(&config, public_url, clock).await?;
+    // Bound before anything else starts, so a taken admin port stops the start with a reason.
+    let admin_listener = match config.admin.listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr} ([admin] listen): {e}"))?,
+        ),
+        None => None,
+    };
+    let built = app::build_routers(&config, public_url, clock).await?;
+    let state = built.state;
     let enabled = state.upstream.archives().len();
+    if let Some(l) = &admin_listener {
+        let admin = l
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "?".into());
+        tracing::info!(admin_listen = %admin, "admin API and /metrics on their own listener");
+    }
     tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
-    let served = app::serve(listener, router, app::shutdown_signal()).await;
+    let admin = match (admin_listener, built.admin) {
+        (Some(l), Some(r)) => Some((l, r)),
+        _ => None,
+    };
+    let served = app::serve_both((listener, built.public), admin, app::shutdown_signal()).await;
     // In-flight requests are done: stop the sampling jobs at a checkpoint, resumable.
     if let Some(jobs) = &state.jobs {
         jobs.stop_all();

@@ -1,7 +1,7 @@
 //! `/admin/sampling/jobs`: start, list, watch, cancel sampling jobs and read their sample and
 //! funnel. Every route wants the admin token; a bad spec is a 400 naming the field.
 
-use super::admin::authorize;
+use super::admin::{authorize, read_body};
 use super::SharedState;
 use crate::error::AppError;
 use crate::sampling::engine::Spec;
@@ -13,9 +13,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use std::sync::Arc;
-
-/// The most a job spec may weigh.
-const MAX_SPEC_BYTES: usize = 64 * 1024;
 
 pub fn routes() -> Router<SharedState> {
     Router::new()
@@ -33,16 +30,11 @@ fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
 async fn submit(
     State(state): State<SharedState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
     let jobs = jobs(&state)?;
-    if body.len() > MAX_SPEC_BYTES {
-        return Err(AppError::BadSpec(format!(
-            "the spec is {} bytes; at most {MAX_SPEC_BYTES}",
-            body.len()
-        )));
-    }
+    let body = read_body(body).await?;
     // serde_json names the unknown or missing field, or the one of the wrong type.
     let spec: Spec = serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?;
     let spec = jobs
@@ -175,13 +167,11 @@ async fn feed(
     State(state): State<SharedState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
     let jobs = jobs(&state)?;
-    if body.len() > MAX_SPEC_BYTES {
-        return Err(AppError::BadSpec("the feed request is too large".into()));
-    }
+    let body = read_body(body).await?;
     let req: FeedRequest = if body.iter().all(u8::is_ascii_whitespace) {
         FeedRequest {
             warm: true,

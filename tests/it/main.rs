@@ -7,6 +7,7 @@ mod cli;
 mod endpoints;
 mod faults;
 mod pywb;
+mod routes_hardening;
 mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;
