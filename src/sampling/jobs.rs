@@ -560,8 +560,8 @@ pub fn under_prefix(candidate: &str, prefix: &str) -> Option<String> {
         return None;
     }
     let (cp, pp) = (c.path(), p.path());
-    let path_ok = cp == pp
-        || (cp.starts_with(pp) && (pp.ends_with('/') || cp[pp.len()..].starts_with('/')));
+    let path_ok =
+        cp == pp || (cp.starts_with(pp) && (pp.ends_with('/') || cp[pp.len()..].starts_with('/')));
     let query_ok = match p.query() {
         None => true,
         Some(q) => cp == pp && c.query().is_some_and(|cq| cq.starts_with(q)),
