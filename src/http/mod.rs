@@ -180,6 +180,12 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     if let Some(wait) = prefer_wait(headers)? {
         deadline = Some(deadline.map_or(wait, |d| d.min(wait)));
     }
+    // No time at all cannot be served: say so rather than answer 504 without asking anyone.
+    if deadline.is_some_and(|d| d.is_zero()) {
+        return Err(AppError::BadParameter(
+            "a timeout of 0 leaves no time to ask the archives: ask for more (e.g. ?timeout=5s or Prefer: wait=5)".into(),
+        ));
+    }
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
     let uri_r = UriR::parse(&raw).map_err(AppError::UriR)?;

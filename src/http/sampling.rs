@@ -7,7 +7,8 @@ use crate::error::AppError;
 use crate::sampling::engine::Spec;
 use crate::sampling::jobs::{JobError, Jobs};
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -21,6 +22,21 @@ pub fn routes() -> Router<SharedState> {
         .route("/admin/sampling/jobs/{id}/sample", get(sample))
         .route("/admin/sampling/jobs/{id}/funnel", get(funnel))
         .route("/admin/sampling/jobs/{id}/feed", axum::routing::post(feed))
+}
+
+/// A job id from the path. axum's own `Path` refuses an id that is not UTF-8 (`%80`) with its
+/// own text; this sends that refusal through `error.rs` like every other 400.
+struct JobId(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for JobId {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|Path(id)| JobId(id))
+            .map_err(|e| AppError::BadParameter(format!("job id: {}", e.body_text())))
+    }
 }
 
 fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
@@ -52,7 +68,7 @@ async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Result<Re
 
 async fn status(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
@@ -62,7 +78,7 @@ async fn status(
 
 async fn cancel(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
@@ -127,7 +143,7 @@ fn tokio_util_stream(
 
 async fn sample(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     output(
@@ -142,7 +158,7 @@ async fn sample(
 
 async fn funnel(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     output(&state, id, &headers, "funnel.json", "application/json").await
@@ -165,7 +181,7 @@ fn yes() -> bool {
 
 async fn feed(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, AppError> {

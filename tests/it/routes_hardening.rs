@@ -435,3 +435,85 @@ async fn the_admin_token_never_reaches_the_logs_even_at_trace() {
         assert!(!out.contains(secret), "{secret} in stdout");
     }
 }
+
+/// Found by the property tests: `/admin/sampling/jobs/%80` was axum's own 400 ("Invalid URL:
+/// Invalid UTF-8 in `id`"), not a reason from error.rs.
+#[tokio::test]
+async fn a_job_id_that_is_not_utf8_is_our_400() {
+    let mut config = config_for(&[]);
+    config.admin.token = "id-token".into();
+    let proxy = start_proxy(config).await;
+    for path in [
+        "/admin/sampling/jobs/%80",
+        "/admin/sampling/jobs/%FF/sample",
+        "/admin/sampling/jobs/%C0%AF/feed",
+    ] {
+        let method = if path.ends_with("feed") {
+            reqwest::Method::POST
+        } else {
+            reqwest::Method::GET
+        };
+        let resp = client()
+            .request(method, format!("{}{path}", proxy.base))
+            .bearer_auth("id-token")
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(resp.status().as_u16(), 400, "{path}");
+        assert_eq!(
+            resp.headers()["content-type"],
+            "text/plain; charset=utf-8",
+            "{path}"
+        );
+        let text = resp.text().await.expect("body");
+        assert!(text.starts_with("400 job id:"), "{path}: {text}");
+        assert!(one_line_reason(&text), "{path}: {text:?}");
+    }
+}
+
+/// Found by the property tests: a client's short `?timeout` cut archives off, and each cut
+/// counted as the archive's failure, so five impatient requests made every archive dormant for
+/// everyone (502 for the next five minutes).
+#[tokio::test]
+async fn a_client_short_timeout_does_not_make_archives_dormant() {
+    let a = archive().await;
+    let slow = SimulatedArchive::start(Behaviour::HangBeforeHeaders)
+        .await
+        .expect("archive");
+    let mut config = config_for(&[("a", &a), ("slow", &slow)]);
+    config.upstream.failures_before_dormant = 2;
+    let proxy = start_proxy(config).await;
+    for i in 0..4 {
+        let (status, json) = crate::support::get_json(&format!(
+            "{}/timemap/json/http://example.com/{i}?timeout=200ms",
+            proxy.base
+        ))
+        .await;
+        assert_eq!(status, 200, "{json}");
+        let slow = crate::support::outcome(&json, "slow");
+        assert_eq!(slow["status"], "timeout", "request {i}: {slow}");
+        assert!(!slow.to_string().contains("dormant"), "request {i}: {slow}");
+    }
+}
+
+/// Found by the property tests: `?timeout=0s` or `Prefer: wait=0` left no time at all and was
+/// answered 504 without asking anyone; it is the client's mistake, a 400 with a reason.
+#[tokio::test]
+async fn a_zero_timeout_is_a_400() {
+    let a = archive().await;
+    let proxy = start_proxy(config_for(&[("a", &a)])).await;
+    for (query, prefer) in [("?timeout=0s", None), ("", Some("wait=0"))] {
+        let mut req = client().get(format!("{}/timemap/link/{URI_R}{query}", proxy.base));
+        if let Some(p) = prefer {
+            req = req.header("Prefer", p);
+        }
+        let resp = req.send().await.expect("request");
+        assert_eq!(resp.status().as_u16(), 400, "{query} {prefer:?}");
+        let text = resp.text().await.expect("body");
+        assert!(
+            one_line_reason(&text) && text.contains("timeout of 0"),
+            "{text}"
+        );
+    }
+    assert_eq!(a.requests(), 0);
+}
