@@ -8,6 +8,7 @@ mod endpoints;
 mod faults;
 mod pywb;
 mod routes_hardening;
+mod routes_prop;
 mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;
