@@ -359,6 +359,8 @@ async fn the_admin_token_never_reaches_the_logs_even_at_trace() {
             .arg(&cfg)
             .env_remove("TMPROXY_CONFIG")
             .env("TMPROXY_ADMIN_TOKEN", RIGHT)
+            // The binary's own wiring of [admin] listen, proven on the way.
+            .env("TMPROXY_ADMIN_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "trace")
             .env("NO_COLOR", "1")
             .stderr(std::process::Stdio::piped())
@@ -383,17 +385,43 @@ async fn the_admin_token_never_reaches_the_logs_even_at_trace() {
         let _ = stdout.read_to_string(&mut all);
         all
     });
-    let mut base = None;
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
-        if let Some(i) = line.find("public_url=") {
-            base = line[i + "public_url=".len()..]
+    let (mut base, mut admin) = (None, None);
+    let after = |line: &str, key: &str| {
+        line.find(key).and_then(|i| {
+            line[i + key.len()..]
                 .split_whitespace()
                 .next()
-                .map(str::to_string);
+                .map(str::to_string)
+        })
+    };
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
+        if let Some(a) = after(&line, "admin_listen=") {
+            admin = Some(format!("http://{a}"));
+        }
+        if let Some(b) = after(&line, "public_url=") {
+            base = Some(b);
             break;
         }
     }
-    let base = base.expect("serve said where it listens");
+    let public = base.expect("serve said where it listens");
+    let base = admin.expect("serve said where the admin API listens");
+    let r = client()
+        .get(format!("{public}/admin/stats"))
+        .bearer_auth(RIGHT)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        r.status().as_u16(),
+        404,
+        "no admin API on the public listener"
+    );
+    let r = client()
+        .get(format!("{public}/timemap/link/{URI_R}"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status().as_u16(), 200);
     let mut statuses = Vec::new();
     for token in [RIGHT, WRONG] {
         for (method, path) in [
@@ -420,10 +448,11 @@ async fn the_admin_token_never_reaches_the_logs_even_at_trace() {
         .expect("kill runs");
     assert!(sent.success());
     let mut proc = child.0.take().expect("child");
-    tokio::task::spawn_blocking(move || proc.wait())
+    let exit = tokio::task::spawn_blocking(move || proc.wait())
         .await
         .expect("join")
         .expect("wait");
+    assert!(exit.success(), "both listeners stop gracefully: {exit:?}");
     let logs = reader.join().expect("stderr reader");
     let out = out_reader.join().expect("stdout reader");
     assert!(
