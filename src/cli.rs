@@ -64,7 +64,13 @@ pub async fn serve(
         (Some(l), Some(r)) => Some((l, r)),
         _ => None,
     };
-    let served = app::serve_both((listener, built.public), admin, app::shutdown_signal()).await;
+    let served = app::serve_both(
+        (listener, built.public),
+        admin,
+        app::shutdown_signal(),
+        app::ServeOptions::from_config(&config),
+    )
+    .await;
     // In-flight requests are done: stop the sampling jobs at a checkpoint, resumable.
     if let Some(jobs) = &state.jobs {
         jobs.stop_all();

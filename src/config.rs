@@ -175,6 +175,9 @@ pub struct ServerConfig {
     /// The most bytes of request header names and values a request may carry (431 beyond).
     #[serde(with = "size_field")]
     pub max_header_bytes: u64,
+    /// A client must send a whole request head within this, or its connection is closed.
+    #[serde(with = "duration_field")]
+    pub header_read_timeout: Duration,
     /// Requests per second each client address may make to the Memento routes (0 = off).
     pub rate_limit: f64,
     /// How many requests a client may make at once before `rate_limit` applies (the bucket).
@@ -253,6 +256,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7089)),
             public_url: String::new(),
             max_header_bytes: 16 * 1024,
+            header_read_timeout: Duration::from_secs(30),
             rate_limit: 0.0,
             rate_burst: 20,
         }
@@ -536,6 +540,12 @@ impl Config {
             return fail(
                 "server.max_header_bytes",
                 "must be at least 1KiB (browsers and proxies add headers of their own)".into(),
+            );
+        }
+        if s.header_read_timeout.is_zero() {
+            return fail(
+                "server.header_read_timeout",
+                "must be greater than 0 (a client needs time to send its request)".into(),
             );
         }
         if !(s.rate_limit.is_finite() && s.rate_limit >= 0.0) {

@@ -564,6 +564,10 @@ fn server_limits_and_admin_listen_parse_and_validate() {
     )
     .expect("parses");
     assert_eq!(c.server.max_header_bytes, 32 * 1024);
+    assert_eq!(
+        Config::default().server.header_read_timeout,
+        Duration::from_secs(30)
+    );
     assert_eq!(c.server.rate_limit, 2.5);
     assert_eq!(c.server.rate_burst, 5);
     assert_eq!(
@@ -582,6 +586,10 @@ fn server_limits_and_admin_listen_parse_and_validate() {
         (
             "[server]\nmax_header_bytes = 100\n",
             "server.max_header_bytes",
+        ),
+        (
+            "[server]\nheader_read_timeout = \"0s\"\n",
+            "server.header_read_timeout",
         ),
         (
             "[server]\nlisten = \"127.0.0.1:7089\"\n[admin]\nlisten = \"127.0.0.1:7089\"\n",

@@ -546,3 +546,56 @@ async fn a_zero_timeout_is_a_400() {
     }
     assert_eq!(a.requests(), 0);
 }
+
+/// A client that opens a connection and never finishes its request head (or sends nothing) is
+/// cut off after `[server] header_read_timeout`, instead of holding the connection for ever
+/// (axum::serve ran hyper without a timer, which disables that timeout). The 20 s bound is
+/// only "no hang"; the configured timeout is half a second.
+#[tokio::test]
+async fn a_client_that_never_finishes_its_request_head_is_cut_off() {
+    let config = tmproxy::config::Config {
+        archives: vec![],
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = config;
+    config.cache.path = dir.path().join("cache").display().to_string();
+    config.server.header_read_timeout = Duration::from_millis(500);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (_state, router) = tmproxy::app::build(&config, Some(format!("http://{addr}")))
+        .await
+        .expect("app builds");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(tmproxy::app::serve_with(
+        listener,
+        router,
+        async move {
+            let _ = stopped.await;
+        },
+        tmproxy::app::ServeOptions::from_config(&config),
+    ));
+    for sent in [&b""[..], b"GET /healthz HTTP/1.1\r\nHost: x\r\n"] {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        s.write_all(sent).await.expect("write");
+        let mut answer = Vec::new();
+        let closed =
+            tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut answer)).await;
+        assert!(
+            closed.is_ok(),
+            "the server still holds a connection that sent {:?}",
+            String::from_utf8_lossy(sent)
+        );
+    }
+    // A complete request on a connection still works.
+    let r = client()
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status().as_u16(), 200);
+    let _ = stop.send(());
+    task.await.expect("join").expect("serve ends cleanly");
+}

@@ -151,6 +151,7 @@ pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
         async move {
             let _ = stopped.await;
         },
+        tmproxy::app::ServeOptions::from_config(&config),
     ));
     Proxy {
         base,
