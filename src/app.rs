@@ -6,9 +6,10 @@ use crate::cache::service::{Settings, TimeMapCache};
 use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
 use crate::config::Config;
-use crate::http::{router, AppState, SharedState};
+use crate::http::{admin_router, router, AppState, SharedState};
 use crate::upstream::Upstream;
 use axum::Router;
+use futures::FutureExt;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
@@ -51,11 +52,31 @@ pub fn policy_of(config: &Config) -> Result<Policy, String> {
     })
 }
 
+/// [`build`] on the clock of your choice. With `[admin] listen` set the router leaves out the
+/// admin routes: [`build_routers`] gives both.
 pub async fn build_with_clock(
     config: &Config,
     public_url: Option<String>,
     clock: ClockChoice,
 ) -> Result<(SharedState, Router), String> {
+    let built = build_routers(config, public_url, clock).await?;
+    Ok((built.state, built.public))
+}
+
+/// What [`build_routers`] makes: the state, the public router, and the admin router when
+/// `[admin] listen` gives the admin API a listener of its own.
+pub struct Built {
+    pub state: SharedState,
+    pub public: Router,
+    pub admin: Option<Router>,
+}
+
+/// The state and a router per listener.
+pub async fn build_routers(
+    config: &Config,
+    public_url: Option<String>,
+    clock: ClockChoice,
+) -> Result<Built, String> {
     let (clock, sim_clock): (Arc<dyn Clock>, Option<Arc<SimClock>>) = match clock {
         ClockChoice::System => (Arc::new(SystemClock), None),
         ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
@@ -140,8 +161,25 @@ pub async fn build_with_clock(
         sim_clock,
         admin_token: config.admin.token.clone(),
         jobs,
+        max_header_bytes: usize::try_from(config.server.max_header_bytes).unwrap_or(usize::MAX),
+        rate_limiter: crate::http::rate::Rate::new(
+            config.server.rate_limit,
+            config.server.rate_burst,
+        )
+        .map(|rate| {
+            Arc::new(crate::http::rate::Limiter::new(
+                rate,
+                crate::http::rate::MAX_CLIENTS,
+            ))
+        }),
+        admin_separate: config.admin.listen.is_some(),
     });
-    Ok((state.clone(), router(state)))
+    let admin = state.admin_separate.then(|| admin_router(state.clone()));
+    Ok(Built {
+        public: router(state.clone()),
+        admin,
+        state,
+    })
 }
 
 /// The public URL for a listener: the configured one, or `http://{bound address}`.
@@ -153,15 +191,134 @@ pub fn public_url_for(config: &Config, listener: &TcpListener) -> Option<String>
     }
 }
 
+/// How connections are served: what `axum::serve` leaves at hyper's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// A client must send a whole request head within this, the first on a connection and each
+    /// next one on a kept-alive connection, or the connection is closed: a client that opens
+    /// connections and sends nothing (or a byte a minute) cannot hold them.
+    pub header_read_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            header_read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ServeOptions {
+    pub fn from_config(config: &Config) -> ServeOptions {
+        ServeOptions {
+            header_read_timeout: config.server.header_read_timeout,
+        }
+    }
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves; requests in flight then finish.
+/// Each request knows its peer's address (`ConnectInfo`), which the rate limit keys on.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, router, shutdown, ServeOptions::default()).await
+}
+
+/// [`serve`] with these options: an accept loop over hyper's auto (HTTP/1 and HTTP/2)
+/// connection builder, with a timer so `header_read_timeout` holds, and a graceful shutdown
+/// that stops accepting, lets requests in flight finish and closes idle connections.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+    use tower::ServiceExt;
+
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    // Tells connections still waiting for their first byte that the server is stopping.
+    let (stopping_tx, stopping) = tokio::sync::watch::channel(false);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning; the
+                    // connections being served go on.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = router.clone().map_request(
+            move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                req.map(axum::body::Body::new)
+            },
+        );
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let mut stopping = stopping.clone();
+        tokio::spawn(async move {
+            // hyper reads the first bytes (HTTP/1 or HTTP/2?) before any timeout of its own
+            // runs: a connection that sends nothing is closed here.
+            let mut byte = [0u8; 1];
+            let first = tokio::time::timeout(options.header_read_timeout, stream.peek(&mut byte));
+            tokio::select! {
+                peeked = first => {
+                    // Nothing in time, the client gone (0 bytes), or an error: close.
+                    if !matches!(peeked, Ok(Ok(n)) if n > 0) {
+                        return;
+                    }
+                }
+                _ = stopping.wait_for(|s| *s) => return,
+            }
+            let conn = builder
+                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
+                .into_owned();
+            if let Err(e) = watcher.watch(conn).await {
+                // A client that went away, timed out or sent garbage: nothing to act on.
+                tracing::trace!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    let _ = stopping_tx.send(true);
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Serves the public router and, when given, the admin router on its own listener, until
+/// `shutdown` resolves; both then finish their requests in flight. If one listener fails the
+/// other is stopped too (a half-up server is harder to notice than a stopped one).
+pub async fn serve_both(
+    public: (TcpListener, Router),
+    admin: Option<(TcpListener, Router)>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+) -> std::io::Result<()> {
+    let shutdown = shutdown.boxed().shared();
+    let Some((admin_listener, admin_router)) = admin else {
+        return serve_with(public.0, public.1, shutdown, options).await;
+    };
+    let public = serve_with(public.0, public.1, shutdown.clone(), options);
+    let admin = serve_with(admin_listener, admin_router, shutdown, options);
+    tokio::try_join!(public, admin).map(|_| ())
 }
 
 /// Resolves on SIGTERM or ctrl-c.

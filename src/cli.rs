@@ -40,18 +40,44 @@ pub async fn serve(
     } else {
         app::ClockChoice::System
     };
-    let (state, router) = app::build_with_clock(&config, public_url, clock).await?;
+    // Bound before anything else starts, so a taken admin port stops the start with a reason.
+    let admin_listener = match config.admin.listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr} ([admin] listen): {e}"))?,
+        ),
+        None => None,
+    };
+    let built = app::build_routers(&config, public_url, clock).await?;
+    let state = built.state;
     let enabled = state.upstream.archives().len();
+    if let Some(l) = &admin_listener {
+        let admin = l
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "?".into());
+        tracing::info!(admin_listen = %admin, "admin API and /metrics on their own listener");
+    }
     tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
     // Shutdown, bounded at every step (see DRAIN_SLACK): stop accepting and stop the jobs, let
     // the requests in flight finish, then `app::wind_down` (jobs at their checkpoint, lone
-    // refreshes stored, the store flushed). A second SIGTERM or ctrl-c skips whatever waiting is left. A kill -9 at
-    // any point loses no answer already sent (each put is flushed before it goes out).
+    // refreshes stored, the store flushed). A second SIGTERM or ctrl-c skips whatever waiting is
+    // left. A kill -9 at any point loses no answer already sent (each put is flushed first).
     let mut signals = app::StopSignals::install();
     let (begin, begun) = tokio::sync::oneshot::channel::<()>();
-    let server = app::serve(listener, router, async move {
-        let _ = begun.await;
-    });
+    let admin = match (admin_listener, built.admin) {
+        (Some(l), Some(r)) => Some((l, r)),
+        _ => None,
+    };
+    let server = app::serve_both(
+        (listener, built.public),
+        admin,
+        async move {
+            let _ = begun.await;
+        },
+        app::ServeOptions::from_config(&config),
+    );
     tokio::pin!(server);
     let drain = config.upstream.deadline + DRAIN_SLACK;
     let mut hurried = false;

@@ -36,6 +36,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_CACHE_POLICY", "cache.policy"),
     ("TMPROXY_CACHE_PATH", "cache.path"),
     ("TMPROXY_ADMIN_TOKEN", "admin.token"),
+    ("TMPROXY_ADMIN_LISTEN", "admin.listen"),
     ("TMPROXY_OBSERVE_LOG", "observe.log"),
 ];
 
@@ -113,10 +114,29 @@ pub struct CacheConfig {
 }
 
 /// `[admin]`: the admin API. Empty token = admin routes refused with 403.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     pub token: String,
+    /// A second listener for `/admin/*` and `/metrics` only; None (`""` in the file) = those
+    /// routes are served on `[server] listen` with the rest.
+    #[serde(with = "opt_listen_field")]
+    pub listen: Option<SocketAddr>,
+}
+
+/// By hand so that the token never reaches a log through `{:?}` of the config.
+impl fmt::Debug for AdminConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let token = if self.token.is_empty() {
+            ""
+        } else {
+            "<redacted>"
+        };
+        f.debug_struct("AdminConfig")
+            .field("token", &token)
+            .field("listen", &self.listen)
+            .finish()
+    }
 }
 
 /// `[observe]`: the observation log the simulations replay. Empty = off.
@@ -152,6 +172,16 @@ pub struct ServerConfig {
     /// Empty means `http://<listen>`; stored without a trailing slash so joining paths is plain concatenation.
     #[serde(deserialize_with = "de_public_url")]
     pub public_url: String,
+    /// The most bytes of request header names and values a request may carry (431 beyond).
+    #[serde(with = "size_field")]
+    pub max_header_bytes: u64,
+    /// A client must send a whole request head within this, or its connection is closed.
+    #[serde(with = "duration_field")]
+    pub header_read_timeout: Duration,
+    /// Requests per second each client address may make to the Memento routes (0 = off).
+    pub rate_limit: f64,
+    /// How many requests a client may make at once before `rate_limit` applies (the bucket).
+    pub rate_burst: u32,
 }
 
 /// `[upstream]`: how the proxy talks to the archives.
@@ -225,6 +255,10 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7089)),
             public_url: String::new(),
+            max_header_bytes: 16 * 1024,
+            header_read_timeout: Duration::from_secs(30),
+            rate_limit: 0.0,
+            rate_burst: 20,
         }
     }
 }
@@ -459,6 +493,15 @@ impl Config {
                 *slot = v;
             }
         }
+        if let Some(v) = env_override(&get, "TMPROXY_ADMIN_LISTEN", "admin.listen", |s| {
+            if s.trim().is_empty() {
+                Ok(None)
+            } else {
+                parse_listen(s).map(Some)
+            }
+        })? {
+            self.admin.listen = v;
+        }
         let known: Vec<&str> = self.archives.iter().map(|a| a.id.as_str()).collect();
         if let Some(ids) = env_override(&get, "TMPROXY_ARCHIVES", "archives.enabled", |s| {
             parse_id_list(s, &known)
@@ -493,6 +536,41 @@ impl Config {
             }
         }
         let s = &self.server;
+        if s.max_header_bytes < 1024 {
+            return fail(
+                "server.max_header_bytes",
+                "must be at least 1KiB (browsers and proxies add headers of their own)".into(),
+            );
+        }
+        if s.header_read_timeout.is_zero() {
+            return fail(
+                "server.header_read_timeout",
+                "must be greater than 0 (a client needs time to send its request)".into(),
+            );
+        }
+        if !(s.rate_limit.is_finite() && s.rate_limit >= 0.0) {
+            return fail(
+                "server.rate_limit",
+                "must be a number of requests per second >= 0 (0 = off)".into(),
+            );
+        }
+        if s.rate_limit > 0.0 && s.rate_burst == 0 {
+            return fail(
+                "server.rate_burst",
+                "must be at least 1 while rate_limit is on".into(),
+            );
+        }
+        if self
+            .admin
+            .listen
+            .is_some_and(|a| a == s.listen && a.port() != 0)
+        {
+            return fail(
+                "admin.listen",
+                "must differ from server.listen (leave it empty to serve the admin API there)"
+                    .into(),
+            );
+        }
         if !s.public_url.is_empty() {
             if let Err(r) = check_http_url(&s.public_url) {
                 return fail("server.public_url", r);
@@ -884,6 +962,23 @@ mod size_field {
 
 fn de_listen<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
     parse_listen(&String::deserialize(d)?).map_err(value_error)
+}
+
+/// `[admin] listen`: an IP:port, or `""` for none.
+mod opt_listen_field {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(a: &Option<SocketAddr>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&a.map(|a| a.to_string()).unwrap_or_default())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        parse_listen(&text).map(Some).map_err(value_error)
+    }
 }
 
 fn de_public_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -40,6 +40,19 @@ pub enum AppError {
     JobNotDone(String, String),
     /// The server runs no sampling jobs (its jobs directory could not be opened).
     SamplingDisabled,
+    /// A request body (admin, sampling) over the limit, in bytes.
+    BodyTooLarge(usize),
+    /// Request headers whose names and values add up to more than the limit: (size, limit).
+    HeadersTooLarge(usize, usize),
+    /// A method the route does not answer (e.g. `POST /timemap/…`).
+    MethodNotAllowed,
+    /// This client sent more than `[server] rate_limit` allows; it may retry after this many
+    /// seconds. Carries the configured rate and burst for the reason line.
+    RateLimited {
+        retry_after: u64,
+        rate: f64,
+        burst: u32,
+    },
     /// A bug or an exhausted resource on our side; details go to the log, not the client.
     Internal(String),
 }
@@ -59,6 +72,10 @@ impl AppError {
             | AppError::NotCached(_)
             | AppError::NoSuchJob(_) => StatusCode::NOT_FOUND,
             AppError::JobNotDone(..) => StatusCode::CONFLICT,
+            AppError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::SamplingDisabled => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::AdminDisabled => StatusCode::FORBIDDEN,
@@ -120,6 +137,22 @@ impl AppError {
             AppError::JobNotDone(id, state) => {
                 format!("sampling job {} is {state}, not done", clip(id))
             }
+            AppError::BodyTooLarge(limit) => {
+                format!("request body over the {limit}-byte limit")
+            }
+            AppError::HeadersTooLarge(size, limit) => format!(
+                "request headers of {size} bytes are over the {limit}-byte limit ([server] max_header_bytes)"
+            ),
+            AppError::MethodNotAllowed => {
+                "method not allowed on this route (the Memento routes answer GET and HEAD)".to_string()
+            }
+            AppError::RateLimited {
+                retry_after,
+                rate,
+                burst,
+            } => format!(
+                "too many requests from your address: at most {rate} per second (bursts of {burst}); retry after {retry_after} s"
+            ),
             AppError::SamplingDisabled => {
                 "sampling jobs are unavailable: the jobs directory could not be opened (see the log)"
                     .to_string()
@@ -152,6 +185,10 @@ impl IntoResponse for AppError {
             _ => None,
         };
         let unauthorized = matches!(self, AppError::Unauthorized);
+        let retry_after = match &self {
+            AppError::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        };
         let mut response = if let Some(agg) = aggregate {
             // Per-archive lines after the reason: what each archive said, for humans with curl.
             for o in &agg.outcomes {
@@ -184,6 +221,11 @@ impl IntoResponse for AppError {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

@@ -547,3 +547,63 @@ fn admin_token_and_observe_log_from_env() {
     assert_eq!(cfg.observe.log, "/tmp/obs.ndjson");
     assert_eq!(cfg.cache.policy, "merge");
 }
+
+#[test]
+fn debug_of_the_config_never_shows_the_admin_token() {
+    let mut c = Config::default();
+    c.admin.token = "s3cret-token-xyz".into();
+    let text = format!("{c:?} {:?} {c:#?}", c.admin);
+    assert!(!text.contains("s3cret-token-xyz"), "{text}");
+    assert!(text.contains("<redacted>"), "{text}");
+}
+
+#[test]
+fn server_limits_and_admin_listen_parse_and_validate() {
+    let c = parse(
+        "[server]\nmax_header_bytes = \"32KiB\"\nrate_limit = 2.5\nrate_burst = 5\n[admin]\nlisten = \"127.0.0.1:7090\"\n",
+    )
+    .expect("parses");
+    assert_eq!(c.server.max_header_bytes, 32 * 1024);
+    assert_eq!(
+        Config::default().server.header_read_timeout,
+        Duration::from_secs(30)
+    );
+    assert_eq!(c.server.rate_limit, 2.5);
+    assert_eq!(c.server.rate_burst, 5);
+    assert_eq!(
+        c.admin.listen,
+        Some("127.0.0.1:7090".parse().expect("addr"))
+    );
+    c.validate().expect("valid");
+    let e = parse("[admin]\nlisten = \"nowhere\"\n").expect_err("refused");
+    assert_eq!(e.key, "admin.listen");
+    for (text, key) in [
+        ("[server]\nrate_limit = -1.0\n", "server.rate_limit"),
+        (
+            "[server]\nrate_limit = 1.0\nrate_burst = 0\n",
+            "server.rate_burst",
+        ),
+        (
+            "[server]\nmax_header_bytes = 100\n",
+            "server.max_header_bytes",
+        ),
+        (
+            "[server]\nheader_read_timeout = \"0s\"\n",
+            "server.header_read_timeout",
+        ),
+        (
+            "[server]\nlisten = \"127.0.0.1:7089\"\n[admin]\nlisten = \"127.0.0.1:7089\"\n",
+            "admin.listen",
+        ),
+    ] {
+        let e = parse(text).expect("parses").validate().expect_err(text);
+        assert_eq!(e.key, key, "{text}");
+    }
+    let mut c = Config::default();
+    c.apply_env(vars(&[("TMPROXY_ADMIN_LISTEN", "127.0.0.1:7091")]))
+        .expect("env");
+    assert_eq!(
+        c.admin.listen,
+        Some("127.0.0.1:7091".parse().expect("addr"))
+    );
+}

@@ -18,6 +18,26 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
+/// The most bytes an admin request body may carry (413 beyond): a job spec, a feed request or a
+/// clock setting is a few hundred bytes.
+pub const MAX_ADMIN_BODY: usize = 64 * 1024;
+
+/// Reads an admin request body, refusing it at [`MAX_ADMIN_BODY`] without reading further.
+pub(super) async fn read_body(body: axum::body::Body) -> Result<axum::body::Bytes, AppError> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|e| AppError::BadParameter(format!("cannot read the request body: {e}")))?;
+        if buf.len() + chunk.len() > MAX_ADMIN_BODY {
+            return Err(AppError::BodyTooLarge(MAX_ADMIN_BODY));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf.into())
+}
+
 pub fn routes() -> Router<SharedState> {
     Router::new()
         .route(
@@ -228,12 +248,13 @@ async fn get_clock(
 async fn set_clock(
     State(state): State<SharedState>,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Result<Response, AppError> {
     let Some(sim) = &state.sim_clock else {
         return Err(AppError::NoSuchRoute);
     };
     authorize(&state, &headers)?;
+    let body = read_body(body).await?;
     let parsed: ClockBody = serde_json::from_slice(&body).map_err(|e| {
         AppError::BadParameter(format!(
             "body must be {{\"now\": \"2012-05-01T00:00:00Z\"}}: {e}"

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod rate;
 pub mod sampling;
 pub mod timegate;
 pub mod timemap;
@@ -14,7 +15,10 @@ use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::upstream::Upstream;
 use crate::uri_r::{split_timeout_param, UriR, MAX_URI_LEN};
+use axum::extract::{Request as HttpRequest, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
@@ -32,13 +36,30 @@ pub struct AppState {
     pub admin_token: String,
     /// Sampling jobs; None when the jobs directory could not be opened (the routes say 503).
     pub jobs: Option<Arc<crate::sampling::jobs::Jobs>>,
+    /// `[server] max_header_bytes`: more header bytes than this is a 431.
+    pub max_header_bytes: usize,
+    /// `[server] rate_limit`: the per-client buckets of the Memento routes; None = off.
+    pub rate_limiter: Option<Arc<rate::Limiter>>,
+    /// `[admin] listen` is set: `/admin/*` and `/metrics` live on their own listener
+    /// ([`admin_router`]) and [`router`] leaves them out.
+    pub admin_separate: bool,
 }
 
 pub type SharedState = Arc<AppState>;
 
-/// The router. Tests call it directly; `app::serve` puts it on a listener.
-pub fn router(state: SharedState) -> Router {
-    let cors = CorsLayer::new()
+/// The headers browsers may read: README's CORS list, kept equal to it by a test.
+pub const EXPOSED_HEADERS: &[&str] = &[
+    "link",
+    "location",
+    "x-memento-count",
+    "memento-datetime",
+    "x-memento-archives",
+    "etag",
+    "x-cache",
+];
+
+fn cors() -> CorsLayer {
+    CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::HEAD, Method::OPTIONS])
         .allow_headers([
@@ -48,29 +69,76 @@ pub fn router(state: SharedState) -> Router {
             header::CACHE_CONTROL,
             HeaderName::from_static("prefer"),
         ])
-        .expose_headers([
-            header::LINK,
-            HeaderName::from_static("x-cache"),
-            header::LOCATION,
-            HeaderName::from_static("x-memento-count"),
-            HeaderName::from_static("memento-datetime"),
-            HeaderName::from_static("x-memento-archives"),
-            header::ETAG,
-        ])
-        .max_age(Duration::from_secs(86400));
-    // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
-    // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
-    Router::new()
+        .expose_headers(
+            EXPOSED_HEADERS
+                .iter()
+                .map(|h| HeaderName::from_static(h))
+                .collect::<Vec<_>>(),
+        )
+        .max_age(Duration::from_secs(86400))
+}
+
+/// The public router: the Memento routes and `/healthz`, plus `/admin/*` and `/metrics` unless
+/// `[admin] listen` puts them on their own listener. Tests call it directly; `app::serve` puts it
+/// on a listener.
+pub fn router(state: SharedState) -> Router {
+    let memento = Router::new()
         .route("/timemap/{*rest}", get(timemap::timemap))
         .route("/timegate/{*rest}", get(timegate::timegate))
         .route("/memento/{*rest}", get(timegate::memento))
-        .route("/api/json/{*rest}", get(api::api_json))
+        .route("/api/json/{*rest}", get(api::api_json));
+    // Only the routes that can fan out are limited: /healthz must answer a load balancer however
+    // busy a client is, and the admin API has its token.
+    let memento = match &state.rate_limiter {
+        Some(limiter) => memento.route_layer(from_fn_with_state(limiter.clone(), rate::limit)),
+        None => memento,
+    };
+    let mut routes = memento.route("/healthz", get(healthz));
+    if !state.admin_separate {
+        routes = routes.merge(admin::routes()).merge(sampling::routes());
+    }
+    // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
+    // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
+    finish(routes, state).layer(cors())
+}
+
+/// The admin listener's router (`[admin] listen`): `/admin/*`, `/metrics` and `/healthz`. No
+/// CORS: the admin API is not for browsers.
+pub fn admin_router(state: SharedState) -> Router {
+    let routes = Router::new()
         .route("/healthz", get(healthz))
         .merge(admin::routes())
-        .merge(sampling::routes())
+        .merge(sampling::routes());
+    finish(routes, state)
+}
+
+/// What every listener's router ends with: our 404 and 405, and the header size limit.
+fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
+    let limit = state.max_header_bytes;
+    routes
         .fallback(fallback)
-        .layer(cors)
+        // After every route is in: axum applies this to the routes present when it is called.
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn_with_state(limit, limit_headers))
         .with_state(state)
+}
+
+async fn method_not_allowed() -> AppError {
+    AppError::MethodNotAllowed
+}
+
+/// 431 when the request's header names and values add up to more than `limit` bytes. hyper
+/// already refuses a head over its buffer (~400 KiB) with a bare 431; this says why, and sooner.
+async fn limit_headers(State(limit): State<usize>, req: HttpRequest, next: Next) -> Response {
+    let size: usize = req
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if size > limit {
+        return AppError::HeadersTooLarge(size, limit).into_response();
+    }
+    next.run(req).await
 }
 
 async fn healthz() -> &'static str {
@@ -111,6 +179,12 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     }
     if let Some(wait) = prefer_wait(headers)? {
         deadline = Some(deadline.map_or(wait, |d| d.min(wait)));
+    }
+    // No time at all cannot be served: say so rather than answer 504 without asking anyone.
+    if deadline.is_some_and(|d| d.is_zero()) {
+        return Err(AppError::BadParameter(
+            "a timeout of 0 leaves no time to ask the archives: ask for more (e.g. ?timeout=5s or Prefer: wait=5)".into(),
+        ));
     }
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());

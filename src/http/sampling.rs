@@ -1,21 +1,19 @@
 //! `/admin/sampling/jobs`: start, list, watch, cancel sampling jobs and read their sample and
 //! funnel. Every route wants the admin token; a bad spec is a 400 naming the field.
 
-use super::admin::authorize;
+use super::admin::{authorize, read_body};
 use super::SharedState;
 use crate::error::AppError;
 use crate::sampling::engine::Spec;
 use crate::sampling::jobs::{JobError, Jobs};
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use std::sync::Arc;
-
-/// The most a job spec may weigh.
-const MAX_SPEC_BYTES: usize = 64 * 1024;
 
 pub fn routes() -> Router<SharedState> {
     Router::new()
@@ -26,6 +24,21 @@ pub fn routes() -> Router<SharedState> {
         .route("/admin/sampling/jobs/{id}/feed", axum::routing::post(feed))
 }
 
+/// A job id from the path. axum's own `Path` refuses an id that is not UTF-8 (`%80`) with its
+/// own text; this sends that refusal through `error.rs` like every other 400.
+struct JobId(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for JobId {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|Path(id)| JobId(id))
+            .map_err(|e| AppError::BadParameter(format!("job id: {}", e.body_text())))
+    }
+}
+
 fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
     state.jobs.as_ref().ok_or(AppError::SamplingDisabled)
 }
@@ -33,16 +46,11 @@ fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
 async fn submit(
     State(state): State<SharedState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
     let jobs = jobs(&state)?;
-    if body.len() > MAX_SPEC_BYTES {
-        return Err(AppError::BadSpec(format!(
-            "the spec is {} bytes; at most {MAX_SPEC_BYTES}",
-            body.len()
-        )));
-    }
+    let body = read_body(body).await?;
     // serde_json names the unknown or missing field, or the one of the wrong type.
     let spec: Spec = serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?;
     let spec = jobs
@@ -60,7 +68,7 @@ async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Result<Re
 
 async fn status(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
@@ -70,7 +78,7 @@ async fn status(
 
 async fn cancel(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
@@ -135,7 +143,7 @@ fn tokio_util_stream(
 
 async fn sample(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     output(
@@ -150,7 +158,7 @@ async fn sample(
 
 async fn funnel(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     output(&state, id, &headers, "funnel.json", "application/json").await
@@ -173,15 +181,13 @@ fn yes() -> bool {
 
 async fn feed(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    JobId(id): JobId,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, AppError> {
     authorize(&state, &headers)?;
     let jobs = jobs(&state)?;
-    if body.len() > MAX_SPEC_BYTES {
-        return Err(AppError::BadSpec("the feed request is too large".into()));
-    }
+    let body = read_body(body).await?;
     let req: FeedRequest = if body.iter().all(u8::is_ascii_whitespace) {
         FeedRequest {
             warm: true,

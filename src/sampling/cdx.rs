@@ -172,6 +172,13 @@ pub fn verdict(status: u16, retry_after: Option<&str>, body: &str) -> Verdict {
     }
 }
 
+/// Sampling's HTTP clients follow no redirect: a job admitted for a URL under `[sampling]
+/// allowed_urls` must not be sent by that server to one outside it (an internal address, say).
+/// A 3xx is an answer like any other non-2xx: the operator gives the final URL.
+pub fn no_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::none()
+}
+
 /// The backoff before attempt `attempt` (1-based retries): base·2^(attempt−1), capped.
 pub fn backoff(base: Duration, attempt: u32, cap: Duration) -> Duration {
     base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
@@ -258,6 +265,7 @@ impl CdxClient {
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .user_agent(settings.user_agent.clone())
+            .redirect(no_redirects())
             .build()
             .map_err(|e| format!("CDX client: {e}"))?;
         Ok(Arc::new(CdxClient {
@@ -449,6 +457,7 @@ impl CdxClient {
 pub async fn detect(endpoint: &str, probe_url: &str) -> Result<Dialect, String> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
+        .redirect(no_redirects())
         .build()
         .map_err(|e| format!("CDX client: {e}"))?;
     let ask = |query: Vec<(&'static str, String)>| {

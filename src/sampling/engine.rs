@@ -874,7 +874,13 @@ async fn local_input(input: &str, out: &Path) -> Result<PathBuf, String> {
         return Ok(PathBuf::from(input));
     }
     let path = out.join("input.index");
-    let mut r = reqwest::get(input)
+    let http = reqwest::Client::builder()
+        .redirect(super::cdx::no_redirects())
+        .build()
+        .map_err(|e| format!("input {input}: {e}"))?;
+    let mut r = http
+        .get(input)
+        .send()
         .await
         .map_err(|e| format!("input {input}: {e}"))?;
     if !r.status().is_success() {

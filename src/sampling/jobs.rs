@@ -176,20 +176,26 @@ impl Jobs {
     /// Checks a submitted spec against the boundary; caps its budget.
     pub fn admit(&self, mut spec: Spec) -> Result<Spec, Refused> {
         spec.validate()?;
-        let allowed = |u: &str| self.limits.allowed_urls.iter().any(|p| u.starts_with(p));
-        if !allowed(&spec.cdx_api) {
-            return Err(refuse(
+        // What is checked is what is used: the URL as the client that will fetch it reads it.
+        let allowed = |u: &str| {
+            self.limits
+                .allowed_urls
+                .iter()
+                .find_map(|p| under_prefix(u, p))
+        };
+        spec.cdx_api = allowed(&spec.cdx_api).ok_or_else(|| {
+            refuse(
                 "cdx_api",
                 format!("{} is not under [sampling] allowed_urls", spec.cdx_api),
-            ));
-        }
+            )
+        })?;
         if spec.input.contains("://") {
-            if !allowed(&spec.input) {
-                return Err(refuse(
+            spec.input = allowed(&spec.input).ok_or_else(|| {
+                refuse(
                     "input",
                     format!("{} is not under [sampling] allowed_urls", spec.input),
-                ));
-            }
+                )
+            })?;
         } else {
             let root = std::fs::canonicalize(&self.limits.input_dir).map_err(|e| {
                 refuse(
@@ -567,9 +573,77 @@ pub enum JobError {
     NotDone(JobState),
 }
 
+/// `candidate` parsed, when it is under the allowed `prefix`: the same scheme, host and port, no
+/// user info (`https://web.archive.org@evil.example/` names the host evil.example), and a path
+/// that continues the prefix's at a segment boundary (`/cdx` admits `/cdx` and `/cdx/x`, not
+/// `/cdx.evil`); dot segments are resolved first, as any client fetching it would. A prefix
+/// with a query admits only URLs whose query starts with it.
+pub fn under_prefix(candidate: &str, prefix: &str) -> Option<String> {
+    let c = url::Url::parse(candidate.trim()).ok()?;
+    let p = url::Url::parse(prefix.trim()).ok()?;
+    let same_origin = matches!(c.scheme(), "http" | "https")
+        && c.scheme() == p.scheme()
+        && c.host() == p.host()
+        && c.port_or_known_default() == p.port_or_known_default();
+    if !same_origin || !c.username().is_empty() || c.password().is_some() {
+        return None;
+    }
+    let (cp, pp) = (c.path(), p.path());
+    let path_ok =
+        cp == pp || (cp.starts_with(pp) && (pp.ends_with('/') || cp[pp.len()..].starts_with('/')));
+    let query_ok = match p.query() {
+        None => true,
+        Some(q) => cp == pp && c.query().is_some_and(|cq| cq.starts_with(q)),
+    };
+    (path_ok && query_ok).then(|| c.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn under_prefix_holds_scheme_host_port_and_segment_boundaries() {
+        let cdx = "https://web.archive.org/cdx/search/cdx";
+        let ok = |u: &str, p: &str| under_prefix(u, p).is_some();
+        assert!(ok(cdx, cdx));
+        assert!(ok("https://web.archive.org/cdx/search/cdx?url=x", cdx));
+        assert!(ok("https://web.archive.org/cdx/search/cdx/sub", cdx));
+        assert!(ok("https://web.archive.org:443/cdx/search/cdx", cdx));
+        for bad in [
+            "https://web.archive.org/cdx/search/cdx.evil.example/x",
+            "https://web.archive.org/cdx/search/cdxfoo",
+            "https://web.archive.org@evil.example/cdx/search/cdx",
+            "https://user:pw@web.archive.org/cdx/search/cdx",
+            "https://web.archive.org.evil.example/cdx/search/cdx",
+            "https://web.archive.org:8443/cdx/search/cdx",
+            "http://web.archive.org/cdx/search/cdx",
+            "https://web.archive.org/cdx/search/cdx/../../../web/",
+            "https://web.archive.org/cdx/search/cdx/%2e%2e/%2e%2e/x",
+            "http://127.0.0.1:9/cdx",
+            "http://[::1]/",
+            "http://localhost/",
+            "file:///etc/passwd",
+            "not a url",
+        ] {
+            assert!(!ok(bad, cdx), "{bad}");
+        }
+        // An operator's prefix without a path: any path on that origin, still not another host.
+        let origin = "https://web.archive.org";
+        assert!(ok("https://web.archive.org/anything", origin));
+        for bad in [
+            "https://web.archive.org.evil.example/",
+            "https://web.archive.org@evil.example/",
+            "https://evil.example/?https://web.archive.org",
+        ] {
+            assert!(!ok(bad, origin), "{bad}");
+        }
+        // What is used is the resolved form.
+        assert_eq!(
+            under_prefix("https://web.archive.org/cdx/search/cdx/a/../b", cdx).as_deref(),
+            Some("https://web.archive.org/cdx/search/cdx/b")
+        );
+    }
 
     #[tokio::test]
     async fn a_restarted_server_never_reuses_a_job_id() {

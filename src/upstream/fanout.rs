@@ -127,9 +127,14 @@ impl Upstream {
         }
         // Dropping the stream cancels the requests still in flight.
         drop(pending);
+        // A client that asked for less time than the configured deadline cut these archives off,
+        // not their own slowness: it must not push them towards dormancy for everyone.
+        let cut_by_client = deadline < self.deadline;
         for (i, slot) in results.iter_mut().enumerate() {
             if slot.is_none() {
-                self.record_health(i, false);
+                if !cut_by_client {
+                    self.record_health(i, false);
+                }
                 *slot = Some((
                     ArchiveFetch::failed(
                         ArchiveStatus::Timeout,

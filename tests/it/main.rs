@@ -8,6 +8,8 @@ mod endpoints;
 mod faults;
 mod pywb;
 mod restarts;
+mod routes_hardening;
+mod routes_prop;
 mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;

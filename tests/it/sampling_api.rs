@@ -354,3 +354,123 @@ async fn a_fed_sample_warms_the_cache_and_is_observed_each_day() {
     proxy.stop().await;
     task.abort();
 }
+
+/// An allowed-URL prefix is held by origin and path segment, not by string prefix: a longer
+/// last segment, user info naming another host, a longer host, loopback and `localhost` are all
+/// refused for `cdx_api` and `input` alike.
+#[tokio::test]
+async fn allowed_urls_are_matched_by_origin_and_path_not_by_string_prefix() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    index_file(&inputs);
+    let ia = "https://web.archive.org/cdx/search/cdx";
+    let mut c = config(&inputs, ia, &dir.path().join("data/cache"));
+    // An operator's prefix with no path: the origin only.
+    c.sampling.allowed_urls = vec![ia.to_string(), "https://archive.example".to_string()];
+    let proxy = start_proxy(c).await;
+    for url in [
+        "https://web.archive.org/cdx/search/cdx.evil.example/x",
+        "https://web.archive.org/cdx/search/cdxx",
+        "https://web.archive.org@evil.example/cdx/search/cdx",
+        "https://web.archive.org/cdx/search/cdx/../../../web/",
+        "https://web.archive.org:8443/cdx/search/cdx",
+        "https://archive.example.evil.example/",
+        "https://archive.example@evil.example/",
+        "http://127.0.0.1:9/cdx",
+        "http://[::1]/",
+        "http://localhost/",
+        "http://169.254.169.254/latest/",
+    ] {
+        let (status, v) = post(&proxy.base, &json!({"input": "index.txt", "cdx_api": url})).await;
+        assert_eq!(status, 400, "cdx_api {url}: {v}");
+        assert!(v.to_string().contains("cdx_api"), "{url}: {v}");
+        let (status, v) = post(&proxy.base, &json!({"input": url, "cdx_api": ia})).await;
+        assert_eq!(status, 400, "input {url}: {v}");
+        assert!(v.to_string().contains("input"), "{url}: {v}");
+    }
+    proxy.stop().await;
+}
+
+/// A CDX endpoint under allowed_urls that redirects elsewhere (here: another loopback server,
+/// standing for an internal address) does not get the job's requests sent there: sampling's
+/// clients follow no redirect, with or without a dialect to detect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_off_the_allowed_prefix_is_not_followed() {
+    use std::sync::atomic::AtomicUsize;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let target = {
+        let hits = hits.clone();
+        axum::Router::new().fallback(move || {
+            let hits = hits.clone();
+            async move {
+                hits.fetch_add(1, Ordering::SeqCst);
+                "[]"
+            }
+        })
+    };
+    let target_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let target_addr = target_listener.local_addr().expect("addr");
+    let target_task = tokio::spawn(async move {
+        let _ = axum::serve(target_listener, target).await;
+    });
+    let redirector = axum::Router::new().fallback(move || async move {
+        (
+            axum::http::StatusCode::FOUND,
+            [(
+                axum::http::header::LOCATION,
+                format!("http://{target_addr}/internal"),
+            )],
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let cdx = format!("http://{}/cdx", listener.local_addr().expect("addr"));
+    let redirector_task = tokio::spawn(async move {
+        let _ = axum::serve(listener, redirector).await;
+    });
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    index_file(&inputs);
+    let proxy = start_proxy(config(&inputs, &cdx, &dir.path().join("data/cache"))).await;
+    let mut ids = Vec::new();
+    for body in [
+        json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 1}),
+        json!({"input": "index.txt", "cdx_api": cdx, "seed": 1}),
+    ] {
+        let (status, v) = post(&proxy.base, &body).await;
+        assert_eq!(status, 201, "{v}");
+        ids.push(v["id"].as_str().expect("an id").to_string());
+    }
+    for id in &ids {
+        let mut finished = None;
+        for _ in 0..600 {
+            let (_, text) = get(&format!("{}/admin/sampling/jobs/{id}", proxy.base)).await;
+            let v: Value = serde_json::from_str(&text).expect("status JSON");
+            if v["state"] == "done" || v["state"] == "failed" {
+                finished = Some(v);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let v = finished.unwrap_or_else(|| panic!("job {id} never finished"));
+        assert_eq!(
+            v["counters"]["sampled"].as_u64().unwrap_or(0),
+            0,
+            "nothing sampled through a redirect: {v}"
+        );
+    }
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "the redirect target was never asked"
+    );
+    proxy.stop().await;
+    redirector_task.abort();
+    target_task.abort();
+}

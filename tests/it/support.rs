@@ -8,6 +8,9 @@ use tokio::sync::oneshot;
 /// A running proxy; dropping it shuts it down.
 pub struct Proxy {
     pub base: String,
+    /// The admin listener's base URL, when the proxy was started with one
+    /// ([`start_proxy_with_admin_listener`]).
+    pub admin_base: Option<String>,
     pub state: Option<tmproxy::http::SharedState>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -100,7 +103,60 @@ pub async fn start_proxy_with(mut config: Config, clock: tmproxy::app::ClockChoi
     }));
     Proxy {
         base,
+        admin_base: None,
         state: Some(state),
+        stop: Some(stop),
+        task: Some(task),
+        _cache_dir: cache_dir,
+    }
+}
+
+/// Starts the proxy for `config` with `[admin] listen` on a second 127.0.0.1:0 listener: the
+/// public routes on `base`, `/admin/*` and `/metrics` on `admin_base`, one shutdown for both.
+pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
+    config.server.listen = "127.0.0.1:0".parse().expect("addr");
+    config.admin.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    let cache_dir = if config.cache.path == Config::default().cache.path {
+        let dir = tempfile::tempdir().expect("temp dir");
+        config.cache.path = dir.path().join("cache").display().to_string();
+        Some(dir)
+    } else {
+        None
+    };
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .expect("bind 127.0.0.1:0");
+    let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let base = format!("http://{}", listener.local_addr().expect("local addr"));
+    let admin_base = format!(
+        "http://{}",
+        admin_listener.local_addr().expect("local addr")
+    );
+    let built = tmproxy::app::build_routers(
+        &config,
+        Some(base.clone()),
+        tmproxy::app::ClockChoice::System,
+    )
+    .await
+    .expect("app builds");
+    let admin_router = built
+        .admin
+        .expect("an admin router when [admin] listen is set");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(tmproxy::app::serve_both(
+        (listener, built.public),
+        Some((admin_listener, admin_router)),
+        async move {
+            let _ = stopped.await;
+        },
+        tmproxy::app::ServeOptions::from_config(&config),
+    ));
+    Proxy {
+        base,
+        admin_base: Some(admin_base),
+        state: Some(built.state),
         stop: Some(stop),
         task: Some(task),
         _cache_dir: cache_dir,

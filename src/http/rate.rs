@@ -1,0 +1,329 @@
+//! `[server] rate_limit`: a token bucket per client address on the Memento routes. The bucket
+//! arithmetic and the bounded table take `now` as a value (pure, unit-tested); only the
+//! middleware at the bottom reads a clock and the peer's address.
+
+use crate::error::AppError;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The most client addresses tracked at once (~64 bytes each, so a few MiB at most).
+pub const MAX_CLIENTS: usize = 65_536;
+
+/// How often a full table may be swept for refilled buckets: a sweep walks the whole table, so
+/// a flood of new addresses must not trigger one per request.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// A client's bucket: the tokens it had at `at` (time since the limiter started).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    tokens: f64,
+    at: Duration,
+}
+
+/// What to do with one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    Admit,
+    /// Over the limit: one token will be back after this long.
+    Refuse {
+        retry_after: Duration,
+    },
+}
+
+/// The configured rate: `per_second` tokens flow into a bucket holding at most `burst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    per_second: f64,
+    burst: u32,
+}
+
+impl Rate {
+    /// None when the limit is off (`rate_limit = 0`) or makes no sense.
+    pub fn new(per_second: f64, burst: u32) -> Option<Rate> {
+        (per_second.is_finite() && per_second > 0.0 && burst > 0)
+            .then_some(Rate { per_second, burst })
+    }
+
+    pub fn per_second(&self) -> f64 {
+        self.per_second
+    }
+
+    pub fn burst(&self) -> u32 {
+        self.burst
+    }
+
+    /// The tokens `bucket` holds at `now`; a client never seen has a full bucket.
+    fn level(&self, bucket: Option<Bucket>, now: Duration) -> f64 {
+        match bucket {
+            None => f64::from(self.burst),
+            Some(b) => {
+                let elapsed = now.saturating_sub(b.at).as_secs_f64();
+                (b.tokens + elapsed * self.per_second).min(f64::from(self.burst))
+            }
+        }
+    }
+
+    /// Takes one token for a request at `now`: the decision and the bucket to keep.
+    pub fn take(&self, bucket: Option<Bucket>, now: Duration) -> (Admission, Bucket) {
+        let tokens = self.level(bucket, now);
+        if tokens >= 1.0 {
+            (
+                Admission::Admit,
+                Bucket {
+                    tokens: tokens - 1.0,
+                    at: now,
+                },
+            )
+        } else {
+            let wait = (1.0 - tokens) / self.per_second;
+            // A refusal changes nothing: the bucket goes on filling from where it was.
+            let kept = bucket.unwrap_or(Bucket { tokens, at: now });
+            (
+                Admission::Refuse {
+                    retry_after: Duration::from_secs_f64(wait),
+                },
+                kept,
+            )
+        }
+    }
+
+    /// A full bucket is the same as no bucket, so forgetting it loses nothing.
+    fn is_full(&self, bucket: Bucket, now: Duration) -> bool {
+        self.level(Some(bucket), now) >= f64::from(self.burst)
+    }
+}
+
+/// The key a client is counted under: its IPv4 address, or its IPv6 /64 (one host usually holds
+/// a whole /64, and would otherwise get a fresh bucket per address it picks).
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(Ipv6Addr::from(bits))
+        }
+    }
+}
+
+struct Table {
+    buckets: HashMap<IpAddr, Bucket>,
+    last_sweep: Duration,
+}
+
+/// The buckets of every client seen recently, at most `capacity` of them.
+pub struct Limiter {
+    rate: Rate,
+    capacity: usize,
+    table: Mutex<Table>,
+    /// Where the limiter's time starts; tokio's clock, so tests can pause and advance it.
+    start: tokio::time::Instant,
+}
+
+impl Limiter {
+    pub fn new(rate: Rate, capacity: usize) -> Limiter {
+        Limiter {
+            rate,
+            capacity: capacity.max(1),
+            table: Mutex::new(Table {
+                buckets: HashMap::new(),
+                last_sweep: Duration::ZERO,
+            }),
+            start: tokio::time::Instant::now(),
+        }
+    }
+
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// How many clients are tracked now.
+    pub fn tracked(&self) -> usize {
+        self.lock().buckets.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        // A poisoned table holds plain numbers that are still valid: take it over.
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One request from `ip` at `now` (time since the limiter started).
+    pub fn check(&self, ip: IpAddr, now: Duration) -> Admission {
+        let key = client_key(ip);
+        let rate = self.rate;
+        let mut t = self.lock();
+        let due = now.saturating_sub(t.last_sweep) >= SWEEP_EVERY;
+        let full = t.buckets.len() >= self.capacity && !t.buckets.contains_key(&key);
+        if due && (full || now.saturating_sub(t.last_sweep) >= SWEEP_EVERY * 60) {
+            t.buckets.retain(|_, b| !rate.is_full(*b, now));
+            t.last_sweep = now;
+        }
+        if t.buckets.len() >= self.capacity && !t.buckets.contains_key(&key) {
+            // More clients busy at once than we track: let the newcomer through untracked
+            // rather than refuse addresses that have done nothing wrong.
+            return Admission::Admit;
+        }
+        let (admission, bucket) = rate.take(t.buckets.get(&key).copied(), now);
+        t.buckets.insert(key, bucket);
+        admission
+    }
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// The middleware: OPTIONS and requests without a known peer (a router driven by `oneshot`)
+/// pass; others take a token from their address's bucket or get a 429 with `Retry-After`.
+pub async fn limit(State(limiter): State<Arc<Limiter>>, req: Request, next: Next) -> Response {
+    if req.method() == Method::OPTIONS {
+        return next.run(req).await;
+    }
+    let Some(peer) = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+    else {
+        return next.run(req).await;
+    };
+    match limiter.check(peer, limiter.now()) {
+        Admission::Admit => next.run(req).await,
+        Admission::Refuse { retry_after } => {
+            let rate = limiter.rate();
+            AppError::RateLimited {
+                // Whole seconds, rounded up and at least 1: retrying sooner would be refused.
+                retry_after: retry_after.as_secs_f64().ceil().max(1.0) as u64,
+                rate: rate.per_second(),
+                burst: rate.burst(),
+            }
+            .into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("ip")
+    }
+
+    #[test]
+    fn off_when_zero_or_nonsense() {
+        assert!(Rate::new(0.0, 10).is_none());
+        assert!(Rate::new(-1.0, 10).is_none());
+        assert!(Rate::new(f64::NAN, 10).is_none());
+        assert!(Rate::new(1.0, 0).is_none());
+        assert!(Rate::new(0.5, 1).is_some());
+    }
+
+    #[test]
+    fn a_burst_is_admitted_then_refused_until_a_token_is_back() {
+        let rate = Rate::new(2.0, 3).expect("on");
+        let mut b = None;
+        for _ in 0..3 {
+            let (a, next) = rate.take(b, secs(10.0));
+            assert_eq!(a, Admission::Admit);
+            b = Some(next);
+        }
+        let (a, next) = rate.take(b, secs(10.0));
+        assert_eq!(
+            a,
+            Admission::Refuse {
+                retry_after: secs(0.5)
+            }
+        );
+        // A quarter second later half a token is back: still refused, for the other half.
+        let (a, next) = rate.take(Some(next), secs(10.25));
+        assert_eq!(
+            a,
+            Admission::Refuse {
+                retry_after: secs(0.25)
+            }
+        );
+        let (a, _) = rate.take(Some(next), secs(10.5));
+        assert_eq!(a, Admission::Admit);
+    }
+
+    #[test]
+    fn refused_requests_do_not_cost_tokens() {
+        let rate = Rate::new(1.0, 1).expect("on");
+        let (_, b) = rate.take(None, secs(0.0));
+        // Hammering while empty does not push the next admission further away.
+        let mut b = b;
+        for i in 1..10 {
+            let (a, next) = rate.take(Some(b), secs(f64::from(i) * 0.1));
+            assert!(matches!(a, Admission::Refuse { .. }));
+            b = next;
+        }
+        assert_eq!(rate.take(Some(b), secs(1.0)).0, Admission::Admit);
+    }
+
+    #[test]
+    fn a_bucket_never_holds_more_than_the_burst() {
+        let rate = Rate::new(100.0, 2).expect("on");
+        let (_, b) = rate.take(None, secs(0.0));
+        let (_, b) = rate.take(Some(b), secs(3600.0));
+        let (_, b) = rate.take(Some(b), secs(3600.0));
+        assert!(matches!(
+            rate.take(Some(b), secs(3600.0)).0,
+            Admission::Refuse { .. }
+        ));
+    }
+
+    #[test]
+    fn clients_have_their_own_buckets() {
+        let l = Limiter::new(Rate::new(1.0, 1).expect("on"), 10);
+        assert_eq!(l.check(ip("10.0.0.1"), secs(0.0)), Admission::Admit);
+        assert!(matches!(
+            l.check(ip("10.0.0.1"), secs(0.0)),
+            Admission::Refuse { .. }
+        ));
+        assert_eq!(l.check(ip("10.0.0.2"), secs(0.0)), Admission::Admit);
+    }
+
+    #[test]
+    fn ipv6_clients_are_counted_per_64_and_mapped_v4_as_v4() {
+        let l = Limiter::new(Rate::new(1.0, 1).expect("on"), 10);
+        assert_eq!(l.check(ip("2001:db8:1:2::1"), secs(0.0)), Admission::Admit);
+        assert!(matches!(
+            l.check(ip("2001:db8:1:2:ffff::9"), secs(0.0)),
+            Admission::Refuse { .. }
+        ));
+        assert_eq!(l.check(ip("2001:db8:1:3::1"), secs(0.0)), Admission::Admit);
+        assert_eq!(l.check(ip("192.0.2.7"), secs(0.0)), Admission::Admit);
+        assert!(matches!(
+            l.check(ip("::ffff:192.0.2.7"), secs(0.0)),
+            Admission::Refuse { .. }
+        ));
+    }
+
+    #[test]
+    fn the_table_is_bounded_and_forgets_refilled_buckets() {
+        let l = Limiter::new(Rate::new(1.0, 1).expect("on"), 3);
+        for i in 1..=3 {
+            l.check(ip(&format!("10.0.0.{i}")), secs(0.0));
+        }
+        assert_eq!(l.tracked(), 3);
+        // Full of busy buckets: a newcomer passes untracked, the table does not grow.
+        assert_eq!(l.check(ip("10.0.0.9"), secs(0.5)), Admission::Admit);
+        assert_eq!(l.tracked(), 3);
+        // Two seconds on every bucket has refilled: the sweep makes room.
+        assert_eq!(l.check(ip("10.0.0.9"), secs(2.0)), Admission::Admit);
+        assert_eq!(l.tracked(), 1);
+        assert!(matches!(
+            l.check(ip("10.0.0.9"), secs(2.0)),
+            Admission::Refuse { .. }
+        ));
+    }
+}
