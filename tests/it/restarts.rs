@@ -76,13 +76,7 @@ async fn start_cdx(latency_ms: u64) -> (String, Arc<Cdx>, tokio::task::JoinHandl
     let app = axum::Router::new()
         .route("/cdx", axum::routing::get(cdx_answer))
         .with_state(cdx.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let (addr, task) = crate::support::serve_fake(app).await;
     (format!("http://{addr}/cdx"), cdx, task)
 }
 

@@ -409,13 +409,7 @@ async fn a_redirect_off_the_allowed_prefix_is_not_followed() {
             }
         })
     };
-    let target_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let target_addr = target_listener.local_addr().expect("addr");
-    let target_task = tokio::spawn(async move {
-        let _ = axum::serve(target_listener, target).await;
-    });
+    let (target_addr, target_task) = crate::support::serve_fake(target).await;
     let redirector = axum::Router::new().fallback(move || async move {
         (
             axum::http::StatusCode::FOUND,
@@ -425,13 +419,8 @@ async fn a_redirect_off_the_allowed_prefix_is_not_followed() {
             )],
         )
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let cdx = format!("http://{}/cdx", listener.local_addr().expect("addr"));
-    let redirector_task = tokio::spawn(async move {
-        let _ = axum::serve(listener, redirector).await;
-    });
+    let (redirector_addr, redirector_task) = crate::support::serve_fake(redirector).await;
+    let cdx = format!("http://{redirector_addr}/cdx");
 
     let dir = tempfile::tempdir().expect("temp dir");
     let inputs = dir.path().join("inputs");

@@ -73,13 +73,7 @@ async fn start() -> (String, Arc<Fake>, tokio::task::JoinHandle<()>) {
     let app = axum::Router::new()
         .route("/cdx/search/cdx", axum::routing::get(cdx))
         .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let (addr, task) = crate::support::serve_fake(app).await;
     (format!("http://{addr}/cdx/search/cdx"), fake, task)
 }
 

@@ -218,3 +218,15 @@ impl Drop for ChildGuard {
         }
     }
 }
+
+/// Serves a fake (a CDX API, a redirector…) on 127.0.0.1:0 until its task is aborted.
+pub async fn serve_fake(app: axum::Router) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local addr");
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, task)
+}
