@@ -191,14 +191,38 @@ async fn a_redirect_loop_is_an_error_and_changes_nothing() {
     fault_case(Behaviour::RedirectLoop, &["error"]).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_tls_handshake_is_an_error_for_that_archive_alone() {
-    // https:// to a server that answers the ClientHello in plain HTTP, as a misconfigured
-    // port does: the handshake fails at once, the other archive is served.
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// A good archive beside one reached at `base` (`scheme://host:port`) that cannot be talked to:
+/// the answer is the good archive's memento, and `error` for the other alone.
+async fn unreachable_is_an_error_for_it_alone(base: &str) {
     let good = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
         .await
         .expect("good archive");
+    let mut config = config_for(&[("good", &good)]);
+    config.archives.push(crate::support::archive_config(
+        "unreachable",
+        &format!("{base}/timemap/link/"),
+        &format!("{base}/"),
+    ));
+    let proxy = start_proxy(config).await;
+    let (status, v) = json_of(
+        client()
+            .get(format!("{}/timemap/json/{URI_R}", proxy.base))
+            .send()
+            .await
+            .expect("GET"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(1));
+    assert_eq!(outcome(&v, "unreachable")["status"], "error", "{v}");
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tls_handshake_is_an_error_for_that_archive_alone() {
+    // https:// to a server that answers the ClientHello in plain HTTP, as a misconfigured
+    // port does: the handshake fails at once.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let plain = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -212,54 +236,15 @@ async fn a_failed_tls_handshake_is_an_error_for_that_archive_alone() {
                 .await;
         }
     });
-    let mut config = config_for(&[("good", &good)]);
-    config.archives.push(crate::support::archive_config(
-        "tls",
-        &format!("https://{plain_addr}/timemap/link/"),
-        &format!("https://{plain_addr}/"),
-    ));
-    let proxy = start_proxy(config).await;
-    let (status, v) = json_of(
-        client()
-            .get(format!("{}/timemap/json/{URI_R}", proxy.base))
-            .send()
-            .await
-            .expect("GET"),
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(1));
-    assert_eq!(outcome(&v, "tls")["status"], "error", "{v}");
-    proxy.stop().await;
+    unreachable_is_an_error_for_it_alone(&format!("https://{plain_addr}")).await;
     server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_that_refuses_connections_is_an_error_for_it_alone() {
-    let good = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
-        .await
-        .expect("good archive");
     // A port that was just free: nothing listens there.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port");
-    let mut config = config_for(&[("good", &good)]);
-    config.archives.push(crate::support::archive_config(
-        "closed",
-        &format!("http://{closed}/timemap/link/"),
-        &format!("http://{closed}/"),
-    ));
-    let proxy = start_proxy(config).await;
-    let (status, v) = json_of(
-        client()
-            .get(format!("{}/timemap/json/{URI_R}", proxy.base))
-            .send()
-            .await
-            .expect("GET"),
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(1));
-    assert_eq!(outcome(&v, "closed")["status"], "error", "{v}");
-    proxy.stop().await;
+    unreachable_is_an_error_for_it_alone(&format!("http://{closed}")).await;
 }
