@@ -337,7 +337,10 @@ impl Server {
         let log2 = log
             .try_clone()
             .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
-        let mut command = tokio::process::Command::new(&opts.server_bin);
+        // Absolute, because the child runs in `dir`, where a relative path would not resolve.
+        let bin = std::fs::canonicalize(&opts.server_bin)
+            .map_err(|e| format!("cannot find {}: {e}", opts.server_bin.display()))?;
+        let mut command = tokio::process::Command::new(&bin);
         // The config file is the whole truth: no TMPROXY_* override from this environment.
         command.env_remove("TMPROXY_CONFIG");
         for (var, _) in crate::config::ENV_OVERRIDES {
