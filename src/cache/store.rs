@@ -155,7 +155,7 @@ impl<V: Cacheable> Store<V> for HotTier<V> {
 
 /// sled's page cache defaults to 1 GiB, which would silently dwarf the hot tier's bound. The hot
 /// tier is the memory we mean to spend; sled only needs enough for its index and recent writes.
-const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
+pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Keys are URI-Rs of up to 8 KiB; logging all of that on every warning would bury the reason.
 const LOGGED_KEY_CHARS: usize = 200;

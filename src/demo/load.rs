@@ -1,0 +1,815 @@
+//! A load run against the real `tmproxy serve` binary: simulated archives with latency in this
+//! process, the server as a child process on loopback, a fixed number of persistent HTTP/1.1
+//! connections driven for a fixed time on a mix of cache hits and misses. Every status and
+//! latency is recorded and the server's resident memory is sampled once a second.
+//!
+//! Both `examples/load.rs` (the 60 s benchmark in BENCHMARKS.md) and the `load` integration test
+//! (a few seconds, in CI) call [`run`], so the benchmark and the test exercise the same code.
+//! Linux only for the memory figures (they come from `/proc/<pid>/status`).
+
+use super::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use crate::config::{ArchiveConfig, Config};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One simulated archive of the run: how many mementos it lists per URI-R and how long it takes.
+#[derive(Debug, Clone, Copy)]
+pub struct ArchiveLoad {
+    pub captures: usize,
+    pub delay: Duration,
+}
+
+/// What to run. [`Options::default`] is the documented benchmark (60 s, 200 connections).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The `tmproxy` binary to start (`target/release/tmproxy` for the benchmark).
+    pub server_bin: PathBuf,
+    pub duration: Duration,
+    /// Persistent connections, each driven by one task sending one request after another.
+    pub connections: usize,
+    /// URI-Rs cached before the run starts; requests for them are the hits.
+    pub hot_uris: usize,
+    /// Share of requests for a URI-R never asked before (a miss: a fan-out to every archive).
+    pub miss_ratio: f64,
+    /// The server's `[cache] hot_capacity`, in bytes.
+    pub hot_capacity: u64,
+    /// The server's `[cache] policy` ("none" takes the cache out, to tell its memory apart).
+    pub cache_policy: String,
+    pub archives: Vec<ArchiveLoad>,
+    /// Seeds each connection's choice of URI-R and endpoint, so two runs ask the same things.
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            server_bin: PathBuf::from("target/release/tmproxy"),
+            duration: Duration::from_secs(60),
+            connections: 200,
+            hot_uris: 300,
+            miss_ratio: 0.10,
+            // Small enough that the misses fill it within the first seconds, so the second half
+            // of the run measures a full tier (evicting), not one still growing.
+            hot_capacity: 64 * 1024 * 1024,
+            cache_policy: "conditional".into(),
+            // Three archives of 60, 25 and 10 mementos: 95 per URI-R once merged, about twice the
+            // mean TimeMap of the JCDL 2013 data set (46), answering in 20, 50 and 80 ms.
+            archives: vec![
+                ArchiveLoad {
+                    captures: 60,
+                    delay: Duration::from_millis(20),
+                },
+                ArchiveLoad {
+                    captures: 25,
+                    delay: Duration::from_millis(50),
+                },
+                ArchiveLoad {
+                    captures: 10,
+                    delay: Duration::from_millis(80),
+                },
+            ],
+            seed: 1,
+        }
+    }
+}
+
+/// Allowed growth of the server's RSS over the second half of the run: the larger of these.
+/// Why not zero: mimalloc takes memory from the OS in segments of several MiB and keeps freed
+/// pages for reuse, and sled's index grows by a few bytes per new key, so a healthy server's RSS
+/// moves by a few MiB. A leak of even a few hundred bytes per miss would exceed it at ~1,000
+/// misses/s over 30 s (the report gives the per-miss bytes the tolerance would hide).
+pub const RSS_TOLERANCE_MIB: f64 = 8.0;
+pub const RSS_TOLERANCE_SHARE: f64 = 0.05;
+
+/// Latency percentiles of one class of requests, in milliseconds (nearest rank).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latency {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    fn of(mut micros: Vec<u32>) -> Latency {
+        if micros.is_empty() {
+            return Latency::default();
+        }
+        micros.sort_unstable();
+        let n = micros.len();
+        let rank = |q: f64| {
+            let i = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
+            f64::from(micros[i]) / 1000.0
+        };
+        Latency {
+            count: n as u64,
+            p50_ms: rank(0.50),
+            p90_ms: rank(0.90),
+            p99_ms: rank(0.99),
+            max_ms: f64::from(micros[n - 1]) / 1000.0,
+        }
+    }
+}
+
+/// The server's resident memory over the run (VmRSS), in MiB.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Rss {
+    /// After the warm-up, as the load starts.
+    pub start_mib: f64,
+    /// The sample nearest the middle of the run (30 s of 60).
+    pub at_half_mib: f64,
+    pub end_mib: f64,
+    /// The largest sample of the second half.
+    pub max_second_half_mib: f64,
+    /// `max_second_half_mib - at_half_mib`.
+    pub growth_mib: f64,
+    pub tolerance_mib: f64,
+    /// The tolerance divided by the misses of the second half: a leak smaller than this per miss
+    /// could hide in it.
+    pub hidden_leak_per_miss_bytes: f64,
+    pub flat: bool,
+    /// One sample a second from the start of the load.
+    pub samples_mib: Vec<f64>,
+}
+
+/// What a run measured. `passed()` is the benchmark's verdict.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub duration_s: f64,
+    pub connections: usize,
+    pub hot_uris: usize,
+    pub miss_ratio: f64,
+    pub requests: u64,
+    pub throughput_rps: f64,
+    /// Transport errors and unexpected statuses (a TimeMap not 200, a TimeGate not 302).
+    pub errors: u64,
+    /// The first few errors, verbatim.
+    pub error_samples: Vec<String>,
+    /// Count per HTTP status.
+    pub statuses: BTreeMap<u16, u64>,
+    /// Count per (intended class, `X-Cache` the server answered), e.g. `hit/HIT`, `miss/MISS`.
+    pub x_cache: BTreeMap<String, u64>,
+    pub hits: Latency,
+    pub misses: Latency,
+    pub overall: Latency,
+    pub rss: Rss,
+    /// The server's `[cache] hot_capacity` and sled's page cache (fixed in the store), in MiB.
+    pub hot_capacity_mib: f64,
+    pub sled_cache_capacity_mib: f64,
+    /// The server's own counters at the end (`/admin/stats`: hits, misses, tiers).
+    pub server_stats: serde_json::Value,
+}
+
+impl Report {
+    /// Zero errors and a flat RSS.
+    pub fn passed(&self) -> bool {
+        self.errors == 0 && self.rss.flat
+    }
+
+    /// A few lines for a human; the JSON form has everything.
+    pub fn summary(&self) -> String {
+        let lat = |name: &str, l: &Latency| {
+            format!(
+                "  {name:<8} n={:<8} p50 {:>7.2} ms  p90 {:>7.2} ms  p99 {:>7.2} ms  max {:>8.2} ms\n",
+                l.count, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms
+            )
+        };
+        let mut s = format!(
+            "load: {} connections for {:.1} s, {:.0}% misses over {} hot URI-Rs\n  {} requests, {:.0} req/s, {} errors, statuses {:?}\n",
+            self.connections,
+            self.duration_s,
+            self.miss_ratio * 100.0,
+            self.hot_uris,
+            self.requests,
+            self.throughput_rps,
+            self.errors,
+            self.statuses
+        );
+        s.push_str(&lat("hits", &self.hits));
+        s.push_str(&lat("misses", &self.misses));
+        s.push_str(&lat("overall", &self.overall));
+        s.push_str(&format!(
+            "  X-Cache {:?}\n  server RSS: start {:.1} MiB, at half {:.1} MiB, end {:.1} MiB, max of second half {:.1} MiB: growth {:+.1} MiB (tolerance {:.1} MiB) -> {}\n  bounds: hot_capacity {:.0} MiB, sled cache {:.0} MiB\n",
+            self.x_cache,
+            self.rss.start_mib,
+            self.rss.at_half_mib,
+            self.rss.end_mib,
+            self.rss.max_second_half_mib,
+            self.rss.growth_mib,
+            self.rss.tolerance_mib,
+            if self.rss.flat { "flat" } else { "NOT FLAT" },
+            self.hot_capacity_mib,
+            self.sled_cache_capacity_mib,
+        ));
+        for e in &self.error_samples {
+            s.push_str(&format!("  error: {e}\n"));
+        }
+        s
+    }
+}
+
+/// Starts the archives and the server, warms the cache, drives the load, stops everything it
+/// started (the server by its PID) and reports. An `Err` means the run could not be made (no
+/// binary, the server did not start, the warm-up failed), not that it measured errors.
+pub async fn run(opts: &Options) -> Result<Report, String> {
+    if opts.connections == 0 || opts.duration.is_zero() || opts.hot_uris == 0 {
+        return Err("connections, duration and hot URI-Rs must be above zero".into());
+    }
+    if !(0.0..=1.0).contains(&opts.miss_ratio) {
+        return Err(format!("miss ratio {} is not in 0..=1", opts.miss_ratio));
+    }
+    let mut archives = Vec::with_capacity(opts.archives.len());
+    for (i, a) in opts.archives.iter().enumerate() {
+        let timestamps = captures(a.captures, i);
+        let timestamps: Vec<&str> = timestamps.iter().map(String::as_str).collect();
+        let spec = TimeMapSpec {
+            delay: a.delay,
+            ..TimeMapSpec::of(&timestamps)
+        };
+        let archive = SimulatedArchive::start(Behaviour::TimeMap(spec))
+            .await
+            .map_err(|e| format!("cannot start a simulated archive: {e}"))?;
+        archives.push(archive);
+    }
+    let server = Server::start(opts, &archives).await?;
+    let driven = drive(opts, &server).await;
+    let stopped = server.stop().await;
+    drop(archives);
+    let mut report = driven?;
+    stopped?;
+    report.hot_capacity_mib = mib(opts.hot_capacity);
+    report.sled_cache_capacity_mib = mib(crate::cache::store::SLED_CACHE_BYTES);
+    Ok(report)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1_048_576.0
+}
+
+/// `n` distinct capture timestamps for archive `k`, about a month apart from 1999, offset per
+/// archive so the archives' lists interleave.
+fn captures(n: usize, k: usize) -> Vec<String> {
+    let start = chrono::DateTime::from_timestamp(915_148_800, 0).unwrap_or_default();
+    (0..n)
+        .map(|i| {
+            let at = start
+                + chrono::Duration::days((i * 31 + k * 7) as i64)
+                + chrono::Duration::seconds((k * 3_600 + i * 61) as i64);
+            at.format("%Y%m%d%H%M%S").to_string()
+        })
+        .collect()
+}
+
+/// The `tmproxy serve` child process and its temporary directory (config, cache, log).
+struct Server {
+    child: tokio::process::Child,
+    pid: u32,
+    base: String,
+    token: String,
+    dir: PathBuf,
+}
+
+impl Server {
+    async fn start(opts: &Options, archives: &[SimulatedArchive]) -> Result<Server, String> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let dir =
+            std::env::temp_dir().join(format!("tmproxy-load-{}-{nanos:x}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        match Server::spawn(opts, archives, &dir, nanos).await {
+            Ok(server) => Ok(server),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(e)
+            }
+        }
+    }
+
+    async fn spawn(
+        opts: &Options,
+        archives: &[SimulatedArchive],
+        dir: &Path,
+        nanos: u32,
+    ) -> Result<Server, String> {
+        // A free loopback port: bound, read, released, then handed to the server. Another
+        // process could take it in between; the health check below would then fail clearly.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("cannot find a free port: {e}"))?
+            .port();
+        let listen: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+        let token = format!("load-{}-{nanos:x}", std::process::id());
+        let mut config = Config::default();
+        config.server.listen = listen;
+        // NOTE: if `[server] rate_limit` exists (added in parallel), it must be off here, e.g.
+        // `config.server.rate_limit = 0`: 200 connections from one address are the point.
+        config.cache.path = dir.join("cache").display().to_string();
+        config.cache.hot_capacity = opts.hot_capacity;
+        config.cache.policy = opts.cache_policy.clone();
+        config.admin.token = token.clone();
+        config.sampling.input_dir = dir.join("sampling").display().to_string();
+        config.archives = archives
+            .iter()
+            .enumerate()
+            .map(|(i, a)| ArchiveConfig {
+                id: format!("sim{i}"),
+                name: format!("simulated archive {i}"),
+                timemap: a.timemap_prefix(),
+                timegate: a.timegate_prefix(),
+                timeout: None,
+                enabled: true,
+            })
+            .collect();
+        let text = toml::to_string(&config).map_err(|e| format!("cannot write the config: {e}"))?;
+        let config_path = dir.join("tmproxy.toml");
+        std::fs::write(&config_path, text)
+            .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
+        let log_path = dir.join("tmproxy.log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+        // Absolute, because the child runs in `dir`, where a relative path would not resolve.
+        let bin = std::fs::canonicalize(&opts.server_bin)
+            .map_err(|e| format!("cannot find {}: {e}", opts.server_bin.display()))?;
+        let mut command = tokio::process::Command::new(&bin);
+        // The config file is the whole truth: no TMPROXY_* override from this environment.
+        command.env_remove("TMPROXY_CONFIG");
+        for (var, _) in crate::config::ENV_OVERRIDES {
+            command.env_remove(var);
+        }
+        let child = command
+            .arg("serve")
+            .arg("--config")
+            .arg(&config_path)
+            .arg("--listen")
+            .arg(listen.to_string())
+            .env("RUST_LOG", "warn")
+            // The working directory holds no config.toml the server could pick up instead.
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            // Should this task be dropped mid-run, the server goes with it.
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", opts.server_bin.display()))?;
+        let pid = child.id().ok_or("the server exited at once")?;
+        let base = format!("http://{listen}");
+        let mut server = Server {
+            child,
+            pid,
+            base,
+            token,
+            dir: dir.to_path_buf(),
+        };
+        if let Err(e) = server.wait_ready().await {
+            let _ = server.child.kill().await;
+            return Err(format!("{e}\n--- server log ---\n{}", server.log_tail()));
+        }
+        Ok(server)
+    }
+
+    /// Polls `/healthz` for up to 30 s (sled opens its files first).
+    async fn wait_ready(&mut self) -> Result<(), String> {
+        let client = plain_client(1)?;
+        let url = format!("{}/healthz", self.base);
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("the server exited during start-up ({status})"));
+            }
+            if let Ok(r) = client.get(&url).send().await {
+                if r.status().is_success() {
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err("the server did not answer /healthz within 30 s".into())
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.join("tmproxy.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// Kills the server by its PID, waits for it, removes the directory.
+    async fn stop(mut self) -> Result<(), String> {
+        let killed = self.child.kill().await;
+        let _ = std::fs::remove_dir_all(&self.dir);
+        killed.map_err(|e| format!("cannot stop the server (pid {}): {e}", self.pid))
+    }
+}
+
+/// A client holding at most `idle` idle connections, never following redirects (a TimeGate's 302
+/// is the answer) and ignoring any proxy settings of the environment (loopback only).
+fn plain_client(idle: usize) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .http1_only()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(idle)
+        .pool_idle_timeout(None)
+        // Well past the server's own 15 s deadline: a request this slow is an error, not a wait.
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))
+}
+
+/// The endpoints mixed in the load, and the status each must answer.
+#[derive(Clone, Copy)]
+enum Endpoint {
+    Link,
+    Json,
+    TimeGate,
+}
+
+impl Endpoint {
+    fn path(self) -> &'static str {
+        match self {
+            Endpoint::Link => "/timemap/link/",
+            Endpoint::Json => "/timemap/json/",
+            Endpoint::TimeGate => "/timegate/",
+        }
+    }
+
+    fn expected(self) -> u16 {
+        match self {
+            Endpoint::TimeGate => 302,
+            _ => 200,
+        }
+    }
+
+    /// 40% link format, 30% JSON, 30% TimeGate.
+    fn pick(r: f64) -> Endpoint {
+        if r < 0.4 {
+            Endpoint::Link
+        } else if r < 0.7 {
+            Endpoint::Json
+        } else {
+            Endpoint::TimeGate
+        }
+    }
+}
+
+/// splitmix64: a few lines, seeded per connection, no dependency for a load generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// What one connection saw.
+#[derive(Default)]
+struct Tally {
+    hit_micros: Vec<u32>,
+    miss_micros: Vec<u32>,
+    errors: u64,
+    error_samples: Vec<String>,
+    statuses: BTreeMap<u16, u64>,
+    x_cache: BTreeMap<(&'static str, &'static str), u64>,
+}
+
+const ERROR_SAMPLES: usize = 10;
+
+impl Tally {
+    fn error(&mut self, message: String) {
+        self.errors += 1;
+        if self.error_samples.len() < ERROR_SAMPLES {
+            self.error_samples.push(message);
+        }
+    }
+
+    fn absorb(&mut self, other: Tally) {
+        self.hit_micros.extend(other.hit_micros);
+        self.miss_micros.extend(other.miss_micros);
+        self.errors += other.errors;
+        for e in other.error_samples {
+            if self.error_samples.len() < ERROR_SAMPLES {
+                self.error_samples.push(e);
+            }
+        }
+        for (k, v) in other.statuses {
+            *self.statuses.entry(k).or_default() += v;
+        }
+        for (k, v) in other.x_cache {
+            *self.x_cache.entry(k).or_default() += v;
+        }
+    }
+}
+
+fn hot_uri(i: usize) -> String {
+    format!("http://load.example.org/hot/{i}")
+}
+
+/// Warms the cache, then runs the connections and the RSS sampler for the duration.
+async fn drive(opts: &Options, server: &Server) -> Result<Report, String> {
+    warm(opts, server).await?;
+    let hot: Arc<Vec<String>> = Arc::new((0..opts.hot_uris).map(hot_uri).collect());
+    let base: Arc<str> = Arc::from(server.base.as_str());
+    let started = Instant::now();
+    let end = started + opts.duration;
+    let sampler = tokio::spawn(sample_rss(server.pid, started, end));
+    let mut workers = Vec::with_capacity(opts.connections);
+    for id in 0..opts.connections {
+        let client = plain_client(1)?;
+        let (hot, base) = (hot.clone(), base.clone());
+        let (miss_ratio, seed) = (opts.miss_ratio, opts.seed);
+        workers.push(tokio::spawn(async move {
+            connection(id, client, base, hot, miss_ratio, seed, end).await
+        }));
+    }
+    let mut tally = Tally::default();
+    for w in workers {
+        match w.await {
+            Ok(t) => tally.absorb(t),
+            Err(e) => tally.error(format!("a connection task failed: {e}")),
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut samples = sampler.await.unwrap_or_default();
+    if let Some(kib) = rss_kib(server.pid) {
+        samples.push((started.elapsed().as_secs_f64(), kib));
+    }
+    let server_stats = admin_stats(server).await;
+
+    let misses_second_half = tally.miss_micros.len() as f64 / 2.0;
+    let rss = rss_report(&samples, opts.duration.as_secs_f64(), misses_second_half);
+    let requests = (tally.hit_micros.len() + tally.miss_micros.len()) as u64;
+    let mut all = Vec::with_capacity(requests as usize);
+    all.extend_from_slice(&tally.hit_micros);
+    all.extend_from_slice(&tally.miss_micros);
+    Ok(Report {
+        duration_s: elapsed,
+        connections: opts.connections,
+        hot_uris: opts.hot_uris,
+        miss_ratio: opts.miss_ratio,
+        requests,
+        throughput_rps: requests as f64 / elapsed.max(f64::EPSILON),
+        errors: tally.errors,
+        error_samples: tally.error_samples,
+        statuses: tally.statuses,
+        x_cache: tally
+            .x_cache
+            .into_iter()
+            .map(|((class, xc), n)| (format!("{class}/{xc}"), n))
+            .collect(),
+        hits: Latency::of(tally.hit_micros),
+        misses: Latency::of(tally.miss_micros),
+        overall: Latency::of(all),
+        rss,
+        server_stats,
+        ..Report::default()
+    })
+}
+
+/// Asks for every hot URI-R's TimeMap once (32 at a time), so the load's hits are hits.
+async fn warm(opts: &Options, server: &Server) -> Result<(), String> {
+    use futures::stream::{self, StreamExt};
+    let client = plain_client(32)?;
+    let failures: Vec<String> = stream::iter(0..opts.hot_uris)
+        .map(|i| {
+            let url = format!("{}/timemap/link/{}", server.base, hot_uri(i));
+            let client = client.clone();
+            async move {
+                match client.get(&url).send().await {
+                    Ok(r) if r.status() == 200 => r.bytes().await.err().map(|e| e.to_string()),
+                    Ok(r) => Some(format!("{url}: status {}", r.status())),
+                    Err(e) => Some(format!("{url}: {e}")),
+                }
+            }
+        })
+        .buffer_unordered(32)
+        .filter_map(|f| async move { f })
+        .collect()
+        .await;
+    match failures.first() {
+        None => Ok(()),
+        Some(first) => Err(format!(
+            "warming {} URI-Rs: {} failed, first: {first}",
+            opts.hot_uris,
+            failures.len()
+        )),
+    }
+}
+
+/// One connection: requests one after another until `end`, each a hit with probability
+/// 1 - `miss_ratio` (a warmed URI-R) or a miss (a URI-R nobody asked before).
+async fn connection(
+    id: usize,
+    client: reqwest::Client,
+    base: Arc<str>,
+    hot: Arc<Vec<String>>,
+    miss_ratio: f64,
+    seed: u64,
+    end: Instant,
+) -> Tally {
+    let mut rng = Rng(seed ^ (id as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut tally = Tally::default();
+    let mut n = 0u64;
+    while Instant::now() < end {
+        let miss = rng.unit() < miss_ratio;
+        let endpoint = Endpoint::pick(rng.unit());
+        let url = if miss {
+            n += 1;
+            format!(
+                "{base}{}http://load.example.org/miss/{seed}/{id}/{n}",
+                endpoint.path()
+            )
+        } else {
+            let i = (rng.next_u64() % hot.len() as u64) as usize;
+            format!("{base}{}{}", endpoint.path(), hot[i])
+        };
+        let t = Instant::now();
+        let answer = match client.get(&url).send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let x_cache = match resp.headers().get("x-cache").map(|v| v.as_bytes()) {
+                    Some(b"HIT") => "HIT",
+                    Some(b"MISS") => "MISS",
+                    Some(b"REFRESH") => "REFRESH",
+                    Some(b"STALE") => "STALE",
+                    Some(_) => "other",
+                    None => "none",
+                };
+                resp.bytes()
+                    .await
+                    .map(|_| (status, x_cache))
+                    .map_err(|e| format!("{url}: reading the body: {e}"))
+            }
+            Err(e) => Err(format!("{url}: {e}")),
+        };
+        let micros = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
+        if miss {
+            tally.miss_micros.push(micros);
+        } else {
+            tally.hit_micros.push(micros);
+        }
+        match answer {
+            Ok((status, x_cache)) => {
+                *tally.statuses.entry(status).or_default() += 1;
+                let class = if miss { "miss" } else { "hit" };
+                *tally.x_cache.entry((class, x_cache)).or_default() += 1;
+                if status != endpoint.expected() {
+                    tally.error(format!(
+                        "{url}: status {status}, expected {}",
+                        endpoint.expected()
+                    ));
+                }
+            }
+            Err(e) => tally.error(e),
+        }
+    }
+    tally
+}
+
+/// The server's VmRSS in KiB, from `/proc/<pid>/status`.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// (seconds since `started`, KiB) once a second until `end`.
+async fn sample_rss(pid: u32, started: Instant, end: Instant) -> Vec<(f64, u64)> {
+    let mut samples = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        if let Some(kib) = rss_kib(pid) {
+            samples.push((now.duration_since(started).as_secs_f64(), kib));
+        }
+    }
+    samples
+}
+
+fn rss_report(samples: &[(f64, u64)], duration: f64, misses_second_half: f64) -> Rss {
+    let to_mib = |kib: u64| kib as f64 / 1024.0;
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        // No /proc (not Linux) or the server vanished: nothing shows the memory flat.
+        return Rss::default();
+    };
+    let half = duration / 2.0;
+    let at_half = samples
+        .iter()
+        .min_by(|a, b| (a.0 - half).abs().total_cmp(&(b.0 - half).abs()))
+        .map_or(first.1, |s| s.1);
+    let max_second_half = samples
+        .iter()
+        .filter(|s| s.0 >= half)
+        .map(|s| s.1)
+        .max()
+        .unwrap_or(last.1);
+    let at_half_mib = to_mib(at_half);
+    let growth_mib = to_mib(max_second_half) - at_half_mib;
+    let tolerance_mib = RSS_TOLERANCE_MIB.max(at_half_mib * RSS_TOLERANCE_SHARE);
+    Rss {
+        start_mib: to_mib(first.1),
+        at_half_mib,
+        end_mib: to_mib(last.1),
+        max_second_half_mib: to_mib(max_second_half),
+        growth_mib,
+        tolerance_mib,
+        hidden_leak_per_miss_bytes: tolerance_mib * 1_048_576.0 / misses_second_half.max(1.0),
+        flat: growth_mib <= tolerance_mib,
+        samples_mib: samples.iter().map(|s| to_mib(s.1)).collect(),
+    }
+}
+
+/// `/admin/stats` at the end of the run (hits, misses, fan-outs, the tiers' bytes and entries);
+/// an error is recorded in its place rather than failing a run that has measured everything.
+async fn admin_stats(server: &Server) -> serde_json::Value {
+    let fetched = async {
+        let client = plain_client(1)?;
+        let resp = client
+            .get(format!("{}/admin/stats", server.base))
+            .bearer_auth(&server.token)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let body = resp.bytes().await.map_err(|e| e.to_string())?;
+        serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())
+    };
+    match fetched.await {
+        Ok(v) => v,
+        Err(e) => serde_json::json!({ "error": e }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let l = Latency::of((1..=100u32).map(|ms| ms * 1000).collect());
+        assert_eq!(l.count, 100);
+        assert_eq!(l.p50_ms, 50.0);
+        assert_eq!(l.p90_ms, 90.0);
+        assert_eq!(l.p99_ms, 99.0);
+        assert_eq!(l.max_ms, 100.0);
+        assert_eq!(Latency::of(Vec::new()).count, 0);
+    }
+
+    #[test]
+    fn rss_is_flat_within_the_tolerance_over_the_second_half() {
+        let mib = |m: u64| m * 1024;
+        // Growth in the first half (the hot tier filling) does not count.
+        let filling: Vec<(f64, u64)> = (0..=10)
+            .map(|s| (s as f64, mib(if s < 5 { 50 + 10 * s } else { 100 })))
+            .collect();
+        let r = rss_report(&filling, 10.0, 1000.0);
+        assert!(r.flat, "{r:?}");
+        assert_eq!(r.at_half_mib, 100.0);
+        assert_eq!(r.growth_mib, 0.0);
+        // Steady growth in the second half does.
+        let leaking: Vec<(f64, u64)> = (0..=10).map(|s| (s as f64, mib(100 + 3 * s))).collect();
+        let r = rss_report(&leaking, 10.0, 1000.0);
+        assert!(!r.flat, "{r:?}");
+        assert_eq!(r.growth_mib, 15.0);
+        // No samples: not shown flat.
+        assert!(!rss_report(&[], 10.0, 0.0).flat);
+    }
+
+    #[test]
+    fn the_endpoint_mix_and_captures_are_as_documented() {
+        assert_eq!(Endpoint::pick(0.0).expected(), 200);
+        assert_eq!(Endpoint::pick(0.99).expected(), 302);
+        let c = captures(60, 0);
+        let mut sorted = c.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 60);
+        assert!(c.iter().all(|t| t.len() == 14));
+    }
+}
