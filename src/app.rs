@@ -16,6 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+/// Threads for blocking work (every sled put and its fsync, large parses, file I/O). tokio's
+/// default of 512 let a burst of cache writes spread over hundreds of threads, and mimalloc keeps
+/// memory per thread: the server's RSS grew with the entries written (hundreds of MiB under the
+/// load run) although each tier stayed within its bound. Puts wait on the disk's fsync anyway,
+/// so more threads than this buy nothing (BENCHMARKS.md, [hardening] load).
+pub const MAX_BLOCKING_THREADS: usize = 8;
+
 /// Which clock the server reads: the machine's, or one the admin API sets (`--sim-clock`).
 pub enum ClockChoice {
     System,

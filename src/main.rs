@@ -88,7 +88,11 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(tmproxy::app::MAX_BLOCKING_THREADS)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("tmproxy: cannot start the async runtime: {e}");
