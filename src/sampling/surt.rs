@@ -31,6 +31,9 @@ pub enum InvalidSurt {
     BadHostChar,
     /// A port that is not 1–65535.
     BadPort,
+    /// Host characters that pass the checks above but make no host a URL can have: a `:` left
+    /// of the port, `%`, `[`, `|`, an invalid IDN (`xn--имер`), `1.2.3.4.5`, …
+    NotAHost,
 }
 
 impl InvalidSurt {
@@ -41,6 +44,7 @@ impl InvalidSurt {
             InvalidSurt::WildcardHost => "'*' in the host",
             InvalidSurt::BadHostChar => "invalid character in the host",
             InvalidSurt::BadPort => "invalid port",
+            InvalidSurt::NotAHost => "not a valid host name",
         }
     }
 }
@@ -85,6 +89,12 @@ pub fn parse(key: &str) -> Result<SurtParts<'_>, InvalidSurt> {
             host.push('.');
         }
         host.push_str(label);
+    }
+    // What the URL parser will make of the host, so that every key we turn into a URL gives one
+    // that parses (IDNA, forbidden code points, IPv4 forms). Only the verdict is used: the URL
+    // keeps the host as the key spells it.
+    if url::Host::parse(&host).is_err() {
+        return Err(InvalidSurt::NotAHost);
     }
     let path = if rest.is_empty() { "/" } else { rest };
     Ok(SurtParts { host, port, path })
@@ -203,6 +213,30 @@ mod tests {
         assert_eq!(to_url("com,example:99999)/"), Err(InvalidSurt::BadPort));
         assert_eq!(to_url("com,,example)/"), Err(InvalidSurt::NoHost));
         assert_eq!(to_url("com,exa mple)/"), Err(InvalidSurt::BadHostChar));
+    }
+
+    #[test]
+    fn hosts_no_url_parser_accepts_are_refused() {
+        // Found by the `surt` fuzz target: each gave a "URL" that `url::Url::parse` refuses.
+        for key in [
+            "\u{fffd})",
+            "xn--p1ai,xn--\u{438}\u{43c}\u{435}\u{440})/",
+            "com,a:b:80)/",
+            "com,ex%zzample)/",
+            "com,ex|ample)/",
+            "5,4,3,2,1)/",
+        ] {
+            assert_eq!(to_url(key), Err(InvalidSurt::NotAHost), "{key:?}");
+        }
+        // Internationalised and IP hosts that are valid stay as they are.
+        assert_eq!(
+            to_url("xn--p1ai,xn--e1afmkfd)/").as_deref(),
+            Ok("https://xn--e1afmkfd.xn--p1ai/")
+        );
+        assert_eq!(
+            to_url("\u{440}\u{444},\u{43f}\u{440}\u{438}\u{43c}\u{435}\u{440})/").as_deref(),
+            Ok("https://\u{43f}\u{440}\u{438}\u{43c}\u{435}\u{440}.\u{440}\u{444}/")
+        );
     }
 
     #[test]
