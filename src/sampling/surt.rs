@@ -62,8 +62,10 @@ pub fn parse(key: &str) -> Result<SurtParts<'_>, InvalidSurt> {
         None => (host_part, None),
     };
     if let Some(p) = port {
+        // Digits only: `u32::from_str` also takes a leading `+`, which no URL port may have.
+        let digits = p.bytes().all(|b| b.is_ascii_digit());
         match p.parse::<u32>() {
-            Ok(n) if (1..=65_535).contains(&n) => {}
+            Ok(n) if digits && (1..=65_535).contains(&n) => {}
             _ => return Err(InvalidSurt::BadPort),
         }
     }
@@ -213,6 +215,18 @@ mod tests {
         assert_eq!(to_url("com,example:99999)/"), Err(InvalidSurt::BadPort));
         assert_eq!(to_url("com,,example)/"), Err(InvalidSurt::NoHost));
         assert_eq!(to_url("com,exa mple)/"), Err(InvalidSurt::BadHostChar));
+    }
+
+    #[test]
+    fn a_signed_port_is_refused() {
+        // Found by the `surt` fuzz target: `+808` parsed as port 808 and gave
+        // `https://example.so:+808/`, which is not a URL.
+        assert_eq!(to_url("so,example:+808)/"), Err(InvalidSurt::BadPort));
+        assert_eq!(to_url("com,example:-1)/"), Err(InvalidSurt::BadPort));
+        assert_eq!(
+            to_url("com,example:0808)/").as_deref(),
+            Ok("https://example.com:0808/")
+        );
     }
 
     #[test]
