@@ -9,6 +9,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod http;
+pub mod invariants;
 pub mod sampling;
 pub mod timemap;
 pub mod upstream;

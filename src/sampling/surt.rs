@@ -31,6 +31,9 @@ pub enum InvalidSurt {
     BadHostChar,
     /// A port that is not 1–65535.
     BadPort,
+    /// Host characters that pass the checks above but make no host a URL can have: a `:` left
+    /// of the port, `%`, `[`, `|`, an invalid IDN (`xn--имер`), `1.2.3.4.5`, …
+    NotAHost,
 }
 
 impl InvalidSurt {
@@ -41,6 +44,7 @@ impl InvalidSurt {
             InvalidSurt::WildcardHost => "'*' in the host",
             InvalidSurt::BadHostChar => "invalid character in the host",
             InvalidSurt::BadPort => "invalid port",
+            InvalidSurt::NotAHost => "not a valid host name",
         }
     }
 }
@@ -58,8 +62,10 @@ pub fn parse(key: &str) -> Result<SurtParts<'_>, InvalidSurt> {
         None => (host_part, None),
     };
     if let Some(p) = port {
+        // Digits only: `u32::from_str` also takes a leading `+`, which no URL port may have.
+        let digits = p.bytes().all(|b| b.is_ascii_digit());
         match p.parse::<u32>() {
-            Ok(n) if (1..=65_535).contains(&n) => {}
+            Ok(n) if digits && (1..=65_535).contains(&n) => {}
             _ => return Err(InvalidSurt::BadPort),
         }
     }
@@ -85,6 +91,12 @@ pub fn parse(key: &str) -> Result<SurtParts<'_>, InvalidSurt> {
             host.push('.');
         }
         host.push_str(label);
+    }
+    // What the URL parser will make of the host, so that every key we turn into a URL gives one
+    // that parses (IDNA, forbidden code points, IPv4 forms). Only the verdict is used: the URL
+    // keeps the host as the key spells it.
+    if url::Host::parse(&host).is_err() {
+        return Err(InvalidSurt::NotAHost);
     }
     let path = if rest.is_empty() { "/" } else { rest };
     Ok(SurtParts { host, port, path })
@@ -203,6 +215,42 @@ mod tests {
         assert_eq!(to_url("com,example:99999)/"), Err(InvalidSurt::BadPort));
         assert_eq!(to_url("com,,example)/"), Err(InvalidSurt::NoHost));
         assert_eq!(to_url("com,exa mple)/"), Err(InvalidSurt::BadHostChar));
+    }
+
+    #[test]
+    fn a_signed_port_is_refused() {
+        // Found by the `surt` fuzz target: `+808` parsed as port 808 and gave
+        // `https://example.so:+808/`, which is not a URL.
+        assert_eq!(to_url("so,example:+808)/"), Err(InvalidSurt::BadPort));
+        assert_eq!(to_url("com,example:-1)/"), Err(InvalidSurt::BadPort));
+        assert_eq!(
+            to_url("com,example:0808)/").as_deref(),
+            Ok("https://example.com:0808/")
+        );
+    }
+
+    #[test]
+    fn hosts_no_url_parser_accepts_are_refused() {
+        // Found by the `surt` fuzz target: each gave a "URL" that `url::Url::parse` refuses.
+        for key in [
+            "\u{fffd})",
+            "xn--p1ai,xn--\u{438}\u{43c}\u{435}\u{440})/",
+            "com,a:b:80)/",
+            "com,ex%zzample)/",
+            "com,ex|ample)/",
+            "5,4,3,2,1)/",
+        ] {
+            assert_eq!(to_url(key), Err(InvalidSurt::NotAHost), "{key:?}");
+        }
+        // Internationalised and IP hosts that are valid stay as they are.
+        assert_eq!(
+            to_url("xn--p1ai,xn--e1afmkfd)/").as_deref(),
+            Ok("https://xn--e1afmkfd.xn--p1ai/")
+        );
+        assert_eq!(
+            to_url("\u{440}\u{444},\u{43f}\u{440}\u{438}\u{43c}\u{435}\u{440})/").as_deref(),
+            Ok("https://\u{43f}\u{440}\u{438}\u{43c}\u{435}\u{440}.\u{440}\u{444}/")
+        );
     }
 
     #[test]

@@ -215,8 +215,9 @@ fn parse_digits(s: &str, min: usize, max: usize) -> Option<u32> {
 }
 
 fn build(year: i32, month: u32, day: u32, h: u32, m: u32, s: u32) -> Option<MementoDatetime> {
-    // Leap seconds (:60) are folded into :59 rather than dropping the memento.
-    let s = s.min(59);
+    // A leap second (:60) is folded into :59 rather than dropping the memento; :61 and above
+    // are not seconds and are refused below, like a minute of 60.
+    let s = if s == 60 { 59 } else { s };
     let naive = NaiveDate::from_ymd_opt(year, month, day)?.and_hms_opt(h, m, s)?;
     Some(Utc.from_utc_datetime(&naive))
 }
@@ -313,6 +314,24 @@ mod tests {
             "200501010000001",
         ] {
             assert_eq!(parse_14digit(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn seconds_past_a_leap_second_are_refused() {
+        // Found by the `datetime` fuzz target: :61 to :99 were folded into :59 like a leap second.
+        assert_eq!(
+            parse_14digit("20161231235960"),
+            parse_14digit("20161231235959")
+        );
+        assert_eq!(parse_14digit("20161231235961"), None);
+        assert_eq!(parse_14digit("20161231235999"), None);
+        for v in [
+            "Sat, 31 Dec 2016 23:59:61 GMT",
+            "Sat, 31 Dec 2016 23:59:99 GMT",
+            "31 Dec 2016 23:59:61 GMT",
+        ] {
+            assert_eq!(parse_rfc1123(v), None, "{v:?}");
         }
     }
 }

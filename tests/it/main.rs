@@ -6,6 +6,7 @@ mod cache;
 mod cli;
 mod endpoints;
 mod faults;
+mod fuzz_corpus;
 mod load;
 mod pywb;
 mod restarts;
