@@ -79,17 +79,22 @@ pub async fn start_proxy(config: Config) -> Proxy {
     start_proxy_with(config, tmproxy::app::ClockChoice::System).await
 }
 
+/// A fresh temporary cache directory for a config still naming the default cache path, so tests
+/// never share a cache; None when the test chose its own.
+fn own_cache_dir(config: &mut Config) -> Option<tempfile::TempDir> {
+    if config.cache.path != Config::default().cache.path {
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    config.cache.path = dir.path().join("cache").display().to_string();
+    Some(dir)
+}
+
 /// Starts the proxy for `config` on 127.0.0.1:0. A config still naming the default cache path
 /// gets a fresh temporary directory instead, so tests never share a cache.
 pub async fn start_proxy_with(mut config: Config, clock: tmproxy::app::ClockChoice) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
-    let cache_dir = if config.cache.path == Config::default().cache.path {
-        let dir = tempfile::tempdir().expect("temp dir");
-        config.cache.path = dir.path().join("cache").display().to_string();
-        Some(dir)
-    } else {
-        None
-    };
+    let cache_dir = own_cache_dir(&mut config);
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .expect("bind 127.0.0.1:0");
@@ -116,13 +121,7 @@ pub async fn start_proxy_with(mut config: Config, clock: tmproxy::app::ClockChoi
 pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
     config.admin.listen = Some("127.0.0.1:0".parse().expect("addr"));
-    let cache_dir = if config.cache.path == Config::default().cache.path {
-        let dir = tempfile::tempdir().expect("temp dir");
-        config.cache.path = dir.path().join("cache").display().to_string();
-        Some(dir)
-    } else {
-        None
-    };
+    let cache_dir = own_cache_dir(&mut config);
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .expect("bind 127.0.0.1:0");
