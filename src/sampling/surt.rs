@@ -34,6 +34,9 @@ pub enum InvalidSurt {
     /// Host characters that pass the checks above but make no host a URL can have: a `:` left
     /// of the port, `%`, `[`, `|`, an invalid IDN (`xn--имер`), `1.2.3.4.5`, …
     NotAHost,
+    /// A control character (CR, LF, NUL…) in the path or query: the URL parser would drop it
+    /// silently, and a line-based output (NDJSON, CDX) would be cut by it.
+    ControlInPath,
 }
 
 impl InvalidSurt {
@@ -45,6 +48,7 @@ impl InvalidSurt {
             InvalidSurt::BadHostChar => "invalid character in the host",
             InvalidSurt::BadPort => "invalid port",
             InvalidSurt::NotAHost => "not a valid host name",
+            InvalidSurt::ControlInPath => "control character in the path",
         }
     }
 }
@@ -97,6 +101,9 @@ pub fn parse(key: &str) -> Result<SurtParts<'_>, InvalidSurt> {
     // keeps the host as the key spells it.
     if url::Host::parse(&host).is_err() {
         return Err(InvalidSurt::NotAHost);
+    }
+    if rest.chars().any(char::is_control) {
+        return Err(InvalidSurt::ControlInPath);
     }
     let path = if rest.is_empty() { "/" } else { rest };
     Ok(SurtParts { host, port, path })
@@ -241,6 +248,15 @@ mod tests {
             "5,4,3,2,1)/",
         ] {
             assert_eq!(to_url(key), Err(InvalidSurt::NotAHost), "{key:?}");
+        }
+        // Found by the cdx_line fuzz target: a CR inside a key reached the sampled URL, where
+        // `url` drops it but a line-based output file would break the line.
+        for key in [
+            "com,example)/a\rb",
+            "com,example)/a\nb?q=1",
+            "com,example)/\u{0}",
+        ] {
+            assert_eq!(to_url(key), Err(InvalidSurt::ControlInPath), "{key:?}");
         }
         // Internationalised and IP hosts that are valid stay as they are.
         assert_eq!(
