@@ -4,17 +4,13 @@
 //! SIGTERM (requests in flight finish, the job stops at a checkpoint and resumes, the process
 //! exits 0 in bounded time, a second signal cuts a stuck drain short).
 
-use crate::sampling_job::{index_file, sample_of, spec};
+use crate::sampling_job::{fake_cdx, index_file, sample_of, spec, Fake};
 use crate::support::{client, memento_uris, ChildGuard};
-use axum::extract::{Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
@@ -24,60 +20,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_tmproxy");
 const TOKEN: &str = "restarts-token";
 const CAPTURES: &[&str] = &["19990101000000", "20050505050505", "20200101000000"];
 
-// ---------------------------------------------------------------------------------------------
-// A fake CDX API: deterministic answers per URL (no first-try 503s, so a run's request count is
-// its number of distinct questions), a latency to keep a job busy, and a request counter.
-// ---------------------------------------------------------------------------------------------
-
-#[derive(Default)]
-struct Cdx {
-    requests: AtomicU64,
-    latency_ms: AtomicU64,
-}
-
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-async fn cdx_answer(
-    State(c): State<Arc<Cdx>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    c.requests.fetch_add(1, Ordering::SeqCst);
-    let latency = c.latency_ms.load(Ordering::Relaxed);
-    if latency > 0 {
-        tokio::time::sleep(Duration::from_millis(latency)).await;
-    }
-    let url = q.get("url").cloned().unwrap_or_default();
-    if url.contains("blocked") {
-        return (StatusCode::FORBIDDEN, "Blocked Site Error").into_response();
-    }
-    let x = fnv(&url);
-    if x.is_multiple_of(13) {
-        return "".into_response();
-    }
-    let year = 1996 + x % 26;
-    let mime = if x.is_multiple_of(17) {
-        "image/jpeg"
-    } else {
-        "text/html"
-    };
-    format!(
-        r#"[["urlkey","timestamp","original","mimetype","statuscode","digest","length"],["k","{year}0101000000","{url}","{mime}","200","D","1"]]"#
-    )
-    .into_response()
-}
-
-async fn start_cdx(latency_ms: u64) -> (String, Arc<Cdx>, tokio::task::JoinHandle<()>) {
-    let cdx = Arc::new(Cdx::default());
-    cdx.latency_ms.store(latency_ms, Ordering::Relaxed);
-    let app = axum::Router::new()
-        .route("/cdx", axum::routing::get(cdx_answer))
-        .with_state(cdx.clone());
-    let (addr, task) = crate::support::serve_fake(app).await;
-    (format!("http://{addr}/cdx"), cdx, task)
+/// The sampling tests' fake CDX API, steady (no first-try 503s, so a run's request count is its
+/// number of distinct questions), with a latency to keep a job busy.
+async fn start_cdx(latency_ms: u64) -> (String, Arc<Fake>, tokio::task::JoinHandle<()>) {
+    let (url, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    fake.latency_ms.store(latency_ms, Ordering::Relaxed);
+    (url, fake, task)
 }
 
 /// What an uninterrupted run of the job's spec gives (on its own fake, no latency).

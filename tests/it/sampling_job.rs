@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tmproxy::sampling::engine::{run, Progress, SampledUrl, Spec};
@@ -19,6 +19,8 @@ pub struct Fake {
     seen: Mutex<HashMap<String, u32>>,
     /// Added to every answer (to stop a job mid-way).
     pub latency_ms: AtomicU64,
+    /// No first-try 503s, so a run's request count is its number of distinct questions.
+    pub steady: AtomicBool,
 }
 
 /// A stable per-URL number, so the fake's answers do not depend on request order.
@@ -45,7 +47,7 @@ async fn cdx(State(f): State<Arc<Fake>>, Query(q): Query<HashMap<String, String>
     if url.contains("blocked") {
         return (StatusCode::FORBIDDEN, "Blocked Site Error").into_response();
     }
-    if x.is_multiple_of(11) && n == 1 {
+    if x.is_multiple_of(11) && n == 1 && !f.steady.load(Ordering::Relaxed) {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
     if x.is_multiple_of(13) {
