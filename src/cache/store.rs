@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -219,23 +220,34 @@ impl<V> Clone for PersistentTier<V> {
     }
 }
 
-/// How many times (50 ms apart) `open` retries a lock held by a store being dropped: 2 s.
-const LOCK_RETRIES: u32 = 40;
+/// How long `open` waits for a lock held by a store being dropped in this process. sled 0.34
+/// releases its file lock only when the last of its background writes lets go of the file
+/// (spacejam/sled#1289): usually within milliseconds, later when those writes queue behind other
+/// stores' fsyncs on a busy disk (tests drop and reopen stores while others write). Another
+/// tmproxy holding the directory is reported after this wait, so startup against a held
+/// directory takes this long to fail.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// The pause between two attempts at the lock.
+const LOCK_POLL: Duration = Duration::from_millis(50);
 
 impl<V: Cacheable> PersistentTier<V> {
     /// Opens (creating if needed) the database in directory `path`. Blocking: sled replays its
     /// log and we count the entries once (a full scan), so call it at startup.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_waiting(path, LOCK_WAIT)
+    }
+
+    /// [`PersistentTier::open`], waiting at most `lock_wait` for a held lock to be released.
+    pub fn open_waiting(path: &Path, lock_wait: Duration) -> Result<Self, StoreError> {
         let open_error = |reason: String| StoreError::Open {
             path: path.to_path_buf(),
             reason,
         };
         std::fs::create_dir_all(path)
             .map_err(|e| open_error(format!("cannot create the directory: {e}")))?;
-        // A store dropped in this process releases sled's file lock only when sled's background
-        // flusher lets go of it, a moment later (under load, up to its flush interval): retry a
-        // lock conflict for a bounded while before calling it another tmproxy's.
-        let mut attempts = 0;
+        let started = Instant::now();
+        let mut logged = false;
         let db = loop {
             let opened = sled::Config::new()
                 .path(path)
@@ -243,19 +255,24 @@ impl<V: Cacheable> PersistentTier<V> {
                 .open();
             match opened {
                 Err(sled::Error::Io(io))
-                    if io.kind() == std::io::ErrorKind::WouldBlock && attempts < LOCK_RETRIES =>
+                    if is_lock_conflict(&io) && started.elapsed() < lock_wait =>
                 {
-                    attempts += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    if !logged && started.elapsed() >= Duration::from_secs(1) {
+                        tracing::info!(path = %path.display(), wait = ?lock_wait, "the cache database is locked; waiting for it");
+                        logged = true;
+                    }
+                    std::thread::sleep(LOCK_POLL);
                 }
                 other => break other,
             }
         }
         .map_err(|e| match e {
             // The usual cause: another process (or an undropped store) holds the lock.
-            sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => open_error(
-                format!("the database is locked, is another tmproxy using it? ({io})"),
-            ),
+            sled::Error::Io(io) if is_lock_conflict(&io) => {
+                open_error(format!(
+                    "the database is still locked after {lock_wait:?}, is another tmproxy using it? ({io})"
+                ))
+            }
             other => open_error(other.to_string()),
         })?;
         let counters = Counters {
@@ -268,6 +285,15 @@ impl<V: Cacheable> PersistentTier<V> {
             _value: PhantomData,
         })
     }
+}
+
+/// Whether sled refused to open because another handle holds the directory's lock. sled 0.34
+/// wraps the `flock` EWOULDBLOCK in an `ErrorKind::Other` error with this message, so the kind
+/// alone does not tell (an earlier version of this check looked only at the kind and so never
+/// retried).
+fn is_lock_conflict(io: &std::io::Error) -> bool {
+    io.kind() == std::io::ErrorKind::WouldBlock
+        || io.to_string().starts_with("could not acquire lock on")
 }
 
 impl<V> PersistentTier<V> {
@@ -799,7 +825,8 @@ mod tests {
     async fn a_second_open_of_a_held_directory_is_a_clear_error() {
         let dir = TempDir::new().expect("tempdir");
         let _held = open_in(&dir, 1024);
-        let err = open::<Note>(dir.path(), 1024)
+        // A short wait: a lock that is held, not being released, is never going to free up.
+        let err = PersistentTier::<Note>::open_waiting(dir.path(), Duration::from_millis(200))
             .err()
             .expect("the directory is locked");
         let message = err.to_string();
@@ -807,6 +834,31 @@ mod tests {
             message.contains(&dir.path().display().to_string()),
             "{message}"
         );
+        assert!(message.contains("another tmproxy"), "{message}");
+    }
+
+    #[test]
+    fn open_waits_for_a_lock_that_is_being_released() {
+        let dir = TempDir::new().expect("tempdir");
+        let held = PersistentTier::<Note>::open(dir.path()).expect("first open");
+        // Let go of the lock while the second open is already waiting for it.
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        let reopened = PersistentTier::<Note>::open_waiting(dir.path(), Duration::from_secs(30));
+        releaser.join().expect("releaser thread");
+        assert!(reopened.is_ok(), "{:?}", reopened.err());
+    }
+
+    #[test]
+    fn only_the_lock_error_counts_as_a_lock_conflict() {
+        use std::io::{Error, ErrorKind};
+        let sleds = Error::other("could not acquire lock on \"/tmp/x/db\": Os { code: 11 }");
+        assert!(is_lock_conflict(&sleds));
+        assert!(is_lock_conflict(&Error::from(ErrorKind::WouldBlock)));
+        assert!(!is_lock_conflict(&Error::from(ErrorKind::PermissionDenied)));
+        assert!(!is_lock_conflict(&Error::other("disk full")));
     }
 
     /// Timing, not a check: `cargo test --release --lib cache::store -- --ignored --nocapture`.
