@@ -1,8 +1,8 @@
 //! The `tmproxy` binary itself: `timemap`, `serve` (start, refuse a bad config, stop on SIGTERM).
 
-use crate::support::{client, ChildGuard};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use crate::support::{client, ServeProcess};
+use std::io::Write;
+use std::process::Command;
 use std::time::Duration;
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
@@ -143,46 +143,12 @@ async fn serve_answers_and_stops_on_sigterm() {
         .await
         .expect("archive");
     let (cfg, _cache) = config_file(&[("a", &a)]);
-    let mut child = ChildGuard(Some(
-        Command::new(BIN)
-            .args([
-                "serve",
-                "--sim-clock",
-                "--listen",
-                "127.0.0.1:0",
-                "--config",
-            ])
-            .arg(cfg.path())
-            .env_remove("TMPROXY_CONFIG")
-            .env("TMPROXY_ADMIN_TOKEN", "cli-token")
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("serve starts"),
-    ));
-    let stderr = child.get().stderr.take().expect("stderr");
-    // The log line "tmproxy serving … public_url=http://127.0.0.1:PORT" tells the bound port.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut base = None;
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
-        if let Some(i) = line.find("public_url=") {
-            base = line[i + "public_url=".len()..]
-                .split_whitespace()
-                .next()
-                .map(str::to_string);
-            break;
-        }
-    }
-    let Some(base) = base else {
-        panic!("serve never said where it listens");
-    };
+    let mut server = ServeProcess::start_with(
+        cfg.path(),
+        &["--sim-clock"],
+        &[("TMPROXY_ADMIN_TOKEN", "cli-token")],
+    );
+    let base = server.base.clone();
     let resp = client()
         .get(format!("{base}/timemap/link/http://example.com/"))
         .send()
@@ -216,18 +182,8 @@ async fn serve_answers_and_stops_on_sigterm() {
         .await
         .expect("request");
     assert_eq!(bad.status(), 400);
-    // SIGTERM by PID, via kill(1): the process we started, nothing else.
-    let pid = child.get().id().to_string();
-    let sent = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    assert!(sent.success());
-    let mut child = child.0.take().expect("child");
-    let status = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .expect("join")
-        .expect("wait");
+    server.term();
+    let status = server.exit_within(Duration::from_secs(60)).await;
     assert!(
         status.success(),
         "graceful shutdown exits 0, got {status:?}"

@@ -5,18 +5,15 @@
 //! exits 0 in bounded time, a second signal cuts a stuck drain short).
 
 use crate::sampling_job::{fake_cdx, index_file, sample_of, spec, Fake};
-use crate::support::{client, memento_uris, ChildGuard};
+use crate::support::{client, memento_uris, ServeProcess};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tmproxy::sampling::engine::{run, Progress, SampledUrl};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tmproxy");
 const TOKEN: &str = "restarts-token";
 const CAPTURES: &[&str] = &["19990101000000", "20050505050505", "20200101000000"];
 
@@ -91,113 +88,6 @@ fn setup(archives: &[&SimulatedArchive], cdx: &str, deadline_secs: u64) -> Setup
         config,
         data,
         index,
-    }
-}
-
-/// One run of `tmproxy serve`; its stderr is kept to explain a failure.
-struct Server {
-    child: ChildGuard,
-    base: String,
-    log: Arc<Mutex<Vec<String>>>,
-    /// Set when its stderr is closed and read to the end.
-    log_ended: Arc<AtomicBool>,
-}
-
-impl Server {
-    fn start(config: &Path) -> Server {
-        let mut child = ChildGuard(Some(
-            Command::new(BIN)
-                .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-                .arg(config)
-                .env_remove("TMPROXY_CONFIG")
-                .env("RUST_LOG", "info")
-                .env("NO_COLOR", "1")
-                .stderr(Stdio::piped())
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("serve starts"),
-        ));
-        let stderr = child.get().stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let kept = log.clone();
-        let log_ended = Arc::new(AtomicBool::new(false));
-        let ended = log_ended.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(i) = line.find("public_url=") {
-                    let _ = tx.send(
-                        line[i + "public_url=".len()..]
-                            .split_whitespace()
-                            .next()
-                            .unwrap_or("")
-                            .to_string(),
-                    );
-                }
-                kept.lock().expect("log").push(line);
-            }
-            ended.store(true, Ordering::SeqCst);
-        });
-        let base = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(base) => base,
-            Err(_) => panic!(
-                "serve never said where it listens:\n{}",
-                log.lock().expect("log").join("\n")
-            ),
-        };
-        Server {
-            child,
-            base,
-            log,
-            log_ended,
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").join("\n")
-    }
-
-    fn pid(&mut self) -> String {
-        self.child.get().id().to_string()
-    }
-
-    /// SIGTERM by PID, via kill(1): the process we started, nothing else.
-    fn term(&mut self) {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.pid()])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
-    }
-
-    /// SIGKILL (what `Child::kill` sends), then reaped.
-    fn kill9(mut self) {
-        let child = self.child.get();
-        child.kill().expect("SIGKILL");
-        let _ = child.wait();
-    }
-
-    /// Waits at most `bound` for the process to exit; its status.
-    async fn exit_within(&mut self, bound: Duration) -> std::process::ExitStatus {
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.get().try_wait().expect("try_wait") {
-                // Its last words, read to the end, for the assertions on the log.
-                for _ in 0..200 {
-                    if self.log_ended.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                return status;
-            }
-            assert!(
-                started.elapsed() < bound,
-                "still running {bound:?} after the signal:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
     }
 }
 
@@ -425,7 +315,7 @@ async fn kill_9_mid_write_loses_nothing_answered_and_the_job_resumes() {
     let mut job: Option<String> = None;
     let mut seen_answers = 0;
     for round in 0..3 {
-        let server = Server::start(&s.config);
+        let server = ServeProcess::start(&s.config);
         let base = server.base.clone();
         let id = match &job {
             None => submit_job(&base, &cdx).await,
@@ -501,7 +391,7 @@ async fn kill_9_mid_write_loses_nothing_answered_and_the_job_resumes() {
         a.set_behaviour(Behaviour::Status(404, String::new()));
     }
     let before_last = fake.requests.load(Ordering::SeqCst);
-    let server = Server::start(&s.config);
+    let server = ServeProcess::start(&s.config);
     let base = server.base.clone();
     let id = job.expect("a job");
     assert_served_from_disk(&base, &served, &refs).await;
@@ -533,7 +423,7 @@ async fn sigterm_finishes_requests_checkpoints_the_job_and_exits_0() {
     let (cdx, fake, cdx_task) = start_cdx(40).await;
     let s = setup(&[&slow], &cdx, 10);
     let want = reference(&s.index, &s.data.join("reference")).await;
-    let mut server = Server::start(&s.config);
+    let mut server = ServeProcess::start(&s.config);
     let base = server.base.clone();
     let id = submit_job(&base, &cdx).await;
     wait_job(&base, &id, "busy", |v| answers(v) >= 30).await;
@@ -612,7 +502,7 @@ async fn sigterm_finishes_requests_checkpoints_the_job_and_exits_0() {
     // Restarted: the answers are served from disk, the job resumes and ends as if never stopped.
     slow.set_behaviour(Behaviour::Status(404, String::new()));
     let before = fake.requests.load(Ordering::SeqCst);
-    let server = Server::start(&s.config);
+    let server = ServeProcess::start(&s.config);
     let base = server.base.clone();
     assert_served_from_disk(&base, &served, &[&slow]).await;
     let done = wait_job(&base, &id, "done", |v| v["state"] == "done").await;
@@ -636,7 +526,7 @@ async fn sigterm_during_a_later_stage_resumes_to_the_whole_sample() {
         .expect("archive");
     let s = setup(&[&unused], &cdx, 10);
     let want = reference(&s.index, &s.data.join("reference")).await;
-    let mut server = Server::start(&s.config);
+    let mut server = ServeProcess::start(&s.config);
     let base = server.base.clone();
     let id = submit_job(&base, &cdx).await;
     // The first captures go quickly, then the quota stage asks one URL at a time.
@@ -653,7 +543,7 @@ async fn sigterm_during_a_later_stage_resumes_to_the_whole_sample() {
     )
     .expect("JSON");
     assert_eq!(state["state"], "running", "stopped, not done: {state}");
-    let server = Server::start(&s.config);
+    let server = ServeProcess::start(&s.config);
     let base = server.base.clone();
     wait_job(&base, &id, "done", |v| v["state"] == "done").await;
     assert_same_sample(&base, &id, &want).await;
@@ -670,7 +560,7 @@ async fn a_second_signal_cuts_a_stuck_drain_short() {
     let (cdx, _fake, cdx_task) = start_cdx(0).await;
     // An upstream deadline far beyond the test: only the second signal can end the drain.
     let s = setup(&[&stuck], &cdx, 300);
-    let mut server = Server::start(&s.config);
+    let mut server = ServeProcess::start(&s.config);
     let base = server.base.clone();
     let request = tokio::spawn(async move {
         client()
@@ -688,7 +578,7 @@ async fn a_second_signal_cuts_a_stuck_drain_short() {
     // Still draining the stuck request a moment later…
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
-        server.child.get().try_wait().expect("try_wait").is_none(),
+        server.is_running(),
         "the first signal waits for the request in flight:\n{}",
         server.log()
     );
@@ -710,7 +600,7 @@ async fn a_client_that_never_finishes_cannot_hold_the_drain() {
         .expect("archive");
     let (cdx, _fake, cdx_task) = start_cdx(0).await;
     let s = setup(&[&archive], &cdx, 1);
-    let mut server = Server::start(&s.config);
+    let mut server = ServeProcess::start(&s.config);
     let addr = server.base.trim_start_matches("http://").to_string();
     // Half a request head, then nothing.
     let mut stalled = tokio::net::TcpStream::connect(&addr)
@@ -747,7 +637,7 @@ async fn sigterm_lets_a_refresh_nobody_waits_for_store_its_result() {
         .expect("archive");
     let (cdx, _fake, cdx_task) = start_cdx(0).await;
     let s = setup(&[&slow], &cdx, 10);
-    let mut server = Server::start(&s.config);
+    let mut server = ServeProcess::start(&s.config);
     let base = server.base.clone();
     let uri = "http://hung-up.example/";
     // The client gives up long before the archive answers.
@@ -769,7 +659,7 @@ async fn sigterm_lets_a_refresh_nobody_waits_for_store_its_result() {
     assert!(status.success(), "{status:?}:\n{}", server.log());
 
     slow.set_behaviour(Behaviour::Status(404, String::new()));
-    let server = Server::start(&s.config);
+    let server = ServeProcess::start(&s.config);
     let served: Served = Arc::new(Mutex::new(vec![(
         uri.to_string(),
         CAPTURES

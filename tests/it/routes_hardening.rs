@@ -3,10 +3,9 @@
 //! client, and no admin token in the logs of the real binary even at trace level.
 
 use crate::support::{
-    client, config_for, start_proxy, start_proxy_with_admin_listener, ChildGuard,
+    client, config_for, start_proxy, start_proxy_with_admin_listener, ServeProcess,
 };
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -353,58 +352,23 @@ async fn the_admin_token_never_reaches_the_logs_even_at_trace() {
         ),
     )
     .expect("write config");
-    let mut child = ChildGuard(Some(
-        std::process::Command::new(env!("CARGO_BIN_EXE_tmproxy"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&cfg)
-            .env_remove("TMPROXY_CONFIG")
-            .env("TMPROXY_ADMIN_TOKEN", RIGHT)
+    let mut server = ServeProcess::start_with(
+        &cfg,
+        &[],
+        &[
+            ("TMPROXY_ADMIN_TOKEN", RIGHT),
             // The binary's own wiring of [admin] listen, proven on the way.
-            .env("TMPROXY_ADMIN_LISTEN", "127.0.0.1:0")
-            .env("RUST_LOG", "trace")
-            .env("NO_COLOR", "1")
-            .stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("serve starts"),
-    ));
-    let stderr = child.get().stderr.take().expect("stderr");
-    let mut stdout = child.get().stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            all.push_str(&line);
-            all.push('\n');
-            let _ = tx.send(line);
-        }
-        all
-    });
-    let out_reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        let _ = stdout.read_to_string(&mut all);
-        all
-    });
-    let (mut base, mut admin) = (None, None);
-    let after = |line: &str, key: &str| {
-        line.find(key).and_then(|i| {
-            line[i + key.len()..]
-                .split_whitespace()
-                .next()
-                .map(str::to_string)
-        })
-    };
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
-        if let Some(a) = after(&line, "admin_listen=") {
-            admin = Some(format!("http://{a}"));
-        }
-        if let Some(b) = after(&line, "public_url=") {
-            base = Some(b);
-            break;
-        }
-    }
-    let public = base.expect("serve said where it listens");
-    let base = admin.expect("serve said where the admin API listens");
+            ("TMPROXY_ADMIN_LISTEN", "127.0.0.1:0"),
+            ("RUST_LOG", "trace"),
+        ],
+    );
+    let public = server.base.clone();
+    let base = format!(
+        "http://{}",
+        server
+            .logged("admin_listen=")
+            .expect("serve said where the admin API listens")
+    );
     let r = client()
         .get(format!("{public}/admin/stats"))
         .bearer_auth(RIGHT)
@@ -441,20 +405,11 @@ async fn the_admin_token_never_reaches_the_logs_even_at_trace() {
         }
     }
     assert_eq!(statuses, [200, 200, 200, 400, 401, 401, 401, 401]);
-    let pid = child.get().id().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    assert!(sent.success());
-    let mut proc = child.0.take().expect("child");
-    let exit = tokio::task::spawn_blocking(move || proc.wait())
-        .await
-        .expect("join")
-        .expect("wait");
+    server.term();
+    let exit = server.exit_within(Duration::from_secs(60)).await;
     assert!(exit.success(), "both listeners stop gracefully: {exit:?}");
-    let logs = reader.join().expect("stderr reader");
-    let out = out_reader.join().expect("stdout reader");
+    let logs = server.log();
+    let out = server.stdout();
     assert!(
         logs.contains("TRACE") && logs.lines().count() > 20,
         "trace logging was on: {logs}"

@@ -1,6 +1,12 @@
-//! Test support: the proxy on 127.0.0.1:0 in front of simulated archives, and a plain client.
+//! Test support: the proxy on 127.0.0.1:0 in front of simulated archives (in process, or the
+//! real binary as a child process), and a plain client.
 
-use std::time::Duration;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tmproxy::config::{ArchiveConfig, Config};
 use tmproxy::demo::archive::SimulatedArchive;
 use tokio::sync::oneshot;
@@ -228,4 +234,153 @@ pub async fn serve_fake(app: axum::Router) -> (std::net::SocketAddr, tokio::task
         let _ = axum::serve(listener, app).await;
     });
     (addr, task)
+}
+
+/// One run of the real `tmproxy serve` on 127.0.0.1:0; its output is kept to explain a failure
+/// and for assertions on it. Dropping it kills the process.
+pub struct ServeProcess {
+    child: ChildGuard,
+    /// The public base URL, from the "public_url=" log line.
+    pub base: String,
+    /// stderr, a line each (the logs).
+    log: Arc<Mutex<Vec<String>>>,
+    /// stdout, whole.
+    out: Arc<Mutex<String>>,
+    /// How many of the two streams are closed and read to the end.
+    streams_ended: Arc<AtomicUsize>,
+}
+
+impl ServeProcess {
+    /// `tmproxy serve --listen 127.0.0.1:0 --config <config>`, logging at info.
+    pub fn start(config: &Path) -> ServeProcess {
+        Self::start_with(config, &[], &[])
+    }
+
+    /// As [`ServeProcess::start`], with more arguments to `serve` and environment variables
+    /// (which may override `RUST_LOG`).
+    pub fn start_with(config: &Path, args: &[&str], env: &[(&str, &str)]) -> ServeProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tmproxy"));
+        command
+            .arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .env_remove("TMPROXY_CONFIG")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = ChildGuard(Some(command.spawn().expect("serve starts")));
+        let stderr = child.get().stderr.take().expect("stderr");
+        let mut stdout = child.get().stdout.take().expect("stdout");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let out = Arc::new(Mutex::new(String::new()));
+        let streams_ended = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let (log, ended) = (Arc::clone(&log), Arc::clone(&streams_ended));
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    let base = value_after(&line, "public_url=");
+                    // Kept before the base is told, so every earlier line is in the log.
+                    log.lock().expect("log").push(line);
+                    if let Some(base) = base {
+                        let _ = tx.send(base);
+                    }
+                }
+                ended.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        {
+            let (out, ended) = (Arc::clone(&out), Arc::clone(&streams_ended));
+            std::thread::spawn(move || {
+                let mut all = String::new();
+                let _ = stdout.read_to_string(&mut all);
+                *out.lock().expect("stdout") = all;
+                ended.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        let base = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(base) => base,
+            Err(_) => panic!(
+                "serve never said where it listens:\n{}",
+                log.lock().expect("log").join("\n")
+            ),
+        };
+        ServeProcess {
+            child,
+            base,
+            log,
+            out,
+            streams_ended,
+        }
+    }
+
+    /// stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().expect("log").join("\n")
+    }
+
+    /// stdout; whole once [`ServeProcess::exit_within`] has returned.
+    pub fn stdout(&self) -> String {
+        self.out.lock().expect("stdout").clone()
+    }
+
+    /// The first value logged as `key` (e.g. "admin_listen="), up to the next space.
+    pub fn logged(&self, key: &str) -> Option<String> {
+        let log = self.log.lock().expect("log");
+        log.iter().find_map(|line| value_after(line, key))
+    }
+
+    /// Whether the process has not exited yet.
+    pub fn is_running(&mut self) -> bool {
+        self.child.get().try_wait().expect("try_wait").is_none()
+    }
+
+    /// SIGTERM by PID, via kill(1): the process we started, nothing else.
+    pub fn term(&mut self) {
+        let pid = self.child.get().id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+    }
+
+    /// SIGKILL (what `Child::kill` sends), then reaped.
+    pub fn kill9(mut self) {
+        let child = self.child.get();
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+    }
+
+    /// Waits at most `bound` for the process to exit; its status.
+    pub async fn exit_within(&mut self, bound: Duration) -> std::process::ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.get().try_wait().expect("try_wait") {
+                // Its last words, read to the end, for the assertions on the output.
+                for _ in 0..200 {
+                    if self.streams_ended.load(Ordering::SeqCst) == 2 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                return status;
+            }
+            assert!(
+                started.elapsed() < bound,
+                "still running {bound:?} after the signal:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}
+
+/// In a log line, what follows `key` up to the next space.
+fn value_after(line: &str, key: &str) -> Option<String> {
+    let at = line.find(key)? + key.len();
+    line[at..].split_whitespace().next().map(str::to_string)
 }
