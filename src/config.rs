@@ -493,13 +493,12 @@ impl Config {
                 *slot = v;
             }
         }
-        if let Some(v) = env_override(&get, "TMPROXY_ADMIN_LISTEN", "admin.listen", |s| {
-            if s.trim().is_empty() {
-                Ok(None)
-            } else {
-                parse_listen(s).map(Some)
-            }
-        })? {
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_ADMIN_LISTEN",
+            "admin.listen",
+            parse_opt_listen,
+        )? {
             self.admin.listen = v;
         }
         let known: Vec<&str> = self.archives.iter().map(|a| a.id.as_str()).collect();
@@ -739,6 +738,15 @@ fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// An IP:port, or blank for none (`[admin] listen`).
+fn parse_opt_listen(s: &str) -> Result<Option<SocketAddr>, String> {
+    if s.trim().is_empty() {
+        Ok(None)
+    } else {
+        parse_listen(s).map(Some)
+    }
+}
+
 fn normalize_public_url(s: &str) -> String {
     s.trim().trim_end_matches('/').to_owned()
 }
@@ -973,11 +981,7 @@ mod opt_listen_field {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
-        let text = String::deserialize(d)?;
-        if text.trim().is_empty() {
-            return Ok(None);
-        }
-        parse_listen(&text).map(Some).map_err(value_error)
+        parse_opt_listen(&String::deserialize(d)?).map_err(value_error)
     }
 }
 
