@@ -386,6 +386,7 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     progress
         .resumed_answers
         .store(resumed.len() as u64, Ordering::Relaxed);
+    // Written through: every answer is in the file once written, so it is never flushed.
     let answers = Arc::new(Log::open_checkpoint(&checkpoint)?);
     let set_aside = Arc::new(Log::open(&out.join("set_aside.ndjson"), false)?);
     let errors = Arc::new(Log::open(&out.join("errors.ndjson"), false)?);
@@ -561,7 +562,6 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
             cancelled: true,
         }
     };
-    answers.flush();
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
@@ -637,7 +637,6 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
             });
         }
     }
-    answers.flush();
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
@@ -693,7 +692,6 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
             }
         }
     }
-    answers.flush();
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
