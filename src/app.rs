@@ -6,7 +6,7 @@ use crate::cache::service::{Settings, TimeMapCache};
 use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
 use crate::config::Config;
-use crate::http::{admin_router, router, AppState, SharedState};
+use crate::http::{router, AppState, SharedState};
 use crate::upstream::Upstream;
 use axum::Router;
 use futures::FutureExt;
@@ -60,30 +60,12 @@ pub fn policy_of(config: &Config) -> Result<Policy, String> {
 }
 
 /// [`build`] on the clock of your choice. With `[admin] listen` set the router leaves out the
-/// admin routes: [`build_routers`] gives both.
+/// admin routes: serve [`crate::http::admin_router`] of the same state on that listener.
 pub async fn build_with_clock(
     config: &Config,
     public_url: Option<String>,
     clock: ClockChoice,
 ) -> Result<(SharedState, Router), String> {
-    let built = build_routers(config, public_url, clock).await?;
-    Ok((built.state, built.public))
-}
-
-/// What [`build_routers`] makes: the state, the public router, and the admin router when
-/// `[admin] listen` gives the admin API a listener of its own.
-pub struct Built {
-    pub state: SharedState,
-    pub public: Router,
-    pub admin: Option<Router>,
-}
-
-/// The state and a router per listener.
-pub async fn build_routers(
-    config: &Config,
-    public_url: Option<String>,
-    clock: ClockChoice,
-) -> Result<Built, String> {
     let (clock, sim_clock): (Arc<dyn Clock>, Option<Arc<SimClock>>) = match clock {
         ClockChoice::System => (Arc::new(SystemClock), None),
         ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
@@ -181,12 +163,8 @@ pub async fn build_routers(
         }),
         admin_separate: config.admin.listen.is_some(),
     });
-    let admin = state.admin_separate.then(|| admin_router(state.clone()));
-    Ok(Built {
-        public: router(state.clone()),
-        admin,
-        state,
-    })
+    let public = router(state.clone());
+    Ok((state, public))
 }
 
 /// The public URL for a listener: the configured one, or `http://{bound address}`.

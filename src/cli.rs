@@ -49,8 +49,7 @@ pub async fn serve(
         ),
         None => None,
     };
-    let built = app::build_routers(&config, public_url, clock).await?;
-    let state = built.state;
+    let (state, public) = app::build_with_clock(&config, public_url, clock).await?;
     let enabled = state.upstream.archives().len();
     if let Some(l) = &admin_listener {
         let admin = l
@@ -66,12 +65,9 @@ pub async fn serve(
     // left. A kill -9 at any point loses no answer already sent (each put is flushed first).
     let mut signals = app::StopSignals::install();
     let (begin, begun) = tokio::sync::oneshot::channel::<()>();
-    let admin = match (admin_listener, built.admin) {
-        (Some(l), Some(r)) => Some((l, r)),
-        _ => None,
-    };
+    let admin = admin_listener.map(|l| (l, crate::http::admin_router(state.clone())));
     let server = app::serve_both(
-        (listener, built.public),
+        (listener, public),
         admin,
         async move {
             let _ = begun.await;

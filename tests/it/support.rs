@@ -139,19 +139,17 @@ pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
         "http://{}",
         admin_listener.local_addr().expect("local addr")
     );
-    let built = tmproxy::app::build_routers(
+    let (state, public) = tmproxy::app::build_with_clock(
         &config,
         Some(base.clone()),
         tmproxy::app::ClockChoice::System,
     )
     .await
     .expect("app builds");
-    let admin_router = built
-        .admin
-        .expect("an admin router when [admin] listen is set");
+    let admin_router = tmproxy::http::admin_router(state.clone());
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(tmproxy::app::serve_both(
-        (listener, built.public),
+        (listener, public),
         Some((admin_listener, admin_router)),
         async move {
             let _ = stopped.await;
@@ -161,7 +159,7 @@ pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
     Proxy {
         base,
         admin_base: Some(admin_base),
-        state: Some(built.state),
+        state: Some(state),
         stop: Some(stop),
         task: Some(task),
         _cache_dir: cache_dir,
