@@ -151,11 +151,7 @@ pub async fn build_with_clock(
         admin_token: config.admin.token.clone(),
         jobs,
         max_header_bytes: usize::try_from(config.server.max_header_bytes).unwrap_or(usize::MAX),
-        rate_limiter: crate::http::rate::Rate::new(
-            config.server.rate_limit,
-            config.server.rate_burst,
-        )
-        .map(|rate| {
+        rate_limiter: crate::http::rate::Rate::configured(&config.server).map(|rate| {
             Arc::new(crate::http::rate::Limiter::new(
                 rate,
                 crate::http::rate::MAX_CLIENTS,
@@ -183,13 +179,15 @@ pub struct ServeOptions {
     /// next one on a kept-alive connection, or the connection is closed: a client that opens
     /// connections and sends nothing (or a byte a minute) cannot hold them.
     pub header_read_timeout: Duration,
+    /// Each request carries its peer's address (`ConnectInfo`), which only the rate limit reads:
+    /// off, the per-request insert (an allocation) is left out, cache hits included.
+    pub peer_address: bool,
 }
 
 impl Default for ServeOptions {
+    /// The options of the default configuration.
     fn default() -> Self {
-        ServeOptions {
-            header_read_timeout: Duration::from_secs(30),
-        }
+        ServeOptions::from_config(&Config::default())
     }
 }
 
@@ -197,12 +195,13 @@ impl ServeOptions {
     pub fn from_config(config: &Config) -> ServeOptions {
         ServeOptions {
             header_read_timeout: config.server.header_read_timeout,
+            peer_address: crate::http::rate::Rate::configured(&config.server).is_some(),
         }
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves; requests in flight then finish.
-/// Each request knows its peer's address (`ConnectInfo`), which the rate limit keys on.
+/// Serves `router` on `listener` until `shutdown` resolves, with the default configuration's
+/// [`ServeOptions`]; requests in flight then finish.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -249,10 +248,13 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
+        let peer_address = options.peer_address;
         let service = router.clone().map_request(
             move |mut req: axum::http::Request<hyper::body::Incoming>| {
-                req.extensions_mut()
-                    .insert(axum::extract::ConnectInfo(peer));
+                if peer_address {
+                    req.extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
+                }
                 req.map(axum::body::Body::new)
             },
         );

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod gate;
 pub mod rate;
 pub mod sampling;
 pub mod timegate;
@@ -15,12 +16,12 @@ use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::upstream::Upstream;
 use crate::uri_r::{split_timeout_param, UriR, MAX_URI_LEN};
-use axum::extract::{Request as HttpRequest, State};
+use axum::extract::Request as HttpRequest;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Uri};
-use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use gate::{Gate, GateLayer};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
@@ -90,7 +91,7 @@ pub fn router(state: SharedState) -> Router {
     // Only the routes that can fan out are limited: /healthz must answer a load balancer however
     // busy a client is, and the admin API has its token.
     let memento = match &state.rate_limiter {
-        Some(limiter) => memento.route_layer(from_fn_with_state(limiter.clone(), rate::limit)),
+        Some(limiter) => memento.route_layer(GateLayer(limiter.clone())),
         None => memento,
     };
     let mut routes = memento.route("/healthz", get(healthz));
@@ -119,7 +120,7 @@ fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
         .fallback(fallback)
         // After every route is in: axum applies this to the routes present when it is called.
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(from_fn_with_state(limit, limit_headers))
+        .layer(GateLayer(HeaderLimit(limit)))
         .with_state(state)
 }
 
@@ -127,18 +128,20 @@ async fn method_not_allowed() -> AppError {
     AppError::MethodNotAllowed
 }
 
-/// 431 when the request's header names and values add up to more than `limit` bytes. hyper
+/// 431 when the request's header names and values add up to more than this many bytes. hyper
 /// already refuses a head over its buffer (~400 KiB) with a bare 431; this says why, and sooner.
-async fn limit_headers(State(limit): State<usize>, req: HttpRequest, next: Next) -> Response {
-    let size: usize = req
-        .headers()
-        .iter()
-        .map(|(name, value)| name.as_str().len() + value.len())
-        .sum();
-    if size > limit {
-        return AppError::HeadersTooLarge(size, limit).into_response();
+#[derive(Clone, Copy)]
+struct HeaderLimit(usize);
+
+impl Gate for HeaderLimit {
+    fn refuse(&self, req: &HttpRequest) -> Option<Response> {
+        let size: usize = req
+            .headers()
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len())
+            .sum();
+        (size > self.0).then(|| AppError::HeadersTooLarge(size, self.0).into_response())
     }
-    next.run(req).await
 }
 
 async fn healthz() -> &'static str {

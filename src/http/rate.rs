@@ -1,11 +1,11 @@
 //! `[server] rate_limit`: a token bucket per client address on the Memento routes. The bucket
 //! arithmetic and the bounded table take `now` as a value (pure, unit-tested); only the
-//! middleware at the bottom reads a clock and the peer's address.
+//! gate at the bottom reads a clock and the peer's address.
 
+use super::gate::Gate;
+use crate::config::ServerConfig;
 use crate::error::AppError;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::Method;
-use axum::middleware::Next;
+use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -50,12 +50,9 @@ impl Rate {
             .then_some(Rate { per_second, burst })
     }
 
-    pub fn per_second(&self) -> f64 {
-        self.per_second
-    }
-
-    pub fn burst(&self) -> u32 {
-        self.burst
+    /// `[server] rate_limit` and `rate_burst`; None when the limit is off.
+    pub fn configured(server: &ServerConfig) -> Option<Rate> {
+        Rate::new(server.rate_limit, server.rate_burst)
     }
 
     /// The tokens `bucket` holds at `now`; a client never seen has a full bucket.
@@ -138,12 +135,9 @@ impl Limiter {
         }
     }
 
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-
     /// How many clients are tracked now.
-    pub fn tracked(&self) -> usize {
+    #[cfg(test)]
+    fn tracked(&self) -> usize {
         self.lock().buckets.len()
     }
 
@@ -157,19 +151,27 @@ impl Limiter {
         let key = client_key(ip);
         let rate = self.rate;
         let mut t = self.lock();
-        let due = now.saturating_sub(t.last_sweep) >= SWEEP_EVERY;
-        let full = t.buckets.len() >= self.capacity && !t.buckets.contains_key(&key);
-        if due && (full || now.saturating_sub(t.last_sweep) >= SWEEP_EVERY * 60) {
+        // Known before any sweep: a sweep removes only full buckets, and a client whose full
+        // bucket was swept is served exactly as if it had been kept.
+        let known = t.buckets.contains_key(&key);
+        let since_sweep = now.saturating_sub(t.last_sweep);
+        let crowded = !known && t.buckets.len() >= self.capacity;
+        if since_sweep >= SWEEP_EVERY && (crowded || since_sweep >= SWEEP_EVERY * 60) {
             t.buckets.retain(|_, b| !rate.is_full(*b, now));
             t.last_sweep = now;
         }
-        if t.buckets.len() >= self.capacity && !t.buckets.contains_key(&key) {
+        if !known && t.buckets.len() >= self.capacity {
             // More clients busy at once than we track: let the newcomer through untracked
             // rather than refuse addresses that have done nothing wrong.
             return Admission::Admit;
         }
-        let (admission, bucket) = rate.take(t.buckets.get(&key).copied(), now);
-        t.buckets.insert(key, bucket);
+        // A newcomer starts full, which is what `take` assumes of a bucket it has never seen.
+        let bucket = t.buckets.entry(key).or_insert(Bucket {
+            tokens: f64::from(rate.burst),
+            at: now,
+        });
+        let (admission, kept) = rate.take(Some(*bucket), now);
+        *bucket = kept;
         admission
     }
 
@@ -178,30 +180,23 @@ impl Limiter {
     }
 }
 
-/// The middleware: OPTIONS and requests without a known peer (a router driven by `oneshot`)
-/// pass; others take a token from their address's bucket or get a 429 with `Retry-After`.
-pub async fn limit(State(limiter): State<Arc<Limiter>>, req: Request, next: Next) -> Response {
-    if req.method() == Method::OPTIONS {
-        return next.run(req).await;
-    }
-    let Some(peer) = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-    else {
-        return next.run(req).await;
-    };
-    match limiter.check(peer, limiter.now()) {
-        Admission::Admit => next.run(req).await,
-        Admission::Refuse { retry_after } => {
-            let rate = limiter.rate();
-            AppError::RateLimited {
-                // Whole seconds, rounded up and at least 1: retrying sooner would be refused.
-                retry_after: retry_after.as_secs_f64().ceil().max(1.0) as u64,
-                rate: rate.per_second(),
-                burst: rate.burst(),
-            }
-            .into_response()
+/// The limit on the routes: requests without a known peer (a router driven by `oneshot`) pass;
+/// others take a token from their address's bucket or get a 429 with `Retry-After`. No OPTIONS
+/// gets here: the CORS layer outside answers them all.
+impl Gate for Arc<Limiter> {
+    fn refuse(&self, req: &Request) -> Option<Response> {
+        let peer = req.extensions().get::<ConnectInfo<SocketAddr>>()?.0.ip();
+        match self.check(peer, self.now()) {
+            Admission::Admit => None,
+            Admission::Refuse { retry_after } => Some(
+                AppError::RateLimited {
+                    // Whole seconds, rounded up and at least 1: retrying sooner is refused.
+                    retry_after: retry_after.as_secs_f64().ceil().max(1.0) as u64,
+                    rate: self.rate.per_second,
+                    burst: self.rate.burst,
+                }
+                .into_response(),
+            ),
         }
     }
 }

@@ -109,9 +109,15 @@ pub async fn start_proxy_with(mut config: Config, clock: tmproxy::app::ClockChoi
         .await
         .expect("app builds");
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(tmproxy::app::serve(listener, router, async move {
-        let _ = stopped.await;
-    }));
+    let options = tmproxy::app::ServeOptions::from_config(&config);
+    let task = tokio::spawn(tmproxy::app::serve_with(
+        listener,
+        router,
+        async move {
+            let _ = stopped.await;
+        },
+        options,
+    ));
     Proxy {
         base,
         admin_base: None,
