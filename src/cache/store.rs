@@ -226,7 +226,7 @@ impl<V> Clone for PersistentTier<V> {
 /// stores' fsyncs on a busy disk (tests drop and reopen stores while others write). Another
 /// tmproxy holding the directory is reported after this wait, so startup against a held
 /// directory takes this long to fail.
-pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// The pause between two attempts at the lock.
 const LOCK_POLL: Duration = Duration::from_millis(50);
@@ -239,7 +239,7 @@ impl<V: Cacheable> PersistentTier<V> {
     }
 
     /// [`PersistentTier::open`], waiting at most `lock_wait` for a held lock to be released.
-    pub fn open_waiting(path: &Path, lock_wait: Duration) -> Result<Self, StoreError> {
+    fn open_waiting(path: &Path, lock_wait: Duration) -> Result<Self, StoreError> {
         let open_error = |reason: String| StoreError::Open {
             path: path.to_path_buf(),
             reason,
