@@ -129,13 +129,31 @@ async fn an_archive_past_the_deadline_is_a_timeout_and_the_rest_is_served() {
     let hang = archive(Behaviour::HangBeforeHeaders).await;
     let stall = archive(Behaviour::HangAfterHeaders).await;
     let mut config = config_for(&[("good", &good), ("hang", &hang), ("stall", &stall)]);
+    // Each archive's own timeout is far past the deadline, so only the deadline can cut them:
+    // were it ignored, the request would take a minute and name the archives' timeout.
+    config.upstream.timeout = Duration::from_secs(60);
     config.upstream.deadline = Duration::from_secs(1);
     let proxy = start_proxy(config).await;
+    let asked = std::time::Instant::now();
     let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
+    // Catches a deadline that is not kept (60 s), with room for two busy cores.
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        asked.elapsed()
+    );
     assert_eq!(status, 200);
     assert_eq!(memento_uris(&json).len(), 1);
-    assert_eq!(outcome(&json, "hang")["status"], "timeout");
-    assert_eq!(outcome(&json, "stall")["status"], "timeout");
+    for id in ["hang", "stall"] {
+        assert_eq!(outcome(&json, id)["status"], "timeout", "{json}");
+        assert!(
+            outcome(&json, id)["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("request deadline (1s)"),
+            "{json}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -321,14 +339,24 @@ async fn no_memento_anywhere_is_404_and_no_answer_is_502_or_504() {
 
     let hang = archive(Behaviour::HangBeforeHeaders).await;
     let mut config = config_for(&[("hang", &hang)]);
+    // Only the deadline can end this one (the archive's own timeout is a minute).
+    config.upstream.timeout = Duration::from_secs(60);
     config.upstream.deadline = Duration::from_millis(500);
     let proxy = start_proxy(config).await;
+    let asked = std::time::Instant::now();
     let resp = client()
         .get(format!("{}/timemap/link/{URI_R}", proxy.base))
         .send()
         .await
         .expect("request");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        asked.elapsed()
+    );
     assert_eq!(resp.status(), 504);
+    let text = resp.text().await.expect("body");
+    assert!(text.contains("request deadline"), "{text}");
 }
 
 #[tokio::test]
