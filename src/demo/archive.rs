@@ -39,6 +39,9 @@ pub enum Behaviour {
     Garbage,
     /// 429 with `Retry-After` of this many seconds.
     TooManyRequests(u64),
+    /// 307 to the same URL on https, at this same port, which speaks only plain HTTP: the
+    /// TLS handshake fails, as it does for an archive that moved to https behind a broken port.
+    MovedToHttps,
 }
 
 /// What a well-behaved TimeMap contains and how it is sent.
@@ -69,6 +72,8 @@ impl TimeMapSpec {
 pub struct SimulatedArchive {
     pub addr: std::net::SocketAddr,
     requests: Arc<AtomicUsize>,
+    /// Body bytes of `Oversized` the network took from it (written without error).
+    body_bytes_sent: Arc<AtomicUsize>,
     behaviour: Arc<RwLock<Arc<Behaviour>>>,
     task: JoinHandle<()>,
 }
@@ -88,6 +93,8 @@ impl SimulatedArchive {
         let addr = listener.local_addr()?;
         let requests = Arc::new(AtomicUsize::new(0));
         let counter = requests.clone();
+        let body_bytes_sent = Arc::new(AtomicUsize::new(0));
+        let sent = body_bytes_sent.clone();
         let behaviour = Arc::new(RwLock::new(Arc::new(behaviour)));
         let current = behaviour.clone();
         let task = tokio::spawn(async move {
@@ -97,15 +104,16 @@ impl SimulatedArchive {
                     .read()
                     .map(|b| b.clone())
                     .unwrap_or_else(|p| p.into_inner().clone());
-                let counter = counter.clone();
+                let (counter, sent) = (counter.clone(), sent.clone());
                 tokio::spawn(async move {
-                    let _ = handle(stream, addr, &now, &counter).await;
+                    let _ = handle(stream, addr, &now, &counter, &sent).await;
                 });
             }
         });
         Ok(SimulatedArchive {
             addr,
             requests,
+            body_bytes_sent,
             behaviour,
             task,
         })
@@ -136,6 +144,13 @@ impl SimulatedArchive {
     pub fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
     }
+
+    /// How many bytes of an `Oversized` body the client let it send: what the client read, plus
+    /// what the sockets' buffers hold. A client that stops at its cap keeps this far below the
+    /// body's size.
+    pub fn body_bytes_sent(&self) -> usize {
+        self.body_bytes_sent.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for SimulatedArchive {
@@ -154,6 +169,7 @@ async fn handle(
     addr: std::net::SocketAddr,
     behaviour: &Behaviour,
     counter: &AtomicUsize,
+    sent_bytes: &AtomicUsize,
 ) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 4096];
@@ -163,6 +179,14 @@ async fn handle(
             return Ok(());
         }
         head.extend_from_slice(&buf[..n]);
+        if head.first() == Some(&0x16) {
+            // A TLS ClientHello (after `MovedToHttps`): answer in plain HTTP, as a port that
+            // does not speak TLS does, so the handshake fails at once instead of timing out.
+            stream
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                .await?;
+            return Ok(());
+        }
     }
     counter.fetch_add(1, Ordering::SeqCst);
     let head = String::from_utf8_lossy(&head);
@@ -288,8 +312,13 @@ async fn handle(
             while sent < *size {
                 stream.write_all(line.as_bytes()).await?;
                 sent += line.len();
+                sent_bytes.fetch_add(line.len(), Ordering::SeqCst);
             }
             Ok(())
+        }
+        Behaviour::MovedToHttps => {
+            let head = format!("HTTP/1.1 307 Temporary Redirect\r\nLocation: https://{addr}{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            stream.write_all(head.as_bytes()).await
         }
     }
 }

@@ -27,7 +27,26 @@ fn outcome<'a>(v: &'a Value, id: &str) -> &'a Value {
         .unwrap_or(&Value::Null)
 }
 
-async fn fault_case(fault: Behaviour, expect_status: &[&str]) {
+/// How the flaky archive fails after the first, good answer has been cached.
+#[derive(Debug, Clone)]
+enum Fault {
+    /// It answers this way from the next connection on.
+    Answers(Behaviour),
+    /// It stops listening: its port refuses connections.
+    Gone,
+}
+
+/// What the fault case saw, for the checks only some faults can make.
+struct Seen {
+    /// The flaky archive's `archives[]` detail on the forced refresh.
+    detail: String,
+    /// Requests the flaky archive received for the forced refresh (None once it is gone).
+    refresh_requests: Option<usize>,
+    /// What the flaky archive is, if still running.
+    flaky: Option<SimulatedArchive>,
+}
+
+async fn fault_case(fault: Fault, expect_status: &[&str]) -> Seen {
     let good = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
         "20010101000000",
         "20020101000000",
@@ -61,7 +80,26 @@ async fn fault_case(fault: Behaviour, expect_status: &[&str]) {
     assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(5));
 
     // The fault, then a forced refresh: the cache keeps the better TimeMap (case 6, kept).
-    flaky.set_behaviour(fault.clone());
+    let flaky_addr = flaky.addr;
+    let mut flaky = Some(flaky);
+    match &fault {
+        Fault::Answers(b) => {
+            if let Some(f) = &flaky {
+                f.set_behaviour(b.clone());
+            }
+        }
+        Fault::Gone => {
+            drop(flaky.take());
+            // The listener is closed once its aborted task is dropped: wait for refusals.
+            let refused = async {
+                while tokio::net::TcpStream::connect(flaky_addr).await.is_ok() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(5), refused).await;
+        }
+    }
+    let before = flaky.as_ref().map(SimulatedArchive::requests);
     let (status, v) = json_of(
         http.post(format!("{}/admin/cache/{URI_R}", proxy.base))
             .bearer_auth(TOKEN)
@@ -88,6 +126,14 @@ async fn fault_case(fault: Behaviour, expect_status: &[&str]) {
         );
     };
     named(&v);
+    let seen_detail = outcome(&v, "flaky")["detail"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let refresh_requests = flaky
+        .as_ref()
+        .zip(before)
+        .map(|(f, before)| f.requests() - before);
     // The next hit says the same, and X-Memento-Partial names the archive, while its cached
     // mementos are still served.
     let r = http
@@ -141,54 +187,88 @@ async fn fault_case(fault: Behaviour, expect_status: &[&str]) {
     );
     assert_eq!(outcome(&v, "good")["status"], "ok", "{v}");
     proxy.stop().await;
+    Seen {
+        detail: seen_detail,
+        refresh_requests,
+        flaky,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trickling_archive_times_out_and_changes_nothing() {
-    fault_case(Behaviour::Trickle(Duration::from_millis(100)), &["timeout"]).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gzip_bomb_costs_no_more_than_its_compressed_size() {
-    // 64 MiB of zeros (64 times max_body) in about 65 KB: we neither ask for gzip nor inflate
-    // it, so it is a malformed answer of its compressed size (and were it inflated, max_body
-    // would stop it at 1 MiB).
     fault_case(
-        Behaviour::GzipBomb(64 * 1024 * 1024),
-        &["malformed", "error"],
+        Fault::Answers(Behaviour::Trickle(Duration::from_millis(100))),
+        &["timeout"],
     )
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gzip_bomb_costs_no_more_than_its_compressed_size() {
+    // 64 MiB of zeros (64 times max_body) in about 65 KB: we neither ask for gzip nor inflate
+    // it, so it is a malformed answer of its compressed size. Inflated, it would instead be
+    // cut at max_body (1 MiB) as an `error`, which this test refuses.
+    let seen = fault_case(
+        Fault::Answers(Behaviour::GzipBomb(64 * 1024 * 1024)),
+        &["malformed"],
+    )
+    .await;
+    assert!(!seen.detail.contains("max_body"), "{}", seen.detail);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_garbage_and_invalid_utf8_are_a_malformed_answer() {
-    fault_case(Behaviour::Garbage, &["malformed", "error"]).await;
+    fault_case(Fault::Answers(Behaviour::Garbage), &["malformed"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_requests_is_reported_not_retried_inline() {
-    fault_case(Behaviour::TooManyRequests(30), &["error"]).await;
+    let seen = fault_case(Fault::Answers(Behaviour::TooManyRequests(30)), &["error"]).await;
+    assert!(seen.detail.contains("429"), "{}", seen.detail);
+    // One request for the refresh: the 429 is reported, not retried within the request.
+    assert_eq!(seen.refresh_requests, Some(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_that_hangs_after_its_headers_times_out_and_changes_nothing() {
-    fault_case(Behaviour::HangAfterHeaders, &["timeout"]).await;
+    fault_case(Fault::Answers(Behaviour::HangAfterHeaders), &["timeout"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_mid_body_is_an_error_and_changes_nothing() {
-    fault_case(Behaviour::ResetMidBody, &["error"]).await;
+    fault_case(Fault::Answers(Behaviour::ResetMidBody), &["error"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_far_past_max_body_is_cut_and_changes_nothing() {
-    // 32 times max_body (1 MiB): refused at the cap while streaming, never held whole.
-    fault_case(Behaviour::Oversized(32 << 20), &["error"]).await;
+    // 32 times max_body (1 MiB), with no Content-Length: refused at the cap while streaming.
+    let seen = fault_case(Fault::Answers(Behaviour::Oversized(32 << 20)), &["error"]).await;
+    assert!(seen.detail.contains("max_body"), "{}", seen.detail);
+    // Never held whole: the archive could send only what we read before the cap and what the
+    // loopback sockets' buffers hold (a few MiB), far from the 32 MiB (twice, for the refresh
+    // and the new URI-R) a client reading it all would take.
+    let sent = seen
+        .flaky
+        .as_ref()
+        .map_or(0, SimulatedArchive::body_bytes_sent);
+    assert!(sent < 2 * (16 << 20), "the archive sent {sent} bytes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_loop_is_an_error_and_changes_nothing() {
-    fault_case(Behaviour::RedirectLoop, &["error"]).await;
+    fault_case(Fault::Answers(Behaviour::RedirectLoop), &["error"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tls_handshake_during_a_refresh_changes_nothing() {
+    // The archive moves to https on a port that speaks only plain HTTP.
+    fault_case(Fault::Answers(Behaviour::MovedToHttps), &["error"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_that_went_away_during_a_refresh_changes_nothing() {
+    let seen = fault_case(Fault::Gone, &["error"]).await;
+    assert!(seen.detail.contains("connection failed"), "{}", seen.detail);
 }
 
 /// A good archive beside one reached at `base` (`scheme://host:port`) that cannot be talked to:
