@@ -1,9 +1,7 @@
 //! The conditional cache through the real server: the simulated clock moves days in an instant,
 //! simulated archives change between "days", and sled holds the entries on disk.
 
-use crate::support::{
-    client, config_for, get_json, memento_uris, start_proxy, start_proxy_with, Proxy,
-};
+use crate::support::{client, config_for, memento_uris, start_proxy, start_proxy_with, Proxy};
 use std::sync::Arc;
 use std::time::Duration;
 use tmproxy::app::ClockChoice;
@@ -482,6 +480,9 @@ async fn policy_none_asks_every_time_and_stores_nothing() {
     let a = archive(tm(&["20010101000000"])).await;
     let mut config = config_for(&[("a", &a)]);
     config.cache.policy = "none".into();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache_path = dir.path().join("cache");
+    config.cache.path = cache_path.display().to_string();
     let proxy = start_proxy(config).await;
     for _ in 0..3 {
         assert_eq!(fetch(&proxy, URI_R, &[]).await.1, "MISS");
@@ -493,7 +494,14 @@ async fn policy_none_asks_every_time_and_stores_nothing() {
         .await
         .expect("request");
     assert_eq!(resp.headers()["cache-control"], "max-age=0");
-    let _ = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
+    assert_eq!(a.requests(), 4);
+    proxy.stop().await;
+    // Nothing reached the disk: the persistent tier was never even opened.
+    assert!(
+        !cache_path.exists(),
+        "policy none created {}",
+        cache_path.display()
+    );
 }
 
 #[tokio::test]
