@@ -326,13 +326,13 @@ async fn rate_limit_answers_429_with_retry_after_per_client() {
         .timeout(Duration::from_secs(30))
         .build()
         .expect("client");
-    match other.get(&url).send().await {
-        Ok(r) => assert_eq!(r.status().as_u16(), 200, "127.0.0.2 is not limited"),
-        Err(e) if e.is_connect() => {
-            eprintln!("cannot send from 127.0.0.2 here ({e}); the per-client part is unit-tested")
-        }
-        Err(e) => panic!("{e}"),
-    }
+    // Linux routes all of 127/8 to lo, so this can always be sent: a failure is a failure.
+    let r = other
+        .get(&url)
+        .send()
+        .await
+        .expect("a request from 127.0.0.2");
+    assert_eq!(r.status().as_u16(), 200, "127.0.0.2 is not limited");
 }
 
 #[tokio::test]
@@ -469,7 +469,7 @@ async fn a_client_short_timeout_does_not_make_archives_dormant() {
     let proxy = start_proxy(config).await;
     for i in 0..4 {
         let (status, json) = crate::support::get_json(&format!(
-            "{}/timemap/json/http://example.com/{i}?timeout=200ms",
+            "{}/timemap/json/http://example.com/{i}?timeout=2s",
             proxy.base
         ))
         .await;
