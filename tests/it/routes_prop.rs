@@ -6,7 +6,9 @@
 
 use crate::support::{archive_config, start_proxy, Proxy};
 use proptest::prelude::*;
-use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
+use proptest::test_runner::{
+    Config as RunnerConfig, RngAlgorithm, TestCaseError, TestRng, TestRunner,
+};
 use std::time::Duration;
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -148,14 +150,41 @@ impl Drop for Rig {
     }
 }
 
-fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(RunnerConfig {
-        cases,
-        failure_persistence: None,
-        // Shrinking re-sends requests; keep a failing run short and its report readable.
-        max_shrink_iters: 200,
-        ..RunnerConfig::default()
-    })
+/// The environment variable that replays a run: its seed is in every failure's message.
+const SEED_VAR: &str = "TMPROXY_PROP_SEED";
+
+/// This run's seed: `TMPROXY_PROP_SEED` when set (to replay a failure), otherwise a new one, so
+/// each run explores new cases and any failure can still be replayed exactly.
+fn seed() -> u64 {
+    match std::env::var(SEED_VAR) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{SEED_VAR}={v:?} is not a whole number")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1),
+    }
+}
+
+/// A runner whose cases follow from `seed` alone (ChaCha, so the same seed draws the same
+/// requests on every machine and proptest version).
+fn runner(cases: u32, seed: u64) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&seed.rotate_left(i as u32 * 16).to_le_bytes());
+    }
+    TestRunner::new_with_rng(
+        RunnerConfig {
+            cases,
+            failure_persistence: None,
+            // Shrinking re-sends requests; keep a failing run short and its report readable.
+            max_shrink_iters: 200,
+            ..RunnerConfig::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
 }
 
 fn url_text(max: usize) -> impl Strategy<Value = String> {
@@ -335,7 +364,8 @@ fn random_requests_are_never_5xx_never_hang_and_4xx_say_why() {
         headers(),
         request_body(),
     );
-    let result = runner(400).run(&strategy, |(method, prefix, tail, headers, body)| {
+    let seed = seed();
+    let result = runner(400, seed).run(&strategy, |(method, prefix, tail, headers, body)| {
         let url = format!("{}{prefix}{tail}", rig.base);
         // What the client library cannot even send is the raw-bytes property's business.
         let Ok(parsed) = reqwest::Url::parse(&url) else {
@@ -388,7 +418,7 @@ fn random_requests_are_never_5xx_never_hang_and_4xx_say_why() {
         )
     });
     if let Err(e) = result {
-        panic!("{e}");
+        panic!("{e}\nreplay with {SEED_VAR}={seed}");
     }
     rig.assert_healthy();
     eprintln!("reqwest statuses: {:?}", seen.lock().expect("lock"));
@@ -456,7 +486,8 @@ fn raw_bytes_are_never_5xx_and_never_hang() {
     let rig = Rig::new();
     let addr = rig.addr();
     let seen = std::sync::Mutex::new(std::collections::BTreeMap::<u16, u32>::new());
-    let result = runner(300).run(&raw_request(), |request| {
+    let seed = seed();
+    let result = runner(300, seed).run(&raw_request(), |request| {
         let what = format!("{:?}", String::from_utf8_lossy(&request));
         let answer = rig.rt.block_on(async {
             let mut s = tokio::net::TcpStream::connect(&addr).await?;
@@ -510,7 +541,7 @@ fn raw_bytes_are_never_5xx_and_never_hang() {
         Ok(())
     });
     if let Err(e) = result {
-        panic!("{e}");
+        panic!("{e}\nreplay with {SEED_VAR}={seed}");
     }
     rig.assert_healthy();
     eprintln!("raw statuses: {:?}", seen.lock().expect("lock"));
@@ -556,4 +587,23 @@ fn clip(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// A failure's seed replays it: the same seed draws the same requests, another seed others.
+#[test]
+fn a_seed_replays_the_same_cases() {
+    use proptest::strategy::ValueTree;
+    let draw = |seed: u64| -> Vec<Vec<u8>> {
+        let mut runner = runner(1, seed);
+        (0..20)
+            .map(|_| {
+                raw_request()
+                    .new_tree(&mut runner)
+                    .map(|tree| tree.current())
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    assert_eq!(draw(7), draw(7));
+    assert_ne!(draw(7), draw(8));
 }
