@@ -19,8 +19,8 @@ fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
 }
 
-/// The files directly under `dir`, sorted; none if it does not exist (a target may have no
-/// reproducer yet).
+/// The files directly under `dir`, sorted; none if it does not exist (the callers require
+/// how many there must be, so a moved folder cannot pass unnoticed).
 fn files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -70,6 +70,12 @@ fn every_seed_and_reproducer_passes_its_target_checks() {
         );
         failures.extend(replay(&seeds, check));
         let reproducers = files(&fuzz_dir().join("regressions").join(target));
+        // Every target keeps its reproducers (and hostile inputs it must survive) in
+        // fuzz/regressions/<target>/: a missing or renamed folder is a failure, not zero files.
+        assert!(
+            !reproducers.is_empty(),
+            "no reproducers for {target} in fuzz/regressions/{target}"
+        );
         failures.extend(replay(&reproducers, check));
     }
     assert!(failures.is_empty(), "failed:\n{}", failures.join("\n"));
