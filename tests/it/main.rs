@@ -8,6 +8,7 @@ mod endpoints;
 mod faults;
 mod fuzz_corpus;
 mod load;
+mod process_bounds;
 mod pywb;
 mod restarts;
 mod routes_hardening;

@@ -321,6 +321,11 @@ impl ServeProcess {
         }
     }
 
+    /// The process id, for reading /proc.
+    pub fn pid(&self) -> u32 {
+        self.child.0.as_ref().map_or(0, std::process::Child::id)
+    }
+
     /// stderr so far.
     pub fn log(&self) -> String {
         self.log.lock().expect("log").join("\n")
