@@ -33,7 +33,7 @@ const URI_R: &str = "http://a.example.org/";
 /// The link-format parser on `data`, then our serialisers on what it read:
 /// - it never keeps more mementos or pages than the body has `<` (each link starts with one);
 /// - a memento's URI-M is never empty and never holds `<`, `>` or a line end, which would break
-///   the link format we write;
+///   the link format we write; it is absolute http(s) and kept escaped;
 /// - with a base that is not a URL, the mementos are those of a good base minus relative ones;
 /// - merged and written by [`to_link_format`], the mementos read back identical, in order, with
 ///   nothing skipped, and the JSON and CDXJ serialisations hold the same URIs and datetimes.
@@ -54,6 +54,17 @@ pub fn link_format(data: &[u8]) {
             !m.uri_m.contains(['<', '>', '\r', '\n']),
             "URI-M {:?} cannot be written back in link format",
             m.uri_m
+        );
+        // It may become a `Location`: absolute http(s), and already escaped (so a valid header).
+        assert!(
+            crate::uri_text::is_servable_uri_m(&m.uri_m),
+            "URI-M {:?} is not servable",
+            m.uri_m
+        );
+        assert_eq!(
+            crate::uri_text::escape_uri(&m.uri_m),
+            m.uri_m.as_str(),
+            "URI-M kept unescaped"
         );
     }
 

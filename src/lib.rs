@@ -14,3 +14,4 @@ pub mod sampling;
 pub mod timemap;
 pub mod upstream;
 pub mod uri_r;
+pub mod uri_text;

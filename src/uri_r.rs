@@ -1,5 +1,6 @@
 //! The URI-R a client asks about, read from the request target as Time Travel and MemGator do.
 
+use crate::uri_text::{has_control, resolve_uri_r_path};
 use std::fmt;
 
 /// Longest request target we accept (414 beyond): archives refuse far shorter URIs anyway.
@@ -12,6 +13,9 @@ pub enum UriRError {
     TooLong(usize),
     NotHttp(String),
     Invalid(String),
+    /// A control character (CR, LF, NUL, tab, …) in the URI-R once decoded: it could only ever
+    /// be an attempt to break the lines and headers the URI-R is written into.
+    Control(String),
 }
 
 impl fmt::Display for UriRError {
@@ -30,6 +34,11 @@ impl fmt::Display for UriRError {
                 clip(s)
             ),
             UriRError::Invalid(s) => write!(f, "URI-R is not a valid URL: {:?}", clip(s)),
+            UriRError::Control(s) => write!(
+                f,
+                "URI-R holds a control character (CR, LF, NUL, tab…) once decoded: {:?}",
+                clip(s)
+            ),
         }
     }
 }
@@ -49,7 +58,10 @@ pub(crate) fn clip(s: &str) -> String {
 }
 
 /// A validated http(s) URI-R, kept as the client wrote it (archives match on their own
-/// canonical forms; rewriting it here would only lose information).
+/// canonical forms; rewriting it here would only lose information), except for its path's dot
+/// segments and backslashes, which are resolved inside the URI-R: `http://e.com/a/../b` is
+/// `http://e.com/b`, so it can never climb out of an archive's prefix once appended to it, and
+/// two spellings of one URL share one cache entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UriR(String);
 
@@ -86,6 +98,10 @@ impl UriR {
             Some(i) => decoded[..i].to_string(),
             None => decoded,
         };
+        // Checked once decoded: `%0D%0A` in an encoded URI-R is a raw line end from here on.
+        if has_control(&decoded) {
+            return Err(UriRError::Control(decoded));
+        }
         let with_scheme = match decoded.find("://") {
             Some(i)
                 if decoded[..i]
@@ -120,7 +136,7 @@ impl UriR {
         if parsed.host_str().is_none_or(str::is_empty) {
             return Err(UriRError::Invalid(with_scheme));
         }
-        Ok(UriR(with_scheme))
+        Ok(UriR(resolve_uri_r_path(&with_scheme).into_owned()))
     }
 }
 
@@ -261,6 +277,42 @@ mod tests {
         ));
         let long = format!("http://example.com/{}", "a".repeat(MAX_URI_LEN));
         assert!(matches!(UriR::parse(&long), Err(UriRError::TooLong(_))));
+    }
+
+    #[test]
+    fn dot_segments_and_backslashes_are_resolved_inside_the_uri_r() {
+        assert_eq!(
+            ok("http://e.com/../../../../../canary/x"),
+            "http://e.com/canary/x"
+        );
+        assert_eq!(
+            ok("http://e.com/a/%2e%2e/%2E%2e/b?c=../d"),
+            "http://e.com/b?c=../d"
+        );
+        assert_eq!(
+            ok("http%3A%2F%2Fe.com%2Fa%2F..%2F..%2Fcanary"),
+            "http://e.com/canary"
+        );
+        assert_eq!(ok("e.com/x/.%2e/y"), "http://e.com/y");
+        assert_eq!(ok("http://e.com\\..\\..\\canary"), "http://e.com/canary");
+        assert_eq!(ok("http://e.com/a/..%2f/b"), "http://e.com/a/..%2f/b");
+    }
+
+    #[test]
+    fn control_characters_once_decoded_are_refused() {
+        for raw in [
+            "http%3A%2F%2Fe.com%2Fa%0D%0ASet-Cookie:x",
+            "http%3A%2F%2Fe.com%2Fa%00",
+            "http%3A%2F%2Fe.com%2Fa%09b",
+            "http%3A%2F%2Fe.com%2Fa%7F",
+            "http://e.com/a\tb",
+        ] {
+            let e = UriR::parse(raw).expect_err(raw);
+            assert!(matches!(e, UriRError::Control(_)), "{raw}: {e:?}");
+            assert!(e.to_string().contains("control character"));
+        }
+        // Percent-encoded and left so, a control is just text: the URL is valid.
+        assert_eq!(ok("http://e.com/a%0D%0Ab"), "http://e.com/a%0D%0Ab");
     }
 
     #[test]

@@ -155,8 +155,14 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The aggregate a stored entry stands for: its TimeMap and each archive's recorded outcome.
+/// An entry stored before URI-Ms were checked on reading may hold one that is not http(s) or
+/// has a control character: it is left out here, once per load of the entry, so it is never
+/// served (not as a `Location`, not in a TimeMap) whatever the disk holds.
 pub fn aggregate_of(entry: &Entry) -> Aggregate {
-    let timemap = entry.timemap();
+    let mut timemap = entry.timemap();
+    timemap
+        .mementos
+        .retain(|m| crate::uri_text::is_servable_uri_m(&m.uri_m));
     let per_archive = timemap.count_by_archive();
     let outcomes = entry
         .contributions

@@ -8,6 +8,8 @@ use crate::timemap::datetime::{format_rfc1123, parse_14digit};
 use crate::timemap::merge::{closest, Closest};
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
+use crate::uri_r::clip;
+use crate::uri_text::{escape_uri, is_servable_uri_m};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -57,9 +59,22 @@ fn redirect(
     let Some(c) = closest(&agg.timemap, target) else {
         return AppError::Internal("redirect on an empty TimeMap".into()).into_response();
     };
-    if let Ok(v) = HeaderValue::from_str(&agg.timemap.mementos[c.closest].uri_m) {
-        h.insert(header::LOCATION, v);
+    // Parsing already drops every URI-M that is not http(s) (and serving drops them from old
+    // cache entries); this is the last word, so a `javascript:` Location can never be sent. The
+    // escaped form is visible ASCII, so the header value always builds: never a 302 without one.
+    let uri_m = &agg.timemap.mementos[c.closest].uri_m;
+    if !is_servable_uri_m(uri_m) {
+        return AppError::Internal(format!("unservable URI-M {:?} chosen", clip(uri_m)))
+            .into_response();
     }
+    let location = escape_uri(uri_m);
+    match HeaderValue::from_str(&location) {
+        Ok(v) => h.insert(header::LOCATION, v),
+        Err(_) => {
+            return AppError::Internal(format!("URI-M {:?} is no header value", clip(uri_m)))
+                .into_response()
+        }
+    };
     if negotiated {
         h.insert(header::VARY, HeaderValue::from_static("accept-datetime"));
     }
@@ -73,16 +88,17 @@ fn redirect(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    let body = format!("302 Found: {}\n", agg.timemap.mementos[c.closest].uri_m);
+    let body = format!("302 Found: {location}\n");
     (StatusCode::FOUND, h, body).into_response()
 }
 
 /// `Link:` with original, timemap, and first/prev/memento/next/last (relations of one memento
-/// joined, e.g. `first memento` when the closest is the first).
+/// joined, e.g. `first memento` when the closest is the first). Every URI is escaped
+/// ([`escape_uri`]), so each is one link and the value is always a valid header.
 pub fn link_header(public_url: &str, agg: &Aggregate, c: &Closest) -> String {
     let links = SelfLinks::new(public_url, &agg.uri_r);
     let ms = &agg.timemap.mementos;
-    let mut parts = vec![format!("<{}>; rel=\"original\"", agg.uri_r)];
+    let mut parts = vec![format!("<{}>; rel=\"original\"", escape_uri(&agg.uri_r))];
     let (Some(first), Some(last)) = (ms.first(), ms.last()) else {
         return parts.join(", ");
     };
@@ -121,7 +137,7 @@ pub fn link_header(public_url: &str, agg: &Aggregate, c: &Closest) -> String {
         };
         parts.push(format!(
             "<{}>; rel=\"{rel}\"; datetime=\"{}\"",
-            ms[i].uri_m,
+            escape_uri(&ms[i].uri_m),
             format_rfc1123(ms[i].datetime)
         ));
     }

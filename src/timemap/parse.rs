@@ -8,13 +8,15 @@
 
 use super::datetime::parse_rfc1123;
 use super::model::{LinkMemento, LinkTimeMap, MementoDatetime, PageLink};
+use crate::uri_text::{escape_uri, has_control, is_servable_uri_m};
 use std::borrow::Cow;
 use url::Url;
 
 /// Parses one link-format document; relative URIs are resolved against `base` (the URI-T).
 ///
-/// A memento (a link whose `rel` contains `memento`) needs a `datetime` in RFC 1123 form, or it is
-/// skipped. `original`, `timegate` and `self` keep the first link of each kind; `timemap` links
+/// A memento (a link whose `rel` contains `memento`) needs a `datetime` in RFC 1123 form, and a
+/// URI that is absolute http(s) once resolved and holds no control character, or it is skipped.
+/// Every URI kept is escaped as [`escape_uri`] does. `original`, `timegate` and `self` keep the first link of each kind; `timemap` links
 /// other than this document itself (not `self`, not `base`, not the `self` URI) become `pages`.
 /// Absolute URIs are copied as they are; only relative and scheme-relative ones go through `url`.
 pub fn parse_link_format(body: &str, base: &str) -> LinkTimeMap {
@@ -366,8 +368,23 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
+        // A URI-M becomes a `Location`: one with a control character (checked before resolving,
+        // which would silently drop tabs and line ends) or that is not absolute http(s) once
+        // resolved (`javascript:`, `data:`) is an entry we cannot use.
+        if datetime.is_some() && has_control(uri) {
+            return self.fail();
+        }
         let Some(uri) = self.resolve(uri) else {
             return self.fail();
+        };
+        if datetime.is_some() && !is_servable_uri_m(&uri) {
+            return self.fail();
+        }
+        // Kept escaped (`"`, space, non-ASCII percent-encoded; a no-op for almost every URI), so
+        // what is cached is already a URL that one link and one header value hold.
+        let uri = match escape_uri(&uri) {
+            Cow::Borrowed(_) => uri,
+            Cow::Owned(escaped) => escaped,
         };
         self.attempt_counted = false;
 
@@ -681,6 +698,27 @@ mod tests {
     }
 
     #[test]
+    fn hostile_uri_ms_are_skipped_and_odd_ones_escaped() {
+        let d = "datetime=\"Mon, 01 Jan 2001 00:00:00 GMT\"";
+        let doc = format!(
+            "<javascript:alert(1)>;rel=memento;{d},<data:text/html,x>;rel=memento;{d},\
+             <JAVASCRIPT://a.org/%0aalert(1)>;rel=memento;{d},<ftp://a.org/x>;rel=memento;{d},\
+             <http://a.org/nul\0x>;rel=memento;{d},<http://a.org/tab\tx>;rel=memento;{d},\
+             <http://a.org/del\x7fx>;rel=memento;{d},<http:///nohost>;rel=memento;{d},\
+             </web/2001/http://a.org/>;rel=memento;{d},<http://a.org/sp ace\"q é>;rel=memento;{d}"
+        );
+        let tm = parse_link_format(&doc, URI_T);
+        assert_eq!(
+            uris(&tm),
+            [
+                "http://arxiv.example.net/web/2001/http://a.org/",
+                "http://a.org/sp%20ace%22q%20%C3%A9",
+            ]
+        );
+        assert_eq!(tm.skipped, 8);
+    }
+
+    #[test]
     fn combined_relations_in_any_order_and_case() {
         let d = "datetime=\"Mon, 01 Jan 2001 00:00:00 GMT\"";
         let doc = format!(
@@ -871,7 +909,8 @@ mod tests {
                    \u{1}\u{7f}é日本>>;;==\"\",\n\
                    <http://m/é/2>;rel=memento;datetime=\"Tue, 02 Jan 2001 00:00:00 GMT\";title=\"日本\"";
         let tm = parse_link_format(doc, URI_T);
-        assert_eq!(uris(&tm), ["http://m/1", "http://m/é/2"]);
+        // Non-ASCII in a URI-M is kept percent-encoded (UTF-8), the same URL.
+        assert_eq!(uris(&tm), ["http://m/1", "http://m/%C3%A9/2"]);
         assert_eq!(tm.skipped, 2);
     }
 

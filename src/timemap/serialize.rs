@@ -4,6 +4,7 @@
 use super::aggregate::{Aggregate, ArchiveOutcome};
 use super::datetime::{format_rfc3339, write_14digit, write_rfc1123};
 use super::model::Memento;
+use crate::uri_text::escape_uri;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -48,7 +49,8 @@ impl TimeMapFormat {
     }
 }
 
-/// The proxy's own URLs for one URI-R.
+/// The proxy's own URLs for one URI-R. The URI-R is kept escaped ([`escape_uri`]), so every
+/// link built from it is a URL that one `<…>` or one header value holds, in every format.
 #[derive(Debug, Clone)]
 pub struct SelfLinks {
     pub public_url: String,
@@ -58,8 +60,8 @@ pub struct SelfLinks {
 impl SelfLinks {
     pub fn new(public_url: &str, uri_r: &str) -> SelfLinks {
         SelfLinks {
-            public_url: public_url.trim_end_matches('/').to_string(),
-            uri_r: uri_r.to_string(),
+            public_url: escape_uri(public_url.trim_end_matches('/')).into_owned(),
+            uri_r: escape_uri(uri_r).into_owned(),
         }
     }
 
@@ -96,13 +98,14 @@ fn memento_rel(i: usize, n: usize) -> &'static str {
     }
 }
 
-/// Link format, oldest first, one link per line.
+/// Link format, oldest first, one link per line. Every URI is written through [`escape_uri`]:
+/// a `>`, `"`, space or line end in a URI-R or URI-M can never end its link or start another.
 pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
     let ms = &agg.timemap.mementos;
     // About 140 bytes per memento line; reserving avoids regrowth on million-memento TimeMaps.
     let mut out =
         String::with_capacity(512 + ms.len() * (ms.first().map_or(0, |m| m.uri_m.len()) + 90));
-    let _ = writeln!(out, "<{}>; rel=\"original\",", agg.uri_r);
+    let _ = writeln!(out, "<{}>; rel=\"original\",", escape_uri(&agg.uri_r));
     let _ = write!(
         out,
         "<{}>; rel=\"self\"; type=\"application/link-format\"",
@@ -127,7 +130,7 @@ pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
     let _ = write!(out, "<{}>; rel=\"timegate\"", links.timegate());
     for (i, m) in ms.iter().enumerate() {
         out.push_str(",\n<");
-        out.push_str(&m.uri_m);
+        out.push_str(&escape_uri(&m.uri_m));
         out.push_str(">; rel=\"");
         out.push_str(memento_rel(i, ms.len()));
         out.push_str("\"; datetime=\"");
@@ -252,7 +255,8 @@ pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
     out
 }
 
-/// A JSON string literal (quoted and escaped).
+/// A JSON string literal (quoted and escaped: `"`, `\` and every control, so a CDXJ line stays
+/// one line).
 fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
 }
@@ -378,18 +382,48 @@ mod tests {
     #[test]
     fn json_escapes_hostile_uris() {
         let mut a = agg(&[("ia", "2000")]);
-        a.timemap.mementos[0].uri_m = "http://x/\"},{\"evil\":1".to_string();
+        let hostile = "http://x/\"},{\"evil\":1\n20010101000000 {\"uri\": \"http://evil\"}\r\\\0";
+        a.timemap.mementos[0].uri_m = hostile.to_string();
         let v: serde_json::Value =
             serde_json::from_slice(&to_json(&a, &links())).expect("still valid json");
-        assert_eq!(v["mementos"]["list"][0]["uri"], "http://x/\"},{\"evil\":1");
-        for line in to_cdxj(&a, &links())
-            .lines()
-            .filter(|l| !l.starts_with('!'))
-        {
+        assert_eq!(v["mementos"]["list"][0]["uri"], hostile);
+        let cdxj = to_cdxj(&a, &links());
+        let data: Vec<&str> = cdxj.lines().filter(|l| !l.starts_with('!')).collect();
+        assert_eq!(data.len(), 1, "one line per memento:\n{cdxj}");
+        for line in data {
             let (_, json) = line.split_once(' ').expect("key and json");
             let v: serde_json::Value = serde_json::from_str(json).expect("valid json line");
-            assert_eq!(v["uri"], "http://x/\"},{\"evil\":1");
+            assert_eq!(v["uri"], hostile);
         }
+    }
+
+    #[test]
+    fn hostile_uris_stay_one_link_in_link_format() {
+        let mut a = agg(&[("ia", "2000"), ("pt", "2001")]);
+        let forged = "http://e.com/inj>; rel=\"memento\"; datetime=\"Sat, 01 Jan 2000 00:00:00 GMT\", <https://evil.example/phish";
+        a.uri_r = forged.to_string();
+        a.timemap.mementos[0].uri_m =
+            "http://m.example/a\r\n<https://evil.example/x>; rel=\"memento\"\0\t é".into();
+        let links = SelfLinks::new("http://proxy.test/", forged);
+        let text = to_link_format(&a, &links);
+        let back = crate::timemap::parse::parse_link_format(&text, "http://proxy.test/");
+        assert_eq!(back.skipped, 0, "{text}");
+        assert_eq!(back.mementos.len(), 2, "{text}");
+        assert!(back
+            .original
+            .as_deref()
+            .is_some_and(|o| o.starts_with("http://e.com/inj%3E;%20rel=%22memento%22")));
+        assert!(back
+            .mementos
+            .iter()
+            .all(|m| !m.uri_m.starts_with("https://evil")));
+        assert_eq!(text.lines().count(), 7, "one link per line:\n{text}");
+        assert!(text.is_ascii());
+        assert!(!text.contains(['\0', '\t', '\r']));
+        // Our own links are escaped alike.
+        assert!(links
+            .timegate()
+            .starts_with("http://proxy.test/timegate/http://e.com/inj%3E;%20rel=%22"));
     }
 
     #[test]

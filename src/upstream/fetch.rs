@@ -76,7 +76,11 @@ pub async fn fetch_archive(
     uri_r: &str,
     limits: &FetchLimits,
 ) -> ArchiveFetch {
-    let first = archive.timemap_for(uri_r);
+    let first = match archive.timemap_for(uri_r) {
+        Ok(uri_t) => uri_t,
+        // Never sent: the URL would reach outside what this archive is configured as.
+        Err(why) => return ArchiveFetch::failed(ArchiveStatus::Error, None, why),
+    };
     let origin = origin_of(&first);
     let mut queue = vec![first];
     let mut seen: HashSet<String> = HashSet::new();

@@ -2,6 +2,7 @@
 
 use crate::config::{ArchiveConfig, Config};
 use crate::timemap::model::ArchiveId;
+use crate::uri_text::resolve_uri_r_path;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,10 +29,39 @@ impl Archive {
         }
     }
 
-    /// The URI-T for a URI-R. Because the prefix carries the scheme and host, the URI-R can only
-    /// ever land in this archive's path: it never chooses the host we connect to.
-    pub fn timemap_for(&self, uri_r: &str) -> String {
-        format!("{}{}", self.timemap, uri_r)
+    /// The URI-T for a URI-R, as the exact URL to send. Because the prefix carries the scheme
+    /// and host, the URI-R can only ever land in this archive's path: it never chooses the host
+    /// we connect to. The URI-R's dot segments are resolved inside it first (a [`UriR`] already
+    /// is; an old cache key may not be), and the URL is checked as `url` (and so reqwest) parses
+    /// it: same scheme, host and port as the prefix, a path that starts with the prefix's path
+    /// (and a query with its query). Anything else is refused, never sent.
+    ///
+    /// [`UriR`]: crate::uri_r::UriR
+    pub fn timemap_for(&self, uri_r: &str) -> Result<String, String> {
+        uri_t_within(&self.timemap, uri_r)
+    }
+}
+
+/// `prefix` + `uri_r` (dot segments resolved), or why that URL would leave the prefix.
+pub fn uri_t_within(prefix: &str, uri_r: &str) -> Result<String, String> {
+    let base = url::Url::parse(prefix)
+        .map_err(|e| format!("the archive's timemap prefix {prefix:?} is not a URL: {e}"))?;
+    let joined = format!("{prefix}{}", resolve_uri_r_path(uri_r));
+    let refused = || format!("refused: the URI-R would leave the archive's prefix {prefix}");
+    let url = url::Url::parse(&joined).map_err(|_| refused())?;
+    let query_kept = match base.query() {
+        Some(q) => url.query().is_some_and(|got| got.starts_with(q)),
+        None => true,
+    };
+    let inside = url.scheme() == base.scheme()
+        && url.host() == base.host()
+        && url.port_or_known_default() == base.port_or_known_default()
+        && url.path().starts_with(base.path())
+        && query_kept;
+    if inside {
+        Ok(url.into())
+    } else {
+        Err(refused())
     }
 }
 
@@ -123,8 +153,36 @@ mod tests {
             timeout: Duration::from_secs(1),
         };
         assert_eq!(
-            a.timemap_for("http://evil.example@other.host/"),
-            "https://web.archive.org/web/timemap/link/http://evil.example@other.host/"
+            a.timemap_for("http://evil.example@other.host/").as_deref(),
+            Ok("https://web.archive.org/web/timemap/link/http://evil.example@other.host/")
         );
+    }
+
+    #[test]
+    fn uri_t_never_leaves_the_prefix() {
+        let prefix = "http://127.0.0.1:9/archive/timemap/link/";
+        for uri_r in [
+            "http://e.com/../../../../../canary/x",
+            "http://e.com/%2e%2e/%2E%2e/%2e./.%2e/canary",
+            "http://e.com\\..\\..\\..\\canary",
+            "http://e.com/a/..\\../%2e%2e\\canary",
+            "http://../../../canary",
+            "http://%2e%2e/%2e%2e/canary",
+            "http://e.com/..%2f..%2fcanary",
+        ] {
+            match uri_t_within(prefix, uri_r) {
+                Ok(uri_t) => assert!(uri_t.starts_with(prefix), "{uri_r} became {uri_t}"),
+                Err(why) => assert!(why.contains("refused"), "{uri_r}: {why}"),
+            }
+        }
+        assert_eq!(
+            uri_t_within(prefix, "http://e.com/../../canary/x").as_deref(),
+            Ok("http://127.0.0.1:9/archive/timemap/link/http://e.com/canary/x")
+        );
+        // What the dot removal cannot see, the check after parsing still refuses.
+        assert!(uri_t_within("http://a.org/tm/", "/../../x").is_err());
+        assert!(uri_t_within("http://a.org/tm/", "@b.org/x").is_ok());
+        assert!(uri_t_within("http://a.org/tm?url=", "http://e.com/../x").is_ok());
+        assert!(uri_t_within("not a url", "http://e.com/").is_err());
     }
 }

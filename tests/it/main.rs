@@ -7,6 +7,7 @@ mod cli;
 mod endpoints;
 mod faults;
 mod fuzz_corpus;
+mod injection;
 mod load;
 mod process_bounds;
 mod pywb;

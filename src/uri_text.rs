@@ -1,0 +1,255 @@
+//! Pure text work on URIs that come from outside and go back out: dot segments, link-safe
+//! escaping, and which URI-Ms may ever be served.
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use std::borrow::Cow;
+
+/// What may never appear raw in a URI we write: controls (C0 and DEL), space, `"`, `<` and `>`.
+/// Non-ASCII is always encoded by `utf8_percent_encode`. `%` is not in the set, so escaping is
+/// idempotent: an escaped URI (or one an archive percent-encoded) passes through unchanged.
+const NOT_RAW_IN_LINKS: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>');
+
+/// `uri` as one link-format `<URI>` can hold it, and as a header value accepts it: the bytes of
+/// [`NOT_RAW_IN_LINKS`] and non-ASCII percent-encoded (UTF-8), everything else as it was. A `>`
+/// or `"` can then never end the URI early, so one URI is always one link. Borrows when there is
+/// nothing to escape, which is almost always.
+pub fn escape_uri(uri: &str) -> Cow<'_, str> {
+    utf8_percent_encode(uri, NOT_RAW_IN_LINKS).into()
+}
+
+/// Whether `s` holds a control character: C0, DEL, or (in non-ASCII text) C1.
+pub fn has_control(s: &str) -> bool {
+    s.bytes().any(|b| b < 0x20 || b == 0x7f) || (!s.is_ascii() && s.chars().any(char::is_control))
+}
+
+/// Whether `uri_m` may be served (as a `Location`, a link, a JSON `uri`): an absolute `http://` or
+/// `https://` URL with a non-empty host and no control character. `javascript:`, `data:`,
+/// relative and host-less URIs are not. Cheap (no URL parse): it runs on every memento read.
+pub fn is_servable_uri_m(uri_m: &str) -> bool {
+    if has_control(uri_m) {
+        return false;
+    }
+    let Some(rest) =
+        strip_prefix_ci(uri_m, "http://").or_else(|| strip_prefix_ci(uri_m, "https://"))
+    else {
+        return false;
+    };
+    // WHATWG ends the authority at `\` too, for http(s).
+    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host_port.starts_with('[') {
+        &host_port[..host_port.find(']').map_or(0, |i| i + 1)]
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    !host.is_empty()
+}
+
+fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+/// 1 for a `.` segment, 2 for `..`, 0 otherwise. `%2e` (any case) counts as a dot: RFC 3986
+/// §6.2.2.2 makes it the same unreserved character, and the WHATWG parser behind `url` and
+/// reqwest treats `%2e%2e`, `.%2e` and `%2E.` as `..` when it parses the URL we send.
+fn dot_segment(seg: &str) -> u8 {
+    let mut rest = seg;
+    let mut dots = 0u8;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            rest = r;
+        } else if let Some(r) = strip_prefix_ci(rest, "%2e") {
+            rest = r;
+        } else {
+            return 0;
+        }
+        dots += 1;
+        if dots > 2 {
+            return 0;
+        }
+    }
+    dots
+}
+
+/// RFC 3986 §5.2.4 remove_dot_segments, with `%2e` read as `.` (see [`dot_segment`]). A `..`
+/// above the root is dropped, so the result never climbs: `/a/../../b` is `/b`.
+pub fn remove_dot_segments(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let body = if absolute { &path[1..] } else { path };
+    let segments: Vec<&str> = body.split('/').collect();
+    let mut out: Vec<&str> = Vec::with_capacity(segments.len());
+    let n = segments.len();
+    for (i, seg) in segments.into_iter().enumerate() {
+        let last = i + 1 == n;
+        match dot_segment(seg) {
+            0 => out.push(seg),
+            dots => {
+                if dots == 2 {
+                    out.pop();
+                }
+                // `/a/..` and `/a/.` end in a directory: keep the trailing slash.
+                if last {
+                    out.push("");
+                }
+            }
+        }
+    }
+    let joined = out.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+/// An absolute http(s) URI-R with its path made plain: `\` in the path read as `/` (as the WHATWG
+/// parser does for http(s)), then its dot segments removed. The scheme, authority, query and
+/// every other byte stay as given. Idempotent; a URI without `://` is returned unchanged.
+pub fn resolve_uri_r_path(uri: &str) -> Cow<'_, str> {
+    let Some(scheme_end) = uri.find("://") else {
+        return Cow::Borrowed(uri);
+    };
+    let after = scheme_end + 3;
+    let rest = &uri[after..];
+    let path_start = after + rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    let tail = &uri[path_start..];
+    let path_len = tail.find(['?', '#']).unwrap_or(tail.len());
+    let path = &tail[..path_len];
+    let plain = path.replace('\\', "/");
+    let resolved = remove_dot_segments(&plain);
+    if resolved == path {
+        return Cow::Borrowed(uri);
+    }
+    Cow::Owned(format!(
+        "{}{resolved}{}",
+        &uri[..path_start],
+        &tail[path_len..]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc_3986_examples() {
+        // RFC 3986 §5.2.4 and §5.4 (the paths of the normal and abnormal examples).
+        assert_eq!(remove_dot_segments("/a/b/c/./../../g"), "/a/g");
+        assert_eq!(remove_dot_segments("mid/content=5/../6"), "mid/6");
+        assert_eq!(remove_dot_segments("/b/c/./g"), "/b/c/g");
+        assert_eq!(remove_dot_segments("/b/c/."), "/b/c/");
+        assert_eq!(remove_dot_segments("/b/c/.."), "/b/");
+        assert_eq!(remove_dot_segments("/b/c/../.."), "/");
+        assert_eq!(remove_dot_segments("/../g"), "/g");
+        assert_eq!(remove_dot_segments("/../../../g"), "/g");
+        assert_eq!(remove_dot_segments("/b/c/g."), "/b/c/g.");
+        assert_eq!(remove_dot_segments("/b/c/..g"), "/b/c/..g");
+        assert_eq!(remove_dot_segments("/b/c/.../g"), "/b/c/.../g");
+        assert_eq!(remove_dot_segments("/a//b/../c"), "/a//c");
+        assert_eq!(remove_dot_segments("/"), "/");
+        assert_eq!(remove_dot_segments(""), "");
+    }
+
+    #[test]
+    fn percent_encoded_dots_are_dots() {
+        for climb in ["%2e%2e", "%2E%2e", ".%2e", "%2E.", "%2e."] {
+            assert_eq!(
+                remove_dot_segments(&format!("/a/b/{climb}/{climb}/{climb}/c")),
+                "/c",
+                "{climb}"
+            );
+        }
+        assert_eq!(remove_dot_segments("/a/%2e/b"), "/a/b");
+        // Not dot segments: a third dot, an encoded slash, other escapes.
+        assert_eq!(remove_dot_segments("/a/%2e%2e%2e/b"), "/a/%2e%2e%2e/b");
+        assert_eq!(remove_dot_segments("/a/..%2f/b"), "/a/..%2f/b");
+        assert_eq!(remove_dot_segments("/a/%2f../b"), "/a/%2f../b");
+    }
+
+    #[test]
+    fn uri_r_paths_are_resolved_and_backslashes_are_slashes() {
+        assert_eq!(
+            resolve_uri_r_path("http://e.com/../../../../../canary/x"),
+            "http://e.com/canary/x"
+        );
+        assert_eq!(
+            resolve_uri_r_path("http://e.com/a/%2e%2e/%2E%2e/%2e./canary?q=/../x"),
+            "http://e.com/canary?q=/../x"
+        );
+        assert_eq!(
+            resolve_uri_r_path("http://e.com\\..\\..\\canary\\x"),
+            "http://e.com/canary/x"
+        );
+        assert_eq!(
+            resolve_uri_r_path("HTTP://User@E.com:81/a/./b/..#f"),
+            "HTTP://User@E.com:81/a/#f"
+        );
+        // Nothing to do: borrowed, byte for byte.
+        for same in [
+            "http://e.com",
+            "http://e.com?x=..",
+            "https://e.com/a/b?c=../d",
+        ] {
+            assert!(matches!(resolve_uri_r_path(same), Cow::Borrowed(s) if s == same));
+        }
+        let once = resolve_uri_r_path("http://e.com/a/../..\\b/./").into_owned();
+        assert_eq!(once, "http://e.com/b/");
+        assert_eq!(resolve_uri_r_path(&once), once);
+    }
+
+    #[test]
+    fn escaping_keeps_one_uri_one_link() {
+        assert_eq!(
+            escape_uri("http://e.com/inj>; rel=\"memento\", <https://evil.example/phish"),
+            "http://e.com/inj%3E;%20rel=%22memento%22,%20%3Chttps://evil.example/phish"
+        );
+        assert_eq!(
+            escape_uri("http://e.com/a\r\n\0\tb\x7f"),
+            "http://e.com/a%0D%0A%00%09b%7F"
+        );
+        assert_eq!(
+            escape_uri("http://例え.jp/é"),
+            "http://%E4%BE%8B%E3%81%88.jp/%C3%A9"
+        );
+        let plain = "https://web.archive.org/web/2001/http://a.org/?x=%3E&y=a,b;c";
+        assert!(matches!(escape_uri(plain), Cow::Borrowed(s) if s == plain));
+        let once = escape_uri("http://e.com/<\"> é").into_owned();
+        assert_eq!(escape_uri(&once), once, "idempotent");
+    }
+
+    #[test]
+    fn only_absolute_http_uri_ms_with_a_host_are_servable() {
+        for good in [
+            "http://a.org/x",
+            "HTTPS://a.org",
+            "https://u:p@a.org:8080/x?y#z",
+            "http://[::1]:80/",
+            "http://a.org/x y\"",
+            "http://例え.jp/",
+        ] {
+            assert!(is_servable_uri_m(good), "{good}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript://a.org/%0aalert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "ftp://a.org/",
+            "/web/2001/http://a.org/",
+            "//a.org/x",
+            "http://",
+            "http:///x",
+            "http://@/x",
+            "http://:80/",
+            "http:a.org",
+            "http://a.org/\0",
+            "http://a.org/\r\nx",
+            "http://a.org/\tx",
+            "http://a.org/\u{85}",
+            "",
+        ] {
+            assert!(!is_servable_uri_m(bad), "{bad:?}");
+        }
+    }
+}
