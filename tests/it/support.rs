@@ -77,6 +77,7 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
         timegate: timegate.to_string(),
         timeout: None,
         enabled: true,
+        redirect_hosts: Vec::new(),
     }
 }
 
