@@ -9,6 +9,7 @@ mod faults;
 mod fuzz_corpus;
 mod load;
 mod pywb;
+mod redirects;
 mod restarts;
 mod routes_hardening;
 mod routes_prop;
