@@ -2,6 +2,7 @@
 
 mod against_pywb;
 mod aggregate;
+mod budget;
 mod cache;
 mod cli;
 mod endpoints;
