@@ -90,7 +90,10 @@ impl Budget {
         };
         let mut cur = self.used.load(Ordering::Acquire);
         loop {
-            let next = cur.checked_add(n).filter(|&t| t <= self.limit).ok_or_else(over)?;
+            let next = cur
+                .checked_add(n)
+                .filter(|&t| t <= self.limit)
+                .ok_or_else(over)?;
             match self
                 .used
                 .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire)

@@ -260,7 +260,8 @@ async fn fetch_page(
         failed.refused_hop = true;
         failed
     };
-    let mut url = Url::parse(uri_t).map_err(|_| refused(None, format!("{} refused: not a URL", clip(uri_t))))?;
+    let mut url = Url::parse(uri_t)
+        .map_err(|_| refused(None, format!("{} refused: not a URL", clip(uri_t))))?;
     // The first URL too: a prefix without a trailing slash could let a URI-R change the host.
     let (client, hops) = (&route.client, &route.hops);
     hops.check(&url).map_err(|why| refused(None, why))?;
@@ -374,8 +375,11 @@ async fn fetch_page(
 fn request_failure(e: &reqwest::Error, http_status: Option<u16>) -> ArchiveFetch {
     if let Some(refusal) = refusal_in(e) {
         // Our resolver refused the name before any connection was made.
-        let mut failed =
-            ArchiveFetch::failed(ArchiveStatus::Error, http_status, clip(&refusal.to_string()));
+        let mut failed = ArchiveFetch::failed(
+            ArchiveStatus::Error,
+            http_status,
+            clip(&refusal.to_string()),
+        );
         failed.refused_hop = true;
         return failed;
     }

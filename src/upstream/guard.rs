@@ -64,14 +64,12 @@ impl HopRules {
         let host = host.to_owned();
         let default_port = target.port().is_none();
         let is_own_host = self.own.iter().any(|(h, _, _)| *h == host);
-        let allowed = self
-            .own
+        let allowed = self.own.iter().any(|(h, p, own_default)| {
+            *h == host && (*p == port || (*own_default && default_port))
+        }) || self
+            .extra
             .iter()
-            .any(|(h, p, own_default)| *h == host && (*p == port || (*own_default && default_port)))
-            || self
-                .extra
-                .iter()
-                .any(|(h, p)| *h == host && p.map_or(default_port, |p| p == port));
+            .any(|(h, p)| *h == host && p.map_or(default_port, |p| p == port));
         if !allowed {
             return refuse(
                 "not this archive's host and port (list it in the archive's redirect_hosts if the archive moved)",
@@ -223,7 +221,10 @@ mod tests {
         let err = r
             .check(&Url::parse("http://127.0.0.2:8080/x").expect("url"))
             .expect_err("refused");
-        assert!(err.contains("127.0.0.2") && err.contains("loopback"), "{err}");
+        assert!(
+            err.contains("127.0.0.2") && err.contains("loopback"),
+            "{err}"
+        );
         assert!(!ok(&r, "http://[::1]:8080/x"));
         assert!(!ok(&r, "http://169.254.169.254/latest/meta-data/"));
     }
@@ -288,7 +289,11 @@ mod tests {
             let ip: IpAddr = ip.parse().expect("ip");
             assert_eq!(forbidden_kind(ip), Some(kind), "{ip}");
         }
-        for ip in ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "100.128.0.1"] {
+        for ip in [
+            "93.184.216.34",
+            "2606:2800:220:1:248:1893:25c8:1946",
+            "100.128.0.1",
+        ] {
             assert_eq!(forbidden_kind(ip.parse().expect("ip")), None, "{ip}");
         }
     }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 /// Turns a host name into addresses. Production asks the system; tests pass a fixed map (no
 /// DNS here). The check around it is the same either way.
-pub type Lookup = Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
+pub type Lookup =
+    Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
 
 /// The system resolver (getaddrinfo on tokio's blocking pool, as reqwest's default does).
 pub fn system_lookup() -> Lookup {
@@ -33,7 +34,10 @@ pub fn fixed_lookup(map: HashMap<String, Vec<IpAddr>>) -> Lookup {
         let found = map.get(&name.to_ascii_lowercase()).cloned();
         Box::pin(async move {
             found.ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotFound, format!("{name}: no such host"))
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{name}: no such host"),
+                )
             })
         })
     })
@@ -63,10 +67,17 @@ impl GuardedResolver {
 }
 
 /// The decision, pure: the addresses to connect to, or why not.
-pub fn judge(name: &str, ips: Vec<IpAddr>, own_names: &[String]) -> Result<Vec<IpAddr>, AddressRefused> {
+pub fn judge(
+    name: &str,
+    ips: Vec<IpAddr>,
+    own_names: &[String],
+) -> Result<Vec<IpAddr>, AddressRefused> {
     let name = name.to_ascii_lowercase();
     if !own_names.contains(&name) {
-        if let Some((ip, kind)) = ips.iter().find_map(|ip| forbidden_kind(*ip).map(|k| (*ip, k))) {
+        if let Some((ip, kind)) = ips
+            .iter()
+            .find_map(|ip| forbidden_kind(*ip).map(|k| (*ip, k)))
+        {
             return Err(AddressRefused { name, ip, kind });
         }
     }
@@ -111,7 +122,10 @@ mod tests {
         let own = vec!["archive.test".to_string()];
         let err = judge("Metadata.test", vec![public, meta], &own).expect_err("refused");
         assert_eq!(err.kind, "link-local");
-        assert!(err.to_string().contains("metadata.test") && err.to_string().contains("169.254.169.254"));
+        assert!(
+            err.to_string().contains("metadata.test")
+                && err.to_string().contains("169.254.169.254")
+        );
         assert_eq!(judge("archive.test", vec![meta], &own), Ok(vec![meta]));
         assert_eq!(judge("other.test", vec![public], &own), Ok(vec![public]));
     }

@@ -12,7 +12,10 @@ const CHUNK: usize = 64 * 1024;
 
 /// A fake archive sending `total` bytes of valid link-format entries, about `CHUNK` every `every`,
 /// with no Content-Length (so the body's size is only known as it arrives).
-async fn dripping(total: usize, every: Duration) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+async fn dripping(
+    total: usize,
+    every: Duration,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
     let app = axum::Router::new().fallback(move || async move {
         let line = "<http://drip.example/web/20010101000000/http://example.com/>; rel=\"memento\"; datetime=\"Mon, 01 Jan 2001 00:00:00 GMT\",\n";
         // Whole lines, so every entry is readable: about CHUNK bytes.
@@ -126,7 +129,10 @@ async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
     let m = metrics(&proxy.base).await;
     let high = sample(&m, "tmproxy_upstream_buffered_bytes_high_water");
     assert!(high <= budget, "held {high} bytes at once, budget {budget}");
-    assert!(high > budget / 2, "the bodies were really held ({high} bytes)");
+    assert!(
+        high > budget / 2,
+        "the bodies were really held ({high} bytes)"
+    );
     assert_eq!(sample(&m, "tmproxy_upstream_max_buffered_bytes"), budget);
     // Everything is given back once the fan-out is over (the cut-off one included).
     let mut now = sample(&m, "tmproxy_upstream_buffered_bytes");
@@ -135,7 +141,10 @@ async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        now = sample(&metrics(&proxy.base).await, "tmproxy_upstream_buffered_bytes");
+        now = sample(
+            &metrics(&proxy.base).await,
+            "tmproxy_upstream_buffered_bytes",
+        );
     }
     assert_eq!(now, 0, "the budget is given back after the fan-out");
     for (_, task) in fakes {
@@ -177,7 +186,10 @@ async fn an_oversized_body_is_never_held_whole_and_gzip_is_never_inflated() {
     let max_body = 1 << 20;
     let (high, o) = high_water_after_one_fetch(Behaviour::Oversized(32 << 20), max_body).await;
     assert_eq!(o["status"], "error", "{o}");
-    assert!(o["detail"].as_str().unwrap_or("").contains("max_body"), "{o}");
+    assert!(
+        o["detail"].as_str().unwrap_or("").contains("max_body"),
+        "{o}"
+    );
     // The good archive's few hundred bytes are charged beside it.
     assert!(
         high <= max_body + 4096,
@@ -187,5 +199,8 @@ async fn an_oversized_body_is_never_held_whole_and_gzip_is_never_inflated() {
     // held as sent it is a small body that is not link format.
     let (high, o) = high_water_after_one_fetch(Behaviour::GzipBomb(16 << 20), max_body).await;
     assert_eq!(o["status"], "malformed", "{o}");
-    assert!(high < 256 * 1024, "held {high} bytes of a gzip body of a few KiB");
+    assert!(
+        high < 256 * 1024,
+        "held {high} bytes of a gzip body of a few KiB"
+    );
 }

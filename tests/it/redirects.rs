@@ -20,12 +20,9 @@ use tmproxy::upstream::resolve::fixed_lookup;
 const URI_R: &str = "http://example.com/";
 
 async fn timemap_archive(on: SocketAddr) -> SimulatedArchive {
-    SimulatedArchive::start_on(
-        on,
-        Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])),
-    )
-    .await
-    .expect("simulated archive starts")
+    SimulatedArchive::start_on(on, Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("simulated archive starts")
 }
 
 /// A fake archive on 127.0.0.1 that answers every request with `302 Location: to`.
@@ -48,7 +45,10 @@ fn config_with(good: &SimulatedArchive, id: &str, timemap: &str, hosts: &[String
 }
 
 fn detail(json: &serde_json::Value, id: &str) -> String {
-    outcome(json, id)["detail"].as_str().unwrap_or("").to_string()
+    outcome(json, id)["detail"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The archive failed on a refused hop whose detail names `target`, and `canary` was never asked.
@@ -132,16 +132,22 @@ async fn a_name_resolving_to_a_forbidden_address_is_refused_before_any_connect()
     // An archive configured by name on a loopback address is its own host: asked as usual.
     let own = format!("http://archive.test:{}/timemap/link/", good.addr.port());
     config.archives.push(archive_config("own", &own, &own));
-    let proxy =
-        start_proxy_resolving(config, tmproxy::app::ClockChoice::System, lookup).await;
+    let proxy = start_proxy_resolving(config, tmproxy::app::ClockChoice::System, lookup).await;
     let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
     assert_eq!(status, 200, "{json}");
     assert_refused(&json, "meta", "metadata.test");
     let d = detail(&json, "meta");
-    assert!(d.contains("169.254.169.254") && d.contains("link-local"), "{d}");
+    assert!(
+        d.contains("169.254.169.254") && d.contains("link-local"),
+        "{d}"
+    );
     assert_refused(&json, "sneaky", "sneaky.test");
     assert!(detail(&json, "sneaky").contains("loopback"), "{json}");
-    assert_eq!(canary.requests(), 0, "nothing connected to what the names pointed at");
+    assert_eq!(
+        canary.requests(),
+        0,
+        "nothing connected to what the names pointed at"
+    );
     assert_eq!(outcome(&json, "own")["status"], "ok", "{json}");
     meta_task.abort();
     sneaky_task.abort();
@@ -177,11 +183,17 @@ async fn a_same_origin_page_that_redirects_off_site_is_refused() {
     let proxy = start_proxy(config).await;
     let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
     assert_eq!(status, 200, "{json}");
-    assert_eq!(page_two_asked.load(Ordering::SeqCst), 1, "the page link was followed");
+    assert_eq!(
+        page_two_asked.load(Ordering::SeqCst),
+        1,
+        "the page link was followed"
+    );
     assert_refused(&json, "paged", &canary.addr.to_string());
     assert_eq!(canary.requests(), 0, "the off-site target was never asked");
     assert!(
-        !memento_uris(&json).iter().any(|u| u.contains("paged.example")),
+        !memento_uris(&json)
+            .iter()
+            .any(|u| u.contains("paged.example")),
         "nothing from an archive that sent us off-site is served: {json}"
     );
     task.abort();
@@ -192,8 +204,7 @@ async fn a_same_origin_page_that_redirects_off_site_is_refused() {
 async fn a_move_listed_in_redirect_hosts_is_followed() {
     let good = timemap_archive(([127, 0, 0, 1], 0).into()).await;
     let new_home = timemap_archive(([127, 0, 0, 1], 0).into()).await;
-    let (at, task) =
-        redirector(format!("http://{}/timemap/link/{URI_R}", new_home.addr)).await;
+    let (at, task) = redirector(format!("http://{}/timemap/link/{URI_R}", new_home.addr)).await;
     let config = config_with(
         &good,
         "moved",
