@@ -76,6 +76,7 @@ async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
     // Each archive could take far longer than the deadline: only the deadline ends the request.
     config.upstream.timeout = Duration::from_secs(60);
     config.upstream.deadline = deadline;
+    config.admin.token = "budget-test".into();
     config.archives = fakes
         .iter()
         .enumerate()
@@ -134,6 +135,21 @@ async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
         "the bodies were really held ({high} bytes)"
     );
     assert_eq!(sample(&m, "tmproxy_upstream_max_buffered_bytes"), budget);
+    let stats = client()
+        .get(format!("{}/admin/stats", proxy.base))
+        .bearer_auth("budget-test")
+        .send()
+        .await
+        .expect("stats")
+        .text()
+        .await
+        .expect("stats body");
+    let stats: serde_json::Value = serde_json::from_str(&stats).expect("stats JSON");
+    assert_eq!(
+        stats["upstream"]["buffered_bytes_high_water"], high,
+        "{stats}"
+    );
+    assert_eq!(stats["upstream"]["max_buffered"], budget, "{stats}");
     // Everything is given back once the fan-out is over (the cut-off one included).
     let mut now = sample(&m, "tmproxy_upstream_buffered_bytes");
     for _ in 0..100 {
