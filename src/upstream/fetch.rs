@@ -169,7 +169,6 @@ pub async fn fetch_archive(
                     result.pages + 1,
                     failure.detail.unwrap_or_default()
                 ));
-                result.over_budget |= failure.over_budget;
                 break;
             }
         };
