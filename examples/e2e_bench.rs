@@ -131,6 +131,7 @@ async fn fanout(args: &[String]) {
                 timegate: a.timegate_prefix(),
                 timeout: None,
                 enabled: true,
+                redirect_hosts: Vec::new(),
             })
             .collect(),
         cache: tmproxy::config::CacheConfig {

@@ -7,6 +7,7 @@ use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
 use crate::config::Config;
 use crate::http::{router, AppState, SharedState};
+use crate::upstream::resolve::{system_lookup, Lookup};
 use crate::upstream::Upstream;
 use axum::Router;
 use futures::FutureExt;
@@ -66,13 +67,23 @@ pub async fn build_with_clock(
     public_url: Option<String>,
     clock: ClockChoice,
 ) -> Result<(SharedState, Router), String> {
+    build_with_lookup(config, public_url, clock, system_lookup()).await
+}
+
+/// [`build_with_clock`] resolving archive host names with `lookup` (tests: a fixed map).
+pub async fn build_with_lookup(
+    config: &Config,
+    public_url: Option<String>,
+    clock: ClockChoice,
+    lookup: Lookup,
+) -> Result<(SharedState, Router), String> {
     let (clock, sim_clock): (Arc<dyn Clock>, Option<Arc<SimClock>>) = match clock {
         ClockChoice::System => (Arc::new(SystemClock), None),
         ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
     };
     let public_url = public_url.unwrap_or_else(|| config.public_url());
     let upstream = Arc::new(
-        Upstream::new(config, clock.clone())
+        Upstream::new(config, clock.clone(), lookup)
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
     );
     let policy = policy_of(config)?;

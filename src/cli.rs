@@ -135,8 +135,12 @@ pub async fn timemap(
 ) -> Result<(), String> {
     let config = load(config_path)?;
     let uri_r = UriR::parse(uri_r).map_err(|e| e.to_string())?;
-    let upstream =
-        Upstream::new(&config, Arc::new(crate::clock::SystemClock)).map_err(|e| e.to_string())?;
+    let upstream = Upstream::new(
+        &config,
+        Arc::new(crate::clock::SystemClock),
+        crate::upstream::resolve::system_lookup(),
+    )
+    .map_err(|e| e.to_string())?;
     let agg = upstream
         .aggregate(uri_r.as_str(), config.upstream.deadline)
         .await;

@@ -198,6 +198,9 @@ pub struct UpstreamConfig {
     pub deadline: Duration,
     #[serde(with = "size_field")]
     pub max_body: u64,
+    /// Bytes held from archives by every fan-out together; past it an archive's body fails.
+    #[serde(with = "size_field")]
+    pub max_buffered: u64,
     pub max_pages: usize,
     pub user_agent: String,
     /// Consecutive failures before an archive is skipped for `dormant_for`; 0 = never dormant.
@@ -227,6 +230,10 @@ pub struct ArchiveConfig {
     pub timeout: Option<Duration>,
     #[serde(default = "enabled_default")]
     pub enabled: bool,
+    /// Hosts (`host` or `host:port`) besides its own that this archive's redirects and
+    /// `rel="timemap"` pages may lead to, e.g. where it moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirect_hosts: Vec<String>,
 }
 
 /// A configuration problem: which source, which key, what is wrong.
@@ -270,6 +277,7 @@ impl Default for UpstreamConfig {
             timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(15),
             max_body: 128 * 1024 * 1024,
+            max_buffered: 512 * 1024 * 1024,
             max_pages: 10,
             user_agent: "tmproxy/0.1 (Memento aggregator)".to_owned(),
             failures_before_dormant: 5,
@@ -386,6 +394,7 @@ fn default_archives() -> Vec<ArchiveConfig> {
             timegate: timegate.to_owned(),
             timeout: None,
             enabled: true,
+            redirect_hosts: Vec::new(),
         })
         .collect()
 }
@@ -598,6 +607,9 @@ impl Config {
         if u.max_body == 0 {
             return fail("upstream.max_body", "must be greater than 0".into());
         }
+        if u.max_buffered == 0 {
+            return fail("upstream.max_buffered", "must be greater than 0".into());
+        }
         if u.max_pages == 0 {
             return fail("upstream.max_pages", "must be at least 1".into());
         }
@@ -678,6 +690,11 @@ impl Config {
             }
             if a.timeout.is_some_and(|t| t.is_zero()) {
                 return fail(&key("timeout"), "must be greater than 0".into());
+            }
+            for (j, host) in a.redirect_hosts.iter().enumerate() {
+                if let Err(r) = crate::upstream::guard::parse_redirect_host(host) {
+                    return fail(&format!("archives[{i}].redirect_hosts[{j}]"), r);
+                }
             }
         }
         Ok(())

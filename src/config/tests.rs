@@ -49,6 +49,8 @@ fn defaults_have_the_documented_values() {
     assert_eq!(c.upstream.timeout, Duration::from_secs(10));
     assert_eq!(c.upstream.deadline, Duration::from_secs(15));
     assert_eq!(c.upstream.max_body, 128 << 20);
+    assert_eq!(c.upstream.max_buffered, 512 << 20);
+    assert!(c.archives.iter().all(|a| a.redirect_hosts.is_empty()));
     assert_eq!(c.upstream.max_pages, 10);
     assert_eq!(c.upstream.failures_before_dormant, 5);
     assert_eq!(c.upstream.dormant_for, Duration::from_secs(300));
@@ -319,6 +321,11 @@ fn validate_refuses_bad_values() {
         "upstream.deadline",
     );
     check(&|c| c.upstream.max_body = 0, "upstream.max_body");
+    check(&|c| c.upstream.max_buffered = 0, "upstream.max_buffered");
+    check(
+        &|c| c.archives[4].redirect_hosts = vec!["ok.example".into(), "http://x.example/".into()],
+        "archives[4].redirect_hosts[1]",
+    );
     check(&|c| c.upstream.max_pages = 0, "upstream.max_pages");
     check(
         &|c| c.upstream.user_agent = " ".into(),
@@ -429,6 +436,8 @@ fn bad_env_values_name_the_variable() {
 fn serialized_config_reads_back_equal() {
     let mut c = Config::default();
     c.archives[0].timeout = Some(Duration::from_millis(2500));
+    c.archives[1].redirect_hosts = vec!["moved.example.org".into(), "[::1]:8080".into()];
+    c.upstream.max_buffered = 8 << 20;
     c.server.public_url = "https://tm.example.org".into();
     let text = toml::to_string(&c).expect("serializes");
     assert_eq!(parse(&text).unwrap(), c);

@@ -327,6 +327,7 @@ impl Server {
                 timegate: a.timegate_prefix(),
                 timeout: None,
                 enabled: true,
+                redirect_hosts: Vec::new(),
             })
             .collect();
         let text = toml::to_string(&config).map_err(|e| format!("cannot write the config: {e}"))?;

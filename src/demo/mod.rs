@@ -88,6 +88,7 @@ pub fn demo_config(
             timegate: a.timegate_prefix(),
             timeout: None,
             enabled: true,
+            redirect_hosts: Vec::new(),
         })
         .collect();
     config

@@ -197,6 +197,11 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
         "fan_outs": snapshot.fan_outs,
         "refreshes": snapshot.decisions,
         "fetches_per_archive": snapshot.fetches_per_archive,
+        "upstream": {
+            "buffered_bytes": state.upstream.budget().buffered(),
+            "buffered_bytes_high_water": state.upstream.budget().high_water(),
+            "max_buffered": state.upstream.budget().limit(),
+        },
         "tiers": tiers.map(|(hot, persistent)| json!({
             "hot": {"bytes": hot.bytes, "entries": hot.entries},
             "persistent": {"bytes": persistent.bytes, "entries": persistent.entries, "unreadable": persistent.unreadable},
@@ -223,7 +228,7 @@ async fn metrics(State(state): State<SharedState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        prometheus(&snapshot, &tiers),
+        prometheus(&snapshot, &tiers) + &state.upstream.budget().prometheus(),
     )
         .into_response()
 }

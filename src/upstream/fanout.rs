@@ -1,7 +1,9 @@
 //! One request to every enabled archive at once; whatever has answered by the deadline is merged.
 
-use super::fetch::{build_client, fetch_archive, ArchiveFetch, FetchLimits};
+use super::budget::Budget;
+use super::fetch::{fetch_archive, ArchiveFetch, FetchLimits, Route};
 use super::registry::{Archive, Health};
+use super::resolve::Lookup;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, ArchiveStatus};
@@ -12,10 +14,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The archives, the pooled client and each archive's health. Cheap to share behind an `Arc`.
+/// The archives, each one's client and hop rules, and each one's health. Cheap to share behind
+/// an `Arc`.
 pub struct Upstream {
-    client: reqwest::Client,
     archives: Vec<Archive>,
+    /// One per archive, in the same order.
+    routes: Vec<Route>,
+    /// Bytes held from archives by every fan-out together (`max_buffered`).
+    budget: Arc<Budget>,
     health: Vec<Mutex<Health>>,
     /// Requests actually sent to each archive (a dormant archive is skipped, not asked).
     fetches: Vec<AtomicU64>,
@@ -27,15 +33,33 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    pub fn new(config: &Config, clock: Arc<dyn Clock>) -> Result<Upstream, reqwest::Error> {
-        let archives: Vec<Archive> = config
-            .archives
+    /// `lookup` resolves archive host names: [`super::resolve::system_lookup`] in production, a
+    /// fixed map in tests (there is no DNS there).
+    pub fn new(
+        config: &Config,
+        clock: Arc<dyn Clock>,
+        lookup: Lookup,
+    ) -> Result<Upstream, reqwest::Error> {
+        let enabled: Vec<_> = config.archives.iter().filter(|a| a.enabled).collect();
+        let archives: Vec<Archive> = enabled
             .iter()
-            .filter(|a| a.enabled)
             .map(|a| Archive::from_config(config, a))
             .collect();
+        let routes = enabled
+            .iter()
+            .map(|a| {
+                Route::new(
+                    &[a.timemap.as_str(), a.timegate.as_str()],
+                    &a.redirect_hosts,
+                    config.upstream.connect_timeout,
+                    &config.upstream.user_agent,
+                    lookup.clone(),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Upstream {
-            client: build_client(config.upstream.connect_timeout, &config.upstream.user_agent)?,
+            routes,
+            budget: Budget::new(config.upstream.max_buffered),
             health: archives
                 .iter()
                 .map(|_| Mutex::new(Health::default()))
@@ -51,6 +75,11 @@ impl Upstream {
             dormant_for: config.upstream.dormant_for,
             clock,
         })
+    }
+
+    /// The byte budget for archive bodies, for its gauges.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     pub fn archives(&self) -> &[Archive] {
@@ -70,7 +99,8 @@ impl Upstream {
         let stop_at = started + deadline;
         let now = self.clock.now();
 
-        let mut results: Vec<Option<(ArchiveFetch, Duration)>> = vec![None; self.archives.len()];
+        let mut results: Vec<Option<(ArchiveFetch, Duration)>> =
+            (0..self.archives.len()).map(|_| None).collect();
         let mut pending = FuturesUnordered::new();
         for (i, archive) in self.archives.iter().enumerate() {
             let health = self.health_of(i);
@@ -93,11 +123,11 @@ impl Upstream {
                 continue;
             }
             self.fetches[i].fetch_add(1, Ordering::Relaxed);
-            let (client, limits) = (&self.client, &self.limits);
+            let (route, limits, budget) = (&self.routes[i], &self.limits, &self.budget);
             pending.push(async move {
                 let one = tokio::time::timeout(
                     archive.timeout,
-                    fetch_archive(client, archive, uri_r, limits),
+                    fetch_archive(route, archive, uri_r, limits, budget),
                 )
                 .await;
                 let fetch = one.unwrap_or_else(|_| {
@@ -119,7 +149,10 @@ impl Upstream {
         while !pending.is_empty() {
             tokio::select! {
                 Some((i, fetch, elapsed)) = pending.next() => {
-                    self.record_health(i, fetch.status.answered());
+                    // Our own memory budget running out says nothing about the archive.
+                    if !fetch.over_budget {
+                        self.record_health(i, fetch.status.answered());
+                    }
                     results[i] = Some((fetch, elapsed));
                 }
                 _ = &mut deadline_passed => break,

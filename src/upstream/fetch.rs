@@ -1,15 +1,26 @@
 //! Asking one archive for its TimeMap: one request per page, a body cap, no parse of error bodies.
 
+use super::budget::{Budget, Held};
+use super::guard::{clip, HopRules};
 use super::registry::Archive;
+use super::resolve::{refusal_in, GuardedResolver, Lookup};
 use crate::timemap::aggregate::ArchiveStatus;
 use crate::timemap::model::LinkMemento;
 use crate::timemap::parse::parse_link_format;
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
+use url::Url;
 
 /// Bodies larger than this are parsed off the async workers, so one huge TimeMap does not stall
 /// every other request on the same thread.
 const PARSE_INLINE_LIMIT: usize = 1 << 20;
+
+/// Redirects followed for one page (pywb answers with one 307).
+const MAX_REDIRECTS: usize = 10;
+
+/// A body buffer starts this big and doubles, each growth charged to the budget first.
+const FIRST_CAPACITY: usize = 64 * 1024;
 
 /// Limits that apply to every archive.
 #[derive(Debug, Clone)]
@@ -27,6 +38,13 @@ pub struct ArchiveFetch {
     pub pages: usize,
     pub skipped: usize,
     pub mementos: Vec<LinkMemento>,
+    /// The bytes this answer holds against `max_buffered`, given back when the last clone of
+    /// this fetch is dropped (after the merge).
+    pub held: Option<Arc<Held>>,
+    /// Failed on our own memory budget, not the archive's fault: no step towards dormancy.
+    pub over_budget: bool,
+    /// Failed because the archive sent us where its hop rules do not allow.
+    pub refused_hop: bool,
 }
 
 impl ArchiveFetch {
@@ -42,46 +60,73 @@ impl ArchiveFetch {
             pages: 0,
             skipped: 0,
             mementos: Vec::new(),
+            held: None,
+            over_budget: false,
+            refused_hop: false,
         }
     }
 }
 
-/// Builds the one pooled client every archive request goes through.
+/// How one archive is reached: its own client (and resolver) and its hop rules.
+pub struct Route {
+    pub client: reqwest::Client,
+    pub hops: HopRules,
+}
+
+impl Route {
+    /// The route for an archive configured on `prefixes` (its timemap and timegate URLs).
+    pub fn new(
+        prefixes: &[&str],
+        redirect_hosts: &[String],
+        connect_timeout: Duration,
+        user_agent: &str,
+        lookup: Lookup,
+    ) -> Result<Route, reqwest::Error> {
+        let hops = HopRules::new(prefixes, redirect_hosts);
+        let resolver = GuardedResolver::new(lookup, hops.own_names());
+        Ok(Route {
+            client: build_client(connect_timeout, user_agent, resolver)?,
+            hops,
+        })
+    }
+}
+
+/// Builds one archive's client. Each archive has its own, because its resolver applies that
+/// archive's rules (which names may resolve to a private address), and its pooled connections
+/// then serve that archive only.
 pub fn build_client(
     connect_timeout: Duration,
     user_agent: &str,
+    resolver: GuardedResolver,
 ) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(user_agent)
-        // pywb answers TimeMaps and TimeGates with 307; follow a few, only to http(s).
-        .redirect(reqwest::redirect::Policy::custom(|attempt| {
-            if attempt.previous().len() >= 10 {
-                attempt.error("more than 10 redirects")
-            } else if !matches!(attempt.url().scheme(), "http" | "https") {
-                attempt.error("redirect to a non-http(s) URL")
-            } else {
-                attempt.follow()
-            }
-        }))
+        // fetch_page follows redirects itself, each hop checked against the archive's rules.
+        .redirect(reqwest::redirect::Policy::none())
+        // Straight to the archive: through an HTTP(S)_PROXY the proxy would resolve the name and
+        // connect wherever it points, past the address check.
+        .no_proxy()
+        .dns_resolver(Arc::new(resolver))
         .pool_idle_timeout(Duration::from_secs(90))
         .build()
 }
 
-/// Fetches an archive's whole TimeMap for `uri_r`, following `rel="timemap"` pages on the same
-/// origin up to `max_pages`, each visited once. The caller bounds it in time.
+/// Fetches an archive's whole TimeMap for `uri_r`, following `rel="timemap"` pages up to
+/// `max_pages`, each visited once, and only where the archive's hop rules allow. The bodies are
+/// charged to `budget`. The caller bounds it in time.
 pub async fn fetch_archive(
-    client: &reqwest::Client,
+    route: &Route,
     archive: &Archive,
     uri_r: &str,
     limits: &FetchLimits,
+    budget: &Arc<Budget>,
 ) -> ArchiveFetch {
     let first = match archive.timemap_for(uri_r) {
         Ok(uri_t) => uri_t,
         // Never sent: the URL would reach outside what this archive is configured as.
         Err(why) => return ArchiveFetch::failed(ArchiveStatus::Error, None, why),
     };
-    let origin = origin_of(&first);
     let mut queue = vec![first];
     let mut seen: HashSet<String> = HashSet::new();
     let mut result = ArchiveFetch {
@@ -91,7 +136,12 @@ pub async fn fetch_archive(
         pages: 0,
         skipped: 0,
         mementos: Vec::new(),
+        held: None,
+        over_budget: false,
+        refused_hop: false,
     };
+    // What every page read so far still holds against the budget (its parsed mementos).
+    let mut held = budget.hold();
     let mut notes: Vec<String> = Vec::new();
     // Whether any page held link-format links, and whether any held non-blank text that was not.
     let mut saw_links = false;
@@ -112,10 +162,11 @@ pub async fn fetch_archive(
         }
         // max_body bounds the archive's whole answer, every page together, so one archive's
         // share of a fan-out's memory is max_body however it pages.
-        let budget = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(client, &uri_t, budget).await {
+        let cap = limits.max_body.saturating_sub(body_bytes);
+        let page = match fetch_page(route, &uri_t, cap, budget).await {
             Ok(page) => page,
-            Err(failure) if result.pages == 0 => return failure,
+            // A refused hop is the archive sending us where it must not: nothing it gave counts.
+            Err(failure) if result.pages == 0 || failure.refused_hop => return failure,
             Err(failure) => {
                 // A later page failed: keep what the earlier pages gave, and say so.
                 notes.push(format!(
@@ -139,6 +190,9 @@ pub async fn fetch_archive(
                     pages: 1,
                     skipped: 0,
                     mementos: Vec::new(),
+                    held: None,
+                    over_budget: false,
+                    refused_hop: false,
                 };
             }
             notes.push(format!(
@@ -148,7 +202,8 @@ pub async fn fetch_archive(
             continue;
         }
         let blank = page.body.iter().all(u8::is_ascii_whitespace);
-        let parsed = parse_body(page.body, uri_t.clone()).await;
+        let (parsed, page_held) = parse_body(page.body, page.held, uri_t.clone()).await;
+        held.absorb(page_held);
         let has_links = parsed.original.is_some()
             || parsed.self_uri.is_some()
             || !parsed.mementos.is_empty()
@@ -161,10 +216,12 @@ pub async fn fetch_archive(
             if seen.contains(&link.uri) {
                 continue;
             }
-            if origin.is_some() && origin_of(&link.uri) == origin {
-                queue.push(link.uri);
-            } else {
-                notes.push(format!("ignored an off-site page link {}", link.uri));
+            match Url::parse(&link.uri)
+                .map_err(|_| format!("{} refused: not a URL", clip(&link.uri)))
+                .and_then(|u| route.hops.check(&u))
+            {
+                Ok(()) => queue.push(link.uri),
+                Err(why) => notes.push(format!("ignored a page link: {why}")),
             }
         }
     }
@@ -182,33 +239,78 @@ pub async fn fetch_archive(
         ArchiveStatus::Empty
     };
     result.detail = (!notes.is_empty()).then(|| notes.join("; "));
+    result.held = Some(Arc::new(held));
     result
 }
 
 struct Page {
     http_status: u16,
     body: Vec<u8>,
+    /// The body buffer's charge against the budget.
+    held: Held,
 }
 
-/// One GET, its body read up to the cap. Non-2xx bodies are never read: an HTML 404 page is
-/// not a TimeMap.
+/// One GET, following redirects hop by hop where `hops` allows, its body read up to the cap and
+/// charged to `budget` as it grows. Non-2xx bodies are never read: an HTML 404 page is not a
+/// TimeMap.
 async fn fetch_page(
-    client: &reqwest::Client,
+    route: &Route,
     uri_t: &str,
     max_body: u64,
+    budget: &Arc<Budget>,
 ) -> Result<Page, ArchiveFetch> {
-    let mut resp = client
-        .get(uri_t)
-        .header(reqwest::header::ACCEPT, "application/link-format")
-        .send()
-        .await
-        .map_err(|e| request_failure(&e, None))?;
+    let refused = |http_status: Option<u16>, why: String| {
+        let mut failed = ArchiveFetch::failed(ArchiveStatus::Error, http_status, why);
+        failed.refused_hop = true;
+        failed
+    };
+    let mut url = Url::parse(uri_t)
+        .map_err(|_| refused(None, format!("{} refused: not a URL", clip(uri_t))))?;
+    // The first URL too: a prefix without a trailing slash could let a URI-R change the host.
+    let (client, hops) = (&route.client, &route.hops);
+    hops.check(&url).map_err(|why| refused(None, why))?;
+    let mut redirects = 0;
+    let mut resp = loop {
+        let resp = client
+            .get(url.clone())
+            .header(reqwest::header::ACCEPT, "application/link-format")
+            .send()
+            .await
+            .map_err(|e| request_failure(&e, None))?;
+        let code = resp.status().as_u16();
+        let location = resp.headers().get(reqwest::header::LOCATION);
+        if !resp.status().is_redirection() || code == 304 || location.is_none() {
+            break resp;
+        }
+        redirects += 1;
+        if redirects > MAX_REDIRECTS {
+            return Err(ArchiveFetch::failed(
+                ArchiveStatus::Error,
+                Some(code),
+                format!("more than {MAX_REDIRECTS} redirects (a redirect loop?)"),
+            ));
+        }
+        let next = location
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| url.join(l).ok())
+            .ok_or_else(|| {
+                ArchiveFetch::failed(
+                    ArchiveStatus::Error,
+                    Some(code),
+                    "a redirect with an unreadable Location",
+                )
+            })?;
+        hops.check(&next)
+            .map_err(|why| refused(Some(code), format!("redirect to {why}")))?;
+        url = next;
+    };
     let http_status = resp.status().as_u16();
     if !resp.status().is_success() {
         if http_status == 404 || http_status == 410 {
             return Ok(Page {
                 http_status,
                 body: Vec::new(),
+                held: budget.hold(),
             });
         }
         return Err(ArchiveFetch::failed(
@@ -217,7 +319,8 @@ async fn fetch_page(
             format!("HTTP {http_status}"),
         ));
     }
-    if let Some(len) = resp.content_length() {
+    let announced = resp.content_length();
+    if let Some(len) = announced {
         if len > max_body {
             return Err(ArchiveFetch::failed(
                 ArchiveStatus::Error,
@@ -226,18 +329,39 @@ async fn fetch_page(
             ));
         }
     }
-    // Sized from Content-Length when the archive sends one (already checked against the cap), so
-    // a 100 MB TimeMap is not copied through a dozen regrowths.
-    let mut body = Vec::with_capacity(resp.content_length().unwrap_or(0) as usize);
+    // The buffer doubles as bytes arrive, never past the announced length or the cap, and each
+    // growth is charged first: an archive that announces a big body and trickles it holds only
+    // about twice what it has sent, here and against the budget.
+    let ceiling = announced.unwrap_or(max_body).min(max_body) as usize;
+    let mut body: Vec<u8> = Vec::new();
+    let mut held = budget.hold();
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
-                if body.len() as u64 + chunk.len() as u64 > max_body {
+                let need = body.len() + chunk.len();
+                if need as u64 > max_body {
                     return Err(ArchiveFetch::failed(
                         ArchiveStatus::Error,
                         Some(http_status),
                         format!("body over what max_body leaves ({max_body} bytes)"),
                     ));
+                }
+                if need > body.capacity() {
+                    let target = (body.capacity() * 2)
+                        .max(FIRST_CAPACITY)
+                        .min(ceiling)
+                        .max(need);
+                    let more = (target as u64).saturating_sub(held.bytes());
+                    if let Err(over) = held.grow(more) {
+                        let mut failed = ArchiveFetch::failed(
+                            ArchiveStatus::Error,
+                            Some(http_status),
+                            over.to_string(),
+                        );
+                        failed.over_budget = true;
+                        return Err(failed);
+                    }
+                    body.reserve_exact(target - body.len());
                 }
                 body.extend_from_slice(&chunk);
             }
@@ -245,19 +369,28 @@ async fn fetch_page(
             Err(e) => return Err(request_failure(&e, Some(http_status))),
         }
     }
-    Ok(Page { http_status, body })
+    Ok(Page {
+        http_status,
+        body,
+        held,
+    })
 }
 
 fn request_failure(e: &reqwest::Error, http_status: Option<u16>) -> ArchiveFetch {
+    if let Some(refusal) = refusal_in(e) {
+        // Our resolver refused the name before any connection was made.
+        let mut failed = ArchiveFetch::failed(
+            ArchiveStatus::Error,
+            http_status,
+            clip(&refusal.to_string()),
+        );
+        failed.refused_hop = true;
+        return failed;
+    }
     let (status, detail) = if e.is_timeout() {
         (ArchiveStatus::Timeout, "timed out".to_string())
     } else if e.is_connect() {
         (ArchiveStatus::Error, "connection failed".to_string())
-    } else if e.is_redirect() {
-        (
-            ArchiveStatus::Error,
-            "redirect loop or bad redirect".to_string(),
-        )
     } else if e.is_body() || e.is_decode() {
         (
             ArchiveStatus::Error,
@@ -278,22 +411,30 @@ fn request_failure(e: &reqwest::Error, http_status: Option<u16>) -> ArchiveFetch
     )
 }
 
-async fn parse_body(body: Vec<u8>, base: String) -> crate::timemap::model::LinkTimeMap {
+/// Parses a body, off the async workers when it is large. The body's charge travels with it and
+/// comes back with the result, so a parse that outlives a cancelled fetch keeps its bytes
+/// counted until it has freed them.
+async fn parse_body(
+    body: Vec<u8>,
+    held: Held,
+    base: String,
+) -> (crate::timemap::model::LinkTimeMap, Held) {
     let inline = body.len() <= PARSE_INLINE_LIMIT;
     let parse = move || {
         // Invalid UTF-8 is replaced, not fatal: the entries around it are still readable.
         let text = String::from_utf8_lossy(&body);
-        parse_link_format(&text, &base)
+        let parsed = parse_link_format(&text, &base);
+        drop(text);
+        drop(body);
+        (parsed, held)
     };
     if inline {
         parse()
     } else {
-        tokio::task::spawn_blocking(parse).await.unwrap_or_default()
+        match tokio::task::spawn_blocking(parse).await {
+            Ok(done) => done,
+            // The parse panicked: its charge was given back when it unwound.
+            Err(_) => (Default::default(), Budget::new(0).hold()),
+        }
     }
-}
-
-/// `scheme://host:port` of a URL, for the same-origin rule on page links.
-fn origin_of(uri: &str) -> Option<String> {
-    let u = url::Url::parse(uri).ok()?;
-    Some(u.origin().ascii_serialization())
 }

@@ -2,6 +2,7 @@
 
 mod against_pywb;
 mod aggregate;
+mod budget;
 mod cache;
 mod cli;
 mod endpoints;
@@ -11,6 +12,7 @@ mod injection;
 mod load;
 mod process_bounds;
 mod pywb;
+mod redirects;
 mod restarts;
 mod routes_hardening;
 mod routes_prop;

@@ -77,6 +77,7 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
         timegate: timegate.to_string(),
         timeout: None,
         enabled: true,
+        redirect_hosts: Vec::new(),
     }
 }
 
@@ -98,16 +99,27 @@ fn own_cache_dir(config: &mut Config) -> Option<tempfile::TempDir> {
 
 /// Starts the proxy for `config` on 127.0.0.1:0. A config still naming the default cache path
 /// gets a fresh temporary directory instead, so tests never share a cache.
-pub async fn start_proxy_with(mut config: Config, clock: tmproxy::app::ClockChoice) -> Proxy {
+pub async fn start_proxy_with(config: Config, clock: tmproxy::app::ClockChoice) -> Proxy {
+    start_proxy_resolving(config, clock, tmproxy::upstream::resolve::system_lookup()).await
+}
+
+/// [`start_proxy_with`] resolving archive host names with `lookup` (e.g. a
+/// [`tmproxy::upstream::resolve::fixed_lookup`]: there is no DNS here).
+pub async fn start_proxy_resolving(
+    mut config: Config,
+    clock: tmproxy::app::ClockChoice,
+    lookup: tmproxy::upstream::resolve::Lookup,
+) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
     let cache_dir = own_cache_dir(&mut config);
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .expect("bind 127.0.0.1:0");
     let base = format!("http://{}", listener.local_addr().expect("local addr"));
-    let (state, router) = tmproxy::app::build_with_clock(&config, Some(base.clone()), clock)
-        .await
-        .expect("app builds");
+    let (state, router) =
+        tmproxy::app::build_with_lookup(&config, Some(base.clone()), clock, lookup)
+            .await
+            .expect("app builds");
     let (stop, stopped) = oneshot::channel::<()>();
     let options = tmproxy::app::ServeOptions::from_config(&config);
     let task = tokio::spawn(tmproxy::app::serve_with(

@@ -1,0 +1,164 @@
+//! The process-wide byte budget for archive bodies (`[upstream] max_buffered`): every fan-out
+//! together holds at most this many bytes read from archives.
+//!
+//! A body charges its buffer's capacity as it grows, and the charge is kept until the fetch's
+//! parsed result is dropped after the merge, since the parsed mementos stand for the body. When a
+//! body would go over what is left, that archive fails at once ("memory budget") rather than
+//! waiting: waiting would hold what it already has while others wait on it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The budget and its gauges. Share it behind an `Arc`.
+#[derive(Debug)]
+pub struct Budget {
+    limit: u64,
+    used: AtomicU64,
+    high_water: AtomicU64,
+}
+
+/// Over budget: what was asked, and the limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverBudget {
+    pub wanted: u64,
+    pub limit: u64,
+}
+
+impl std::fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "over the memory budget for archive bodies ({} more bytes wanted, max_buffered {} for every fan-out together)",
+            self.wanted, self.limit
+        )
+    }
+}
+
+impl Budget {
+    pub fn new(limit: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            limit,
+            used: AtomicU64::new(0),
+            high_water: AtomicU64::new(0),
+        })
+    }
+
+    /// An empty charge against this budget, to grow with [`Held::grow`].
+    pub fn hold(self: &Arc<Self>) -> Held {
+        Held {
+            budget: Arc::clone(self),
+            bytes: 0,
+        }
+    }
+
+    /// Bytes charged now.
+    pub fn buffered(&self) -> u64 {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// The most bytes ever charged at once.
+    pub fn high_water(&self) -> u64 {
+        self.high_water.load(Ordering::Acquire)
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The gauges in the Prometheus text format, for `/metrics`.
+    pub fn prometheus(&self) -> String {
+        format!(
+            "# HELP tmproxy_upstream_buffered_bytes Bytes of archive bodies held now, every fan-out together.\n\
+             # TYPE tmproxy_upstream_buffered_bytes gauge\n\
+             tmproxy_upstream_buffered_bytes {}\n\
+             # HELP tmproxy_upstream_buffered_bytes_high_water The most bytes of archive bodies ever held at once.\n\
+             # TYPE tmproxy_upstream_buffered_bytes_high_water gauge\n\
+             tmproxy_upstream_buffered_bytes_high_water {}\n\
+             # HELP tmproxy_upstream_max_buffered_bytes The limit on them ([upstream] max_buffered).\n\
+             # TYPE tmproxy_upstream_max_buffered_bytes gauge\n\
+             tmproxy_upstream_max_buffered_bytes {}\n",
+            self.buffered(),
+            self.high_water(),
+            self.limit
+        )
+    }
+
+    fn take(&self, n: u64) -> Result<(), OverBudget> {
+        let over = || OverBudget {
+            wanted: n,
+            limit: self.limit,
+        };
+        let mut cur = self.used.load(Ordering::Acquire);
+        loop {
+            let next = cur
+                .checked_add(n)
+                .filter(|&t| t <= self.limit)
+                .ok_or_else(over)?;
+            match self
+                .used
+                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.high_water.fetch_max(next, Ordering::AcqRel);
+                    return Ok(());
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+}
+
+/// Bytes charged for one archive's answer; given back when dropped.
+#[derive(Debug)]
+pub struct Held {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Held {
+    /// Charges `n` more bytes, or refuses (charging nothing) when that would pass the limit.
+    pub fn grow(&mut self, n: u64) -> Result<(), OverBudget> {
+        self.budget.take(n)?;
+        self.bytes += n;
+        Ok(())
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Takes over `other`'s charge (same budget): one archive's pages become one charge.
+    pub fn absorb(&mut self, mut other: Held) {
+        debug_assert!(Arc::ptr_eq(&self.budget, &other.budget) || other.bytes == 0);
+        self.bytes += std::mem::take(&mut other.bytes);
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_up_to_the_limit_refuses_past_it_and_gives_back_on_drop() {
+        let b = Budget::new(100);
+        let mut one = b.hold();
+        let mut two = b.hold();
+        one.grow(60).expect("fits");
+        let err = two.grow(41).expect_err("over");
+        assert_eq!(err.wanted, 41);
+        assert!(err.to_string().contains("memory budget"));
+        two.grow(40).expect("fits exactly");
+        assert_eq!((b.buffered(), b.high_water()), (100, 100));
+        drop(one);
+        assert_eq!(b.buffered(), 40);
+        drop(two);
+        assert_eq!((b.buffered(), b.high_water()), (0, 100));
+        assert!(b.hold().grow(u64::MAX).is_err());
+    }
+}

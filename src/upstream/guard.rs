@@ -1,0 +1,307 @@
+//! Where an archive may send us: the hop rules for its redirects and `rel="timemap"` pages, and
+//! the addresses (loopback, private, link-local…) we never connect to on an archive's say-so.
+//!
+//! Pure: values in, decisions out. The resolved-IP half of the check is in `resolve.rs`, which
+//! asks [`forbidden_kind`] about every address a name resolves to.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use url::{Host, Url};
+
+/// Archive-controlled text (a redirect target) is cut to this many characters in a detail.
+const CLIP: usize = 160;
+
+/// One archive's rules: the hosts it is configured on and the ones its operator let it move to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HopRules {
+    /// Host and port of the configured `timemap` and `timegate` prefixes, and whether that port
+    /// is its scheme's default (then the other scheme's default port is the same site: an
+    /// http → https upgrade on the same host is followed).
+    own: Vec<(Host<String>, u16, bool)>,
+    /// `redirect_hosts`: a host, on the given port or (None) on its scheme's default port.
+    extra: Vec<(Host<String>, Option<u16>)>,
+}
+
+impl HopRules {
+    /// Rules for an archive configured on `prefixes` (its timemap and timegate URLs) with
+    /// `redirect_hosts`. Entries that do not parse are left out (config validation refused them).
+    pub fn new(prefixes: &[&str], redirect_hosts: &[String]) -> HopRules {
+        let own = prefixes
+            .iter()
+            .filter_map(|p| Url::parse(p).ok())
+            .filter_map(|u| {
+                let port = u.port_or_known_default()?;
+                Some((u.host()?.to_owned(), port, u.port().is_none()))
+            })
+            .collect();
+        let extra = redirect_hosts
+            .iter()
+            .filter_map(|h| parse_redirect_host(h).ok())
+            .collect();
+        HopRules { own, extra }
+    }
+
+    /// The domain names of the archive's own configured hosts: the only names allowed to resolve
+    /// to a forbidden address (an archive run on a private network is configured so on purpose).
+    pub fn own_names(&self) -> Vec<String> {
+        self.own
+            .iter()
+            .filter_map(|(h, _, _)| match h {
+                Host::Domain(d) => Some(d.to_ascii_lowercase()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether we may request `target` for this archive. The error says why, naming the target.
+    pub fn check(&self, target: &Url) -> Result<(), String> {
+        let refuse = |why: &str| Err(format!("{} refused: {why}", clip(target.as_str())));
+        if !matches!(target.scheme(), "http" | "https") {
+            return refuse("not an http(s) URL");
+        }
+        let (Some(host), Some(port)) = (target.host(), target.port_or_known_default()) else {
+            return refuse("no host");
+        };
+        let host = host.to_owned();
+        let default_port = target.port().is_none();
+        let is_own_host = self.own.iter().any(|(h, _, _)| *h == host);
+        let allowed = self.own.iter().any(|(h, p, own_default)| {
+            *h == host && (*p == port || (*own_default && default_port))
+        }) || self
+            .extra
+            .iter()
+            .any(|(h, p)| *h == host && p.map_or(default_port, |p| p == port));
+        if !allowed {
+            return refuse(
+                "not this archive's host and port (list it in the archive's redirect_hosts if the archive moved)",
+            );
+        }
+        let ip = match &host {
+            Host::Ipv4(v4) => Some(IpAddr::V4(*v4)),
+            Host::Ipv6(v6) => Some(IpAddr::V6(*v6)),
+            Host::Domain(_) => None,
+        };
+        if let Some(kind) = ip.and_then(forbidden_kind) {
+            if !is_own_host {
+                return refuse(&format!("a {kind} address"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a `redirect_hosts` entry: `host` or `host:port` (`[v6]:port` for IPv6), no scheme or path.
+pub fn parse_redirect_host(s: &str) -> Result<(Host<String>, Option<u16>), String> {
+    let bad = |why: &str| Err(format!("{s:?} is not a host or host:port ({why})"));
+    if s.is_empty() || s.contains(['/', '@', '?', '#', ' ']) {
+        return bad("write only the host, e.g. \"web.example.org\" or \"web.example.org:8080\"");
+    }
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((v6, "")) => (format!("[{v6}]"), None),
+            Some((v6, tail)) => match tail.strip_prefix(':') {
+                Some(p) => (format!("[{v6}]"), Some(p)),
+                None => return bad("junk after the IPv6 address"),
+            },
+            None => return bad("unclosed ["),
+        }
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (s.to_string(), None),
+        }
+    };
+    let port = match port {
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => return bad("the port must be 1 to 65535"),
+        },
+        None => None,
+    };
+    match Host::parse(&host) {
+        Ok(h) => Ok((h, port)),
+        Err(e) => bad(&e.to_string()),
+    }
+}
+
+/// What kind of address we never connect to on an archive's say-so, or None for a public one.
+/// IPv4 inside IPv6 (mapped, compatible, NAT64) is judged as the IPv4 address it carries.
+pub fn forbidden_kind(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => forbidden_v4(v4),
+        IpAddr::V6(v6) => forbidden_v6(v6),
+    }
+}
+
+fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, ..] = ip.octets();
+    if ip.is_unspecified() || a == 0 {
+        Some("unspecified")
+    } else if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_private() || (a == 100 && (b & 0xc0) == 64) {
+        // 100.64.0.0/10 is carrier-grade NAT: private to the operator's network.
+        Some("private")
+    } else if ip.is_link_local() {
+        Some("link-local")
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else if ip.is_broadcast() || a >= 240 {
+        Some("reserved")
+    } else {
+        None
+    }
+}
+
+fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    let seg = ip.segments();
+    if ip.is_unspecified() {
+        Some("unspecified")
+    } else if ip.is_loopback() {
+        Some("loopback")
+    } else if let Some(v4) = ip.to_ipv4_mapped() {
+        forbidden_v4(v4)
+    } else if seg[..6] == [0; 6] || seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        // IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) reach the IPv4 address.
+        let [.., hi, lo] = seg;
+        forbidden_v4(Ipv4Addr::from(((hi as u32) << 16) | lo as u32))
+    } else if ip.is_unique_local() || (seg[0] & 0xffc0) == 0xfec0 {
+        // fc00::/7, and the deprecated site-local fec0::/10.
+        Some("private")
+    } else if ip.is_unicast_link_local() {
+        Some("link-local")
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else {
+        None
+    }
+}
+
+/// At most [`CLIP`] characters of archive-controlled text, marked when cut.
+pub fn clip(s: &str) -> String {
+    match s.char_indices().nth(CLIP) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(extra: &[&str]) -> HopRules {
+        HopRules::new(
+            &[
+                "http://127.0.0.1:8080/timemap/link/",
+                "http://127.0.0.1:8080/timegate/",
+            ],
+            &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+    }
+
+    fn ok(r: &HopRules, url: &str) -> bool {
+        r.check(&Url::parse(url).expect("url")).is_ok()
+    }
+
+    #[test]
+    fn same_host_and_port_only_unless_listed() {
+        let r = rules(&[]);
+        assert!(ok(&r, "http://127.0.0.1:8080/moved/x"));
+        assert!(!ok(&r, "http://127.0.0.1:8081/x"));
+        assert!(!ok(&r, "http://127.0.0.2:8080/x"));
+        assert!(!ok(&r, "ftp://127.0.0.1:8080/x"));
+        let r = rules(&["127.0.0.1:8081"]);
+        assert!(ok(&r, "http://127.0.0.1:8081/x"));
+        // A listed port is that port only.
+        assert!(!ok(&r, "http://127.0.0.1:8082/x"));
+    }
+
+    #[test]
+    fn a_listed_forbidden_address_is_still_refused_unless_it_is_the_archives_own_host() {
+        let r = rules(&["127.0.0.2:8080", "[::1]:8080", "169.254.169.254"]);
+        let err = r
+            .check(&Url::parse("http://127.0.0.2:8080/x").expect("url"))
+            .expect_err("refused");
+        assert!(
+            err.contains("127.0.0.2") && err.contains("loopback"),
+            "{err}"
+        );
+        assert!(!ok(&r, "http://[::1]:8080/x"));
+        assert!(!ok(&r, "http://169.254.169.254/latest/meta-data/"));
+    }
+
+    #[test]
+    fn https_upgrade_on_the_default_ports_is_the_same_site() {
+        let r = HopRules::new(&["http://Web.Example.org/tm/"], &[]);
+        assert!(ok(&r, "https://web.example.org/tm/x"));
+        assert!(ok(&r, "http://web.example.org:80/tm/x"));
+        assert!(!ok(&r, "https://web.example.org:8443/tm/x"));
+        assert!(!ok(&r, "https://other.example.org/tm/x"));
+        assert_eq!(r.own_names(), vec!["web.example.org".to_string()]);
+        let r = HopRules::new(&["http://web.example.org/"], &["moved.example.org".into()]);
+        assert!(ok(&r, "https://moved.example.org/x"));
+        assert!(!ok(&r, "https://moved.example.org:444/x"));
+    }
+
+    #[test]
+    fn redirect_hosts_entries_parse_strictly() {
+        assert!(parse_redirect_host("web.example.org").is_ok());
+        assert_eq!(
+            parse_redirect_host("Web.Example.org:8080").expect("ok"),
+            (Host::Domain("web.example.org".into()), Some(8080))
+        );
+        assert!(parse_redirect_host("[::1]:80").is_ok());
+        for bad in [
+            "",
+            "http://x.org",
+            "x.org/",
+            "x.org:0",
+            "x.org:99999",
+            "a@b",
+            "[::1",
+            "x y",
+        ] {
+            assert!(parse_redirect_host(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn forbidden_addresses_v4_and_v6() {
+        for (ip, kind) in [
+            ("0.0.0.0", "unspecified"),
+            ("127.0.0.2", "loopback"),
+            ("10.1.2.3", "private"),
+            ("172.16.0.1", "private"),
+            ("192.168.1.1", "private"),
+            ("100.64.0.1", "private"),
+            ("169.254.169.254", "link-local"),
+            ("224.0.0.1", "multicast"),
+            ("255.255.255.255", "reserved"),
+            ("::", "unspecified"),
+            ("::1", "loopback"),
+            ("::ffff:169.254.169.254", "link-local"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("::127.0.0.1", "loopback"),
+            ("64:ff9b::a9fe:a9fe", "link-local"),
+            ("fd00::1", "private"),
+            ("fe80::1", "link-local"),
+            ("ff02::1", "multicast"),
+        ] {
+            let ip: IpAddr = ip.parse().expect("ip");
+            assert_eq!(forbidden_kind(ip), Some(kind), "{ip}");
+        }
+        for ip in [
+            "93.184.216.34",
+            "2606:2800:220:1:248:1893:25c8:1946",
+            "100.128.0.1",
+        ] {
+            assert_eq!(forbidden_kind(ip.parse().expect("ip")), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn clip_cuts_long_text() {
+        let long = "x".repeat(500);
+        assert!(clip(&long).chars().count() <= CLIP + 1);
+        assert_eq!(clip("short"), "short");
+    }
+}

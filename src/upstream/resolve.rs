@@ -1,0 +1,144 @@
+//! Name resolution for one archive's client: every address a name resolves to is checked
+//! before any connection, and the connection goes to exactly the addresses checked.
+//!
+//! reqwest connects to what its resolver returns and resolves nothing itself (IP literals skip
+//! the resolver; [`super::guard::HopRules::check`] judges those), so refusing here leaves no
+//! second lookup for a rebinding name to change its answer in.
+
+use super::guard::forbidden_kind;
+use futures::future::BoxFuture;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+/// Turns a host name into addresses. Production asks the system; tests pass a fixed map (no
+/// DNS here). The check around it is the same either way.
+pub type Lookup =
+    Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
+
+/// The system resolver (getaddrinfo on tokio's blocking pool, as reqwest's default does).
+pub fn system_lookup() -> Lookup {
+    Arc::new(|name: String| {
+        Box::pin(async move {
+            let addrs = tokio::net::lookup_host((name.as_str(), 0)).await?;
+            Ok(addrs.map(|a| a.ip()).collect())
+        })
+    })
+}
+
+/// A fixed name → addresses map; any other name does not resolve. For tests.
+pub fn fixed_lookup(map: HashMap<String, Vec<IpAddr>>) -> Lookup {
+    let map = Arc::new(map);
+    Arc::new(move |name: String| {
+        let found = map.get(&name.to_ascii_lowercase()).cloned();
+        Box::pin(async move {
+            found.ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{name}: no such host"),
+                )
+            })
+        })
+    })
+}
+
+/// A name that resolved to an address we do not connect to on an archive's say-so.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} refused: it resolves to {ip}, a {kind} address")]
+pub struct AddressRefused {
+    pub name: String,
+    pub ip: IpAddr,
+    pub kind: &'static str,
+}
+
+/// The resolver of one archive's client: `lookup`, then refuse a name other than the archive's
+/// own configured hosts when any of its addresses is forbidden (one bad address is enough: a
+/// name pointing at both a public and a private address is not trusted with either).
+pub struct GuardedResolver {
+    lookup: Lookup,
+    own_names: Vec<String>,
+}
+
+impl GuardedResolver {
+    pub fn new(lookup: Lookup, own_names: Vec<String>) -> GuardedResolver {
+        GuardedResolver { lookup, own_names }
+    }
+}
+
+/// The decision, pure: the addresses to connect to, or why not.
+pub fn judge(
+    name: &str,
+    ips: Vec<IpAddr>,
+    own_names: &[String],
+) -> Result<Vec<IpAddr>, AddressRefused> {
+    let name = name.to_ascii_lowercase();
+    if !own_names.contains(&name) {
+        if let Some((ip, kind)) = ips
+            .iter()
+            .find_map(|ip| forbidden_kind(*ip).map(|k| (*ip, k)))
+        {
+            return Err(AddressRefused { name, ip, kind });
+        }
+    }
+    Ok(ips)
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let name = name.as_str().to_string();
+        let lookup = (self.lookup)(name.clone());
+        let own = self.own_names.clone();
+        Box::pin(async move {
+            let ips = lookup.await?;
+            let ips = judge(&name, ips, &own)?;
+            // Port 0: reqwest puts the URL's port in.
+            let addrs: Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
+}
+
+/// The refusal somewhere in an error's chain of causes, if that is what the error was.
+pub fn refusal_in<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a AddressRefused> {
+    let mut cur: Option<&'a (dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(r) = err.downcast_ref::<AddressRefused>() {
+            return Some(r);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_foreign_name_on_a_forbidden_address_is_refused_the_own_host_is_not() {
+        let meta: IpAddr = "169.254.169.254".parse().expect("ip");
+        let public: IpAddr = "93.184.216.34".parse().expect("ip");
+        let own = vec!["archive.test".to_string()];
+        let err = judge("Metadata.test", vec![public, meta], &own).expect_err("refused");
+        assert_eq!(err.kind, "link-local");
+        assert!(
+            err.to_string().contains("metadata.test")
+                && err.to_string().contains("169.254.169.254")
+        );
+        assert_eq!(judge("archive.test", vec![meta], &own), Ok(vec![meta]));
+        assert_eq!(judge("other.test", vec![public], &own), Ok(vec![public]));
+    }
+
+    #[tokio::test]
+    async fn the_resolver_refuses_before_returning_any_address() {
+        let lookup = fixed_lookup(HashMap::from([(
+            "metadata.test".to_string(),
+            vec!["169.254.169.254".parse().expect("ip")],
+        )]));
+        let r = GuardedResolver::new(lookup, Vec::new());
+        let name: Name = "metadata.test".parse().expect("name");
+        let err = r.resolve(name).await.err().expect("refused");
+        assert!(refusal_in(&*err).is_some(), "{err}");
+    }
+}
