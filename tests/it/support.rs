@@ -109,7 +109,7 @@ pub async fn start_proxy_with(mut config: Config, clock: tmproxy::app::ClockChoi
         .await
         .expect("app builds");
     let (stop, stopped) = oneshot::channel::<()>();
-    let options = tmproxy::app::ServeOptions::from_config(&config);
+    let options = tmproxy::app::ServeOptions::from_config(&config, &state);
     let task = tokio::spawn(tmproxy::app::serve_with(
         listener,
         router,
@@ -160,7 +160,7 @@ pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
         async move {
             let _ = stopped.await;
         },
-        tmproxy::app::ServeOptions::from_config(&config),
+        tmproxy::app::ServeOptions::from_config(&config, &state),
     ));
     Proxy {
         base,
