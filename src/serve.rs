@@ -209,8 +209,8 @@ async fn connection(
     let limits = options.limits();
     let peer_address = options.peer_address;
     let requests = activity.clone();
-    let service = hyper::service::service_fn(
-        move |req: axum::http::Request<hyper::body::Incoming>| {
+    let service =
+        hyper::service::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
             let in_flight = requests.begin();
             let mut req = req.map(axum::body::Body::new);
             if peer_address {
@@ -224,8 +224,7 @@ async fn connection(
                     response.map(|body| TrackedBody::new(body, in_flight)),
                 )
             }
-        },
-    );
+        });
     let conn = builder.serve_connection(TokioIo::new(stream), service);
     let mut conn = std::pin::pin!(conn);
     let mut phase = Phase::Open;
@@ -245,10 +244,14 @@ async fn connection(
                 }
             }
         }
+        // Woken at the verdict's time, or when a request begins or the last one ends.
         let wake = async {
             match verdict {
-                Verdict::WaitForIdle => activity.became_idle().await,
-                Verdict::At(at, _) => tokio::time::sleep_until(activity.instant(at)).await,
+                Verdict::WaitForIdle => activity.changed().await,
+                Verdict::At(at, _) => tokio::select! {
+                    () = tokio::time::sleep_until(activity.instant(at)) => {},
+                    () = activity.changed() => {},
+                },
             }
         };
         tokio::select! {

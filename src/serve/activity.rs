@@ -83,7 +83,8 @@ pub struct Activity {
     in_flight: AtomicUsize,
     requests: AtomicU64,
     idle_since_ms: AtomicU64,
-    idle: Notify,
+    /// Told when the first request begins on an idle connection and when the last one ends.
+    changed: Notify,
 }
 
 impl Activity {
@@ -93,14 +94,17 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             requests: AtomicU64::new(0),
             idle_since_ms: AtomicU64::new(0),
-            idle: Notify::new(),
+            changed: Notify::new(),
         })
     }
 
     /// A request begins; it ends when the returned guard is dropped.
     pub fn begin(self: &Arc<Self>) -> InFlight {
         self.requests.fetch_add(1, Ordering::SeqCst);
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        if self.in_flight.fetch_add(1, Ordering::SeqCst) == 0 {
+            // The watchdog may be waiting to close an idle connection: it is idle no more.
+            self.changed.notify_one();
+        }
         InFlight(self.clone())
     }
 
@@ -122,10 +126,11 @@ impl Activity {
         self.started + at
     }
 
-    /// Resolves once the last request in flight has ended (perhaps before this was called:
-    /// [`Notify`] keeps the wake-up, so the caller re-reads the counts and never misses one).
-    pub async fn became_idle(&self) {
-        self.idle.notified().await;
+    /// Resolves once the connection went from idle to busy or back (perhaps before this was
+    /// called: [`Notify`] keeps the wake-up, so the caller re-reads the counts and never misses
+    /// one).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
     }
 }
 
@@ -139,7 +144,7 @@ impl Drop for InFlight {
         let ms = u64::try_from(a.elapsed().as_millis()).unwrap_or(u64::MAX);
         a.idle_since_ms.store(ms, Ordering::SeqCst);
         if a.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            a.idle.notify_one();
+            a.changed.notify_one();
         }
     }
 }
@@ -248,6 +253,10 @@ mod tests {
     async fn the_guard_counts_requests_and_wakes_the_watchdog_when_the_last_ends() {
         let a = Activity::new();
         let first = a.begin();
+        // Woken by the first request (a connection no longer idle).
+        tokio::time::timeout(Duration::from_secs(5), a.changed())
+            .await
+            .expect("woken");
         let second = a.begin();
         assert_eq!(a.snapshot().in_flight, 2);
         assert_eq!(a.snapshot().requests, 2);
@@ -256,7 +265,7 @@ mod tests {
         drop(second);
         assert_eq!(a.snapshot().in_flight, 0);
         // The wake-up was kept although no one waited yet.
-        tokio::time::timeout(Duration::from_secs(5), a.became_idle())
+        tokio::time::timeout(Duration::from_secs(5), a.changed())
             .await
             .expect("woken");
     }

@@ -148,7 +148,10 @@ mod tests {
         let _open = c.public.admit();
         let _ = c.public.admit();
         let text = c.prometheus(false);
-        assert!(text.contains("tmproxy_connections_open{listener=\"public\"} 1\n"), "{text}");
+        assert!(
+            text.contains("tmproxy_connections_open{listener=\"public\"} 1\n"),
+            "{text}"
+        );
         assert!(
             text.contains("tmproxy_connections_refused_total{listener=\"public\"} 1\n"),
             "{text}"

@@ -4,6 +4,7 @@ mod against_pywb;
 mod aggregate;
 mod cache;
 mod cli;
+mod connections;
 mod endpoints;
 mod faults;
 mod fuzz_corpus;
