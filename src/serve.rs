@@ -244,7 +244,8 @@ async fn connection(
                 }
             }
         }
-        // Woken at the verdict's time, or when a request begins or the last one ends.
+        // Woken at the verdict's time, or when the last request in flight ends (which moves the
+        // idle deadline, perhaps sooner than the one slept towards, e.g. the first request's).
         let wake = async {
             match verdict {
                 Verdict::WaitForIdle => activity.changed().await,

@@ -83,7 +83,7 @@ pub struct Activity {
     in_flight: AtomicUsize,
     requests: AtomicU64,
     idle_since_ms: AtomicU64,
-    /// Told when the first request begins on an idle connection and when the last one ends.
+    /// Told when the last request in flight ends.
     changed: Notify,
 }
 
@@ -100,11 +100,10 @@ impl Activity {
 
     /// A request begins; it ends when the returned guard is dropped.
     pub fn begin(self: &Arc<Self>) -> InFlight {
+        // The watchdog is not woken: whenever its deadline comes it sees the request in flight
+        // and waits for its end (one wake-up per request, not two, on the hit path).
         self.requests.fetch_add(1, Ordering::SeqCst);
-        if self.in_flight.fetch_add(1, Ordering::SeqCst) == 0 {
-            // The watchdog may be waiting to close an idle connection: it is idle no more.
-            self.changed.notify_one();
-        }
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
         InFlight(self.clone())
     }
 
@@ -126,9 +125,9 @@ impl Activity {
         self.started + at
     }
 
-    /// Resolves once the connection went from idle to busy or back (perhaps before this was
-    /// called: [`Notify`] keeps the wake-up, so the caller re-reads the counts and never misses
-    /// one).
+    /// Resolves once the last request in flight has ended, the idle deadline moving with it
+    /// (perhaps before this was called: [`Notify`] keeps the wake-up, so the caller re-reads
+    /// the counts and never misses one).
     pub async fn changed(&self) {
         self.changed.notified().await;
     }
@@ -253,10 +252,6 @@ mod tests {
     async fn the_guard_counts_requests_and_wakes_the_watchdog_when_the_last_ends() {
         let a = Activity::new();
         let first = a.begin();
-        // Woken by the first request (a connection no longer idle).
-        tokio::time::timeout(Duration::from_secs(5), a.changed())
-            .await
-            .expect("woken");
         let second = a.begin();
         assert_eq!(a.snapshot().in_flight, 2);
         assert_eq!(a.snapshot().requests, 2);

@@ -306,7 +306,7 @@ async fn past_max_connections_a_new_connection_is_closed_at_once_and_counted() {
     }
     let started = Instant::now();
     while metric(&metrics_of(&admin).await, OPEN) < 20 {
-        assert!(started.elapsed() < Duration::from_secs(5), "20 never open");
+        assert!(started.elapsed() < Duration::from_secs(10), "20 never open");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
