@@ -10,12 +10,12 @@ use crate::http::{router, AppState, SharedState};
 use crate::upstream::resolve::{system_lookup, Lookup};
 use crate::upstream::Upstream;
 use axum::Router;
-use futures::FutureExt;
-use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+
+pub use crate::serve::{serve, serve_both, serve_with, ServeOptions};
 
 /// Threads for blocking work (every sled put and its fsync, large parses, file I/O). tokio's
 /// default of 512 let a burst of cache writes spread over hundreds of threads, and mimalloc keeps
@@ -169,6 +169,9 @@ pub async fn build_with_lookup(
             ))
         }),
         admin_separate: config.admin.listen.is_some(),
+        connections: Arc::new(crate::serve::connections::Connections::new(
+            config.server.max_connections,
+        )),
     });
     let public = router(state.clone());
     Ok((state, public))
@@ -181,142 +184,6 @@ pub fn public_url_for(config: &Config, listener: &TcpListener) -> Option<String>
     } else {
         None
     }
-}
-
-/// How connections are served: what `axum::serve` leaves at hyper's defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServeOptions {
-    /// A client must send a whole request head within this, the first on a connection and each
-    /// next one on a kept-alive connection, or the connection is closed: a client that opens
-    /// connections and sends nothing (or a byte a minute) cannot hold them.
-    pub header_read_timeout: Duration,
-    /// Each request carries its peer's address (`ConnectInfo`), which only the rate limit reads:
-    /// off, the per-request insert (an allocation) is left out, cache hits included.
-    pub peer_address: bool,
-}
-
-impl Default for ServeOptions {
-    /// The options of the default configuration.
-    fn default() -> Self {
-        ServeOptions::from_config(&Config::default())
-    }
-}
-
-impl ServeOptions {
-    pub fn from_config(config: &Config) -> ServeOptions {
-        ServeOptions {
-            header_read_timeout: config.server.header_read_timeout,
-            peer_address: crate::http::rate::Rate::configured(&config.server).is_some(),
-        }
-    }
-}
-
-/// Serves `router` on `listener` until `shutdown` resolves, with the default configuration's
-/// [`ServeOptions`]; requests in flight then finish.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    serve_with(listener, router, shutdown, ServeOptions::default()).await
-}
-
-/// [`serve`] with these options: an accept loop over hyper's auto (HTTP/1 and HTTP/2)
-/// connection builder, with a timer so `header_read_timeout` holds, and a graceful shutdown
-/// that stops accepting, lets requests in flight finish and closes idle connections.
-pub async fn serve_with(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    options: ServeOptions,
-) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
-    use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
-    use tower::ServiceExt;
-
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout);
-    let graceful = GracefulShutdown::new();
-    // Tells connections still waiting for their first byte that the server is stopping.
-    let (stopping_tx, stopping) = tokio::sync::watch::channel(false);
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning; the
-                    // connections being served go on.
-                    tracing::warn!(error = %e, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let peer_address = options.peer_address;
-        let service = router.clone().map_request(
-            move |mut req: axum::http::Request<hyper::body::Incoming>| {
-                if peer_address {
-                    req.extensions_mut()
-                        .insert(axum::extract::ConnectInfo(peer));
-                }
-                req.map(axum::body::Body::new)
-            },
-        );
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        let mut stopping = stopping.clone();
-        tokio::spawn(async move {
-            // hyper reads the first bytes (HTTP/1 or HTTP/2?) before any timeout of its own
-            // runs: a connection that sends nothing is closed here.
-            let mut byte = [0u8; 1];
-            let first = tokio::time::timeout(options.header_read_timeout, stream.peek(&mut byte));
-            tokio::select! {
-                peeked = first => {
-                    // Nothing in time, the client gone (0 bytes), or an error: close.
-                    if !matches!(peeked, Ok(Ok(n)) if n > 0) {
-                        return;
-                    }
-                }
-                _ = stopping.wait_for(|s| *s) => return,
-            }
-            let conn = builder
-                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
-                .into_owned();
-            if let Err(e) = watcher.watch(conn).await {
-                // A client that went away, timed out or sent garbage: nothing to act on.
-                tracing::trace!(error = %e, "connection ended with an error");
-            }
-        });
-    }
-    let _ = stopping_tx.send(true);
-    drop(listener);
-    graceful.shutdown().await;
-    Ok(())
-}
-
-/// Serves the public router and, when given, the admin router on its own listener, until
-/// `shutdown` resolves; both then finish their requests in flight. If one listener fails the
-/// other is stopped too (a half-up server is harder to notice than a stopped one).
-pub async fn serve_both(
-    public: (TcpListener, Router),
-    admin: Option<(TcpListener, Router)>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    options: ServeOptions,
-) -> std::io::Result<()> {
-    let shutdown = shutdown.boxed().shared();
-    let Some((admin_listener, admin_router)) = admin else {
-        return serve_with(public.0, public.1, shutdown, options).await;
-    };
-    let public = serve_with(public.0, public.1, shutdown.clone(), options);
-    let admin = serve_with(admin_listener, admin_router, shutdown, options);
-    tokio::try_join!(public, admin).map(|_| ())
 }
 
 /// Resolves on SIGTERM or ctrl-c.

@@ -72,7 +72,7 @@ pub async fn serve(
         async move {
             let _ = begun.await;
         },
-        app::ServeOptions::from_config(&config),
+        app::ServeOptions::from_config(&config, &state),
     );
     tokio::pin!(server);
     let drain = config.upstream.deadline + DRAIN_SLACK;
@@ -182,7 +182,7 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
         .local_addr()
         .map(|a| format!("http://{a}"))
         .map_err(|e| e.to_string())?;
-    let (_state, router) = app::build(&config, Some(base.clone())).await?;
+    let (state, router) = app::build(&config, Some(base.clone())).await?;
     println!(
         "tmproxy demo: {} simulated archives on loopback, the proxy on {base}",
         archives.len()
@@ -198,10 +198,11 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     }
     println!("\nctrl-c to stop.");
     let _ = std::io::stdout().flush();
-    let served = app::serve(listener, router, app::shutdown_signal())
+    let options = app::ServeOptions::from_config(&config, &state);
+    let served = app::serve_with(listener, router, app::shutdown_signal(), options)
         .await
         .map_err(|e| format!("server stopped: {e}"));
-    drop(_state);
+    drop(state);
     let _ = std::fs::remove_dir_all(&config.cache.path);
     served
 }

@@ -178,6 +178,11 @@ pub struct ServerConfig {
     /// A client must send a whole request head within this, or its connection is closed.
     #[serde(with = "duration_field")]
     pub header_read_timeout: Duration,
+    /// A connection (HTTP/1 kept alive or HTTP/2) with no request in flight for this long is closed.
+    #[serde(with = "duration_field")]
+    pub idle_timeout: Duration,
+    /// The most connections open at once on each listener; past it a new one is closed at once.
+    pub max_connections: usize,
     /// Requests per second each client address may make to the Memento routes (0 = off).
     pub rate_limit: f64,
     /// How many requests a client may make at once before `rate_limit` applies (the bucket).
@@ -264,6 +269,8 @@ impl Default for ServerConfig {
             public_url: String::new(),
             max_header_bytes: 16 * 1024,
             header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 10_000,
             rate_limit: 0.0,
             rate_burst: 20,
         }
@@ -554,6 +561,19 @@ impl Config {
             return fail(
                 "server.header_read_timeout",
                 "must be greater than 0 (a client needs time to send its request)".into(),
+            );
+        }
+        if s.idle_timeout.is_zero() {
+            return fail(
+                "server.idle_timeout",
+                "must be greater than 0 (a kept-alive connection needs time for its next request)"
+                    .into(),
+            );
+        }
+        if s.max_connections == 0 {
+            return fail(
+                "server.max_connections",
+                "must be at least 1 (0 would refuse every connection)".into(),
             );
         }
         if !(s.rate_limit.is_finite() && s.rate_limit >= 0.0) {

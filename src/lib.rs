@@ -11,6 +11,7 @@ pub mod error;
 pub mod http;
 pub mod invariants;
 pub mod sampling;
+pub mod serve;
 pub mod timemap;
 pub mod upstream;
 pub mod uri_r;

@@ -600,6 +600,8 @@ fn server_limits_and_admin_listen_parse_and_validate() {
             "[server]\nheader_read_timeout = \"0s\"\n",
             "server.header_read_timeout",
         ),
+        ("[server]\nidle_timeout = \"0s\"\n", "server.idle_timeout"),
+        ("[server]\nmax_connections = 0\n", "server.max_connections"),
         (
             "[server]\nlisten = \"127.0.0.1:7089\"\n[admin]\nlisten = \"127.0.0.1:7089\"\n",
             "admin.listen",
@@ -615,4 +617,15 @@ fn server_limits_and_admin_listen_parse_and_validate() {
         c.admin.listen,
         Some("127.0.0.1:7091".parse().expect("addr"))
     );
+}
+
+#[test]
+fn connection_limits_parse_with_their_defaults() {
+    let d = Config::default();
+    assert_eq!(d.server.idle_timeout, Duration::from_secs(60));
+    assert_eq!(d.server.max_connections, 10_000);
+    let c = parse("[server]\nidle_timeout = \"5s\"\nmax_connections = 20\n").expect("parses");
+    assert_eq!(c.server.idle_timeout, Duration::from_secs(5));
+    assert_eq!(c.server.max_connections, 20);
+    c.validate().expect("valid");
 }

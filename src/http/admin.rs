@@ -206,6 +206,7 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
             "hot": {"bytes": hot.bytes, "entries": hot.entries},
             "persistent": {"bytes": persistent.bytes, "entries": persistent.entries, "unreadable": persistent.unreadable},
         })),
+        "connections": state.connections.json(state.admin_separate),
     }))
     .into_response())
 }
@@ -228,7 +229,9 @@ async fn metrics(State(state): State<SharedState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        prometheus(&snapshot, &tiers) + &state.upstream.budget().prometheus(),
+        prometheus(&snapshot, &tiers)
+            + &state.upstream.budget().prometheus()
+            + &state.connections.prometheus(state.admin_separate),
     )
         .into_response()
 }

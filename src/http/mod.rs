@@ -44,6 +44,8 @@ pub struct AppState {
     /// `[admin] listen` is set: `/admin/*` and `/metrics` live on their own listener
     /// ([`admin_router`]) and [`router`] leaves them out.
     pub admin_separate: bool,
+    /// Connections open and refused per listener, counted by the serve loop (`crate::serve`).
+    pub connections: Arc<crate::serve::connections::Connections>,
 }
 
 pub type SharedState = Arc<AppState>;

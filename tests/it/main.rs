@@ -5,6 +5,7 @@ mod aggregate;
 mod budget;
 mod cache;
 mod cli;
+mod connections;
 mod endpoints;
 mod faults;
 mod fuzz_corpus;

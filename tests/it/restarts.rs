@@ -591,7 +591,9 @@ async fn a_second_signal_cuts_a_stuck_drain_short() {
 }
 
 /// A client that never finishes its request cannot hold the drain past its bound (the upstream
-/// deadline + `DRAIN_SLACK`), even without a second signal.
+/// deadline + `DRAIN_SLACK`), even without a second signal. A half-sent body is a request in
+/// flight, which only that bound ends (a half-sent head is no request yet: its connection is
+/// dropped `serve::CLOSE_GRACE` after the server stops, so alone it no longer reaches the bound).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_finishes_cannot_hold_the_drain() {
     use tokio::io::AsyncWriteExt;
@@ -610,6 +612,15 @@ async fn a_client_that_never_finishes_cannot_hold_the_drain() {
         .write_all(b"GET /timemap/link/http://stalled.example/ HTTP/1.1\r\nHost: x\r\nX-Slow: ")
         .await
         .expect("write");
+    // A whole head, then half its body: the handler waits in `read_body`.
+    let mut half_body = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /admin/sampling/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"input\": "
+    );
+    half_body.write_all(head.as_bytes()).await.expect("write");
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.term();
     let signalled = Instant::now();
@@ -625,7 +636,7 @@ async fn a_client_that_never_finishes_cannot_hold_the_drain() {
         log.contains("requests still in flight: closing them"),
         "the drain's bound ended it:\n{log}"
     );
-    drop(stalled);
+    drop((stalled, half_body));
     cdx_task.abort();
 }
 

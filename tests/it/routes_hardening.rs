@@ -530,7 +530,7 @@ async fn a_client_that_never_finishes_its_request_head_is_cut_off() {
         async move {
             let _ = stopped.await;
         },
-        tmproxy::app::ServeOptions::from_config(&config),
+        tmproxy::app::ServeOptions::from_config(&config, &_state),
     ));
     for sent in [&b""[..], b"GET /healthz HTTP/1.1\r\nHost: x\r\n"] {
         let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");

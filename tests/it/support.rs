@@ -121,7 +121,7 @@ pub async fn start_proxy_resolving(
             .await
             .expect("app builds");
     let (stop, stopped) = oneshot::channel::<()>();
-    let options = tmproxy::app::ServeOptions::from_config(&config);
+    let options = tmproxy::app::ServeOptions::from_config(&config, &state);
     let task = tokio::spawn(tmproxy::app::serve_with(
         listener,
         router,
@@ -172,7 +172,7 @@ pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
         async move {
             let _ = stopped.await;
         },
-        tmproxy::app::ServeOptions::from_config(&config),
+        tmproxy::app::ServeOptions::from_config(&config, &state),
     ));
     Proxy {
         base,
@@ -275,7 +275,31 @@ impl ServeProcess {
     /// As [`ServeProcess::start`], with more arguments to `serve` and environment variables
     /// (which may override `RUST_LOG`).
     pub fn start_with(config: &Path, args: &[&str], env: &[(&str, &str)]) -> ServeProcess {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tmproxy"));
+        Self::launch(
+            Command::new(env!("CARGO_BIN_EXE_tmproxy")),
+            config,
+            args,
+            env,
+        )
+    }
+
+    /// As [`ServeProcess::start`], with at most `nofile` open files (soft and hard limit): `sh`
+    /// lowers the limit and execs the binary, so the PID is still the server's.
+    pub fn start_with_fd_limit(config: &Path, nofile: u32) -> ServeProcess {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_tmproxy"));
+        Self::launch(sh, config, &[], &[])
+    }
+
+    /// Starts `command` (the binary, or what execs it) with `serve` and these arguments.
+    fn launch(
+        mut command: Command,
+        config: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> ServeProcess {
         command
             .arg("serve")
             .args(args)

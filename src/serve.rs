@@ -1,0 +1,274 @@
+//! Serving a router on a listener: hyper's HTTP/1 and HTTP/2 connections, each held to
+//! `header_read_timeout` and `idle_timeout` by a watchdog, at most `max_connections` open, and
+//! a graceful stop.
+
+mod activity;
+pub mod connections;
+
+use crate::config::Config;
+use crate::http::AppState;
+use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, Verdict};
+use axum::Router;
+use connections::{Connections, ListenerConnections, OpenConnection};
+use futures::FutureExt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+
+/// HTTP/2 streams one connection may have open at once; the peer is told in its SETTINGS and a
+/// stream past it is refused (RST_STREAM REFUSED_STREAM). RFC 9113 advises no less than 100,
+/// which is what browsers expect; a client needing more opens another connection, which
+/// `max_connections` counts.
+pub const H2_MAX_STREAMS: u32 = 100;
+/// How often an HTTP/2 connection is pinged, busy or idle, and how long the answer may take
+/// before the peer is deemed dead and the connection closed: a peer that vanished with a slow
+/// request in flight (which `idle_timeout` leaves alone) is noticed within a minute.
+pub const H2_PING_INTERVAL: Duration = Duration::from_secs(20);
+pub const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+/// After a graceful close began (idle, or the server stopping) and nothing is in flight: how
+/// long the peer has to finish it before the connection is dropped.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// How connections are served: what `axum::serve` leaves at hyper's defaults.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// A client must send its first request head (HTTP/2: the preface and a first HEADERS)
+    /// within this, or the connection is dropped. hyper also holds each next HTTP/1 head on a
+    /// kept-alive connection to it, timed from the end of the previous answer.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed (HTTP/2: GOAWAY first).
+    pub idle_timeout: Duration,
+    pub h2_ping_interval: Duration,
+    pub h2_ping_timeout: Duration,
+    /// Each request carries its peer's address (`ConnectInfo`), which only the rate limit reads:
+    /// off, the per-request insert (an allocation) is left out, cache hits included.
+    pub peer_address: bool,
+    /// The open and refused counts (and caps) of the listeners, shared with `/metrics`.
+    pub connections: Arc<Connections>,
+}
+
+impl ServeOptions {
+    /// The options `config` names, counting connections into `state`'s counts.
+    pub fn from_config(config: &Config, state: &AppState) -> ServeOptions {
+        ServeOptions {
+            connections: state.connections.clone(),
+            ..ServeOptions::unshared(config)
+        }
+    }
+
+    /// The options `config` names, with counts of their own that no `/metrics` shows.
+    fn unshared(config: &Config) -> ServeOptions {
+        ServeOptions {
+            header_read_timeout: config.server.header_read_timeout,
+            idle_timeout: config.server.idle_timeout,
+            h2_ping_interval: H2_PING_INTERVAL,
+            h2_ping_timeout: H2_PING_TIMEOUT,
+            peer_address: crate::http::rate::Rate::configured(&config.server).is_some(),
+            connections: Arc::new(Connections::new(config.server.max_connections)),
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            first_request: self.header_read_timeout,
+            idle: self.idle_timeout,
+            close_grace: CLOSE_GRACE,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, with the default configuration's
+/// options (and connection counts of its own); requests in flight then finish.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let options = ServeOptions::unshared(&Config::default());
+    serve_with(listener, router, shutdown, options).await
+}
+
+/// Serves the public router and, when given, the admin router on its own listener, until
+/// `shutdown` resolves; both then finish their requests in flight. If one listener fails the
+/// other is stopped too (a half-up server is harder to notice than a stopped one).
+pub async fn serve_both(
+    public: (TcpListener, Router),
+    admin: Option<(TcpListener, Router)>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+) -> std::io::Result<()> {
+    let shutdown = shutdown.boxed().shared();
+    let Some((admin_listener, admin_router)) = admin else {
+        return serve_with(public.0, public.1, shutdown, options).await;
+    };
+    let admin_counts = options.connections.admin.clone();
+    let admin = serve_listener(
+        admin_listener,
+        admin_router,
+        shutdown.clone(),
+        options.clone(),
+        admin_counts,
+    );
+    let public = serve_with(public.0, public.1, shutdown, options);
+    tokio::try_join!(public, admin).map(|_| ())
+}
+
+/// [`serve`] on the public listener with these options: an accept loop over hyper's auto
+/// (HTTP/1 and HTTP/2) connection builder, and a graceful shutdown that stops accepting, lets
+/// requests in flight finish and closes idle connections.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+) -> std::io::Result<()> {
+    let counts = options.connections.public.clone();
+    serve_listener(listener, router, shutdown, options, counts).await
+}
+
+async fn serve_listener(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+    counts: Arc<ListenerConnections>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(options.h2_ping_interval)
+        .keep_alive_timeout(options.h2_ping_timeout)
+        .max_concurrent_streams(H2_MAX_STREAMS);
+    let builder = Arc::new(builder);
+    // Tells the connections that the server is stopping.
+    let (stopping_tx, stopping) = tokio::sync::watch::channel(false);
+    // Every connection task holds a sender: once all are gone, every connection has ended.
+    let (running, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning; the
+                    // connections being served go on.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Past the cap the connection is accepted and closed at once: left in the backlog it
+        // would still hold a kernel slot and keep its client waiting for nothing.
+        let Some(open) = counts.admit() else {
+            tracing::debug!(%peer, "max_connections open: connection refused");
+            drop(stream);
+            continue;
+        };
+        tokio::spawn(connection(
+            stream,
+            peer,
+            router.clone(),
+            builder.clone(),
+            options.clone(),
+            stopping.clone(),
+            (open, running.clone()),
+        ));
+    }
+    let _ = stopping_tx.send(true);
+    drop(listener);
+    drop(running);
+    let _ = all_ended.recv().await;
+    Ok(())
+}
+
+/// Serves one connection until it ends, is dropped by its watchdog, or the server stops.
+async fn connection(
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+    router: Router,
+    builder: Arc<hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>>,
+    options: ServeOptions,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+    _held: (OpenConnection, tokio::sync::mpsc::Sender<()>),
+) {
+    use hyper_util::rt::TokioIo;
+    use tower::ServiceExt;
+
+    let activity = Activity::new();
+    let limits = options.limits();
+    let peer_address = options.peer_address;
+    let requests = activity.clone();
+    let service =
+        hyper::service::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
+            let in_flight = requests.begin();
+            let mut req = req.map(axum::body::Body::new);
+            if peer_address {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+            }
+            let answer = router.clone().oneshot(req);
+            async move {
+                let response = answer.await?;
+                Ok::<_, std::convert::Infallible>(
+                    response.map(|body| TrackedBody::new(body, in_flight)),
+                )
+            }
+        });
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let mut conn = std::pin::pin!(conn);
+    let mut phase = Phase::Open;
+    loop {
+        let verdict = decide(activity.snapshot(), phase, &limits);
+        if let Verdict::At(at, step) = verdict {
+            if at <= activity.elapsed() {
+                match step {
+                    Step::Drop => return,
+                    Step::GoAway => {
+                        conn.as_mut().graceful_shutdown();
+                        phase = Phase::Closing {
+                            since: activity.elapsed(),
+                        };
+                        continue;
+                    }
+                }
+            }
+        }
+        // Woken at the verdict's time, or when the last request in flight ends (which moves the
+        // idle deadline, perhaps sooner than the one slept towards, e.g. the first request's).
+        let wake = async {
+            match verdict {
+                Verdict::WaitForIdle => activity.changed().await,
+                Verdict::At(at, _) => tokio::select! {
+                    () = tokio::time::sleep_until(activity.instant(at)) => {},
+                    () = activity.changed() => {},
+                },
+            }
+        };
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    // A client that went away, timed out or sent garbage: nothing to act on.
+                    tracing::trace!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            _ = stopping.wait_for(|s| *s), if phase == Phase::Open => {
+                conn.as_mut().graceful_shutdown();
+                phase = Phase::Closing { since: activity.elapsed() };
+            }
+            // A request may have begun or ended meanwhile: decide again.
+            () = wake => {}
+        }
+    }
+}
