@@ -80,7 +80,11 @@ pub async fn build_with_clock(
         None
     } else {
         Some(
-            store::open(Path::new(&config.cache.path), config.cache.hot_capacity)
+            store::open(
+                Path::new(&config.cache.path),
+                config.cache.hot_capacity,
+                config.cache.write_timeout,
+            )
                 .map_err(|e| format!("cache.path: {e}"))?,
         )
     };

@@ -199,7 +199,15 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
         "fetches_per_archive": snapshot.fetches_per_archive,
         "tiers": tiers.map(|(hot, persistent)| json!({
             "hot": {"bytes": hot.bytes, "entries": hot.entries},
-            "persistent": {"bytes": persistent.bytes, "entries": persistent.entries, "unreadable": persistent.unreadable},
+            "persistent": {
+                "bytes": persistent.bytes,
+                "entries": persistent.entries,
+                "unreadable": persistent.unreadable,
+                "writes_failed": persistent.writes_failed,
+                "lost": persistent.lost,
+                "moved_aside": persistent.moved_aside,
+                "degraded": state.cache.store().and_then(|s| s.persistent().degraded()),
+            },
         })),
     }))
     .into_response())
@@ -207,23 +215,30 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
 
 async fn metrics(State(state): State<SharedState>) -> Response {
     let snapshot = state.cache.stats_snapshot();
-    let tiers: Vec<(&str, u64, u64)> = match state
+    let stores = state
         .cache
         .store()
-        .map(|s| (s.hot().stats(), s.persistent().stats()))
-    {
-        Some((hot, persistent)) => vec![
+        .map(|s| (s.hot().stats(), s.persistent().stats(), s.persistent().degraded()));
+    let tiers: Vec<(&str, u64, u64)> = match &stores {
+        Some((hot, persistent, _)) => vec![
             ("hot", hot.bytes, hot.entries),
             ("persistent", persistent.bytes, persistent.entries),
         ],
         None => Vec::new(),
     };
+    let mut text = prometheus(&snapshot, &tiers);
+    if let Some((_, persistent, degraded)) = &stores {
+        text.push_str(&crate::cache::store::metrics::prometheus(
+            persistent,
+            degraded.is_some(),
+        ));
+    }
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        prometheus(&snapshot, &tiers),
+        text,
     )
         .into_response()
 }
