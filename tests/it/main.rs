@@ -4,6 +4,8 @@ mod against_pywb;
 mod aggregate;
 mod cache;
 mod cli;
+mod damaged_store;
+mod disk_faults;
 mod endpoints;
 mod faults;
 mod fuzz_corpus;

@@ -263,7 +263,26 @@ impl ServeProcess {
     /// As [`ServeProcess::start`], with more arguments to `serve` and environment variables
     /// (which may override `RUST_LOG`).
     pub fn start_with(config: &Path, args: &[&str], env: &[(&str, &str)]) -> ServeProcess {
+        Self::start_command(config, args, env, |_| {})
+    }
+
+    /// As [`ServeProcess::start`], running as this uid and gid (the suite runs as root; std
+    /// also drops root's supplementary groups when it switches).
+    pub fn start_as(config: &Path, uid: u32, gid: u32) -> ServeProcess {
+        use std::os::unix::process::CommandExt;
+        Self::start_command(config, &[], &[], |c| {
+            c.uid(uid).gid(gid);
+        })
+    }
+
+    fn start_command(
+        config: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        adjust: impl FnOnce(&mut Command),
+    ) -> ServeProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tmproxy"));
+        adjust(&mut command);
         command
             .arg("serve")
             .args(args)

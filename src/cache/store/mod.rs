@@ -14,6 +14,8 @@ use serde::Serialize;
 
 mod disk_check;
 mod envelope;
+#[cfg(test)]
+mod fault_tests;
 mod hot;
 pub mod metrics;
 mod open;

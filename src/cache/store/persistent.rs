@@ -229,7 +229,7 @@ impl<V> PersistentTier<V> {
 
     /// sled failed: after an I/O error sled 0.34 refuses (or hangs) every later write, so the
     /// database is closed and reopened in the background.
-    fn out_of_service(&self, reason: String) {
+    pub(super) fn out_of_service(&self, reason: String) {
         self.shared.set_degraded(reason);
         self.shared
             .handle
