@@ -174,8 +174,17 @@ impl Drop for Writable {
     }
 }
 
+/// Each test's whole run; far above what it needs (about 5 s), so only a hang reaches it.
+const TEST_BOUND: Duration = Duration::from_secs(240);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_cache_dir_answers_not_stored_and_stores_again_once_writable() {
+    tokio::time::timeout(TEST_BOUND, read_only_cache_dir())
+        .await
+        .expect("the test hung");
+}
+
+async fn read_only_cache_dir() {
     if let Some(why) = cannot_switch_uid() {
         eprintln!("skipped: this suite cannot run the server as another uid ({why})");
         return;
@@ -258,6 +267,12 @@ fn fill(dir: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_answers_not_stored_and_stores_again_once_space_is_freed() {
+    tokio::time::timeout(TEST_BOUND, full_disk())
+        .await
+        .expect("the test hung");
+}
+
+async fn full_disk() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=5m", "tmpfs"])

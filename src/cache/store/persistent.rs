@@ -191,26 +191,31 @@ impl<V> PersistentTier<V> {
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Abandoned> {
         let limit = self.shared.write_timeout;
-        let run = async {
-            let _slot = self
-                .shared
-                .gate
-                .acquire()
-                .await
-                .map_err(|e| Abandoned::Failed(e.to_string()))?;
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            std::thread::Builder::new()
-                .name("tmproxy-store".into())
-                .spawn(move || {
-                    let _ = tx.send(job());
-                })
-                .map_err(|e| Abandoned::Failed(format!("cannot start a thread: {e}")))?;
-            // A dropped sender means the job panicked.
-            rx.await
-                .map_err(|_| Abandoned::Failed("the storage thread panicked".into()))
+        let deadline = tokio::time::Instant::now() + limit;
+        let slot = match tokio::time::timeout_at(deadline, self.shared.gate.acquire()).await {
+            Ok(Ok(slot)) => slot,
+            Ok(Err(closed)) => {
+                drop_off_runtime(job);
+                return Err(Abandoned::Failed(closed.to_string()));
+            }
+            Err(_) => {
+                drop_off_runtime(job);
+                return Err(Abandoned::TimedOut(limit));
+            }
         };
-        match tokio::time::timeout(limit, run).await {
-            Ok(result) => result,
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("tmproxy-store".into())
+            .spawn(move || {
+                let _ = tx.send(job());
+            })
+            .map_err(|e| Abandoned::Failed(format!("cannot start a thread: {e}")))?;
+        let answer = tokio::time::timeout_at(deadline, rx).await;
+        drop(slot);
+        match answer {
+            Ok(Ok(value)) => Ok(value),
+            // A dropped sender means the job panicked.
+            Ok(Err(_)) => Err(Abandoned::Failed("the storage thread panicked".into())),
             Err(_) => Err(Abandoned::TimedOut(limit)),
         }
     }
@@ -231,13 +236,27 @@ impl<V> PersistentTier<V> {
     /// database is closed and reopened in the background.
     pub(super) fn out_of_service(&self, reason: String) {
         self.shared.set_degraded(reason);
-        self.shared
+        let old = self
+            .shared
             .handle
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .take();
+        // Dropping the last handle of a sled database flushes it, which on a failed log can
+        // block for good: never on a runtime thread (it hung a request in our full-disk test).
+        if let Some(old) = old {
+            drop_off_runtime(old);
+        }
         super::recover::start(&self.shared);
     }
+}
+
+/// Drops `value` on a thread of its own: a job that never ran holds a database handle, and
+/// dropping the last handle of a failed sled database can block for good.
+fn drop_off_runtime<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("tmproxy-store-close".into())
+        .spawn(move || drop(value));
 }
 
 /// Makes everything written so far durable (write + fsync of sled's log). Blocking.
@@ -469,12 +488,19 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
 
     fn stats(&self) -> TierStats {
         // size_on_disk is a few metadata syscalls, cheap enough to run inline.
-        let bytes = self.handle().map_or(0, |h| {
-            h.db.size_on_disk().unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "cannot measure the cache store's size on disk");
-                0
-            })
-        });
+        // Read in place, not cloned: a clone could end up the last handle, dropped here.
+        let bytes = self
+            .shared
+            .handle
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |h| {
+                h.db.size_on_disk().unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot measure the cache store's size on disk");
+                    0
+                })
+            });
         let c = &self.shared.counters;
         TierStats {
             entries: c.entries.load(Ordering::Relaxed),
