@@ -20,6 +20,7 @@ mod hot;
 pub mod metrics;
 mod open;
 mod persistent;
+mod record;
 mod recover;
 
 pub use hot::HotTier;

@@ -6,26 +6,26 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::record::{lost_entries, EntryRecord};
 use super::StoreError;
 
 /// sled's page cache defaults to 1 GiB, which would silently dwarf the hot tier's bound. The hot
 /// tier is the memory we mean to spend; sled only needs enough for its index and recent writes.
 pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
-/// The sled tree holding our own bookkeeping, apart from the entries so it is never counted or
-/// served as one.
-const META_TREE: &[u8] = b"tmproxy-meta";
-/// In [`META_TREE`]: how many entries the store held after the last write (u64, big endian).
-pub(super) const ENTRIES_KEY: &[u8] = b"entries";
+/// The sled tree the recovery's probe writes to, apart from the entries so it is never counted
+/// or served as one.
+const PROBE_TREE: &[u8] = b"tmproxy-probe";
 
 /// The pause between two attempts at the lock.
 const LOCK_POLL: Duration = Duration::from_millis(50);
 
-/// An open database: the entries (sled's default tree) and our bookkeeping tree.
+/// An open database: the entries (sled's default tree), the probe's tree and the entry record.
 #[derive(Clone)]
 pub(super) struct Handle {
     pub db: sled::Db,
-    pub meta: sled::Tree,
+    pub probe: sled::Tree,
+    pub record: std::sync::Arc<EntryRecord>,
 }
 
 /// What opening found.
@@ -160,39 +160,29 @@ fn open_counted(path: &Path, lock_wait: Duration) -> Result<Opened, Refusal> {
             Ok(db) => break db,
         }
     };
-    let meta = db
-        .open_tree(META_TREE)
-        .map_err(|e| Refusal::Damaged(format!("cannot open the bookkeeping tree: {e}")))?;
+    let probe = db
+        .open_tree(PROBE_TREE)
+        .map_err(|e| Refusal::Damaged(format!("cannot open the probe tree: {e}")))?;
     let entries = db.len() as u64;
-    let recorded = match meta.get(ENTRIES_KEY) {
-        Ok(found) => found.as_deref().and_then(read_count),
-        Err(e) => return Err(Refusal::Damaged(format!("cannot read the entry count: {e}"))),
-    };
+    let (record, recorded) = EntryRecord::open(path)
+        .map_err(|e| Refusal::Damaged(format!("cannot open the entry record: {e}")))?;
     let lost = recorded.map_or(0, |r| lost_entries(r, entries));
     // From here the record counts what is really there; the loss is reported once, now.
     if recorded != Some(entries) {
-        meta.insert(ENTRIES_KEY, &entries.to_be_bytes())
-            .and_then(|_| db.flush())
-            .map_err(|e| Refusal::Damaged(format!("cannot write the entry count: {e}")))?;
+        record
+            .set(entries)
+            .map_err(|e| Refusal::Damaged(format!("cannot write the entry record: {e}")))?;
     }
     Ok(Opened {
-        handle: Handle { db, meta },
+        handle: Handle {
+            db,
+            probe,
+            record: std::sync::Arc::new(record),
+        },
         entries,
         lost,
         moved_aside: None,
     })
-}
-
-/// How many entries went missing: the record can only under-count after a crash (it is raised
-/// after an insert lands and lowered after a remove), so anything it holds above what is there
-/// was lost.
-pub(super) fn lost_entries(recorded: u64, present: u64) -> u64 {
-    recorded.saturating_sub(present)
-}
-
-/// The count stored in [`ENTRIES_KEY`].
-pub(super) fn read_count(bytes: &[u8]) -> Option<u64> {
-    Some(u64::from_be_bytes(bytes.try_into().ok()?))
 }
 
 /// `<path>.corrupt-<UTC timestamp>`, with a counter if that name is taken.

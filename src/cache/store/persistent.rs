@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use super::envelope::{decode, encode};
-use super::open::{open_or_replace, Handle, Opened, ENTRIES_KEY};
+use super::open::{open_or_replace, Handle, Opened};
 use super::{Cacheable, Store, StoreError, TierStats};
 
 /// How long `open` waits for a lock held by a store being dropped in this process. sled 0.34
@@ -272,16 +272,6 @@ fn flush(db: &sled::Db) -> Result<(), StoreError> {
         .map_err(|e| StoreError::Sled(format!("flush: {e}")))
 }
 
-/// Moves the recorded entry count by `delta`, in the same flush as the entry itself.
-fn record_count(meta: &sled::Tree, delta: i64) -> Result<(), StoreError> {
-    meta.fetch_and_update(ENTRIES_KEY, |old| {
-        let n = old.and_then(super::open::read_count).unwrap_or(0);
-        Some(n.saturating_add_signed(delta).to_be_bytes().to_vec())
-    })
-    .map(|_| ())
-    .map_err(|e| StoreError::Sled(format!("entry count: {e}")))
-}
-
 /// The outcome of reading one key, computed on a disk thread.
 enum Read<V> {
     Hit(V),
@@ -307,7 +297,7 @@ fn read_entry<V: Cacheable>(handle: &Handle, counters: &Counters, key: &str) -> 
             counters.unreadable.fetch_add(1, Ordering::Relaxed);
             if let Ok(Some(_)) = db.remove(key.as_bytes()) {
                 counters.entry_gone();
-                let _ = record_count(&handle.meta, -1);
+                handle.record.save(&counters.entries);
             }
             return Read::Unreadable;
         }
@@ -331,7 +321,7 @@ fn read_entry<V: Cacheable>(handle: &Handle, counters: &Counters, key: &str) -> 
             match db.compare_and_swap(key.as_bytes(), Some(&bytes), None::<&[u8]>) {
                 Ok(Ok(())) => {
                     counters.entry_gone();
-                    let _ = record_count(&handle.meta, -1);
+                    handle.record.save(&counters.entries);
                 }
                 Ok(Err(_replaced)) => {}
                 Err(e) => {
@@ -382,17 +372,17 @@ fn write_entry<V: Cacheable>(
     };
     if previous.is_none() {
         counters.entries.fetch_add(1, Ordering::Relaxed);
-        // After the insert: a crash between the two under-counts, never reports a false loss.
-        if let Err(e) = record_count(&handle.meta, 1) {
-            return Written::Failed(e);
-        }
     }
     // Durable before we return: a response already sent must survive a kill -9.
     // Concurrent flushes wait on the same log writes rather than each writing its own.
-    match flush(&handle.db) {
-        Ok(()) => Written::Done,
-        Err(e) => Written::Failed(e),
+    if let Err(e) = flush(&handle.db) {
+        return Written::Failed(e);
     }
+    // After the flush: a crash before this under-counts, never reports a false loss.
+    if previous.is_none() {
+        handle.record.save(&counters.entries);
+    }
+    Written::Done
 }
 
 impl<V: Cacheable> Store<V> for PersistentTier<V> {
@@ -469,8 +459,9 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
                     .remove(owned_key.as_bytes())
                     .map_err(|e| StoreError::Sled(format!("remove: {e}")))?;
                 if previous.is_some() {
+                    // Lowered before the removal is durable: a crash leaves it low, not high.
                     shared.counters.entry_gone();
-                    record_count(&handle.meta, -1)?;
+                    handle.record.save(&shared.counters.entries);
                 }
                 // Durable too, so a purge is not undone by a crash.
                 flush(&handle.db)

@@ -80,13 +80,13 @@ fn run(weak: Weak<Shared>) {
 /// thread, the attempt fails.
 fn probe(handle: &Handle, limit: Duration, dir: &std::path::Path) -> Result<(), String> {
     super::disk_check::room_for(dir, 0)?;
-    let meta = handle.meta.clone();
+    let probe = handle.probe.clone();
     let db = handle.db.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("tmproxy-store-probe".into())
         .spawn(move || {
-            let written = meta
+            let written = probe
                 .insert(b"probe", &[1u8][..])
                 .and_then(|_| db.flush())
                 .map(|_| ())
