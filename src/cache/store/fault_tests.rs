@@ -148,3 +148,29 @@ async fn a_tier_taken_out_of_service_is_reopened_and_stores_again() {
     assert_eq!(store.stats().entries, 2);
     assert!(store.persistent().shared.recovering.load(Ordering::Relaxed) == false);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_call_that_never_returns_is_abandoned_at_write_timeout_and_frees_its_slot() {
+    let dir = TempDir::new().expect("tempdir");
+    let limit = Duration::from_millis(300);
+    let tier = PersistentTier::<Note>::open(dir.path(), limit).expect("open");
+    let started = std::time::Instant::now();
+    // More stuck calls than there are slots: each must still give up in time.
+    let calls = (0..12).map(|_| {
+        let tier = tier.clone();
+        async move {
+            tier.on_disk_thread(move || std::thread::sleep(Duration::from_secs(20)))
+                .await
+                .is_err()
+        }
+    });
+    let results = futures::future::join_all(calls).await;
+    assert!(results.iter().all(|abandoned| *abandoned));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a stuck call held its caller for {:?}",
+        started.elapsed()
+    );
+    // The slots came back: a quick call still runs.
+    assert_eq!(tier.on_disk_thread(|| 7).await.ok(), Some(7));
+}

@@ -93,7 +93,7 @@ impl Shared {
 }
 
 /// Why a call on a disk thread gave no answer.
-enum Abandoned {
+pub(super) enum Abandoned {
     TimedOut(Duration),
     /// The thread panicked (sled on damaged data) or could not be started.
     Failed(String),
@@ -186,7 +186,7 @@ impl<V> PersistentTier<V> {
 
     /// Runs `job` on a dedicated thread and waits for it at most `write_timeout`, the wait for
     /// a free slot included. A job that outlives the wait runs on, on its own thread.
-    async fn on_disk_thread<T: Send + 'static>(
+    pub(super) async fn on_disk_thread<T: Send + 'static>(
         &self,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Abandoned> {
