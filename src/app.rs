@@ -85,7 +85,7 @@ pub async fn build_with_clock(
                 config.cache.hot_capacity,
                 config.cache.write_timeout,
             )
-                .map_err(|e| format!("cache.path: {e}"))?,
+            .map_err(|e| format!("cache.path: {e}"))?,
         )
     };
     let observe = if config.observe.log.is_empty() {

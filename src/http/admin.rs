@@ -215,10 +215,13 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
 
 async fn metrics(State(state): State<SharedState>) -> Response {
     let snapshot = state.cache.stats_snapshot();
-    let stores = state
-        .cache
-        .store()
-        .map(|s| (s.hot().stats(), s.persistent().stats(), s.persistent().degraded()));
+    let stores = state.cache.store().map(|s| {
+        (
+            s.hot().stats(),
+            s.persistent().stats(),
+            s.persistent().degraded(),
+        )
+    });
     let tiers: Vec<(&str, u64, u64)> = match &stores {
         Some((hot, persistent, _)) => vec![
             ("hot", hot.bytes, hot.entries),

@@ -113,7 +113,9 @@ fn copy_tree(from: &Path, to: &Path) {
 
 fn flip_byte(file: &Path, offset: u64) {
     let mut bytes = std::fs::read(file).expect("read");
-    let at = usize::try_from(offset).expect("offset").min(bytes.len() - 1);
+    let at = usize::try_from(offset)
+        .expect("offset")
+        .min(bytes.len() - 1);
     bytes[at] ^= 0xff;
     std::fs::write(file, bytes).expect("write");
 }
@@ -158,7 +160,11 @@ async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
     let moved = std::fs::read_dir(cache.parent().expect("parent"))
         .expect("list")
         .filter_map(|e| e.ok())
-        .any(|e| e.file_name().to_string_lossy().starts_with("cache.corrupt-"));
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("cache.corrupt-")
+        });
     let misses = pristine.served.len() as u64 - hits;
     eprintln!(
         "{case}: {hits} hits, {misses} misses, moved aside {moved}, unreadable {}, lost {}",
@@ -175,10 +181,19 @@ async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
             server.log()
         );
     }
-    assert!(server.is_running(), "{case}: the server died:\n{}", server.log());
+    assert!(
+        server.is_running(),
+        "{case}: the server died:\n{}",
+        server.log()
+    );
     server.term();
     let exit = server.exit_within(Duration::from_secs(60)).await;
-    assert_ne!(exit.code(), Some(101), "{case}: panicked:\n{}", server.log());
+    assert_ne!(
+        exit.code(),
+        Some(101),
+        "{case}: panicked:\n{}",
+        server.log()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

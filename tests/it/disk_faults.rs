@@ -62,7 +62,11 @@ pub async fn timemap(base: &str, uri_r: &str) -> Answer {
             .unwrap_or("")
             .to_string()
     };
-    let (status, x_cache, action) = (r.status().as_u16(), header("x-cache"), header("x-cache-action"));
+    let (status, x_cache, action) = (
+        r.status().as_u16(),
+        header("x-cache"),
+        header("x-cache-action"),
+    );
     let body = r.text().await.expect("body");
     Answer {
         status,
@@ -104,7 +108,10 @@ async fn assert_not_stored(base: &str, uri_r: &str) {
     let a = timemap(base, uri_r).await;
     assert_eq!(a.status, 200, "{uri_r}: {}", a.body);
     assert_eq!(a.x_cache, "MISS", "{uri_r}");
-    assert_eq!(a.action, "not_stored", "{uri_r}: a failed write was reported as stored");
+    assert_eq!(
+        a.action, "not_stored",
+        "{uri_r}: a failed write was reported as stored"
+    );
     assert!(
         a.took < Duration::from_secs(WRITE_TIMEOUT_SECS) + MARGIN,
         "{uri_r} took {:?}",
@@ -128,7 +135,11 @@ fn config_text(archive: &SimulatedArchive, cache: &Path) -> String {
 fn chmod_tree(path: &Path, writable: bool) {
     let meta = std::fs::symlink_metadata(path).expect("stat");
     let mut mode = meta.permissions().mode();
-    mode = if writable { mode | 0o200 } else { mode & !0o222 };
+    mode = if writable {
+        mode | 0o200
+    } else {
+        mode & !0o222
+    };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
     if meta.is_dir() {
         for entry in std::fs::read_dir(path).expect("list") {
@@ -204,7 +215,10 @@ async fn read_only_cache_dir() {
     let first = timemap(&base, "http://example.com/first").await;
     assert_eq!(first.action, "stored", "{}", server.log());
     assert!(
-        std::fs::read_dir(cache.join("blobs")).expect("blobs").count() > 0,
+        std::fs::read_dir(cache.join("blobs"))
+            .expect("blobs")
+            .count()
+            > 0,
         "the TimeMaps are meant to be large enough to be sled blobs"
     );
 
@@ -219,7 +233,12 @@ async fn read_only_cache_dir() {
 
     chmod_tree(&cache, true);
     let back = timemap(&base, "http://example.com/writable-again").await;
-    assert_eq!(back.action, "stored", "not stored once writable:\n{}", server.log());
+    assert_eq!(
+        back.action,
+        "stored",
+        "not stored once writable:\n{}",
+        server.log()
+    );
     assert_eq!(healthz(&base).await, (200, "ok\n".to_string()));
 
     // A real check that it reached the disk: a new process serves it without asking the archive.
@@ -232,14 +251,20 @@ async fn read_only_cache_dir() {
         ("http://example.com/first", &first.body),
     ] {
         let again = timemap(&server.base, uri_r).await;
-        assert_eq!(again.x_cache, "HIT", "{uri_r} not served from the persistent tier");
+        assert_eq!(
+            again.x_cache, "HIT",
+            "{uri_r} not served from the persistent tier"
+        );
         // The same TimeMap; only our own links name the new process's port.
         let before = before.replace(&base, &server.base);
         assert!(again.body == before, "{uri_r} served different content");
     }
     assert_eq!(archive.requests(), asked, "the archive was asked again");
     let not_stored = timemap(&server.base, "http://example.com/read-only/0").await;
-    assert_eq!(not_stored.x_cache, "MISS", "an entry answered not_stored was on disk");
+    assert_eq!(
+        not_stored.x_cache, "MISS",
+        "an entry answered not_stored was on disk"
+    );
 }
 
 /// Unmounts the tmpfs when the test ends.
@@ -304,11 +329,18 @@ async fn full_disk() {
     let state = proxy.state.clone().expect("state");
     let store = state.cache.store().expect("a store").clone();
 
-    assert_eq!(timemap(&base, "http://example.com/before").await.action, "stored");
+    assert_eq!(
+        timemap(&base, "http://example.com/before").await.action,
+        "stored"
+    );
     let filler = fill(dir.path());
     for i in 0..3 {
         assert_not_stored(&base, &format!("http://example.com/full/{i}")).await;
-        assert!(store.persistent().get(&format!("http://example.com/full/{i}")).await.is_none());
+        assert!(store
+            .persistent()
+            .get(&format!("http://example.com/full/{i}"))
+            .await
+            .is_none());
     }
     let (status, body) = healthz(&base).await;
     assert_eq!(status, 200);
@@ -319,8 +351,14 @@ async fn full_disk() {
     for i in 0..3 {
         let uri_r = format!("http://example.com/freed/{i}");
         let a = timemap(&base, &uri_r).await;
-        assert_eq!(a.action, "stored", "{uri_r} not stored once space was freed");
-        assert!(store.persistent().get(&uri_r).await.is_some(), "{uri_r} not on disk");
+        assert_eq!(
+            a.action, "stored",
+            "{uri_r} not stored once space was freed"
+        );
+        assert!(
+            store.persistent().get(&uri_r).await.is_some(),
+            "{uri_r} not on disk"
+        );
     }
     assert_eq!(healthz(&base).await, (200, "ok\n".to_string()));
     drop(store);

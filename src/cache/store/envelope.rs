@@ -45,9 +45,7 @@ pub(super) fn decode<V: Cacheable>(bytes: &[u8]) -> Result<V, String> {
         // Parse only the version on the slow path, to tell "older format" from "garbage".
         Err(err) => {
             return match serde_json::from_slice::<EnvelopeVersion>(bytes) {
-                Ok(header) if header.v != V::FORMAT_VERSION => {
-                    Err(version_mismatch::<V>(header.v))
-                }
+                Ok(header) if header.v != V::FORMAT_VERSION => Err(version_mismatch::<V>(header.v)),
                 _ => Err(format!("undecodable entry: {err}")),
             }
         }

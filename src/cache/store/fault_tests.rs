@@ -28,7 +28,11 @@ fn note(body: &str) -> Arc<Note> {
 async fn a_flipped_byte_in_a_value_fails_its_checksum_and_is_a_counted_miss() {
     let dir = TempDir::new().expect("tempdir");
     let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT).expect("open");
-    store.persistent().put("k", note("original")).await.expect("put");
+    store
+        .persistent()
+        .put("k", note("original"))
+        .await
+        .expect("put");
     let db = store.persistent().db();
     let mut raw = db.get(b"k").expect("get").expect("present").to_vec();
     // Still valid JSON of the right shape, different content: only the checksum can tell.
@@ -38,7 +42,10 @@ async fn a_flipped_byte_in_a_value_fails_its_checksum_and_is_a_counted_miss() {
         .expect("body in envelope");
     raw[at] = b'O';
     db.insert(b"k", raw).expect("raw insert");
-    assert!(store.persistent().get("k").await.is_none(), "damaged value served");
+    assert!(
+        store.persistent().get("k").await.is_none(),
+        "damaged value served"
+    );
     assert_eq!(store.stats().unreadable, 1);
 }
 
@@ -107,9 +114,10 @@ fn a_held_store_is_refused_never_moved_aside() {
     let _held = PersistentTier::<Note>::open(&path, WRITE_TIMEOUT).expect("create");
     // Damage that makes sled refuse before it even tries the lock.
     std::fs::write(path.join("conf"), b"garbage").expect("damage conf");
-    let err = PersistentTier::<Note>::open_waiting(&path, WRITE_TIMEOUT, Duration::from_millis(200))
-        .err()
-        .expect("held");
+    let err =
+        PersistentTier::<Note>::open_waiting(&path, WRITE_TIMEOUT, Duration::from_millis(200))
+            .err()
+            .expect("held");
     assert!(err.to_string().contains("another tmproxy"), "{err}");
     let moved = std::fs::read_dir(parent.path())
         .expect("list")
@@ -128,7 +136,10 @@ async fn a_tier_taken_out_of_service_is_reopened_and_stores_again() {
         .out_of_service("simulated sled failure".into());
     assert!(store.persistent().degraded().is_some());
     let during = store.put("during", note("memory only")).await;
-    assert!(during.is_err(), "a write while out of service is not stored");
+    assert!(
+        during.is_err(),
+        "a write while out of service is not stored"
+    );
     assert_eq!(
         store.get("during").await.expect("served from memory").body,
         "memory only"
@@ -141,12 +152,26 @@ async fn a_tier_taken_out_of_service_is_reopened_and_stores_again() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    store.put("after", note("stored")).await.expect("stores again");
-    assert_eq!(store.persistent().get("after").await.expect("on disk").body, "stored");
-    assert_eq!(store.persistent().get("before").await.expect("on disk").body, "kept");
+    store
+        .put("after", note("stored"))
+        .await
+        .expect("stores again");
+    assert_eq!(
+        store.persistent().get("after").await.expect("on disk").body,
+        "stored"
+    );
+    assert_eq!(
+        store
+            .persistent()
+            .get("before")
+            .await
+            .expect("on disk")
+            .body,
+        "kept"
+    );
     assert_eq!(store.stats().writes_failed, 1);
     assert_eq!(store.stats().entries, 2);
-    assert!(store.persistent().shared.recovering.load(Ordering::Relaxed) == false);
+    assert!(!store.persistent().shared.recovering.load(Ordering::Relaxed));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

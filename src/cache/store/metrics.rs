@@ -8,7 +8,10 @@ use super::TierStats;
 pub fn prometheus(stats: &TierStats, degraded: bool) -> String {
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, v: u64| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+        );
     };
     metric(
         "tmproxy_cache_writes_failed_total",

@@ -469,9 +469,13 @@ mod tests {
         let dir = TempDir::new().expect("tempdir");
         let _held = open_in(&dir, 1024);
         // A short wait: a lock that is held, not being released, is never going to free up.
-        let err = PersistentTier::<Note>::open_waiting(dir.path(), WRITE_TIMEOUT, Duration::from_millis(200))
-            .err()
-            .expect("the directory is locked");
+        let err = PersistentTier::<Note>::open_waiting(
+            dir.path(),
+            WRITE_TIMEOUT,
+            Duration::from_millis(200),
+        )
+        .err()
+        .expect("the directory is locked");
         let message = err.to_string();
         assert!(
             message.contains(&dir.path().display().to_string()),
@@ -489,7 +493,11 @@ mod tests {
             std::thread::sleep(Duration::from_millis(300));
             drop(held);
         });
-        let reopened = PersistentTier::<Note>::open_waiting(dir.path(), WRITE_TIMEOUT, Duration::from_secs(30));
+        let reopened = PersistentTier::<Note>::open_waiting(
+            dir.path(),
+            WRITE_TIMEOUT,
+            Duration::from_secs(30),
+        );
         releaser.join().expect("releaser thread");
         assert!(reopened.is_ok(), "{:?}", reopened.err());
     }

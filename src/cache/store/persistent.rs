@@ -397,11 +397,19 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
             Ok(Read::Hit(value)) => Some(Arc::new(value)),
             Ok(Read::Miss | Read::Unreadable) => None,
             Err(Abandoned::TimedOut(limit)) => {
-                tracing::warn!(key = key_for_log(key), ?limit, "cache store read did not finish in time; treating as a miss");
+                tracing::warn!(
+                    key = key_for_log(key),
+                    ?limit,
+                    "cache store read did not finish in time; treating as a miss"
+                );
                 None
             }
             Err(Abandoned::Failed(why)) => {
-                tracing::warn!(key = key_for_log(key), error = why, "cache store read failed; treating as a miss");
+                tracing::warn!(
+                    key = key_for_log(key),
+                    error = why,
+                    "cache store read failed; treating as a miss"
+                );
                 None
             }
         }
