@@ -365,3 +365,68 @@ async fn full_disk() {
     drop(state);
     proxy.stop().await;
 }
+
+/// A store this uid may not open is the operator's mistake, not damage: the start fails saying
+/// so, and the store is left where it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
+    use std::os::unix::process::CommandExt;
+    if let Some(why) = cannot_switch_uid() {
+        eprintln!("skipped: this suite cannot run the server as another uid ({why})");
+        return;
+    }
+    let archive = big_archive().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cache = dir.path().join("cache");
+    drop(
+        tmproxy::cache::store::open::<tmproxy::cache::service::CachedTimeMap>(
+            &cache,
+            1 << 20,
+            Duration::from_secs(5),
+        )
+        .expect("a store owned by root"),
+    );
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, config_text(&archive, &cache)).expect("config");
+    // The parent is nobody's: moving the store aside would be allowed, so only the check stops it.
+    std::os::unix::fs::chown(dir.path(), Some(NOBODY.0), Some(NOBODY.1)).expect("chown");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tmproxy"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .env_remove("TMPROXY_CONFIG")
+        .env("NO_COLOR", "1")
+        .uid(NOBODY.0)
+        .gid(NOBODY.1)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("serve kept running on a store it cannot open");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut log = String::new();
+    use std::io::Read;
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut log);
+    assert!(!status.success(), "{log}");
+    assert_ne!(status.code(), Some(101), "panicked: {log}");
+    assert!(log.contains("permission denied"), "{log}");
+    let moved = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().contains("corrupt"));
+    assert!(!moved, "a store that is fine was moved aside:\n{log}");
+}

@@ -41,7 +41,8 @@ pub(super) struct Opened {
 
 /// Why sled would not open a directory.
 enum Refusal {
-    /// Another handle holds the lock: never treated as damage.
+    /// Another handle holds the lock, or our uid may not open the files: never treated as
+    /// damage.
     Locked(String),
     /// An error or a panic from sled: the files are damaged (or unreadable to us).
     Damaged(String),
@@ -154,6 +155,13 @@ fn open_counted(path: &Path, lock_wait: Duration) -> Result<Opened, Refusal> {
                 // The usual cause: another process (or an undropped store) holds the lock.
                 return Err(Refusal::Locked(format!(
                     "the database is still locked after {lock_wait:?}, is another tmproxy using it? ({io})"
+                )));
+            }
+            // Our uid may not read the files: that says nothing about them, so never move
+            // a good store aside for it.
+            Err(sled::Error::Io(io)) if io.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(Refusal::Locked(format!(
+                    "permission denied, does this user own the directory? ({io})"
                 )));
             }
             Err(other) => return Err(Refusal::Damaged(other.to_string())),
