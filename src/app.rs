@@ -91,8 +91,12 @@ pub async fn build_with_lookup(
         None
     } else {
         Some(
-            store::open(Path::new(&config.cache.path), config.cache.hot_capacity)
-                .map_err(|e| format!("cache.path: {e}"))?,
+            store::open(
+                Path::new(&config.cache.path),
+                config.cache.hot_capacity,
+                config.cache.write_timeout,
+            )
+            .map_err(|e| format!("cache.path: {e}"))?,
         )
     };
     let observe = if config.observe.log.is_empty() {

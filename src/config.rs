@@ -111,6 +111,10 @@ pub struct CacheConfig {
     pub redaction_confirmations: u32,
     #[serde(with = "duration_field")]
     pub redaction_grace: Duration,
+    /// The longest a request waits for its entry to be written to the persistent tier; past it
+    /// the answer says `not_stored` (the write may still land) and the tier is marked degraded.
+    #[serde(with = "duration_field")]
+    pub write_timeout: Duration,
 }
 
 /// `[admin]`: the admin API. Empty token = admin routes refused with 403.
@@ -159,6 +163,7 @@ impl Default for CacheConfig {
             min_refresh_interval: Duration::from_secs(60),
             redaction_confirmations: 2,
             redaction_grace: Duration::from_secs(7 * 86_400),
+            write_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -671,6 +676,12 @@ impl Config {
         }
         if c.hot_capacity == 0 {
             return fail("cache.hot_capacity", "must be greater than 0".into());
+        }
+        if c.write_timeout.is_zero() {
+            return fail(
+                "cache.write_timeout",
+                "must be greater than 0s (every write would be abandoned)".into(),
+            );
         }
         if c.redaction_confirmations == 0 {
             return fail(

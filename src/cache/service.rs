@@ -467,7 +467,6 @@ impl TimeMapCache {
         } = self
             .policy
             .decide(cached.as_ref().map(|c| &c.entry), &fresh, now);
-        self.stats.count_decision(case, action);
         let status = if cached.is_some() {
             CacheStatus::Refresh
         } else {
@@ -477,14 +476,19 @@ impl TimeMapCache {
             self.stats.count_miss();
         }
         let mut stored = None;
+        // What the answer reports: the policy's action, unless the write it called for failed.
+        let mut reported = action;
         if let Some(entry) = to_store {
             let value = Arc::new(CachedTimeMap::new(entry));
             if let Err(e) = store.put(uri_r, value.clone()).await {
-                // Serving still works; the next request will try to store again.
+                // Serving still works (from memory until the disk is back); the answer must not
+                // claim a durable store that did not happen.
                 tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
+                reported = Action::NotStored;
             }
             stored = Some(value);
         }
+        self.stats.count_decision(case, reported);
         let outage = action == Action::Unavailable;
         let mut served = match (serve, stored, &cached) {
             (_, _, Some(c)) if outage && self.settings.stale_if_error => {
@@ -503,7 +507,7 @@ impl TimeMapCache {
         };
         if served.status != CacheStatus::Stale && self.policy.kind != PolicyKind::None {
             served.case = case;
-            served.action = Some(action);
+            served.action = Some(reported);
         }
         Some(served)
     }

@@ -204,7 +204,15 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
         },
         "tiers": tiers.map(|(hot, persistent)| json!({
             "hot": {"bytes": hot.bytes, "entries": hot.entries},
-            "persistent": {"bytes": persistent.bytes, "entries": persistent.entries, "unreadable": persistent.unreadable},
+            "persistent": {
+                "bytes": persistent.bytes,
+                "entries": persistent.entries,
+                "unreadable": persistent.unreadable,
+                "writes_failed": persistent.writes_failed,
+                "lost": persistent.lost,
+                "moved_aside": persistent.moved_aside,
+                "degraded": state.cache.store().and_then(|s| s.persistent().degraded()),
+            },
         })),
         "connections": state.connections.json(state.admin_separate),
     }))
@@ -213,24 +221,33 @@ async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<R
 
 async fn metrics(State(state): State<SharedState>) -> Response {
     let snapshot = state.cache.stats_snapshot();
-    let tiers: Vec<(&str, u64, u64)> = match state
-        .cache
-        .store()
-        .map(|s| (s.hot().stats(), s.persistent().stats()))
-    {
-        Some((hot, persistent)) => vec![
+    let stores = state.cache.store().map(|s| {
+        (
+            s.hot().stats(),
+            s.persistent().stats(),
+            s.persistent().degraded(),
+        )
+    });
+    let tiers: Vec<(&str, u64, u64)> = match &stores {
+        Some((hot, persistent, _)) => vec![
             ("hot", hot.bytes, hot.entries),
             ("persistent", persistent.bytes, persistent.entries),
         ],
         None => Vec::new(),
     };
+    let mut text = prometheus(&snapshot, &tiers);
+    if let Some((_, persistent, degraded)) = &stores {
+        text.push_str(&crate::cache::store::metrics::prometheus(
+            persistent,
+            degraded.is_some(),
+        ));
+    }
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        prometheus(&snapshot, &tiers)
-            + &state.upstream.budget().prometheus()
+        text + &state.upstream.budget().prometheus()
             + &state.connections.prometheus(state.admin_separate),
     )
         .into_response()

@@ -146,8 +146,13 @@ impl Gate for HeaderLimit {
     }
 }
 
-async fn healthz() -> &'static str {
-    "ok\n"
+/// `200 ok`, or `200 degraded: <reason>` while the persistent tier cannot store: the server
+/// still answers (from memory), so a load balancer should keep it, and an operator should look.
+async fn healthz(axum::extract::State(state): axum::extract::State<SharedState>) -> String {
+    match state.cache.store().and_then(|s| s.persistent().degraded()) {
+        Some(reason) => format!("degraded: {reason}\n"),
+        None => "ok\n".to_owned(),
+    }
 }
 
 async fn fallback() -> AppError {

@@ -6,6 +6,8 @@ mod budget;
 mod cache;
 mod cli;
 mod connections;
+mod damaged_store;
+mod disk_faults;
 mod endpoints;
 mod faults;
 mod fuzz_corpus;

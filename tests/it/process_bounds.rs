@@ -80,17 +80,21 @@ async fn a_second_tmproxy_on_the_same_cache_waits_then_exits_with_a_reason() {
     assert_eq!(r.status().as_u16(), 200);
 }
 
-/// Threads of process `pid` that tokio runs (its workers and its blocking pool share the name
-/// `tokio-rt-worker` here, `tokio-runtime-worker` in older tokio, cut to 15 bytes), from /proc.
-fn tokio_threads_of(pid: u32) -> usize {
+/// Threads of process `pid` by kind, from /proc: tokio's (its workers and its blocking pool share
+/// the name `tokio-rt-worker`, `tokio-runtime-worker` in older tokio, cut to 15 bytes) and the
+/// cache store's sled calls (`tmproxy-store`).
+fn threads_of(pid: u32) -> (usize, usize) {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
+        return (0, 0);
     };
-    tasks
+    let names: Vec<String> = tasks
         .filter_map(Result::ok)
         .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .filter(|name| name.starts_with("tokio-"))
-        .count()
+        .collect();
+    (
+        names.iter().filter(|n| n.starts_with("tokio-")).count(),
+        names.iter().filter(|n| n.trim() == "tmproxy-store").count(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,7 +112,7 @@ async fn a_burst_of_cache_writes_runs_on_a_bounded_number_of_threads() {
 
     // 400 distinct misses, 100 at a time: each ends in a sled put and its fsync, on the
     // blocking pool. Unbounded, tokio would spread them over up to 512 threads.
-    let mut most = tokio_threads_of(pid);
+    let (mut most, mut most_store) = threads_of(pid);
     let http = client();
     for round in 0..4 {
         let requests: Vec<_> = (0..100)
@@ -122,25 +126,40 @@ async fn a_burst_of_cache_writes_runs_on_a_bounded_number_of_threads() {
             })
             .collect();
         let sampling = async {
-            let mut most = 0;
+            let (mut most, mut most_store) = (0, 0);
             for _ in 0..40 {
-                most = most.max(tokio_threads_of(pid));
+                let (tokio, store) = threads_of(pid);
+                most = most.max(tokio);
+                most_store = most_store.max(store);
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            most
+            (most, most_store)
         };
-        let (during, statuses) = tokio::join!(sampling, futures::future::join_all(requests));
+        let ((during, during_store), statuses) =
+            tokio::join!(sampling, futures::future::join_all(requests));
         most = most.max(during);
+        most_store = most_store.max(during_store);
         for s in statuses {
             let status = s.expect("task").expect("answered");
             assert_eq!(status.as_u16(), 200);
         }
     }
-    most = most.max(tokio_threads_of(pid));
     // The runtime's workers (one a core) + at most MAX_BLOCKING_THREADS blocking threads;
-    // tokio's default of 512 blocking threads spreads such a burst over dozens.
+    // tokio's default of 512 blocking threads spreads such a burst over dozens. The sled calls
+    // (each put and its fsync) run on at most DISK_THREADS threads of their own.
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
     let bound = cores + tmproxy::app::MAX_BLOCKING_THREADS;
-    eprintln!("at most {most} threads (bound {bound})");
-    assert!(most <= bound, "{most} threads, over {bound}");
+    let store_bound = tmproxy::cache::store::DISK_THREADS;
+    eprintln!(
+        "at most {most} tokio threads (bound {bound}), {most_store} store threads (bound {store_bound})"
+    );
+    assert!(most <= bound, "{most} tokio threads, over {bound}");
+    assert!(
+        most_store <= store_bound,
+        "{most_store} store threads, over {store_bound}"
+    );
+    assert!(
+        most_store > 0,
+        "no store thread was seen: the names changed?"
+    );
 }

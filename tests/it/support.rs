@@ -293,6 +293,15 @@ impl ServeProcess {
         Self::launch(sh, config, &[], &[])
     }
 
+    /// As [`ServeProcess::start`], running as this uid and gid (the suite runs as root; std
+    /// also drops root's supplementary groups when it switches).
+    pub fn start_as(config: &Path, uid: u32, gid: u32) -> ServeProcess {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tmproxy"));
+        command.uid(uid).gid(gid);
+        Self::launch(command, config, &[], &[])
+    }
+
     /// Starts `command` (the binary, or what execs it) with `serve` and these arguments.
     fn launch(
         mut command: Command,

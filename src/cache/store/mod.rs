@@ -5,14 +5,27 @@
 //! So moka's expiry is deliberately unused and its size limit is only the memory bound.
 
 use std::future::Future;
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+mod disk_check;
+mod envelope;
+#[cfg(test)]
+mod fault_tests;
+mod hot;
+pub mod metrics;
+mod open;
+mod persistent;
+mod record;
+mod recover;
+
+pub use hot::HotTier;
+pub use open::SLED_CACHE_BYTES;
+pub use persistent::{PersistentTier, DISK_THREADS};
 
 /// What a stored value must offer: serde, and an estimate of its heap size for the byte bound.
 pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
@@ -46,8 +59,15 @@ pub struct TierStats {
     pub entries: u64,
     /// Hot: the weighted size (sum of weights). Persistent: the files' size on disk.
     pub bytes: u64,
-    /// Entries found undecodable or of another format version since this process opened them.
+    /// Entries found damaged (checksum, undecodable, lost blob) or of another format version
+    /// since this process opened them.
     pub unreadable: u64,
+    /// Persistent: writes that did not reach the disk (refused, failed or timed out).
+    pub writes_failed: u64,
+    /// Persistent: entries the record counted before this start that were gone on open.
+    pub lost: u64,
+    /// Persistent: damaged stores moved aside at open (0 or 1).
+    pub moved_aside: u64,
 }
 
 /// Why a store operation failed.
@@ -62,406 +82,24 @@ pub enum StoreError {
     /// The value could not be serialized.
     #[error("cannot encode a cache entry: {0}")]
     Encode(String),
+    /// The disk cannot take the write now (full, read-only); sled was not asked.
+    #[error("cache write refused: {0}")]
+    Refused(String),
+    /// The persistent tier is out of service while it is reopened.
+    #[error("the persistent cache tier is unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Opens the tiered store: sled under `path` (created if missing) and a hot tier of
 /// `hot_capacity` bytes. Blocks while sled recovers its log, so call it at startup (or from
-/// `spawn_blocking`), not on a request path.
-pub fn open<V: Cacheable>(path: &Path, hot_capacity: u64) -> Result<Tiered<V>, StoreError> {
-    let persistent = PersistentTier::open(path)?;
+/// `spawn_blocking`), not on a request path. A persistent call waits at most `write_timeout`.
+pub fn open<V: Cacheable>(
+    path: &Path,
+    hot_capacity: u64,
+    write_timeout: Duration,
+) -> Result<Tiered<V>, StoreError> {
+    let persistent = PersistentTier::open(path, write_timeout)?;
     Ok(Tiered::new(HotTier::new(hot_capacity), persistent))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Hot tier
-// ---------------------------------------------------------------------------------------------
-
-/// The in-memory tier: a moka cache bounded by the summed `approx_bytes()` of its values.
-/// Cloning is cheap and shares the cache (moka's handle is already shared, never wrap it in a
-/// mutex).
-pub struct HotTier<V> {
-    cache: moka::future::Cache<String, Arc<V>>,
-    capacity: u64,
-}
-
-impl<V> Clone for HotTier<V> {
-    fn clone(&self) -> Self {
-        Self {
-            cache: self.cache.clone(),
-            capacity: self.capacity,
-        }
-    }
-}
-
-impl<V: Cacheable> HotTier<V> {
-    /// A hot tier holding at most about `capacity_bytes` of values (plus their keys).
-    pub fn new(capacity_bytes: u64) -> Self {
-        let cache = moka::future::Cache::builder()
-            .max_capacity(capacity_bytes)
-            .weigher(|key: &String, value: &Arc<V>| weight(key, value.as_ref()))
-            .build();
-        Self {
-            cache,
-            capacity: capacity_bytes,
-        }
-    }
-
-    /// The byte bound this tier was built with.
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    /// Applies moka's deferred bookkeeping (admission, eviction, counts). moka does this lazily
-    /// on later operations; call it before reading `stats()` when exact numbers matter.
-    pub async fn run_pending_tasks(&self) {
-        self.cache.run_pending_tasks().await;
-    }
-}
-
-/// moka weighs entries in u32; a value too large for that weighs the maximum, which is already
-/// far above any sensible hot capacity, so it is refused rather than under-counted.
-fn weight<V: Cacheable>(key: &str, value: &V) -> u32 {
-    u32::try_from(value.approx_bytes().saturating_add(key.len())).unwrap_or(u32::MAX)
-}
-
-impl<V: Cacheable> Store<V> for HotTier<V> {
-    async fn get(&self, key: &str) -> Option<Arc<V>> {
-        self.cache.get(key).await
-    }
-
-    async fn put(&self, key: &str, value: Arc<V>) -> Result<(), StoreError> {
-        // A value heavier than the whole capacity is accepted here and dropped by moka's
-        // admission later; the persistent tier still has it.
-        self.cache.insert(key.to_owned(), value).await;
-        Ok(())
-    }
-
-    async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        self.cache.invalidate(key).await;
-        Ok(())
-    }
-
-    fn stats(&self) -> TierStats {
-        TierStats {
-            entries: self.cache.entry_count(),
-            bytes: self.cache.weighted_size(),
-            unreadable: 0,
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Persistent tier
-// ---------------------------------------------------------------------------------------------
-
-/// sled's page cache defaults to 1 GiB, which would silently dwarf the hot tier's bound. The hot
-/// tier is the memory we mean to spend; sled only needs enough for its index and recent writes.
-pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
-
-/// Keys are URI-Rs of up to 8 KiB; logging all of that on every warning would bury the reason.
-const LOGGED_KEY_CHARS: usize = 200;
-
-/// What is written to disk: versioned, JSON so an operator can read it with any sled dump.
-#[derive(Serialize)]
-struct EnvelopeOut<'a, V> {
-    v: u32,
-    value: &'a V,
-}
-
-#[derive(Deserialize)]
-struct EnvelopeIn<V> {
-    v: u32,
-    value: V,
-}
-
-/// Just the version, to say *why* an envelope did not decode as the current type.
-#[derive(Deserialize)]
-struct EnvelopeVersion {
-    v: u32,
-}
-
-#[derive(Default)]
-struct Counters {
-    /// Kept alongside sled because `sled::Tree::len` is a full scan; maintained from the
-    /// previous-value results of sled's atomic insert/remove, so it stays exact.
-    entries: AtomicU64,
-    unreadable: AtomicU64,
-}
-
-impl Counters {
-    fn entry_gone(&self) {
-        // Saturating: the count can't be negative, whatever happens.
-        let _ = self
-            .entries
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                Some(n.saturating_sub(1))
-            });
-    }
-}
-
-/// The on-disk tier: one sled database in a directory. Survives restarts (and `kill -9`: `put`
-/// and `remove` return only after sled has flushed). Cloning is cheap and shares the database.
-///
-/// sled calls can block on file I/O (the fsync of every put, large values, reads that miss its
-/// page cache), so they and the JSON (de)serialisation run on tokio's blocking pool.
-pub struct PersistentTier<V> {
-    db: sled::Db,
-    counters: Arc<Counters>,
-    _value: PhantomData<fn() -> V>,
-}
-
-impl<V> Clone for PersistentTier<V> {
-    fn clone(&self) -> Self {
-        Self {
-            db: self.db.clone(),
-            counters: Arc::clone(&self.counters),
-            _value: PhantomData,
-        }
-    }
-}
-
-/// How long `open` waits for a lock held by a store being dropped in this process. sled 0.34
-/// releases its file lock only when the last of its background writes lets go of the file
-/// (spacejam/sled#1289): usually within milliseconds, later when those writes queue behind other
-/// stores' fsyncs on a busy disk (tests drop and reopen stores while others write). Another
-/// tmproxy holding the directory is reported after this wait, so startup against a held
-/// directory takes this long to fail.
-const LOCK_WAIT: Duration = Duration::from_secs(10);
-
-/// The pause between two attempts at the lock.
-const LOCK_POLL: Duration = Duration::from_millis(50);
-
-impl<V: Cacheable> PersistentTier<V> {
-    /// Opens (creating if needed) the database in directory `path`. Blocking: sled replays its
-    /// log and we count the entries once (a full scan), so call it at startup.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        Self::open_waiting(path, LOCK_WAIT)
-    }
-
-    /// [`PersistentTier::open`], waiting at most `lock_wait` for a held lock to be released.
-    fn open_waiting(path: &Path, lock_wait: Duration) -> Result<Self, StoreError> {
-        let open_error = |reason: String| StoreError::Open {
-            path: path.to_path_buf(),
-            reason,
-        };
-        std::fs::create_dir_all(path)
-            .map_err(|e| open_error(format!("cannot create the directory: {e}")))?;
-        let started = Instant::now();
-        let mut logged = false;
-        let db = loop {
-            let opened = sled::Config::new()
-                .path(path)
-                .cache_capacity(SLED_CACHE_BYTES)
-                .open();
-            match opened {
-                Err(sled::Error::Io(io))
-                    if is_lock_conflict(&io) && started.elapsed() < lock_wait =>
-                {
-                    if !logged && started.elapsed() >= Duration::from_secs(1) {
-                        tracing::info!(path = %path.display(), wait = ?lock_wait, "the cache database is locked; waiting for it");
-                        logged = true;
-                    }
-                    std::thread::sleep(LOCK_POLL);
-                }
-                other => break other,
-            }
-        }
-        .map_err(|e| match e {
-            // The usual cause: another process (or an undropped store) holds the lock.
-            sled::Error::Io(io) if is_lock_conflict(&io) => {
-                open_error(format!(
-                    "the database is still locked after {lock_wait:?}, is another tmproxy using it? ({io})"
-                ))
-            }
-            other => open_error(other.to_string()),
-        })?;
-        let counters = Counters {
-            entries: AtomicU64::new(db.len() as u64),
-            unreadable: AtomicU64::new(0),
-        };
-        Ok(Self {
-            db,
-            counters: Arc::new(counters),
-            _value: PhantomData,
-        })
-    }
-}
-
-/// Whether sled refused to open because another handle holds the directory's lock. sled 0.34
-/// wraps the `flock` EWOULDBLOCK in an `ErrorKind::Other` error with this message, so the kind
-/// alone does not tell (an earlier version of this check looked only at the kind and so never
-/// retried).
-fn is_lock_conflict(io: &std::io::Error) -> bool {
-    io.kind() == std::io::ErrorKind::WouldBlock
-        || io.to_string().starts_with("could not acquire lock on")
-}
-
-impl<V> PersistentTier<V> {
-    /// Makes everything written so far durable, from tokio's blocking pool.
-    pub async fn flush(&self) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || flush(&db))
-            .await
-            .map_err(task_error)?
-    }
-}
-
-/// Makes everything written so far durable (write + fsync of sled's log). Blocking.
-///
-/// Deliberately not `flush_async`: in sled 0.34 that runs the flush on sled's own small thread
-/// pool, and the log write it waits for is queued on the same pool, so about 7 concurrent
-/// flushes park every pool thread and nothing ever writes (spacejam/sled#1308, #1241; we hit it
-/// in `concurrent_puts_and_gets_complete`). Flushing from tokio's blocking pool keeps sled's
-/// pool free for the write.
-fn flush(db: &sled::Db) -> Result<(), StoreError> {
-    db.flush()
-        .map(|_| ())
-        .map_err(|e| StoreError::Sled(format!("flush: {e}")))
-}
-
-/// The outcome of reading one key, computed on the blocking pool.
-enum Read<V> {
-    Hit(V),
-    Miss,
-    Unreadable,
-}
-
-/// Decodes an envelope, or says in words why it can't be used.
-fn decode<V: Cacheable>(bytes: &[u8]) -> Result<V, String> {
-    match serde_json::from_slice::<EnvelopeIn<V>>(bytes) {
-        Ok(envelope) if envelope.v == V::FORMAT_VERSION => Ok(envelope.value),
-        Ok(envelope) => Err(version_mismatch::<V>(envelope.v)),
-        // Parse only the version on the slow path, to tell "older format" from "garbage".
-        Err(err) => match serde_json::from_slice::<EnvelopeVersion>(bytes) {
-            Ok(header) if header.v != V::FORMAT_VERSION => Err(version_mismatch::<V>(header.v)),
-            _ => Err(format!("undecodable entry: {err}")),
-        },
-    }
-}
-
-fn version_mismatch<V: Cacheable>(found: u32) -> String {
-    format!(
-        "entry has format version {found}, this build reads version {}",
-        V::FORMAT_VERSION
-    )
-}
-
-fn key_for_log(key: &str) -> &str {
-    match key.char_indices().nth(LOGGED_KEY_CHARS) {
-        Some((cut, _)) => &key[..cut],
-        None => key,
-    }
-}
-
-fn read_entry<V: Cacheable>(db: &sled::Db, counters: &Counters, key: &str) -> Read<V> {
-    let bytes = match db.get(key.as_bytes()) {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return Read::Miss,
-        Err(e) => {
-            // Not the entry's fault, so not counted as unreadable and not removed.
-            tracing::warn!(key = key_for_log(key), error = %e, "cache store read failed; treating as a miss");
-            return Read::Miss;
-        }
-    };
-    match decode::<V>(&bytes) {
-        Ok(value) => Read::Hit(value),
-        Err(reason) => {
-            tracing::warn!(
-                key = key_for_log(key),
-                reason,
-                "unreadable cache entry; treating as a miss and removing it"
-            );
-            counters.unreadable.fetch_add(1, Ordering::Relaxed);
-            // Remove only if it is still the bytes we judged: a concurrent put may already have
-            // replaced it with a good value, which must not be thrown away.
-            match db.compare_and_swap(key.as_bytes(), Some(&bytes), None::<&[u8]>) {
-                Ok(Ok(())) => counters.entry_gone(),
-                Ok(Err(_replaced)) => {}
-                Err(e) => {
-                    tracing::warn!(key = key_for_log(key), error = %e, "could not remove an unreadable cache entry");
-                }
-            }
-            Read::Unreadable
-        }
-    }
-}
-
-fn task_error(e: tokio::task::JoinError) -> StoreError {
-    StoreError::Sled(format!("storage task failed: {e}"))
-}
-
-impl<V: Cacheable> Store<V> for PersistentTier<V> {
-    async fn get(&self, key: &str) -> Option<Arc<V>> {
-        let db = self.db.clone();
-        let counters = Arc::clone(&self.counters);
-        let owned_key = key.to_owned();
-        let read =
-            tokio::task::spawn_blocking(move || read_entry::<V>(&db, &counters, &owned_key)).await;
-        match read {
-            Ok(Read::Hit(value)) => Some(Arc::new(value)),
-            Ok(Read::Miss | Read::Unreadable) => None,
-            Err(e) => {
-                tracing::warn!(key = key_for_log(key), error = %e, "cache store read task failed; treating as a miss");
-                None
-            }
-        }
-    }
-
-    async fn put(&self, key: &str, value: Arc<V>) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        let counters = Arc::clone(&self.counters);
-        let owned_key = key.to_owned();
-        tokio::task::spawn_blocking(move || {
-            let envelope = EnvelopeOut {
-                v: V::FORMAT_VERSION,
-                value: value.as_ref(),
-            };
-            let bytes =
-                serde_json::to_vec(&envelope).map_err(|e| StoreError::Encode(e.to_string()))?;
-            let previous = db
-                .insert(owned_key.as_bytes(), bytes)
-                .map_err(|e| StoreError::Sled(format!("insert: {e}")))?;
-            if previous.is_none() {
-                counters.entries.fetch_add(1, Ordering::Relaxed);
-            }
-            // Durable before we return: a response already sent must survive a kill -9.
-            // Concurrent flushes wait on the same log writes rather than each writing its own.
-            flush(&db)
-        })
-        .await
-        .map_err(task_error)?
-    }
-
-    async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        let counters = Arc::clone(&self.counters);
-        let owned_key = key.to_owned();
-        tokio::task::spawn_blocking(move || {
-            let previous = db
-                .remove(owned_key.as_bytes())
-                .map_err(|e| StoreError::Sled(format!("remove: {e}")))?;
-            if previous.is_some() {
-                counters.entry_gone();
-            }
-            // Durable too, so a purge is not undone by a crash.
-            flush(&db)
-        })
-        .await
-        .map_err(task_error)?
-    }
-
-    fn stats(&self) -> TierStats {
-        // size_on_disk is a few metadata syscalls, cheap enough to run inline.
-        let bytes = self.db.size_on_disk().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot measure the cache store's size on disk");
-            0
-        });
-        TierStats {
-            entries: self.counters.entries.load(Ordering::Relaxed),
-            bytes,
-            unreadable: self.counters.unreadable.load(Ordering::Relaxed),
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -519,14 +157,12 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
     }
 
     async fn put(&self, key: &str, value: Arc<V>) -> Result<(), StoreError> {
-        // Disk first: only a durable value may be served from memory as "cached".
-        if let Err(e) = self.persistent.put(key, Arc::clone(&value)).await {
-            // The disk may now hold either value; drop the hot copy so the next get reads
-            // whichever it is instead of keeping the tiers apart.
-            let _ = self.hot.remove(key).await;
-            return Err(e);
-        }
-        self.hot.put(key, value).await
+        // Disk first, so a value is in memory only once it is durable, or once the disk has
+        // failed: then memory serves it meanwhile (the caller reports it not stored), newer than
+        // whatever the disk still holds.
+        let on_disk = self.persistent.put(key, Arc::clone(&value)).await;
+        self.hot.put(key, value).await?;
+        on_disk
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
@@ -545,9 +181,15 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
 
 #[cfg(test)]
 mod tests {
+    use super::envelope::decode;
+    use super::open::is_lock_conflict;
     use super::*;
+    use serde::Deserialize;
+    use std::sync::atomic::Ordering;
     use std::time::Instant;
     use tempfile::TempDir;
+
+    const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     struct Note {
@@ -570,7 +212,7 @@ mod tests {
     }
 
     fn open_in(dir: &TempDir, hot_capacity: u64) -> Tiered<Note> {
-        open(dir.path(), hot_capacity).expect("open store")
+        open(dir.path(), hot_capacity, WRITE_TIMEOUT).expect("open store")
     }
 
     #[tokio::test]
@@ -668,12 +310,13 @@ mod tests {
             .expect("put");
         store
             .persistent()
-            .db
+            .db()
             .insert(key.as_bytes(), raw)
             .expect("raw insert");
         // The count was maintained by our own puts; this raw write bypassed it.
         store
             .persistent()
+            .shared
             .counters
             .entries
             .store(2, Ordering::Relaxed);
@@ -688,7 +331,7 @@ mod tests {
         assert!(
             store
                 .persistent()
-                .db
+                .db()
                 .get(key.as_bytes())
                 .expect("sled get")
                 .is_none(),
@@ -740,7 +383,7 @@ mod tests {
         store.put("k", note("hello")).await.expect("put");
         let raw = store
             .persistent()
-            .db
+            .db()
             .get(b"k")
             .expect("sled get")
             .expect("present");
@@ -811,7 +454,7 @@ mod tests {
         let file = dir.path().join("a-file");
         std::fs::write(&file, b"not a directory").expect("write");
         let path = file.join("store");
-        let err = open::<Note>(&path, 1024)
+        let err = open::<Note>(&path, 1024, WRITE_TIMEOUT)
             .err()
             .expect("cannot create a directory under a file");
         assert!(matches!(err, StoreError::Open { .. }));
@@ -826,9 +469,13 @@ mod tests {
         let dir = TempDir::new().expect("tempdir");
         let _held = open_in(&dir, 1024);
         // A short wait: a lock that is held, not being released, is never going to free up.
-        let err = PersistentTier::<Note>::open_waiting(dir.path(), Duration::from_millis(200))
-            .err()
-            .expect("the directory is locked");
+        let err = PersistentTier::<Note>::open_waiting(
+            dir.path(),
+            WRITE_TIMEOUT,
+            Duration::from_millis(200),
+        )
+        .err()
+        .expect("the directory is locked");
         let message = err.to_string();
         assert!(
             message.contains(&dir.path().display().to_string()),
@@ -840,13 +487,17 @@ mod tests {
     #[test]
     fn open_waits_for_a_lock_that_is_being_released() {
         let dir = TempDir::new().expect("tempdir");
-        let held = PersistentTier::<Note>::open(dir.path()).expect("first open");
+        let held = PersistentTier::<Note>::open(dir.path(), WRITE_TIMEOUT).expect("first open");
         // Let go of the lock while the second open is already waiting for it.
         let releaser = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
             drop(held);
         });
-        let reopened = PersistentTier::<Note>::open_waiting(dir.path(), Duration::from_secs(30));
+        let reopened = PersistentTier::<Note>::open_waiting(
+            dir.path(),
+            WRITE_TIMEOUT,
+            Duration::from_secs(30),
+        );
         releaser.join().expect("releaser thread");
         assert!(reopened.is_ok(), "{:?}", reopened.err());
     }

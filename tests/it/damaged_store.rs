@@ -1,0 +1,261 @@
+//! `tmproxy serve` starts on any damaged cache directory (README "Operating it", disk faults):
+//! flipped bytes in `db`, in a blob file and in `conf`, and a truncated `db`. Each case runs
+//! the real binary on a copy of one populated store and checks that it answers, never serves a
+//! TimeMap other than the one stored, and accounts for every entry it no longer serves (moved
+//! aside, unreadable or lost).
+
+use crate::disk_faults::{captures, healthz, timemap};
+use crate::support::{client, ServeProcess};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+
+const TOKEN: &str = "damaged-store-token";
+/// Each test's whole run, far above what it needs, so only a hang reaches it.
+const TEST_BOUND: Duration = Duration::from_secs(300);
+
+fn uri_rs() -> Vec<String> {
+    (0..24)
+        .map(|i| format!("http://example.com/page/{i}"))
+        .collect()
+}
+
+/// A store populated by the real binary, and what it served for each URI-R.
+struct Pristine {
+    dir: tempfile::TempDir,
+    archive: SimulatedArchive,
+    /// (URI-R, link-format body as served by the process at `base`).
+    served: Vec<(String, String)>,
+    base: String,
+}
+
+impl Pristine {
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("pristine").join("cache")
+    }
+}
+
+fn config_text(archive: &SimulatedArchive, cache: &Path) -> String {
+    format!(
+        "[upstream]\nconnect_timeout = \"2s\"\ntimeout = \"10s\"\ndeadline = \"10s\"\n\n\
+         [cache]\npath = {:?}\n\n[admin]\ntoken = {TOKEN:?}\n\n\
+         [[archives]]\nid = \"a\"\nname = \"a\"\ntimemap = {:?}\ntimegate = {:?}\n",
+        cache.display().to_string(),
+        archive.timemap_prefix(),
+        archive.timegate_prefix()
+    )
+}
+
+fn start_on(archive: &SimulatedArchive, cache: &Path) -> ServeProcess {
+    let config = cache.with_extension("toml");
+    std::fs::write(&config, config_text(archive, cache)).expect("config");
+    ServeProcess::start(&config)
+}
+
+/// 20 small TimeMaps (inline in sled's log) and 4 of 3,000 mementos (sled blob files).
+async fn populate() -> Pristine {
+    let small = Behaviour::TimeMap(TimeMapSpec {
+        captures: captures(5),
+        ..TimeMapSpec::default()
+    });
+    let archive = SimulatedArchive::start(small).await.expect("archive");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pristine = Pristine {
+        dir,
+        archive,
+        served: Vec::new(),
+        base: String::new(),
+    };
+    std::fs::create_dir_all(pristine.cache().parent().expect("parent")).expect("mkdir");
+    let mut server = start_on(&pristine.archive, &pristine.cache());
+    let mut served = Vec::new();
+    for (i, uri_r) in uri_rs().into_iter().enumerate() {
+        if i == 20 {
+            pristine
+                .archive
+                .set_behaviour(Behaviour::TimeMap(TimeMapSpec {
+                    captures: captures(3000),
+                    ..TimeMapSpec::default()
+                }));
+        }
+        let a = timemap(&server.base, &uri_r).await;
+        assert_eq!(a.action, "stored", "{uri_r}");
+        served.push((uri_r, a.body));
+    }
+    server.term();
+    assert!(server.exit_within(Duration::from_secs(60)).await.success());
+    assert!(
+        std::fs::read_dir(pristine.cache().join("blobs"))
+            .expect("blobs")
+            .count()
+            > 0,
+        "the large TimeMaps are meant to be sled blobs"
+    );
+    Pristine {
+        served,
+        base: server.base.clone(),
+        ..pristine
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("list") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+fn flip_byte(file: &Path, offset: u64) {
+    let mut bytes = std::fs::read(file).expect("read");
+    let at = usize::try_from(offset)
+        .expect("offset")
+        .min(bytes.len() - 1);
+    bytes[at] ^= 0xff;
+    std::fs::write(file, bytes).expect("write");
+}
+
+async fn admin_stats(base: &str) -> serde_json::Value {
+    let r = client()
+        .get(format!("{base}/admin/stats"))
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("stats");
+    assert_eq!(r.status(), 200);
+    serde_json::from_str(&r.text().await.expect("body")).expect("stats JSON")
+}
+
+/// Runs the binary on a damaged copy of the store and checks it serves only what was stored
+/// and accounts for everything else. `damage` gets the copy's cache directory.
+async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
+    let cache = pristine.dir.path().join(case).join("cache");
+    copy_tree(&pristine.cache(), &cache);
+    damage(&cache);
+    let mut server = start_on(&pristine.archive, &cache);
+    let (status, _) = healthz(&server.base).await;
+    assert_eq!(status, 200, "{case}");
+    let mut hits = 0u64;
+    for (uri_r, before) in &pristine.served {
+        let a = timemap(&server.base, uri_r).await;
+        assert_eq!(a.status, 200, "{case}: {uri_r}");
+        if a.x_cache == "HIT" {
+            hits += 1;
+            let before = before.replace(&pristine.base, &server.base);
+            assert!(
+                a.body == before,
+                "{case}: {uri_r} served from the cache with content other than what was stored"
+            );
+        }
+    }
+    let stats = admin_stats(&server.base).await;
+    let persistent = &stats["tiers"]["persistent"];
+    let count = |k: &str| persistent[k].as_u64().unwrap_or(0);
+    let moved = std::fs::read_dir(cache.parent().expect("parent"))
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("cache.corrupt-")
+        });
+    let misses = pristine.served.len() as u64 - hits;
+    eprintln!(
+        "{case}: {hits} hits, {misses} misses, moved aside {moved}, unreadable {}, lost {}",
+        count("unreadable"),
+        count("lost")
+    );
+    if moved {
+        assert_eq!(count("moved_aside"), 1, "{case}: {persistent}");
+        assert!(server.log().contains("moved aside"), "{case}: not logged");
+    } else {
+        assert!(
+            misses <= count("unreadable") + count("lost"),
+            "{case}: {misses} entries silently no longer served: {persistent}\n{}",
+            server.log()
+        );
+    }
+    assert!(
+        server.is_running(),
+        "{case}: the server died:\n{}",
+        server.log()
+    );
+    server.term();
+    let exit = server.exit_within(Duration::from_secs(60)).await;
+    assert_ne!(
+        exit.code(),
+        Some(101),
+        "{case}: panicked:\n{}",
+        server.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flipped_bytes_in_db_at_several_offsets() {
+    tokio::time::timeout(TEST_BOUND, async {
+        let pristine = populate().await;
+        let len = std::fs::metadata(pristine.cache().join("db"))
+            .expect("db")
+            .len();
+        let mut offsets = vec![0, 100, len / 16, len / 4, len / 2, 3 * len / 4, len - 1];
+        if len > 2_000_000 {
+            offsets.push(2_000_000);
+        }
+        for offset in offsets {
+            survives(&pristine, &format!("db-at-{offset}"), |cache| {
+                flip_byte(&cache.join("db"), offset)
+            })
+            .await;
+        }
+    })
+    .await
+    .expect("the test hung");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipped_byte_in_a_blob_file() {
+    tokio::time::timeout(TEST_BOUND, async {
+        let pristine = populate().await;
+        let blobs: Vec<PathBuf> = std::fs::read_dir(pristine.cache().join("blobs"))
+            .expect("blobs")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        for (i, blob) in blobs.iter().enumerate() {
+            let name = blob.file_name().expect("name").to_owned();
+            let len = std::fs::metadata(blob).expect("blob").len();
+            survives(&pristine, &format!("blob-{i}"), |cache| {
+                flip_byte(&cache.join("blobs").join(&name), len / 2)
+            })
+            .await;
+        }
+    })
+    .await
+    .expect("the test hung");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipped_byte_in_conf_and_a_truncated_db() {
+    tokio::time::timeout(TEST_BOUND, async {
+        let pristine = populate().await;
+        survives(&pristine, "conf", |cache| flip_byte(&cache.join("conf"), 3)).await;
+        survives(&pristine, "truncated-db", |cache| {
+            let db = cache.join("db");
+            let len = std::fs::metadata(&db).expect("db").len();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&db)
+                .expect("open db")
+                .set_len(len / 2)
+                .expect("truncate");
+        })
+        .await;
+    })
+    .await
+    .expect("the test hung");
+}

@@ -1,0 +1,432 @@
+//! A disk that refuses writes (read-only for the server's uid, or full) never wedges the cache:
+//! the answers say `not_stored` within `write_timeout`, /healthz says `degraded`, and once the
+//! disk is back new entries are stored again without a restart (README "Operating it", disk
+//! faults).
+
+use crate::support::{client, config_for, start_proxy, ServeProcess};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tmproxy::cache::store::Store;
+use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+
+const TOKEN: &str = "disk-faults-token";
+/// The configured `[cache] write_timeout` of these tests.
+const WRITE_TIMEOUT_SECS: u64 = 3;
+/// An answer must come within write_timeout plus this: the fan-out to a local fake archive and
+/// the rest of the request, on two busy cores.
+const MARGIN: Duration = Duration::from_secs(15);
+
+/// `n` distinct 14-digit timestamps.
+pub fn captures(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let (day, hour, minute) = (1 + i % 28, (i / 28) % 24, i / (28 * 24));
+            format!("201001{day:02}{hour:02}{minute:02}00")
+        })
+        .collect()
+}
+
+/// An archive whose TimeMaps are large enough (3,000 mementos, a few hundred KB stored) that
+/// sled writes each as a file under `blobs/`: the write that wedged sled for good.
+pub async fn big_archive() -> SimulatedArchive {
+    SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec {
+        captures: captures(3000),
+        ..TimeMapSpec::default()
+    }))
+    .await
+    .expect("archive starts")
+}
+
+/// What one TimeMap request gave.
+pub struct Answer {
+    pub status: u16,
+    pub x_cache: String,
+    pub action: String,
+    pub body: String,
+    pub took: Duration,
+}
+
+pub async fn timemap(base: &str, uri_r: &str) -> Answer {
+    let started = Instant::now();
+    let r = client()
+        .get(format!("{base}/timemap/link/{uri_r}"))
+        .timeout(Duration::from_secs(WRITE_TIMEOUT_SECS) + MARGIN)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {uri_r} did not answer in time: {e}"));
+    let header = |name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (status, x_cache, action) = (
+        r.status().as_u16(),
+        header("x-cache"),
+        header("x-cache-action"),
+    );
+    let body = r.text().await.expect("body");
+    Answer {
+        status,
+        x_cache,
+        action,
+        body,
+        took: started.elapsed(),
+    }
+}
+
+pub async fn healthz(base: &str) -> (u16, String) {
+    let r = client()
+        .get(format!("{base}/healthz"))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("healthz answers");
+    (r.status().as_u16(), r.text().await.expect("body"))
+}
+
+async fn metric(base: &str, name: &str) -> u64 {
+    let text = client()
+        .get(format!("{base}/metrics"))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("body");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+}
+
+/// A miss whose write failed: answered in time, served, and not claimed stored.
+async fn assert_not_stored(base: &str, uri_r: &str) {
+    let a = timemap(base, uri_r).await;
+    assert_eq!(a.status, 200, "{uri_r}: {}", a.body);
+    assert_eq!(a.x_cache, "MISS", "{uri_r}");
+    assert_eq!(
+        a.action, "not_stored",
+        "{uri_r}: a failed write was reported as stored"
+    );
+    assert!(
+        a.took < Duration::from_secs(WRITE_TIMEOUT_SECS) + MARGIN,
+        "{uri_r} took {:?}",
+        a.took
+    );
+}
+
+/// The TOML of a server with one archive and this cache directory.
+fn config_text(archive: &SimulatedArchive, cache: &Path) -> String {
+    format!(
+        "[upstream]\nconnect_timeout = \"2s\"\ntimeout = \"10s\"\ndeadline = \"10s\"\n\n\
+         [cache]\npath = {:?}\nwrite_timeout = \"{WRITE_TIMEOUT_SECS}s\"\n\n[admin]\ntoken = {TOKEN:?}\n\n\
+         [[archives]]\nid = \"big\"\nname = \"big\"\ntimemap = {:?}\ntimegate = {:?}\n",
+        cache.display().to_string(),
+        archive.timemap_prefix(),
+        archive.timegate_prefix()
+    )
+}
+
+/// `chmod` of `path` and everything under it: `writable` adds u+w, else removes a-w.
+fn chmod_tree(path: &Path, writable: bool) {
+    let meta = std::fs::symlink_metadata(path).expect("stat");
+    let mut mode = meta.permissions().mode();
+    mode = if writable {
+        mode | 0o200
+    } else {
+        mode & !0o222
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).expect("list") {
+            chmod_tree(&entry.expect("entry").path(), writable);
+        }
+    }
+}
+
+/// `chown -R uid:gid path`.
+fn chown_tree(path: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).expect("chown");
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).expect("list") {
+            chown_tree(&entry.expect("entry").path(), uid, gid);
+        }
+    }
+}
+
+const NOBODY: (u32, u32) = (65534, 65534);
+
+/// Why this suite cannot run a process as `nobody`, if it cannot.
+fn cannot_switch_uid() -> Option<String> {
+    use std::os::unix::process::CommandExt;
+    let ran = std::process::Command::new("true")
+        .uid(NOBODY.0)
+        .gid(NOBODY.1)
+        .status();
+    match ran {
+        Ok(s) if s.success() => None,
+        Ok(s) => Some(format!("`true` as uid {} exited {s}", NOBODY.0)),
+        Err(e) => Some(format!("cannot run as uid {}: {e}", NOBODY.0)),
+    }
+}
+
+/// Restores write permission when the test ends, however it ends, so the temp dir can go.
+struct Writable(PathBuf);
+
+impl Drop for Writable {
+    fn drop(&mut self) {
+        if self.0.exists() {
+            chmod_tree(&self.0, true);
+        }
+    }
+}
+
+/// Each test's whole run; far above what it needs (about 5 s), so only a hang reaches it.
+const TEST_BOUND: Duration = Duration::from_secs(240);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_cache_dir_answers_not_stored_and_stores_again_once_writable() {
+    tokio::time::timeout(TEST_BOUND, read_only_cache_dir())
+        .await
+        .expect("the test hung");
+}
+
+async fn read_only_cache_dir() {
+    if let Some(why) = cannot_switch_uid() {
+        eprintln!("skipped: this suite cannot run the server as another uid ({why})");
+        return;
+    }
+    let archive = big_archive().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("mkdir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, config_text(&archive, &cache)).expect("config");
+    chown_tree(dir.path(), NOBODY.0, NOBODY.1);
+    let _restore = Writable(cache.clone());
+
+    let mut server = ServeProcess::start_as(&config, NOBODY.0, NOBODY.1);
+    let base = server.base.clone();
+    let first = timemap(&base, "http://example.com/first").await;
+    assert_eq!(first.action, "stored", "{}", server.log());
+    assert!(
+        std::fs::read_dir(cache.join("blobs"))
+            .expect("blobs")
+            .count()
+            > 0,
+        "the TimeMaps are meant to be large enough to be sled blobs"
+    );
+
+    chmod_tree(&cache, false);
+    for i in 0..3 {
+        assert_not_stored(&base, &format!("http://example.com/read-only/{i}")).await;
+    }
+    let (status, body) = healthz(&base).await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("degraded: "), "{body}");
+    assert!(metric(&base, "tmproxy_cache_writes_failed_total").await >= 3);
+
+    chmod_tree(&cache, true);
+    let back = timemap(&base, "http://example.com/writable-again").await;
+    assert_eq!(
+        back.action,
+        "stored",
+        "not stored once writable:\n{}",
+        server.log()
+    );
+    assert_eq!(healthz(&base).await, (200, "ok\n".to_string()));
+
+    // A real check that it reached the disk: a new process serves it without asking the archive.
+    server.term();
+    assert!(server.exit_within(Duration::from_secs(60)).await.success());
+    let asked = archive.requests();
+    let server = ServeProcess::start_as(&config, NOBODY.0, NOBODY.1);
+    for (uri_r, before) in [
+        ("http://example.com/writable-again", &back.body),
+        ("http://example.com/first", &first.body),
+    ] {
+        let again = timemap(&server.base, uri_r).await;
+        assert_eq!(
+            again.x_cache, "HIT",
+            "{uri_r} not served from the persistent tier"
+        );
+        // The same TimeMap; only our own links name the new process's port.
+        let before = before.replace(&base, &server.base);
+        assert!(again.body == before, "{uri_r} served different content");
+    }
+    assert_eq!(archive.requests(), asked, "the archive was asked again");
+    let not_stored = timemap(&server.base, "http://example.com/read-only/0").await;
+    assert_eq!(
+        not_stored.x_cache, "MISS",
+        "an entry answered not_stored was on disk"
+    );
+}
+
+/// Unmounts the tmpfs when the test ends.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the filesystem of `dir` with one file; its path.
+fn fill(dir: &Path) -> PathBuf {
+    use std::io::Write;
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).expect("filler");
+    let chunk = vec![0u8; 64 * 1024];
+    while file.write_all(&chunk).is_ok() {}
+    let _ = file.sync_all();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_not_stored_and_stores_again_once_space_is_freed() {
+    tokio::time::timeout(TEST_BOUND, full_disk())
+        .await
+        .expect("the test hung");
+}
+
+async fn full_disk() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=5m", "tmpfs"])
+        .arg(dir.path())
+        .output();
+    match mounted {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            eprintln!(
+                "skipped: cannot mount a 5 MB tmpfs (needs root): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!("skipped: cannot run mount: {e}");
+            return;
+        }
+    }
+    let _unmount = Mounted(dir.path().to_path_buf());
+    let archive = big_archive().await;
+    let mut config = config_for(&[("big", &archive)]);
+    config.cache.path = dir.path().join("cache").display().to_string();
+    config.cache.write_timeout = Duration::from_secs(WRITE_TIMEOUT_SECS);
+    config.upstream.timeout = Duration::from_secs(10);
+    config.upstream.deadline = Duration::from_secs(10);
+    let proxy = start_proxy(config).await;
+    let base = proxy.base.clone();
+    let state = proxy.state.clone().expect("state");
+    let store = state.cache.store().expect("a store").clone();
+
+    assert_eq!(
+        timemap(&base, "http://example.com/before").await.action,
+        "stored"
+    );
+    let filler = fill(dir.path());
+    for i in 0..3 {
+        assert_not_stored(&base, &format!("http://example.com/full/{i}")).await;
+        assert!(store
+            .persistent()
+            .get(&format!("http://example.com/full/{i}"))
+            .await
+            .is_none());
+    }
+    let (status, body) = healthz(&base).await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("degraded: "), "{body}");
+    assert!(store.persistent().stats().writes_failed >= 3);
+
+    std::fs::remove_file(&filler).expect("free the space");
+    for i in 0..3 {
+        let uri_r = format!("http://example.com/freed/{i}");
+        let a = timemap(&base, &uri_r).await;
+        assert_eq!(
+            a.action, "stored",
+            "{uri_r} not stored once space was freed"
+        );
+        assert!(
+            store.persistent().get(&uri_r).await.is_some(),
+            "{uri_r} not on disk"
+        );
+    }
+    assert_eq!(healthz(&base).await, (200, "ok\n".to_string()));
+    drop(store);
+    drop(state);
+    proxy.stop().await;
+}
+
+/// A store this uid may not open is the operator's mistake, not damage: the start fails saying
+/// so, and the store is left where it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
+    use std::os::unix::process::CommandExt;
+    if let Some(why) = cannot_switch_uid() {
+        eprintln!("skipped: this suite cannot run the server as another uid ({why})");
+        return;
+    }
+    let archive = big_archive().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cache = dir.path().join("cache");
+    drop(
+        tmproxy::cache::store::open::<tmproxy::cache::service::CachedTimeMap>(
+            &cache,
+            1 << 20,
+            Duration::from_secs(5),
+        )
+        .expect("a store owned by root"),
+    );
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, config_text(&archive, &cache)).expect("config");
+    // The parent is nobody's: moving the store aside would be allowed, so only the check stops it.
+    std::os::unix::fs::chown(dir.path(), Some(NOBODY.0), Some(NOBODY.1)).expect("chown");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tmproxy"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .env_remove("TMPROXY_CONFIG")
+        .env("NO_COLOR", "1")
+        .uid(NOBODY.0)
+        .gid(NOBODY.1)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("serve kept running on a store it cannot open");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut log = String::new();
+    use std::io::Read;
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut log);
+    assert!(!status.success(), "{log}");
+    assert_ne!(status.code(), Some(101), "panicked: {log}");
+    assert!(log.contains("permission denied"), "{log}");
+    let moved = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().contains("corrupt"));
+    assert!(!moved, "a store that is fine was moved aside:\n{log}");
+}
