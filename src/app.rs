@@ -95,6 +95,7 @@ pub async fn build_with_lookup(
                 Path::new(&config.cache.path),
                 config.cache.hot_capacity,
                 config.cache.write_timeout,
+                config.cache.persistent_cache,
             )
             .map_err(|e| format!("cache.path: {e}"))?,
         )

@@ -99,6 +99,9 @@ pub struct CacheConfig {
     pub ttl: Duration,
     #[serde(with = "size_field")]
     pub hot_capacity: u64,
+    /// sled's page cache bound: what the persistent tier may keep in memory of what it holds.
+    #[serde(with = "size_field")]
+    pub persistent_cache: u64,
     /// The persistent tier's directory (sled).
     pub path: String,
     pub stale_if_error: bool,
@@ -157,6 +160,7 @@ impl Default for CacheConfig {
             matching: "loose".to_owned(),
             ttl: Duration::from_secs(15 * 86_400),
             hot_capacity: 256 * 1024 * 1024,
+            persistent_cache: crate::cache::store::SLED_CACHE_BYTES,
             path: "data/cache".to_owned(),
             stale_if_error: true,
             stale_while_revalidate: Duration::ZERO,
@@ -676,6 +680,11 @@ impl Config {
         }
         if c.hot_capacity == 0 {
             return fail("cache.hot_capacity", "must be greater than 0".into());
+        }
+        // sled refuses a cache under 256 bytes (an assertion, not an error); a MiB is the least
+        // that keeps its index in memory.
+        if c.persistent_cache < 1024 * 1024 {
+            return fail("cache.persistent_cache", "must be at least 1MiB".into());
         }
         if c.write_timeout.is_zero() {
             return fail(

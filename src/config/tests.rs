@@ -328,6 +328,10 @@ fn validate_refuses_bad_values() {
     );
     check(&|c| c.upstream.max_pages = 0, "upstream.max_pages");
     check(
+        &|c| c.cache.persistent_cache = 1024 * 1024 - 1,
+        "cache.persistent_cache",
+    );
+    check(
         &|c| c.upstream.user_agent = " ".into(),
         "upstream.user_agent",
     );
@@ -520,6 +524,7 @@ fn cache_defaults_are_the_papers() {
     );
     assert_eq!(c.ttl, Duration::from_secs(15 * 86_400));
     assert_eq!(c.hot_capacity, 256 * 1024 * 1024);
+    assert_eq!(c.persistent_cache, 32 * 1024 * 1024);
     assert_eq!(c.path, "data/cache");
     assert_eq!(c.redaction_confirmations, 2);
 }

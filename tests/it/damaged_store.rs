@@ -52,7 +52,7 @@ fn start_on(archive: &SimulatedArchive, cache: &Path) -> ServeProcess {
     ServeProcess::start(&config)
 }
 
-/// 20 small TimeMaps (inline in sled's log) and 4 of 3,000 mementos (sled blob files).
+/// 20 small TimeMaps (inline in sled's log) and 4 of `BLOB_MEMENTOS` (sled blob files).
 async fn populate() -> Pristine {
     let small = Behaviour::TimeMap(TimeMapSpec {
         captures: captures(5),
@@ -74,7 +74,9 @@ async fn populate() -> Pristine {
             pristine
                 .archive
                 .set_behaviour(Behaviour::TimeMap(TimeMapSpec {
-                    captures: captures(3000),
+                    captures: crate::disk_faults::scattered_captures(
+                        crate::disk_faults::BLOB_MEMENTOS,
+                    ),
                     ..TimeMapSpec::default()
                 }));
         }

@@ -27,11 +27,38 @@ pub fn captures(n: usize) -> Vec<String> {
         .collect()
 }
 
-/// An archive whose TimeMaps are large enough (3,000 mementos, a few hundred KB stored) that
-/// sled writes each as a file under `blobs/`: the write that wedged sled for good.
+/// `n` distinct capture times scattered over 1996-2025 (a fixed LCG, so every run is the same):
+/// unlike evenly spaced ones they do not deflate to almost nothing, so a TimeMap of a few
+/// thousand of them is still over sled's blob threshold (128 KiB) once stored (deflated).
+pub fn scattered_captures(n: usize) -> Vec<String> {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < n {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let r = state >> 16;
+        seen.insert(format!(
+            "{}{:02}{:02}{:02}{:02}{:02}",
+            1996 + r % 30,
+            1 + (r >> 5) % 12,
+            1 + (r >> 9) % 28,
+            (r >> 14) % 24,
+            (r >> 19) % 60,
+            (r >> 25) % 60
+        ));
+    }
+    seen.into_iter().collect()
+}
+
+/// Mementos in a TimeMap large enough that sled writes it as a file under `blobs/` (over 128 KiB
+/// stored, deflated: sled's 512 KiB segment / 4), the write that wedged sled for good.
+pub const BLOB_MEMENTOS: usize = 10_000;
+
+/// An archive whose TimeMaps are sled blobs ([`BLOB_MEMENTOS`] scattered captures each).
 pub async fn big_archive() -> SimulatedArchive {
     SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec {
-        captures: captures(3000),
+        captures: scattered_captures(BLOB_MEMENTOS),
         ..TimeMapSpec::default()
     }))
     .await
@@ -384,6 +411,7 @@ async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
             &cache,
             1 << 20,
             Duration::from_secs(5),
+            tmproxy::cache::store::SLED_CACHE_BYTES,
         )
         .expect("a store owned by root"),
     );

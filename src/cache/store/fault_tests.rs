@@ -27,7 +27,7 @@ fn note(body: &str) -> Arc<Note> {
 #[tokio::test]
 async fn a_flipped_byte_in_a_value_fails_its_checksum_and_is_a_counted_miss() {
     let dir = TempDir::new().expect("tempdir");
-    let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT).expect("open");
+    let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT, SLED_CACHE_BYTES).expect("open");
     store
         .persistent()
         .put("k", note("original"))
@@ -65,7 +65,8 @@ fn an_envelope_without_a_checksum_still_reads() {
 async fn entries_gone_since_the_last_run_are_counted_as_lost() {
     let dir = TempDir::new().expect("tempdir");
     {
-        let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT).expect("open");
+        let store =
+            open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT, SLED_CACHE_BYTES).expect("open");
         for i in 0..5 {
             store.put(&format!("k{i}"), note("v")).await.expect("put");
         }
@@ -75,12 +76,13 @@ async fn entries_gone_since_the_last_run_are_counted_as_lost() {
         db.remove(b"k3").expect("remove");
         db.flush().expect("flush");
     }
-    let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT).expect("reopen");
+    let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT, SLED_CACHE_BYTES).expect("reopen");
     assert_eq!(store.stats().entries, 3);
     assert_eq!(store.stats().lost, 2);
     drop(store);
     // Reported once: the record now counts what is there.
-    let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT).expect("reopen again");
+    let store =
+        open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT, SLED_CACHE_BYTES).expect("reopen again");
     assert_eq!(store.stats().lost, 0);
 }
 
@@ -129,7 +131,7 @@ fn a_held_store_is_refused_never_moved_aside() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tier_taken_out_of_service_is_reopened_and_stores_again() {
     let dir = TempDir::new().expect("tempdir");
-    let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT).expect("open");
+    let store = open::<Note>(dir.path(), 1 << 20, WRITE_TIMEOUT, SLED_CACHE_BYTES).expect("open");
     store.put("before", note("kept")).await.expect("put");
     store
         .persistent()

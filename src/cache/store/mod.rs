@@ -92,13 +92,15 @@ pub enum StoreError {
 
 /// Opens the tiered store: sled under `path` (created if missing) and a hot tier of
 /// `hot_capacity` bytes. Blocks while sled recovers its log, so call it at startup (or from
-/// `spawn_blocking`), not on a request path. A persistent call waits at most `write_timeout`.
+/// `spawn_blocking`), not on a request path. A persistent call waits at most `write_timeout`;
+/// sled's page cache holds at most `persistent_cache` bytes.
 pub fn open<V: Cacheable>(
     path: &Path,
     hot_capacity: u64,
     write_timeout: Duration,
+    persistent_cache: u64,
 ) -> Result<Tiered<V>, StoreError> {
-    let persistent = PersistentTier::open(path, write_timeout)?;
+    let persistent = PersistentTier::open_sized(path, write_timeout, persistent_cache)?;
     Ok(Tiered::new(HotTier::new(hot_capacity), persistent))
 }
 
@@ -212,7 +214,7 @@ mod tests {
     }
 
     fn open_in(dir: &TempDir, hot_capacity: u64) -> Tiered<Note> {
-        open(dir.path(), hot_capacity, WRITE_TIMEOUT).expect("open store")
+        open(dir.path(), hot_capacity, WRITE_TIMEOUT, SLED_CACHE_BYTES).expect("open store")
     }
 
     #[tokio::test]
@@ -377,7 +379,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_envelope_on_disk_is_readable_json() {
+    async fn the_envelope_on_disk_is_deflated_json() {
         let dir = TempDir::new().expect("tempdir");
         let store = open_in(&dir, 1 << 20);
         store.put("k", note("hello")).await.expect("put");
@@ -387,7 +389,11 @@ mod tests {
             .get(b"k")
             .expect("sled get")
             .expect("present");
-        let json: serde_json::Value = serde_json::from_slice(&raw).expect("json");
+        // zlib, so any zlib tool reads it (`python3 -c 'import zlib,sys; …'`).
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(&raw[..]), &mut text)
+            .expect("inflates");
+        let json: serde_json::Value = serde_json::from_slice(&text).expect("json");
         assert_eq!(json["v"], 1);
         assert_eq!(json["value"]["body"], "hello");
     }
@@ -454,7 +460,7 @@ mod tests {
         let file = dir.path().join("a-file");
         std::fs::write(&file, b"not a directory").expect("write");
         let path = file.join("store");
-        let err = open::<Note>(&path, 1024, WRITE_TIMEOUT)
+        let err = open::<Note>(&path, 1024, WRITE_TIMEOUT, SLED_CACHE_BYTES)
             .err()
             .expect("cannot create a directory under a file");
         assert!(matches!(err, StoreError::Open { .. }));

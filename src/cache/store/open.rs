@@ -53,6 +53,7 @@ enum Refusal {
 pub(super) fn open_or_replace(
     path: &Path,
     lock_wait: Duration,
+    page_cache: u64,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Opened, StoreError> {
     let open_error = |reason: String| StoreError::Open {
@@ -61,7 +62,7 @@ pub(super) fn open_or_replace(
     };
     std::fs::create_dir_all(path)
         .map_err(|e| open_error(format!("cannot create the directory: {e}")))?;
-    let reason = match open_caught(path, lock_wait) {
+    let reason = match open_caught(path, lock_wait, page_cache) {
         Ok(opened) => return Ok(opened),
         Err(Refusal::Locked(reason)) => return Err(open_error(reason)),
         Err(Refusal::Damaged(reason)) => reason,
@@ -88,7 +89,7 @@ pub(super) fn open_or_replace(
     );
     std::fs::create_dir_all(path)
         .map_err(|e| open_error(format!("cannot create the directory: {e}")))?;
-    match open_caught(path, lock_wait) {
+    match open_caught(path, lock_wait, page_cache) {
         Ok(opened) => {
             tracing::error!(path = %path.display(), "a fresh cache store was created in place of the damaged one");
             Ok(Opened {
@@ -105,8 +106,8 @@ pub(super) fn open_or_replace(
 
 /// Opens the store in `path` again after a failure at run time: no moving aside (a disk that
 /// fails now says nothing about the files), and a short wait for the lock. Blocking.
-pub(super) fn reopen(path: &Path, lock_wait: Duration) -> Result<Opened, String> {
-    match open_caught(path, lock_wait) {
+pub(super) fn reopen(path: &Path, lock_wait: Duration, page_cache: u64) -> Result<Opened, String> {
+    match open_caught(path, lock_wait, page_cache) {
         Ok(opened) => Ok(opened),
         Err(Refusal::Locked(reason) | Refusal::Damaged(reason)) => Err(reason),
     }
@@ -114,11 +115,11 @@ pub(super) fn reopen(path: &Path, lock_wait: Duration) -> Result<Opened, String>
 
 /// [`open_counted`] on its own thread, so a sled panic on damaged files is an answer, not the end
 /// of the process.
-fn open_caught(path: &Path, lock_wait: Duration) -> Result<Opened, Refusal> {
+fn open_caught(path: &Path, lock_wait: Duration, page_cache: u64) -> Result<Opened, Refusal> {
     let owned = path.to_path_buf();
     let opening = std::thread::Builder::new()
         .name("tmproxy-store-open".into())
-        .spawn(move || open_counted(&owned, lock_wait))
+        .spawn(move || open_counted(&owned, lock_wait, page_cache))
         .map_err(|e| Refusal::Damaged(format!("cannot start a thread to open it: {e}")))?;
     match opening.join() {
         Ok(result) => result,
@@ -135,13 +136,13 @@ fn open_caught(path: &Path, lock_wait: Duration) -> Result<Opened, Refusal> {
 
 /// Opens sled, waiting up to `lock_wait` for a lock being released, then counts the entries and
 /// compares them with the record. May panic inside sled on damaged files.
-fn open_counted(path: &Path, lock_wait: Duration) -> Result<Opened, Refusal> {
+fn open_counted(path: &Path, lock_wait: Duration, page_cache: u64) -> Result<Opened, Refusal> {
     let started = Instant::now();
     let mut logged = false;
     let db = loop {
         let opened = sled::Config::new()
             .path(path)
-            .cache_capacity(SLED_CACHE_BYTES)
+            .cache_capacity(page_cache)
             .open();
         match opened {
             Err(sled::Error::Io(io)) if is_lock_conflict(&io) && started.elapsed() < lock_wait => {

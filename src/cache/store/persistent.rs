@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use super::envelope::{decode, encode};
-use super::open::{open_or_replace, Handle, Opened};
+use super::open::{open_or_replace, Handle, Opened, SLED_CACHE_BYTES};
 use super::{Cacheable, Store, StoreError, TierStats};
 
 /// How long `open` waits for a lock held by a store being dropped in this process. sled 0.34
@@ -61,6 +61,8 @@ pub(super) struct Shared {
     pub degraded: Mutex<Option<String>>,
     pub counters: Counters,
     pub write_timeout: Duration,
+    /// sled's page cache bound, for a reopen.
+    pub page_cache: u64,
     /// Set while a recovery thread runs, so a burst of failures starts only one.
     pub recovering: AtomicBool,
     gate: tokio::sync::Semaphore,
@@ -120,16 +122,37 @@ impl<V: Cacheable> PersistentTier<V> {
     /// aside and replaced. Blocking: sled replays its log and we count the entries once (a full
     /// scan), so call it at startup.
     pub fn open(path: &Path, write_timeout: Duration) -> Result<Self, StoreError> {
-        Self::open_waiting(path, write_timeout, LOCK_WAIT)
+        Self::open_with(path, write_timeout, LOCK_WAIT, SLED_CACHE_BYTES)
     }
 
-    /// [`PersistentTier::open`], waiting at most `lock_wait` for a held lock to be released.
+    /// [`PersistentTier::open`] with sled's page cache bounded at `page_cache` bytes
+    /// (`[cache] persistent_cache`).
+    pub fn open_sized(
+        path: &Path,
+        write_timeout: Duration,
+        page_cache: u64,
+    ) -> Result<Self, StoreError> {
+        Self::open_with(path, write_timeout, LOCK_WAIT, page_cache)
+    }
+
+    /// [`PersistentTier::open`], waiting at most `lock_wait` for a held lock to be released
+    /// (tests of a held directory fail fast with it).
+    #[cfg(test)]
     pub(super) fn open_waiting(
         path: &Path,
         write_timeout: Duration,
         lock_wait: Duration,
     ) -> Result<Self, StoreError> {
-        let opened = open_or_replace(path, lock_wait, chrono::Utc::now())?;
+        Self::open_with(path, write_timeout, lock_wait, SLED_CACHE_BYTES)
+    }
+
+    fn open_with(
+        path: &Path,
+        write_timeout: Duration,
+        lock_wait: Duration,
+        page_cache: u64,
+    ) -> Result<Self, StoreError> {
+        let opened = open_or_replace(path, lock_wait, page_cache, chrono::Utc::now())?;
         if opened.lost > 0 {
             tracing::error!(path = %path.display(), lost = opened.lost, "cache entries recorded before the restart are gone from the store");
         }
@@ -146,6 +169,7 @@ impl<V: Cacheable> PersistentTier<V> {
                 degraded: Mutex::new(None),
                 counters,
                 write_timeout,
+                page_cache,
                 recovering: AtomicBool::new(false),
                 gate: tokio::sync::Semaphore::new(DISK_THREADS),
             }),

@@ -48,7 +48,7 @@ fn run(weak: Weak<Shared>) {
             return;
         };
         attempts += 1;
-        match reopen(&shared.path, LOCK_WAIT).and_then(|opened| {
+        match reopen(&shared.path, LOCK_WAIT, shared.page_cache).and_then(|opened| {
             probe(&opened.handle, shared.write_timeout, &shared.path)?;
             Ok(opened)
         }) {
