@@ -1,0 +1,254 @@
+//! The memory benchmark of [hardening-2] item 9: the release `tmproxy serve` as a child process
+//! in front of three simulated archives whose merged TimeMap has `--mementos` entries (SYNTHETIC
+//! captures), sent `--misses` distinct never-seen URI-Rs over `--connections` connections; then
+//! idle for `--after`. Prints the server's RSS (VmRSS) once a second and a summary: the peak during
+//! the load, the RSS when the load ends and at the end of the idle time, against
+//! `hot_capacity + 256 MiB`. Exits 1 when the bound is broken or any request failed.
+//!
+//!   miss_burst [--server target/release/tmproxy] [--misses 30000] [--connections 64]
+//!              [--mementos 1000] [--hot-capacity 64MiB] [--after 60s] [--set KEY=VALUE]…
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+
+#[derive(Parser)]
+#[command(about = "N distinct cache misses against tmproxy serve, then its RSS while idle")]
+struct Args {
+    #[arg(long, default_value = "target/release/tmproxy")]
+    server: PathBuf,
+    #[arg(long, default_value_t = 30_000)]
+    misses: usize,
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Mementos in each merged TimeMap (split 60/25/15 over the three archives).
+    #[arg(long, default_value_t = 1000)]
+    mementos: usize,
+    #[arg(long, default_value = "64MiB", value_parser = tmproxy::config::parse_size)]
+    hot_capacity: u64,
+    #[arg(long, default_value = "60s", value_parser = tmproxy::config::parse_duration)]
+    after: Duration,
+    /// Extra lines for the server's config, `section.key=value` (TOML value), e.g.
+    /// `--set 'cache.persistent_cache="16MiB"'`.
+    #[arg(long = "set")]
+    set: Vec<String>,
+}
+
+/// The server's VmRSS in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// `n` distinct SYNTHETIC capture timestamps for archive `k`, a day apart, offset per archive.
+fn captures(n: usize, k: usize) -> Vec<String> {
+    let start = chrono::DateTime::from_timestamp(915_148_800, 0).unwrap_or_default();
+    (0..n)
+        .map(|i| {
+            (start + chrono::Duration::days(i as i64) + chrono::Duration::hours(k as i64))
+                .format("%Y%m%d%H%M%S")
+                .to_string()
+        })
+        .collect()
+}
+
+/// The config text: our archives, the cache in `dir`, plus the `--set` lines by section.
+fn config_text(args: &Args, dir: &std::path::Path, archives: &[SimulatedArchive]) -> String {
+    let mut sections: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    sections
+        .entry("server".into())
+        .or_default()
+        .push("rate_limit = 0.0".into());
+    let cache = sections.entry("cache".into()).or_default();
+    cache.push(format!(
+        "path = {:?}",
+        dir.join("cache").display().to_string()
+    ));
+    cache.push(format!("hot_capacity = {}", args.hot_capacity));
+    sections
+        .entry("admin".into())
+        .or_default()
+        .push("token = \"miss-burst\"".into());
+    for s in &args.set {
+        if let Some((key, value)) = s.split_once('=') {
+            if let Some((section, key)) = key.split_once('.') {
+                sections
+                    .entry(section.to_string())
+                    .or_default()
+                    .push(format!("{key} = {value}"));
+            }
+        }
+    }
+    let mut text = String::new();
+    for (section, lines) in sections {
+        text.push_str(&format!("[{section}]\n{}\n\n", lines.join("\n")));
+    }
+    for (i, a) in archives.iter().enumerate() {
+        text.push_str(&format!(
+            "[[archives]]\nid = \"sim{i}\"\nname = \"simulated {i}\"\ntimemap = {:?}\ntimegate = {:?}\n\n",
+            a.timemap_prefix(),
+            a.timegate_prefix()
+        ));
+    }
+    text
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let shares = [0.60, 0.25, 0.15];
+    let mut archives = Vec::new();
+    for (k, share) in shares.iter().enumerate() {
+        let n = ((args.mementos as f64) * share).round() as usize;
+        let stamps = captures(n, k);
+        let refs: Vec<&str> = stamps.iter().map(String::as_str).collect();
+        match SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&refs))).await {
+            Ok(a) => archives.push(a),
+            Err(e) => {
+                eprintln!("miss_burst: cannot start an archive: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("miss_burst: no temp dir: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = dir.path().join("tmproxy.toml");
+    if let Err(e) = std::fs::write(&config, config_text(&args, dir.path(), &archives)) {
+        eprintln!("miss_burst: cannot write the config: {e}");
+        return ExitCode::from(2);
+    }
+    let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(a) => a.port(),
+        Err(e) => {
+            eprintln!("miss_burst: no free port: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = match tokio::process::Command::new(&args.server)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&config)
+        .env_remove("TMPROXY_CONFIG")
+        .env("RUST_LOG", "warn")
+        .current_dir(dir.path())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("miss_burst: cannot start {}: {e}", args.server.display());
+            return ExitCode::from(2);
+        }
+    };
+    let pid = child.id().unwrap_or(0);
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(args.connections)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("a plain client builds");
+    let ready = Instant::now();
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        if ready.elapsed() > Duration::from_secs(30) {
+            eprintln!("miss_burst: the server never answered /healthz");
+            let _ = child.kill().await;
+            return ExitCode::from(2);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let start_rss = rss_mib(pid);
+    let next = Arc::new(AtomicUsize::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..args.connections)
+        .map(|_| {
+            let (http, base, next, errors) =
+                (http.clone(), base.clone(), next.clone(), errors.clone());
+            let misses = args.misses;
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= misses {
+                        break;
+                    }
+                    let url = format!("{base}/timemap/link/http://burst.example/{i}");
+                    let ok = match http.get(url).send().await {
+                        Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
+                        Err(_) => false,
+                    };
+                    if !ok {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut peak = start_rss;
+    let load = futures::future::join_all(workers);
+    tokio::pin!(load);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = &mut load => break,
+            _ = tick.tick() => {
+                let rss = rss_mib(pid);
+                peak = peak.max(rss);
+                println!("load t={:>4.0}s done={:>6} rss={rss:.1} MiB", started.elapsed().as_secs_f64(), next.load(Ordering::Relaxed).min(args.misses));
+            }
+        }
+    }
+    let load_secs = started.elapsed().as_secs_f64();
+    let end_rss = rss_mib(pid);
+    peak = peak.max(end_rss);
+    let idle = Instant::now();
+    let mut after_rss = end_rss;
+    while idle.elapsed() < args.after {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        after_rss = rss_mib(pid);
+        println!(
+            "idle t={:>4.0}s rss={after_rss:.1} MiB",
+            idle.elapsed().as_secs_f64()
+        );
+    }
+    let _ = child.kill().await;
+    let bound = args.hot_capacity as f64 / 1_048_576.0 + 256.0;
+    let errors = errors.load(Ordering::Relaxed);
+    println!(
+        "miss_burst: {} misses of {} mementos over {} connections in {load_secs:.1} s ({:.0}/s), {errors} errors",
+        args.misses,
+        args.mementos,
+        args.connections,
+        args.misses as f64 / load_secs
+    );
+    println!(
+        "  RSS: start {start_rss:.1} MiB, peak {peak:.1} MiB, at the end of the load {end_rss:.1} MiB, after {:?} idle {after_rss:.1} MiB; bound {bound:.0} MiB",
+        args.after
+    );
+    if peak <= bound && errors == 0 {
+        println!("PASS");
+        ExitCode::SUCCESS
+    } else {
+        println!("FAIL");
+        ExitCode::from(1)
+    }
+}
