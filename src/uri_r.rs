@@ -1,6 +1,6 @@
 //! The URI-R a client asks about, read from the request target as Time Travel and MemGator do.
 
-use crate::uri_text::{has_control, resolve_uri_r_path};
+use crate::uri_text::{has_control, resolve_uri_r_path, starts_with_ci, strip_prefix_ci};
 use std::fmt;
 
 /// Longest request target we accept (414 beyond): archives refuse far shorter URIs anyway.
@@ -144,14 +144,6 @@ impl fmt::Display for UriR {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-fn starts_with_ci(s: &str, prefix: &str) -> bool {
-    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-}
-
-fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    starts_with_ci(s, prefix).then(|| &s[prefix.len()..])
 }
 
 /// `mailto:x`, `javascript:alert(1)`, `ftp:/x`: a scheme that is not ours. A host with a port

@@ -45,10 +45,16 @@ pub fn is_servable_uri_m(uri_m: &str) -> bool {
     !host.is_empty()
 }
 
-fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+/// `s` without `prefix`, matched ignoring ASCII case; None when `s` does not start with it.
+pub(crate) fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)
         .then(|| &s[prefix.len()..])
+}
+
+/// Whether `s` starts with `prefix`, ignoring ASCII case.
+pub(crate) fn starts_with_ci(s: &str, prefix: &str) -> bool {
+    strip_prefix_ci(s, prefix).is_some()
 }
 
 /// 1 for a `.` segment, 2 for `..`, 0 otherwise. `%2e` (any case) counts as a dot: RFC 3986
