@@ -1,12 +1,13 @@
 //! Asking one archive for its TimeMap: one request per page, a body cap, no parse of error bodies.
 
 use super::budget::{Budget, Held};
-use super::guard::{clip, HopRules};
+use super::guard::HopRules;
 use super::registry::Archive;
 use super::resolve::{refusal_in, GuardedResolver, Lookup};
 use crate::timemap::aggregate::ArchiveStatus;
 use crate::timemap::model::LinkMemento;
 use crate::timemap::parse::parse_link_format;
+use crate::uri_r::clip;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

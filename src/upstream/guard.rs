@@ -4,11 +4,9 @@
 //! Pure: values in, decisions out. The resolved-IP half of the check is in `resolve.rs`, which
 //! asks [`forbidden_kind`] about every address a name resolves to.
 
+use crate::uri_r::clip;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use url::{Host, Url};
-
-/// Archive-controlled text (a redirect target) is cut to this many characters in a detail.
-const CLIP: usize = 160;
 
 /// One archive's rules: the hosts it is configured on and the ones its operator let it move to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -176,14 +174,6 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
 }
 
-/// At most [`CLIP`] characters of archive-controlled text, marked when cut.
-pub fn clip(s: &str) -> String {
-    match s.char_indices().nth(CLIP) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,12 +286,5 @@ mod tests {
         ] {
             assert_eq!(forbidden_kind(ip.parse().expect("ip")), None, "{ip}");
         }
-    }
-
-    #[test]
-    fn clip_cuts_long_text() {
-        let long = "x".repeat(500);
-        assert!(clip(&long).chars().count() <= CLIP + 1);
-        assert_eq!(clip("short"), "short");
     }
 }
