@@ -93,34 +93,6 @@ fn purge_freed_memory_at_once() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
 }
 
-/// How often one runtime thread may hand its freed memory back when it goes idle.
-const RELEASE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Called as a runtime thread goes idle: at most once per [`RELEASE_EVERY`] on each thread, has
-/// mimalloc give the pages this thread freed back to the OS. mimalloc purges freed pages only as
-/// a thread allocates again, so after a burst of misses the idle threads kept what the burst had
-/// freed: the RSS stayed near its peak (BENCHMARKS.md, [hardening-2] memory). Under load threads
-/// seldom park, and then only this check of the clock runs.
-fn release_idle_memory() {
-    use std::cell::Cell;
-    use std::time::Instant;
-    thread_local!(static LAST: Cell<Option<Instant>> = const { Cell::new(None) });
-    let now = Instant::now();
-    let due = LAST.with(|last| {
-        let due = last
-            .get()
-            .is_none_or(|at| now.duration_since(at) >= RELEASE_EVERY);
-        if due {
-            last.set(Some(now));
-        }
-        due
-    });
-    if due {
-        // SAFETY: mi_collect takes no pointers; it only walks this thread's own heap.
-        unsafe { libmimalloc_sys::mi_collect(true) };
-    }
-}
-
 fn main() -> ExitCode {
     purge_freed_memory_at_once();
     let cli = Cli::parse();
@@ -133,7 +105,6 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(tmproxy::app::MAX_BLOCKING_THREADS)
-        .on_thread_park(release_idle_memory)
         .build()
     {
         Ok(rt) => rt,
