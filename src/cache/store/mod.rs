@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 mod disk_check;
+mod disk_threads;
 mod envelope;
 #[cfg(test)]
 mod fault_tests;

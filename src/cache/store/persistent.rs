@@ -1,5 +1,5 @@
 //! The on-disk tier: one sled database in a directory, written through a gate that a failing
-//! disk cannot wedge. Every sled call runs on a dedicated thread the caller waits for at most
+//! disk cannot wedge. Every sled call runs on a thread of our own the caller waits for at most
 //! `write_timeout`; a write the disk refuses or sled fails marks the tier degraded, and one that
 //! breaks sled (an error, a panic, a write that never returns) takes the database out of service
 //! until [`super::recover`] has reopened it, the hot tier serving meanwhile.
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use super::disk_threads::DiskThreads;
 use super::envelope::{decode, encode};
 use super::open::{open_or_replace, Handle, Opened, SLED_CACHE_BYTES};
 use super::{Cacheable, Store, StoreError, TierStats};
@@ -22,9 +23,9 @@ use super::{Cacheable, Store, StoreError, TierStats};
 /// directory takes this long to fail.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
-/// sled calls running at once. More buy nothing (each put waits on the same fsync) and each
-/// thread costs mimalloc memory; a call abandoned at its timeout gives its slot back, so a sled
-/// thread stuck for good costs that thread, never the slot.
+/// sled calls running at once, and so the threads they run on. More buy nothing (each put waits
+/// on the same fsync) and each thread costs mimalloc memory; a call abandoned at its timeout
+/// gives its slot back, so a sled thread stuck for good costs that thread, never the slot.
 pub const DISK_THREADS: usize = 8;
 
 /// Keys are URI-Rs of up to 8 KiB; logging all of that on every warning would bury the reason.
@@ -66,6 +67,7 @@ pub(super) struct Shared {
     /// Set while a recovery thread runs, so a burst of failures starts only one.
     pub recovering: AtomicBool,
     gate: tokio::sync::Semaphore,
+    threads: DiskThreads,
 }
 
 impl Shared {
@@ -172,6 +174,7 @@ impl<V: Cacheable> PersistentTier<V> {
                 page_cache,
                 recovering: AtomicBool::new(false),
                 gate: tokio::sync::Semaphore::new(DISK_THREADS),
+                threads: DiskThreads::new("tmproxy-store"),
             }),
             _value: PhantomData,
         })
@@ -208,8 +211,8 @@ impl<V> PersistentTier<V> {
             .clone()
     }
 
-    /// Runs `job` on a dedicated thread and waits for it at most `write_timeout`, the wait for
-    /// a free slot included. A job that outlives the wait runs on, on its own thread.
+    /// Runs `job` on a disk thread and waits for it at most `write_timeout`, the wait for a free
+    /// slot included. A job that outlives the wait runs on, keeping its thread.
     pub(super) async fn on_disk_thread<T: Send + 'static>(
         &self,
         job: impl FnOnce() -> T + Send + 'static,
@@ -228,10 +231,10 @@ impl<V> PersistentTier<V> {
             }
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
-        std::thread::Builder::new()
-            .name("tmproxy-store".into())
-            .spawn(move || {
-                let _ = tx.send(job());
+        self.shared
+            .threads
+            .run(job, move |answer| {
+                let _ = tx.send(answer);
             })
             .map_err(|e| Abandoned::Failed(format!("cannot start a thread: {e}")))?;
         let answer = tokio::time::timeout_at(deadline, rx).await;
