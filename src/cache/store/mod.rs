@@ -268,6 +268,26 @@ mod tests {
         );
     }
 
+    /// A value heavier than the hot tier is never held there, not even until moka's next
+    /// bookkeeping (on an idle server that never comes), and the lighter value it replaces is
+    /// not served in its place; the persistent tier serves it.
+    #[tokio::test]
+    async fn a_value_heavier_than_the_hot_tier_is_served_from_disk_only() {
+        let dir = TempDir::new().expect("tempdir");
+        let store = open_in(&dir, 4096);
+        let key = "http://example.com/big";
+        store.put(key, note("small")).await.expect("put");
+        assert!(store.hot().get(key).await.is_some());
+        store.put(key, note("x".repeat(8192))).await.expect("put");
+        assert!(
+            store.hot().get(key).await.is_none(),
+            "the heavy value (or the old one) is in the hot tier"
+        );
+        assert_eq!(store.hot().stats().entries, 0);
+        assert_eq!(store.get(key).await.expect("from disk").body.len(), 8192);
+        assert!(store.hot().get(key).await.is_none(), "promoted anyway");
+    }
+
     #[tokio::test]
     async fn the_hot_tier_stays_within_its_byte_capacity() {
         let dir = TempDir::new().expect("tempdir");
