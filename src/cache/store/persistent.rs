@@ -379,17 +379,13 @@ enum Written {
     Failed(StoreError),
 }
 
-fn write_entry<V: Cacheable>(
+fn write_entry(
     handle: &Handle,
     counters: &Counters,
     path: &Path,
     key: &str,
-    value: &V,
+    bytes: Vec<u8>,
 ) -> Written {
-    let bytes = match encode(value) {
-        Ok(bytes) => bytes,
-        Err(e) => return Written::Failed(StoreError::Encode(e.to_string())),
-    };
     if let Err(reason) = super::disk_check::room_for(path, bytes.len()) {
         return Written::Refused(reason);
     }
@@ -448,17 +444,26 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
             counters.writes_failed.fetch_add(1, Ordering::Relaxed);
             return Err(StoreError::Unavailable(self.degraded().unwrap_or_default()));
         };
+        // Encoded before the disk call, not within it: `write_timeout` is for a disk that
+        // stops answering, and the CPU work for millions of mementos can take seconds on a slow
+        // machine, which would take a healthy database out of service.
+        let encoded = tokio::task::spawn_blocking(move || encode(value.as_ref())).await;
+        let bytes = match encoded {
+            Ok(Ok(bytes)) => bytes,
+            Ok(Err(e)) => {
+                counters.writes_failed.fetch_add(1, Ordering::Relaxed);
+                return Err(StoreError::Encode(e.to_string()));
+            }
+            Err(e) => {
+                counters.writes_failed.fetch_add(1, Ordering::Relaxed);
+                return Err(StoreError::Encode(format!("the encoding task failed: {e}")));
+            }
+        };
         let shared = Arc::clone(&self.shared);
         let owned_key = key.to_owned();
         let written = self
             .on_disk_thread(move || {
-                write_entry(
-                    &handle,
-                    &shared.counters,
-                    &shared.path,
-                    &owned_key,
-                    value.as_ref(),
-                )
+                write_entry(&handle, &shared.counters, &shared.path, &owned_key, bytes)
             })
             .await;
         let failure = match written {
@@ -470,7 +475,6 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
                 self.shared.set_degraded(reason.clone());
                 StoreError::Refused(reason)
             }
-            Ok(Written::Failed(e @ StoreError::Encode(_))) => e,
             Ok(Written::Failed(e)) => {
                 self.out_of_service(e.to_string());
                 e
