@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
+mod common;
+use common::{captures, rss_mib};
+
 #[derive(Parser)]
 #[command(about = "N distinct cache misses against tmproxy serve, then its RSS while idle")]
 struct Args {
@@ -38,71 +41,6 @@ struct Args {
     set: Vec<String>,
 }
 
-/// The server's VmRSS in MiB.
-fn rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
-/// `n` distinct SYNTHETIC capture timestamps for archive `k`, a day apart, offset per archive.
-fn captures(n: usize, k: usize) -> Vec<String> {
-    let start = chrono::DateTime::from_timestamp(915_148_800, 0).unwrap_or_default();
-    (0..n)
-        .map(|i| {
-            (start + chrono::Duration::days(i as i64) + chrono::Duration::hours(k as i64))
-                .format("%Y%m%d%H%M%S")
-                .to_string()
-        })
-        .collect()
-}
-
-/// The config text: our archives, the cache in `dir`, plus the `--set` lines by section.
-fn config_text(args: &Args, dir: &std::path::Path, archives: &[SimulatedArchive]) -> String {
-    let mut sections: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    sections
-        .entry("server".into())
-        .or_default()
-        .push("rate_limit = 0.0".into());
-    let cache = sections.entry("cache".into()).or_default();
-    cache.push(format!(
-        "path = {:?}",
-        dir.join("cache").display().to_string()
-    ));
-    cache.push(format!("hot_capacity = {}", args.hot_capacity));
-    sections
-        .entry("admin".into())
-        .or_default()
-        .push("token = \"miss-burst\"".into());
-    for s in &args.set {
-        if let Some((key, value)) = s.split_once('=') {
-            if let Some((section, key)) = key.split_once('.') {
-                sections
-                    .entry(section.to_string())
-                    .or_default()
-                    .push(format!("{key} = {value}"));
-            }
-        }
-    }
-    let mut text = String::new();
-    for (section, lines) in sections {
-        text.push_str(&format!("[{section}]\n{}\n\n", lines.join("\n")));
-    }
-    for (i, a) in archives.iter().enumerate() {
-        text.push_str(&format!(
-            "[[archives]]\nid = \"sim{i}\"\nname = \"simulated {i}\"\ntimemap = {:?}\ntimegate = {:?}\n\n",
-            a.timemap_prefix(),
-            a.timegate_prefix()
-        ));
-    }
-    text
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
@@ -110,7 +48,7 @@ async fn main() -> ExitCode {
     let mut archives = Vec::new();
     for (k, share) in shares.iter().enumerate() {
         let n = ((args.mementos as f64) * share).round() as usize;
-        let stamps = captures(n, k);
+        let stamps = captures(n, k, chrono::Duration::days(1));
         let refs: Vec<&str> = stamps.iter().map(String::as_str).collect();
         match SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&refs))).await {
             Ok(a) => archives.push(a),
@@ -127,55 +65,33 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = dir.path().join("tmproxy.toml");
-    if let Err(e) = std::fs::write(&config, config_text(&args, dir.path(), &archives)) {
-        eprintln!("miss_burst: cannot write the config: {e}");
-        return ExitCode::from(2);
-    }
-    let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
-        Ok(a) => a.port(),
+    let lines = [
+        ("server", "rate_limit = 0.0".to_string()),
+        (
+            "cache",
+            format!(
+                "path = {:?}",
+                dir.path().join("cache").display().to_string()
+            ),
+        ),
+        ("cache", format!("hot_capacity = {}", args.hot_capacity)),
+        ("admin", "token = \"miss-burst\"".to_string()),
+    ];
+    let config = common::config_text(&lines, &args.set, &archives);
+    let mut server = match common::start_server(&args.server, dir.path(), &config).await {
+        Ok(s) => s,
         Err(e) => {
-            eprintln!("miss_burst: no free port: {e}");
+            eprintln!("miss_burst: {e}");
             return ExitCode::from(2);
         }
     };
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = match tokio::process::Command::new(&args.server)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--config",
-        ])
-        .arg(&config)
-        .env_remove("TMPROXY_CONFIG")
-        .env("RUST_LOG", "warn")
-        .current_dir(dir.path())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("miss_burst: cannot start {}: {e}", args.server.display());
-            return ExitCode::from(2);
-        }
-    };
-    let pid = child.id().unwrap_or(0);
+    let (pid, base) = (server.pid, server.base.clone());
     let http = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(args.connections)
         .timeout(Duration::from_secs(60))
         .build()
         .expect("a plain client builds");
-    let ready = Instant::now();
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        if ready.elapsed() > Duration::from_secs(30) {
-            eprintln!("miss_burst: the server never answered /healthz");
-            let _ = child.kill().await;
-            return ExitCode::from(2);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     let start_rss = rss_mib(pid);
     let next = Arc::new(AtomicUsize::new(0));
     let errors = Arc::new(AtomicU64::new(0));
@@ -230,7 +146,7 @@ async fn main() -> ExitCode {
             idle.elapsed().as_secs_f64()
         );
     }
-    let _ = child.kill().await;
+    let _ = server.child.kill().await;
     let bound = args.hot_capacity as f64 / 1_048_576.0 + 256.0;
     let errors = errors.load(Ordering::Relaxed);
     println!(
