@@ -23,6 +23,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+mod first_store;
+use first_store::ANSWER_AFTER_DEADLINE;
+
 /// What the hot tier holds: the stored entry, plus what serving it needs, built once per load.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -37,6 +40,14 @@ impl CachedTimeMap {
         CachedTimeMap {
             entry,
             view: OnceLock::new(),
+        }
+    }
+
+    /// An entry whose view is already built (from the fetch it was made of).
+    fn with_view(entry: Entry, view: Arc<View>) -> CachedTimeMap {
+        CachedTimeMap {
+            entry,
+            view: OnceLock::from(view),
         }
     }
 
@@ -264,6 +275,9 @@ pub struct Request {
     pub no_cache: bool,
     /// The admin's explicit refresh: always refreshes.
     pub force: bool,
+    /// The format the answer will be rendered in, if the caller knows: a first answer renders
+    /// it while its entry is being stored, instead of after.
+    pub render: Option<TimeMapFormat>,
 }
 
 /// Cache settings the service applies (the policy itself is pure and separate).
@@ -285,6 +299,9 @@ pub struct TimeMapCache {
     clock: Arc<dyn Clock>,
     public_url: String,
     inflight: Mutex<HashMap<String, SharedRefresh>>,
+    /// First stores still being built or written after their answer went out, by URI-R, with
+    /// the view they serve: a request meanwhile is answered from it instead of fanning out again.
+    settling: Arc<Mutex<HashMap<String, Arc<View>>>>,
     /// Last client-forced refresh per URI-R, to bound `no-cache` refreshes.
     forced: Mutex<HashMap<String, MementoDatetime>>,
     pub stats: CacheStats,
@@ -310,6 +327,7 @@ impl TimeMapCache {
             clock,
             public_url,
             inflight: Mutex::new(HashMap::new()),
+            settling: Default::default(),
             forced: Mutex::new(HashMap::new()),
             stats: CacheStats::new(),
             observe,
@@ -360,15 +378,22 @@ impl TimeMapCache {
                 let this = self.clone();
                 let key = uri_r.to_string();
                 tokio::spawn(async move {
-                    let _ = this.shared_refresh(&key).await;
+                    let _ = this.shared_refresh(&key, None).await;
                 });
                 self.stats.count_stale();
                 return Served::stored(c, &self.public_url, CacheStatus::Stale);
             }
         }
+        if cached.is_none() && !req.force {
+            if let Some(served) = self.settling_answer(uri_r, now) {
+                return served;
+            }
+        }
         let served = match req.deadline {
-            Some(d) if d < self.upstream.deadline() => self.refresh(uri_r, Some(d)).await,
-            _ => self.shared_refresh(uri_r).await,
+            Some(d) if d < self.upstream.deadline() => {
+                self.refresh(uri_r, Some(d), req.render).await
+            }
+            _ => self.shared_refresh(uri_r, req.render).await,
         };
         served.unwrap_or_else(|| {
             // The refresh task itself failed (a panic in it): serve what we have rather than 500.
@@ -406,7 +431,11 @@ impl TimeMapCache {
 
     /// One fan-out for `uri_r` shared by every request that arrives while it runs. It runs as its
     /// own task, so a client that hangs up does not cancel it for the others.
-    async fn shared_refresh(self: &Arc<Self>, uri_r: &str) -> Option<Served> {
+    async fn shared_refresh(
+        self: &Arc<Self>,
+        uri_r: &str,
+        render: Option<TimeMapFormat>,
+    ) -> Option<Served> {
         let shared = {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(f) = inflight.get(uri_r) {
@@ -415,7 +444,7 @@ impl TimeMapCache {
                 let this = self.clone();
                 let key = uri_r.to_string();
                 let task = tokio::spawn(async move {
-                    let served = this.refresh(&key, None).await;
+                    let served = this.refresh(&key, None, render).await;
                     this.inflight
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -444,12 +473,24 @@ impl TimeMapCache {
 
     /// Asks the archives, lets the policy decide against the entry stored now, stores what it
     /// says and returns what to serve.
-    async fn refresh(&self, uri_r: &str, deadline: Option<Duration>) -> Option<Served> {
+    async fn refresh(
+        self: &Arc<Self>,
+        uri_r: &str,
+        deadline: Option<Duration>,
+        render: Option<TimeMapFormat>,
+    ) -> Option<Served> {
         let store = self.store.as_ref()?;
+        let limit = deadline.map_or(self.upstream.deadline(), |d| {
+            d.min(self.upstream.deadline())
+        });
+        let answer_by = tokio::time::Instant::now() + limit + ANSWER_AFTER_DEADLINE;
         let agg = self.fan_out(uri_r, deadline).await;
         let now = self.clock.now();
         // Read again: another refresh may have stored something while we were fetching.
         let cached = store.get(uri_r).await;
+        if cached.is_none() && agg.outcomes.iter().any(|o| o.status.answered()) {
+            return Some(self.first_store(uri_r, agg, now, answer_by, render).await);
+        }
         let fresh = FetchOutcome::from_aggregate(&agg);
         // From here the fresh mementos live in `fresh`; the aggregate keeps only its outcomes
         // (it is served as such only on an outage, when it has no memento anyway). Releasing
@@ -512,13 +553,21 @@ impl TimeMapCache {
         Some(served)
     }
 
-    /// Shared refreshes still running. A stopping server waits for them: one whose client hung
-    /// up, a stale-while-revalidate one or a feed's still stores its result when it ends.
+    /// Refreshes still running, first stores still being written included. A stopping server
+    /// waits for them: one whose client hung up, a stale-while-revalidate one or a feed's still
+    /// stores its result when it ends.
     pub fn refreshes_in_flight(&self) -> usize {
-        self.inflight
+        let shared = self
+            .inflight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .len()
+            .len();
+        let settling = self
+            .settling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        shared + settling
     }
 
     /// Makes everything stored so far durable (each put already is; this is the last word

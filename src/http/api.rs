@@ -36,7 +36,7 @@ pub async fn api_json(
 ) -> Result<Json<ApiAnswer>, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/api/json/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let served = serve_lookup(&state, &lookup, &headers).await;
+    let served = serve_lookup(&state, &lookup, &headers, None).await;
     let agg = &served.view.aggregate;
     check_found(agg)?;
     Ok(Json(describe(&state.public_url, agg, target)))

@@ -14,6 +14,7 @@ use crate::error::AppError;
 use crate::timemap::aggregate::{Aggregate, Verdict};
 use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::TimeMapFormat;
 use crate::upstream::Upstream;
 use crate::uri_r::{split_timeout_param, UriR, MAX_URI_LEN};
 use axum::extract::Request as HttpRequest;
@@ -235,12 +236,19 @@ pub fn accept_datetime(
     }
 }
 
-/// Looks the URI-R up through the cache, honouring the client's deadline and `no-cache`.
-pub async fn serve_lookup(state: &AppState, lookup: &Lookup, headers: &HeaderMap) -> Served {
+/// Looks the URI-R up through the cache, honouring the client's deadline and `no-cache`;
+/// `render` is the TimeMap format the answer will be rendered in, if it is one.
+pub async fn serve_lookup(
+    state: &AppState,
+    lookup: &Lookup,
+    headers: &HeaderMap,
+    render: Option<TimeMapFormat>,
+) -> Served {
     let req = Request {
         deadline: lookup.deadline,
         no_cache: wants_no_cache(headers),
         force: false,
+        render,
     };
     state.cache.lookup(lookup.uri_r.as_str(), req).await
 }

@@ -1,0 +1,120 @@
+//! A URI-R's first answer: served from the fan-out's own merged TimeMap while its entry is built
+//! and written beside it, so a TimeMap of millions of mementos is answered by the deadline + 1 s
+//! instead of after seconds of storing.
+
+use super::{Action, CacheStatus, CachedTimeMap, FetchOutcome, Served, TimeMapCache, View};
+use crate::cache::store::Store;
+use crate::timemap::aggregate::Aggregate;
+use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::TimeMapFormat;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long past the fan-out's deadline a first answer may wait for its entry to be stored:
+/// enough for an ordinary entry when an archive held the fan-out to its deadline (so the answer
+/// does not say `not_stored` for a store of milliseconds), and short enough that the deadline
+/// + 1 s holds with the answer still to render.
+pub(super) const ANSWER_AFTER_DEADLINE: Duration = Duration::from_millis(250);
+
+impl TimeMapCache {
+    /// A URI-R's first answer (nothing cached): every policy stores the fetch as it is, so the
+    /// answer is the fan-out's own merged TimeMap, served without waiting for the entry to be
+    /// built and written. That work (seconds for millions of mementos) goes on in a task of its
+    /// own; the answer waits for it until `answer_by` (the deadline + 250 ms) to say `stored`,
+    /// and after that says `not_stored`, the write still landing later.
+    pub(super) async fn first_store(
+        self: &Arc<Self>,
+        uri_r: &str,
+        agg: Aggregate,
+        now: MementoDatetime,
+        answer_by: tokio::time::Instant,
+        render: Option<TimeMapFormat>,
+    ) -> Served {
+        self.stats.count_miss();
+        let public_url = self.public_url.clone();
+        // Merging was the fan-out's; the view only wraps it (its bodies render on demand).
+        let view = Arc::new(View::new(agg, &public_url));
+        // Rendered beside the store, not after it: for millions of mementos each takes seconds.
+        let rendering = render.map(|format| {
+            let view = view.clone();
+            tokio::task::spawn_blocking(move || drop(view.rendered(format)))
+        });
+        let settle = {
+            let (this, key, view) = (self.clone(), uri_r.to_string(), view.clone());
+            self.settling
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key.clone(), view.clone());
+            tokio::spawn(async move {
+                let stored = this.store_first(&key, view, now).await;
+                this.settling
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&key);
+                stored
+            })
+        };
+        let reported = match tokio::time::timeout_at(answer_by, settle).await {
+            Ok(Ok(action)) => action,
+            // The task panicked, or is still at work: nothing durable can be claimed.
+            Ok(Err(_)) | Err(_) => Action::NotStored,
+        };
+        if let Some(rendering) = rendering {
+            let _ = rendering.await;
+        }
+        Served {
+            view,
+            status: CacheStatus::Miss,
+            case: None,
+            action: Some(reported),
+            checked_at: now,
+            fresh_until: self.policy.fresh_until(now),
+        }
+    }
+
+    /// Builds the entry for a first fetch (off the runtime's threads), stores it with the view
+    /// already built, and says what the policy did, or `not_stored` when the write failed.
+    async fn store_first(&self, uri_r: &str, view: Arc<View>, now: MementoDatetime) -> Action {
+        let Some(store) = &self.store else {
+            return Action::NotStored;
+        };
+        let policy = self.policy;
+        let built = tokio::task::spawn_blocking(move || {
+            let fresh = FetchOutcome::from_aggregate(&view.aggregate);
+            (policy.decide(None, &fresh, now), view)
+        })
+        .await;
+        let Ok((decision, view)) = built else {
+            return Action::NotStored;
+        };
+        let mut reported = decision.action;
+        if let Some(entry) = decision.store {
+            let value = Arc::new(CachedTimeMap::with_view(entry, view));
+            if let Err(e) = store.put(uri_r, value).await {
+                tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
+                reported = Action::NotStored;
+            }
+        }
+        self.stats.count_decision(decision.case, reported);
+        reported
+    }
+
+    /// The answer for a URI-R whose first store is still being written: its view, as the first
+    /// answer gave it (MISS, `not_stored`: nothing durable yet).
+    pub(super) fn settling_answer(&self, uri_r: &str, now: MementoDatetime) -> Option<Served> {
+        let view = self
+            .settling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(uri_r)?
+            .clone();
+        Some(Served {
+            checked_at: view.aggregate.fetched_at,
+            fresh_until: self.policy.fresh_until(now),
+            view,
+            status: CacheStatus::Miss,
+            case: None,
+            action: Some(Action::NotStored),
+        })
+    }
+}
