@@ -16,6 +16,10 @@ use std::time::Duration;
 /// + 1 s holds with the answer still to render.
 pub(super) const ANSWER_AFTER_DEADLINE: Duration = Duration::from_millis(250);
 
+/// Mementos from which a TimeMap's entry is built and its answer rendered on the blocking pool
+/// rather than in place (about 10 ms of work at this size in a release build).
+const BIG_TIMEMAP: usize = 20_000;
+
 impl TimeMapCache {
     /// A URI-R's first answer (nothing cached): every policy stores the fetch as it is, so the
     /// answer is the fan-out's own merged TimeMap, served without waiting for the entry to be
@@ -35,7 +39,9 @@ impl TimeMapCache {
         // Merging was the fan-out's; the view only wraps it (its bodies render on demand).
         let view = Arc::new(View::new(agg, &public_url));
         // Rendered beside the store, not after it: for millions of mementos each takes seconds.
-        let rendering = render.map(|format| {
+        // A small one renders in the handler as any answer does.
+        let big = view.aggregate.timemap.len() >= BIG_TIMEMAP;
+        let rendering = render.filter(|_| big).map(|format| {
             let view = view.clone();
             tokio::task::spawn_blocking(move || drop(view.rendered(format)))
         });
@@ -72,20 +78,27 @@ impl TimeMapCache {
         }
     }
 
-    /// Builds the entry for a first fetch (off the runtime's threads), stores it with the view
+    /// Builds the entry for a first fetch, stores it with the view
     /// already built, and says what the policy did, or `not_stored` when the write failed.
     async fn store_first(&self, uri_r: &str, view: Arc<View>, now: MementoDatetime) -> Action {
         let Some(store) = &self.store else {
             return Action::NotStored;
         };
         let policy = self.policy;
-        let built = tokio::task::spawn_blocking(move || {
+        let big = view.aggregate.timemap.len() >= BIG_TIMEMAP;
+        let build = move || {
             let fresh = FetchOutcome::from_aggregate(&view.aggregate);
             (policy.decide(None, &fresh, now), view)
-        })
-        .await;
-        let Ok((decision, view)) = built else {
-            return Action::NotStored;
+        };
+        // Milliseconds for an ordinary TimeMap, run in place; seconds for a huge one, which
+        // must not hold a runtime thread.
+        let (decision, view) = if !big {
+            build()
+        } else {
+            match tokio::task::spawn_blocking(build).await {
+                Ok(built) => built,
+                Err(_) => return Action::NotStored,
+            }
         };
         let mut reported = decision.action;
         if let Some(entry) = decision.store {

@@ -28,6 +28,9 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// gives its slot back, so a sled thread stuck for good costs that thread, never the slot.
 pub const DISK_THREADS: usize = 8;
 
+/// Entries (by `approx_bytes`) from which encoding runs on the blocking pool, not in place.
+const BIG_ENTRY_BYTES: usize = 4 << 20;
+
 /// Keys are URI-Rs of up to 8 KiB; logging all of that on every warning would bury the reason.
 const LOGGED_KEY_CHARS: usize = 200;
 
@@ -447,7 +450,13 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
         // Encoded before the disk call, not within it: `write_timeout` is for a disk that
         // stops answering, and the CPU work for millions of mementos can take seconds on a slow
         // machine, which would take a healthy database out of service.
-        let encoded = tokio::task::spawn_blocking(move || encode(value.as_ref())).await;
+        // An ordinary entry takes about a millisecond and is encoded in place; a big one
+        // would hold a runtime thread for as long.
+        let encoded = if value.approx_bytes() < BIG_ENTRY_BYTES {
+            Ok(encode(value.as_ref()))
+        } else {
+            tokio::task::spawn_blocking(move || encode(value.as_ref())).await
+        };
         let bytes = match encoded {
             Ok(Ok(bytes)) => bytes,
             Ok(Err(e)) => {
