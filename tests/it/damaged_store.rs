@@ -169,9 +169,10 @@ async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
         });
     let misses = pristine.served.len() as u64 - hits;
     eprintln!(
-        "{case}: {hits} hits, {misses} misses, moved aside {moved}, unreadable {}, lost {}",
+        "{case}: {hits} hits, {misses} misses, moved aside {moved}, unreadable {}, lost {}, sled panicked {}",
         count("unreadable"),
-        count("lost")
+        count("lost"),
+        server.log().contains("sled panicked")
     );
     if moved {
         assert_eq!(count("moved_aside"), 1, "{case}: {persistent}");

@@ -52,8 +52,12 @@ impl DiskThreads {
         deliver: impl FnOnce(T) + Send + 'static,
     ) -> std::io::Result<()> {
         let job: Job = Box::new(move || {
-            let value = work();
-            Box::new(move || deliver(value))
+            // A panic is caught here so that `deliver`, whose drop tells the caller, is dropped
+            // only once the worker counts itself free again, as an answer is delivered.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+                Ok(value) => Box::new(move || deliver(value)),
+                Err(_) => Box::new(move || drop(deliver)),
+            }
         });
         let (lock, wake) = &*self.shared;
         let mut queue = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -92,8 +96,7 @@ fn work_on(shared: &(Mutex<Queue>, Condvar)) {
         if let Some(job) = queue.jobs.pop_front() {
             queue.free -= 1;
             drop(queue);
-            // A panicking job (sled on damaged data) drops its answer channel, which its caller
-            // reads as a failure; the worker itself goes on.
+            // A job's own panic is caught inside it (see `run`); this one only keeps the worker.
             let deliver = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
             lock.lock().unwrap_or_else(|p| p.into_inner()).free += 1;
             if let Ok(deliver) = deliver {
