@@ -2,7 +2,7 @@
 //! than the budget together; the one that would pass it fails with "memory budget", and the
 //! deadline still holds.
 
-use crate::support::{archive_config, client, get_json, serve_fake, start_proxy};
+use crate::support::{admin_stats, archive_config, client, get_json, serve_fake, start_proxy};
 use std::time::{Duration, Instant};
 use tmproxy::config::Config;
 
@@ -135,16 +135,7 @@ async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
         "the bodies were really held ({high} bytes)"
     );
     assert_eq!(sample(&m, "tmproxy_upstream_max_buffered_bytes"), budget);
-    let stats = client()
-        .get(format!("{}/admin/stats", proxy.base))
-        .bearer_auth("budget-test")
-        .send()
-        .await
-        .expect("stats")
-        .text()
-        .await
-        .expect("stats body");
-    let stats: serde_json::Value = serde_json::from_str(&stats).expect("stats JSON");
+    let stats = admin_stats(&proxy.base, "budget-test").await;
     assert_eq!(
         stats["upstream"]["buffered_bytes_high_water"], high,
         "{stats}"

@@ -5,7 +5,9 @@
 //! HTTP/2 is spoken by hand over a raw socket, so each test decides exactly which frames are
 //! sent and which are answered (a real client would answer the server's PINGs for us).
 
-use crate::support::{client, config_for, start_proxy, start_proxy_with_admin_listener};
+use crate::support::{
+    admin_stats, client, config_for, start_proxy, start_proxy_with_admin_listener,
+};
 use crate::support::{Proxy, ServeProcess};
 use std::time::{Duration, Instant};
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
@@ -331,16 +333,7 @@ async fn past_max_connections_a_new_connection_is_closed_at_once_and_counted() {
     let text = metrics_of(&admin).await;
     assert_eq!(metric(&text, REFUSED), 1, "{text}");
     assert_eq!(metric(&text, OPEN), 20, "{text}");
-    let stats = client()
-        .get(format!("{admin}/admin/stats"))
-        .bearer_auth("conn-token")
-        .send()
-        .await
-        .expect("stats")
-        .text()
-        .await
-        .expect("stats body");
-    let stats: serde_json::Value = serde_json::from_str(&stats).expect("JSON");
+    let stats = admin_stats(&admin, "conn-token").await;
     assert_eq!(stats["connections"]["public"]["refused"], 1, "{stats}");
     assert_eq!(stats["connections"]["public"]["open"], 20, "{stats}");
 

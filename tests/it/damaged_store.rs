@@ -5,7 +5,7 @@
 //! aside, unreadable or lost).
 
 use crate::disk_faults::{captures, healthz, timemap};
-use crate::support::{client, ServeProcess};
+use crate::support::{admin_stats, ServeProcess};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
@@ -122,18 +122,6 @@ fn flip_byte(file: &Path, offset: u64) {
     std::fs::write(file, bytes).expect("write");
 }
 
-async fn admin_stats(base: &str) -> serde_json::Value {
-    let r = client()
-        .get(format!("{base}/admin/stats"))
-        .bearer_auth(TOKEN)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .expect("stats");
-    assert_eq!(r.status(), 200);
-    serde_json::from_str(&r.text().await.expect("body")).expect("stats JSON")
-}
-
 /// Runs the binary on a damaged copy of the store and checks it serves only what was stored
 /// and accounts for everything else. `damage` gets the copy's cache directory.
 async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
@@ -156,7 +144,7 @@ async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
             );
         }
     }
-    let stats = admin_stats(&server.base).await;
+    let stats = admin_stats(&server.base, TOKEN).await;
     let persistent = &stats["tiers"]["persistent"];
     let count = |k: &str| persistent[k].as_u64().unwrap_or(0);
     let moved = std::fs::read_dir(cache.parent().expect("parent"))

@@ -187,6 +187,21 @@ fn chown_tree(path: &Path, uid: u32, gid: u32) {
 
 const NOBODY: (u32, u32) = (65534, 65534);
 
+/// What a test running the server as `nobody` starts from: the archive, a temporary directory
+/// `nobody` may enter, and the cache path in it; None (the reason printed) when this suite
+/// cannot switch uid.
+async fn for_another_uid() -> Option<(SimulatedArchive, tempfile::TempDir, PathBuf)> {
+    if let Some(why) = cannot_switch_uid() {
+        eprintln!("skipped: this suite cannot run the server as another uid ({why})");
+        return None;
+    }
+    let archive = big_archive().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cache = dir.path().join("cache");
+    Some((archive, dir, cache))
+}
+
 /// Why this suite cannot run a process as `nobody`, if it cannot.
 fn cannot_switch_uid() -> Option<String> {
     use std::os::unix::process::CommandExt;
@@ -223,14 +238,9 @@ async fn a_read_only_cache_dir_answers_not_stored_and_stores_again_once_writable
 }
 
 async fn read_only_cache_dir() {
-    if let Some(why) = cannot_switch_uid() {
-        eprintln!("skipped: this suite cannot run the server as another uid ({why})");
+    let Some((archive, dir, cache)) = for_another_uid().await else {
         return;
-    }
-    let archive = big_archive().await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let cache = dir.path().join("cache");
+    };
     std::fs::create_dir_all(&cache).expect("mkdir");
     let config = dir.path().join("config.toml");
     std::fs::write(&config, config_text(&archive, &cache)).expect("config");
@@ -398,14 +408,9 @@ async fn full_disk() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
     use std::os::unix::process::CommandExt;
-    if let Some(why) = cannot_switch_uid() {
-        eprintln!("skipped: this suite cannot run the server as another uid ({why})");
+    let Some((archive, dir, cache)) = for_another_uid().await else {
         return;
-    }
-    let archive = big_archive().await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let cache = dir.path().join("cache");
+    };
     drop(
         tmproxy::cache::store::open::<tmproxy::cache::service::CachedTimeMap>(
             &cache,

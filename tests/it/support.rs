@@ -202,6 +202,19 @@ pub async fn get_json(url: &str) -> (u16, serde_json::Value) {
     (status, json)
 }
 
+/// `/admin/stats` of the proxy at `base`, with the admin `token`.
+pub async fn admin_stats(base: &str, token: &str) -> serde_json::Value {
+    let r = client()
+        .get(format!("{base}/admin/stats"))
+        .bearer_auth(token)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("stats");
+    assert_eq!(r.status(), 200);
+    serde_json::from_str(&r.text().await.expect("body")).expect("stats JSON")
+}
+
 /// The `archives[]` entry for `id` in a JSON TimeMap.
 pub fn outcome<'a>(json: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     json["archives"]
