@@ -96,12 +96,12 @@ fn work_on(shared: &(Mutex<Queue>, Condvar)) {
         if let Some(job) = queue.jobs.pop_front() {
             queue.free -= 1;
             drop(queue);
-            // A job's own panic is caught inside it (see `run`); this one only keeps the worker.
-            let deliver = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            // The work's own panic is caught inside the job (see `run`).
+            let deliver = job();
             lock.lock().unwrap_or_else(|p| p.into_inner()).free += 1;
-            if let Ok(deliver) = deliver {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(deliver));
-            }
+            // The caller's delivery is its code, not ours: a panic there must not end the worker
+            // while it is counted free.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(deliver));
             queue = lock.lock().unwrap_or_else(|p| p.into_inner());
             continue;
         }

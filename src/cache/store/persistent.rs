@@ -453,19 +453,17 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
         // An ordinary entry takes about a millisecond and is encoded in place; a big one
         // would hold a runtime thread for as long.
         let encoded = if value.approx_bytes() < BIG_ENTRY_BYTES {
-            Ok(encode(value.as_ref()))
+            encode(value.as_ref()).map_err(|e| e.to_string())
         } else {
-            tokio::task::spawn_blocking(move || encode(value.as_ref())).await
+            tokio::task::spawn_blocking(move || encode(value.as_ref()).map_err(|e| e.to_string()))
+                .await
+                .unwrap_or_else(|e| Err(format!("the encoding task failed: {e}")))
         };
         let bytes = match encoded {
-            Ok(Ok(bytes)) => bytes,
-            Ok(Err(e)) => {
-                counters.writes_failed.fetch_add(1, Ordering::Relaxed);
-                return Err(StoreError::Encode(e.to_string()));
-            }
+            Ok(bytes) => bytes,
             Err(e) => {
                 counters.writes_failed.fetch_add(1, Ordering::Relaxed);
-                return Err(StoreError::Encode(format!("the encoding task failed: {e}")));
+                return Err(StoreError::Encode(e));
             }
         };
         let shared = Arc::clone(&self.shared);
