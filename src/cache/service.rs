@@ -377,9 +377,7 @@ impl TimeMapCache {
             if !window.is_zero() && within {
                 let this = self.clone();
                 let key = uri_r.to_string();
-                tokio::spawn(async move {
-                    let _ = this.shared_refresh(&key, None).await;
-                });
+                tokio::spawn(async move { this.revalidate(&key).await });
                 self.stats.count_stale();
                 return Served::stored(c, &self.public_url, CacheStatus::Stale);
             }
@@ -411,6 +409,29 @@ impl TimeMapCache {
                 ),
             }
         })
+    }
+
+    /// stale-while-revalidate's refresh behind the client: joins one in flight, and starts none
+    /// when the entry was refreshed since this request read it. A refresh leaves `inflight`
+    /// only after storing, so finding none in flight and then reading the store sees its entry.
+    async fn revalidate(self: &Arc<Self>, uri_r: &str) {
+        let in_flight = self
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(uri_r);
+        if !in_flight {
+            if let Some(store) = &self.store {
+                let cached = store.get(uri_r).await;
+                let freshness = self
+                    .policy
+                    .freshness(cached.as_ref().map(|c| &c.entry), self.clock.now());
+                if cached.is_some() && matches!(freshness, Freshness::Fresh) {
+                    return;
+                }
+            }
+        }
+        let _ = self.shared_refresh(uri_r, None).await;
     }
 
     /// Whether a client's `no-cache` may force a refresh now (and records that it did).
