@@ -1,8 +1,8 @@
 //! `tmproxy serve` starts on any damaged cache directory (README "Operating it", disk faults):
-//! flipped bytes in `db`, in a blob file and in `conf`, and a truncated `db`. Each case runs
-//! the real binary on a copy of one populated store and checks that it answers, never serves a
-//! TimeMap other than the one stored, and accounts for every entry it no longer serves (moved
-//! aside, unreadable or lost).
+//! flipped bytes in `db`, in a blob file and in `conf`, a truncated `db`, and damage on which
+//! sled itself panics. Each case runs the real binary on a copy of one populated store and
+//! checks that it answers, never serves a TimeMap other than the one stored, and accounts for
+//! every entry it no longer serves (moved aside, unreadable or lost).
 
 use crate::disk_faults::{captures, healthz, timemap};
 use crate::support::{admin_stats, ServeProcess};
@@ -13,12 +13,6 @@ use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 const TOKEN: &str = "damaged-store-token";
 /// Each test's whole run, far above what it needs, so only a hang reaches it.
 const TEST_BOUND: Duration = Duration::from_secs(300);
-
-fn uri_rs() -> Vec<String> {
-    (0..24)
-        .map(|i| format!("http://example.com/page/{i}"))
-        .collect()
-}
 
 /// A store populated by the real binary, and what it served for each URI-R.
 struct Pristine {
@@ -54,11 +48,30 @@ fn start_on(archive: &SimulatedArchive, cache: &Path) -> ServeProcess {
 
 /// 20 small TimeMaps (inline in sled's log) and 4 of `BLOB_MEMENTOS` (sled blob files).
 async fn populate() -> Pristine {
-    let small = Behaviour::TimeMap(TimeMapSpec {
-        captures: captures(5),
-        ..TimeMapSpec::default()
-    });
-    let archive = SimulatedArchive::start(small).await.expect("archive");
+    let blob = crate::disk_faults::scattered_captures(crate::disk_faults::BLOB_MEMENTOS);
+    let pristine = populate_with(|i, _| match i {
+        0..20 => Some(captures(5)),
+        20..24 => Some(blob.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(
+        std::fs::read_dir(pristine.cache().join("blobs"))
+            .expect("blobs")
+            .count()
+            > 0,
+        "the large TimeMaps are meant to be sled blobs"
+    );
+    pristine
+}
+
+/// A store populated by the real binary with one entry after another, `plan(i, db)` giving the
+/// captures of entry i (the archive's TimeMap for it), or None to stop; `db` is the store's
+/// log file, to stop at a size.
+async fn populate_with(plan: impl Fn(usize, &Path) -> Option<Vec<String>>) -> Pristine {
+    let archive = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::default()))
+        .await
+        .expect("archive");
     let dir = tempfile::tempdir().expect("temp dir");
     let pristine = Pristine {
         dir,
@@ -69,30 +82,24 @@ async fn populate() -> Pristine {
     std::fs::create_dir_all(pristine.cache().parent().expect("parent")).expect("mkdir");
     let mut server = start_on(&pristine.archive, &pristine.cache());
     let mut served = Vec::new();
-    for (i, uri_r) in uri_rs().into_iter().enumerate() {
-        if i == 20 {
-            pristine
-                .archive
-                .set_behaviour(Behaviour::TimeMap(TimeMapSpec {
-                    captures: crate::disk_faults::scattered_captures(
-                        crate::disk_faults::BLOB_MEMENTOS,
-                    ),
-                    ..TimeMapSpec::default()
-                }));
-        }
+    let db = pristine.cache().join("db");
+    for i in 0.. {
+        let Some(captures) = plan(i, &db) else {
+            break;
+        };
+        pristine
+            .archive
+            .set_behaviour(Behaviour::TimeMap(TimeMapSpec {
+                captures,
+                ..TimeMapSpec::default()
+            }));
+        let uri_r = format!("http://example.com/page/{i}");
         let a = timemap(&server.base, &uri_r).await;
         assert_eq!(a.action, "stored", "{uri_r}");
         served.push((uri_r, a.body));
     }
     server.term();
     assert!(server.exit_within(Duration::from_secs(60)).await.success());
-    assert!(
-        std::fs::read_dir(pristine.cache().join("blobs"))
-            .expect("blobs")
-            .count()
-            > 0,
-        "the large TimeMaps are meant to be sled blobs"
-    );
     Pristine {
         served,
         base: server.base.clone(),
@@ -123,8 +130,8 @@ fn flip_byte(file: &Path, offset: u64) {
 }
 
 /// Runs the binary on a damaged copy of the store and checks it serves only what was stored
-/// and accounts for everything else. `damage` gets the copy's cache directory.
-async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
+/// and accounts for everything else. `damage` gets the copy's cache directory. Gives the log.
+async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) -> String {
     let cache = pristine.dir.path().join(case).join("cache");
     copy_tree(&pristine.cache(), &cache);
     damage(&cache);
@@ -185,6 +192,7 @@ async fn survives(pristine: &Pristine, case: &str, damage: impl FnOnce(&Path)) {
         "{case}: panicked:\n{}",
         server.log()
     );
+    server.log()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,6 +254,43 @@ async fn a_flipped_byte_in_conf_and_a_truncated_db() {
                 .expect("truncate");
         })
         .await;
+    })
+    .await
+    .expect("the test hung");
+}
+
+/// sled's log is written in segments of 512 KiB; in a log of four or more, a byte flipped at the
+/// same place in every segment makes sled 0.34 panic while opening it ("tried to serialize
+/// Uninitialized"), not return an error, for places from about 40,000 to 130,000 into the
+/// segment in every store tried (where exactly depends on how writes fell into segments, so a
+/// few places are tried until one panics). The panic is caught on its own thread: the store is
+/// moved aside like any other sled cannot open, and the server starts with a fresh one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_sled_panics_on_is_moved_aside() {
+    const SEGMENT: u64 = 512 * 1024;
+    tokio::time::timeout(TEST_BOUND, async {
+        let mid_sized = crate::disk_faults::scattered_captures(2_000);
+        let pristine = populate_with(|i, db| {
+            let len = std::fs::metadata(db).map_or(0, |m| m.len());
+            (len < 5 * SEGMENT && i < 400).then(|| mid_sized.clone())
+        })
+        .await;
+        let mut logs = String::new();
+        for place in [100_000, 60_000, 120_000, 45_000, 200_000] {
+            let log = survives(&pristine, &format!("every-segment-at-{place}"), |cache| {
+                let db = cache.join("db");
+                let len = std::fs::metadata(&db).expect("db").len();
+                for segment in 0..len.div_ceil(SEGMENT) {
+                    flip_byte(&db, segment * SEGMENT + place);
+                }
+            })
+            .await;
+            if log.contains("sled panicked") {
+                return;
+            }
+            logs.push_str(&log);
+        }
+        panic!("sled no longer panics on these damages: find one that it does\n{logs}");
     })
     .await
     .expect("the test hung");
