@@ -4,9 +4,7 @@
 
 use super::entry::Entry;
 use super::observe::ObservationLog;
-use super::policy::{
-    Action, ChangeCase, Decision, FetchOutcome, Freshness, Policy, PolicyKind, Serve,
-};
+use super::policy::{Action, ChangeCase, FetchOutcome, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
 use super::store::{Cacheable, Store, Tiered};
 use crate::clock::Clock;
@@ -24,7 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 mod first_store;
-use first_store::ANSWER_AFTER_DEADLINE;
+mod refresh;
+use refresh::Begun;
 
 /// What the hot tier holds: the stored entry, plus what serving it needs, built once per load.
 #[derive(Debug, Serialize, Deserialize)]
@@ -49,6 +48,11 @@ impl CachedTimeMap {
             entry,
             view: OnceLock::from(view),
         }
+    }
+
+    /// Whether the view is built already (a huge entry read from disk has none yet).
+    fn has_view(&self) -> bool {
+        self.view.get().is_some()
     }
 
     /// The aggregate to serve, built from the entry the first time it is needed.
@@ -299,9 +303,10 @@ pub struct TimeMapCache {
     clock: Arc<dyn Clock>,
     public_url: String,
     inflight: Mutex<HashMap<String, SharedRefresh>>,
-    /// First stores still being built or written after their answer went out, by URI-R, with
-    /// the view they serve: a request meanwhile is answered from it instead of fanning out again.
-    settling: Arc<Mutex<HashMap<String, Arc<View>>>>,
+    /// First stores and refreshes still being built or written after their answer went out, by
+    /// URI-R, with the answer they gave (a first store's MISS, or the stored entry STALE): a
+    /// request meanwhile is answered so instead of fanning out again.
+    settling: Arc<Mutex<HashMap<String, Served>>>,
     /// Last client-forced refresh per URI-R, to bound `no-cache` refreshes.
     forced: Mutex<HashMap<String, MementoDatetime>>,
     pub stats: CacheStats,
@@ -348,9 +353,10 @@ impl TimeMapCache {
 
     /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh.
     pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served {
+        let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
-            let agg = self.fan_out(uri_r, req.deadline).await;
+            let agg = self.fan_out(uri_r, req.deadline, arrived).await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
             return Served::fresh(agg, &self.public_url, CacheStatus::Miss);
@@ -382,16 +388,22 @@ impl TimeMapCache {
                 return Served::stored(c, &self.public_url, CacheStatus::Stale);
             }
         }
-        if cached.is_none() && !req.force {
-            if let Some(served) = self.settling_answer(uri_r, now) {
+        if !req.force {
+            if let Some(served) = self.settling_answer(uri_r) {
                 return served;
             }
         }
+        let mut begun = Begun {
+            at: arrived,
+            deadline: None,
+            cached: cached.clone(),
+        };
         let served = match req.deadline {
             Some(d) if d < self.upstream.deadline() => {
-                self.refresh(uri_r, Some(d), req.render).await
+                begun.deadline = Some(d);
+                self.refresh(uri_r, begun, req.render).await
             }
-            _ => self.shared_refresh(uri_r, req.render).await,
+            _ => self.shared_refresh(uri_r, begun, req.render).await,
         };
         served.unwrap_or_else(|| {
             // The refresh task itself failed (a panic in it): serve what we have rather than 500.
@@ -420,6 +432,11 @@ impl TimeMapCache {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains_key(uri_r);
+        let mut begun = Begun {
+            at: tokio::time::Instant::now(),
+            deadline: None,
+            cached: None,
+        };
         if !in_flight {
             if let Some(store) = &self.store {
                 let cached = store.get(uri_r).await;
@@ -429,9 +446,10 @@ impl TimeMapCache {
                 if cached.is_some() && matches!(freshness, Freshness::Fresh) {
                     return;
                 }
+                begun.cached = cached;
             }
         }
-        let _ = self.shared_refresh(uri_r, None).await;
+        let _ = self.shared_refresh(uri_r, begun, None).await;
     }
 
     /// Whether a client's `no-cache` may force a refresh now (and records that it did).
@@ -455,6 +473,7 @@ impl TimeMapCache {
     async fn shared_refresh(
         self: &Arc<Self>,
         uri_r: &str,
+        begun: Begun,
         render: Option<TimeMapFormat>,
     ) -> Option<Served> {
         let shared = {
@@ -465,7 +484,7 @@ impl TimeMapCache {
                 let this = self.clone();
                 let key = uri_r.to_string();
                 let task = tokio::spawn(async move {
-                    let served = this.refresh(&key, None, render).await;
+                    let served = this.refresh(&key, begun, render).await;
                     this.inflight
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -480,98 +499,21 @@ impl TimeMapCache {
         shared.await
     }
 
-    async fn fan_out(&self, uri_r: &str, deadline: Option<Duration>) -> Aggregate {
-        let agg = self
-            .upstream
-            .aggregate(uri_r, deadline.unwrap_or(self.upstream.deadline()))
-            .await;
+    /// The archives' answers for `uri_r`, by `deadline` (else the configured one) counted from
+    /// when the request arrived.
+    async fn fan_out(
+        &self,
+        uri_r: &str,
+        deadline: Option<Duration>,
+        arrived: tokio::time::Instant,
+    ) -> Aggregate {
+        let deadline = deadline.unwrap_or(self.upstream.deadline());
+        let agg = self.upstream.aggregate_from(uri_r, deadline, arrived).await;
         self.stats.count_fan_out();
         if let Some(log) = &self.observe {
             log.append(&agg).await;
         }
         agg
-    }
-
-    /// Asks the archives, lets the policy decide against the entry stored now, stores what it
-    /// says and returns what to serve.
-    async fn refresh(
-        self: &Arc<Self>,
-        uri_r: &str,
-        deadline: Option<Duration>,
-        render: Option<TimeMapFormat>,
-    ) -> Option<Served> {
-        let store = self.store.as_ref()?;
-        let limit = deadline.map_or(self.upstream.deadline(), |d| {
-            d.min(self.upstream.deadline())
-        });
-        let answer_by = tokio::time::Instant::now() + limit + ANSWER_AFTER_DEADLINE;
-        let agg = self.fan_out(uri_r, deadline).await;
-        let now = self.clock.now();
-        // Read again: another refresh may have stored something while we were fetching.
-        let cached = store.get(uri_r).await;
-        if cached.is_none() && agg.outcomes.iter().any(|o| o.status.answered()) {
-            return Some(self.first_store(uri_r, agg, now, answer_by, render).await);
-        }
-        let fresh = FetchOutcome::from_aggregate(&agg);
-        // From here the fresh mementos live in `fresh`; the aggregate keeps only its outcomes
-        // (it is served as such only on an outage, when it has no memento anyway). Releasing
-        // them now keeps a million-memento miss from holding two extra copies while the entry
-        // is built and written.
-        let agg = Aggregate {
-            timemap: Default::default(),
-            ..agg
-        };
-        let Decision {
-            case,
-            action,
-            store: to_store,
-            serve,
-        } = self
-            .policy
-            .decide(cached.as_ref().map(|c| &c.entry), &fresh, now);
-        let status = if cached.is_some() {
-            CacheStatus::Refresh
-        } else {
-            CacheStatus::Miss
-        };
-        if cached.is_none() {
-            self.stats.count_miss();
-        }
-        let mut stored = None;
-        // What the answer reports: the policy's action, unless the write it called for failed.
-        let mut reported = action;
-        if let Some(entry) = to_store {
-            let value = Arc::new(CachedTimeMap::new(entry));
-            if let Err(e) = store.put(uri_r, value.clone()).await {
-                // Serving still works (from memory until the disk is back); the answer must not
-                // claim a durable store that did not happen.
-                tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
-                reported = Action::NotStored;
-            }
-            stored = Some(value);
-        }
-        self.stats.count_decision(case, reported);
-        let outage = action == Action::Unavailable;
-        let mut served = match (serve, stored, &cached) {
-            (_, _, Some(c)) if outage && self.settings.stale_if_error => {
-                self.stats.count_stale();
-                Served::stored(c, &self.public_url, CacheStatus::Stale)
-            }
-            (Serve::Stored, Some(value), _) if !outage => {
-                Served::stored(&value, &self.public_url, status)
-            }
-            (Serve::Stored, None, Some(c)) if !outage => {
-                Served::stored(c, &self.public_url, status)
-            }
-            // An outage with nothing to fall back on, policy `none`, or nothing stored and
-            // nothing cached: the fetch itself is all there is.
-            _ => Served::fresh(agg_with(agg, &fresh), &self.public_url, status),
-        };
-        if served.status != CacheStatus::Stale && self.policy.kind != PolicyKind::None {
-            served.case = case;
-            served.action = Some(reported);
-        }
-        Some(served)
     }
 
     /// Refreshes still running, first stores still being written included. A stopping server

@@ -94,9 +94,20 @@ impl Upstream {
     /// Asks every awake archive in parallel and merges what arrives within `deadline` (capped at
     /// the configured one). Never fails: each archive's failure is in its outcome.
     pub async fn aggregate(&self, uri_r: &str, deadline: Duration) -> Aggregate {
+        self.aggregate_from(uri_r, deadline, Instant::now()).await
+    }
+
+    /// [`Upstream::aggregate`] for a request that arrived at `arrived`: the deadline counts from
+    /// then, so time the request already spent (reading a huge entry from disk) is not added.
+    pub async fn aggregate_from(
+        &self,
+        uri_r: &str,
+        deadline: Duration,
+        arrived: Instant,
+    ) -> Aggregate {
         let deadline = deadline.min(self.deadline);
         let started = Instant::now();
-        let stop_at = started + deadline;
+        let stop_at = arrived + deadline;
         let now = self.clock.now();
 
         let mut results: Vec<Option<(ArchiveFetch, Duration)>> =

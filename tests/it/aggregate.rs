@@ -247,6 +247,81 @@ async fn a_first_answer_comes_by_the_deadline_however_long_its_store_takes() {
     assert_eq!(hit.bytes().await.expect("hit body"), first_body);
 }
 
+/// A refresh of a stored huge entry answers by the deadline too: deciding, writing and
+/// rendering 200,000 mementos take seconds in a debug build, so past the deadline the stored
+/// entry is served STALE while the refresh lands behind it, and a request meanwhile is answered
+/// from it rather than fanning out again.
+#[tokio::test]
+async fn a_refresh_of_a_huge_entry_answers_by_the_deadline_however_long_its_store_takes() {
+    const N: usize = 100_000;
+    const DEADLINE: Duration = Duration::from_secs(10);
+    let big = archive(Behaviour::TimeMap(TimeMapSpec {
+        captures: minutes(N),
+        ..TimeMapSpec::default()
+    }))
+    .await;
+    let hang = archive(Behaviour::HangBeforeHeaders).await;
+    let mut config = config_for(&[("big", &big), ("hang", &hang)]);
+    config.upstream.timeout = Duration::from_secs(60);
+    config.upstream.deadline = DEADLINE;
+    let proxy = start_proxy(config).await;
+    let url = format!("{}/timemap/link/{URI_R}", proxy.base);
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    // Stored first (the hanging archive is a timeout).
+    let first = client().get(&url).send().await.expect("first answer");
+    assert_eq!(header(&first, "x-memento-count"), N.to_string());
+    let first_body = first.bytes().await.expect("first body");
+    let started = std::time::Instant::now();
+    while header(&client().get(&url).send().await.expect("hit"), "x-cache") != "HIT" {
+        assert!(started.elapsed() < Duration::from_secs(120), "never stored");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The refresh waits the whole deadline for the hanging archive, then has a huge entry to
+    // decide on, write and serve.
+    let asked = std::time::Instant::now();
+    let refreshed = client()
+        .get(&url)
+        .header("cache-control", "no-cache")
+        .send()
+        .await
+        .expect("refresh answer");
+    let head_after = asked.elapsed();
+    let status = header(&refreshed, "x-cache");
+    eprintln!("refresh's head after {head_after:?}, x-cache {status}");
+    assert_eq!(refreshed.status().as_u16(), 200);
+    assert!(matches!(status.as_str(), "STALE" | "REFRESH"), "{status}");
+    assert!(
+        head_after < DEADLINE + Duration::from_secs(2),
+        "answered after {head_after:?} against a {DEADLINE:?} deadline"
+    );
+    assert_eq!(refreshed.bytes().await.expect("body"), first_body);
+    // Until the refresh lands, requests are answered from the stored entry without a new
+    // fan-out (which the hanging archive would hold for the whole deadline); then it is a HIT.
+    let started = std::time::Instant::now();
+    loop {
+        let asked = std::time::Instant::now();
+        let r = client().get(&url).send().await.expect("later answer");
+        let status = header(&r, "x-cache");
+        assert!(
+            asked.elapsed() < DEADLINE,
+            "a request while the refresh is written fanned out again"
+        );
+        if status == "HIT" {
+            assert_eq!(r.bytes().await.expect("hit body"), first_body);
+            break;
+        }
+        assert_eq!(status, "STALE");
+        assert!(started.elapsed() < Duration::from_secs(120), "never landed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_per_archive_timeout_is_a_timeout_even_within_the_deadline() {
     let good = archive(tm(&["20010101000000"])).await;

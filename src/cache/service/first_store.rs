@@ -18,7 +18,7 @@ pub(super) const ANSWER_AFTER_DEADLINE: Duration = Duration::from_millis(250);
 
 /// Mementos from which a TimeMap's entry is built and its answer rendered on the blocking pool
 /// rather than in place (about 10 ms of work at this size in a release build).
-const BIG_TIMEMAP: usize = 20_000;
+pub(super) const BIG_TIMEMAP: usize = 20_000;
 
 impl TimeMapCache {
     /// A URI-R's first answer (nothing cached): every policy stores the fetch as it is, so the
@@ -45,18 +45,31 @@ impl TimeMapCache {
             let view = view.clone();
             tokio::task::spawn_blocking(move || drop(view.rendered(format)))
         });
+        let fresh_until = self.policy.fresh_until(now);
         let settle = {
             let (this, key, view) = (self.clone(), uri_r.to_string(), view.clone());
+            // Until the entry is stored, a request gets this answer: nothing durable yet.
+            let meanwhile = Served {
+                view: view.clone(),
+                status: CacheStatus::Miss,
+                case: None,
+                action: Some(Action::NotStored),
+                checked_at: now,
+                fresh_until,
+            };
             self.settling
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(key.clone(), view.clone());
+                .insert(key.clone(), meanwhile);
             tokio::spawn(async move {
                 let stored = this.store_first(&key, view, now).await;
-                this.settling
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&key);
+                let mut settling = this.settling.lock().unwrap_or_else(|p| p.into_inner());
+                if settling
+                    .get(&key)
+                    .is_some_and(|s| s.status == CacheStatus::Miss)
+                {
+                    settling.remove(&key);
+                }
                 stored
             })
         };
@@ -74,7 +87,7 @@ impl TimeMapCache {
             case: None,
             action: Some(reported),
             checked_at: now,
-            fresh_until: self.policy.fresh_until(now),
+            fresh_until,
         }
     }
 
@@ -112,22 +125,18 @@ impl TimeMapCache {
         reported
     }
 
-    /// The answer for a URI-R whose first store is still being written: its view, as the first
-    /// answer gave it (MISS, `not_stored`: nothing durable yet).
-    pub(super) fn settling_answer(&self, uri_r: &str, now: MementoDatetime) -> Option<Served> {
-        let view = self
+    /// The answer for a URI-R whose first store or refresh is still being written: the one its
+    /// own request got (MISS `not_stored` from the fetch, or the stored entry STALE).
+    pub(super) fn settling_answer(&self, uri_r: &str) -> Option<Served> {
+        let served = self
             .settling
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(uri_r)?
             .clone();
-        Some(Served {
-            checked_at: view.aggregate.fetched_at,
-            fresh_until: self.policy.fresh_until(now),
-            view,
-            status: CacheStatus::Miss,
-            case: None,
-            action: Some(Action::NotStored),
-        })
+        if served.status == CacheStatus::Stale {
+            self.stats.count_stale();
+        }
+        Some(served)
     }
 }

@@ -1,0 +1,246 @@
+//! A refresh: the archives are asked, the policy decides against the entry stored now, and the
+//! answer comes by the deadline + 250 ms even when deciding, writing and serving a huge entry
+//! take seconds longer: past that time the stored entry is served STALE while the refresh lands
+//! behind it.
+
+use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
+use super::{agg_with, CacheStatus, CachedTimeMap, Served, TimeMapCache};
+use crate::cache::policy::{Action, Decision, FetchOutcome, Match, PolicyKind, Serve};
+use crate::cache::store::Store;
+use crate::timemap::aggregate::Aggregate;
+use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::TimeMapFormat;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a refresh works on once the archives have answered.
+struct Fetched {
+    agg: Aggregate,
+    cached: Option<Arc<CachedTimeMap>>,
+    now: MementoDatetime,
+    render: Option<TimeMapFormat>,
+    /// Millions of mementos: the work runs on the blocking pool, not a runtime thread.
+    big: bool,
+}
+
+/// Where a refresh starts from: when its request came, the client's own deadline, and the
+/// entry the request read (None when there was none).
+#[derive(Clone)]
+pub(super) struct Begun {
+    pub at: tokio::time::Instant,
+    pub deadline: Option<Duration>,
+    pub cached: Option<Arc<CachedTimeMap>>,
+}
+
+impl TimeMapCache {
+    /// Asks the archives, lets the policy decide against the entry stored now, stores what it
+    /// says and returns what to serve. The deadline counts from the request's arrival, so the
+    /// time spent reading a huge entry from disk is taken from the archives' time, not added.
+    pub(super) async fn refresh(
+        self: &Arc<Self>,
+        uri_r: &str,
+        begun: Begun,
+        render: Option<TimeMapFormat>,
+    ) -> Option<Served> {
+        let store = self.store.as_ref()?;
+        let limit = begun.deadline.map_or(self.upstream.deadline(), |d| {
+            d.min(self.upstream.deadline())
+        });
+        let due = begun.at + limit;
+        let answer_by = due + ANSWER_AFTER_DEADLINE;
+        // A huge entry read from disk has no view yet: built while the archives are asked, it
+        // is ready to serve STALE if the refresh is not done in time.
+        let stale_view = begun
+            .cached
+            .as_ref()
+            .filter(|c| is_big(c) && !c.has_view())
+            .map(|cached| {
+                let (cached, url) = (cached.clone(), self.public_url.clone());
+                tokio::task::spawn_blocking(move || prepare(&cached, &url, render))
+            });
+        let agg = self.fan_out(uri_r, Some(limit), begun.at).await;
+        let now = self.clock.now();
+        // Read again: another refresh may have stored something while we were fetching. From
+        // memory only when the request read an entry: reading a huge one from disk again would
+        // cost seconds and a second copy, and a refresh racing ours can win either way.
+        let cached = match begun.cached {
+            Some(read) => Some(store.hot().get(uri_r).await.unwrap_or(read)),
+            None => store.get(uri_r).await,
+        };
+        let Some(cached) = cached else {
+            if agg.outcomes.iter().any(|o| o.status.answered()) {
+                return Some(self.first_store(uri_r, agg, now, answer_by, render).await);
+            }
+            // An outage with nothing cached: nothing to build or write.
+            let fetched = Fetched {
+                agg,
+                cached: None,
+                now,
+                render,
+                big: false,
+            };
+            return Some(self.settle(uri_r, fetched).await);
+        };
+        let big = agg.timemap.len() >= BIG_TIMEMAP || is_big(&cached);
+        let fetched = Fetched {
+            agg,
+            cached: Some(cached.clone()),
+            now,
+            render,
+            big,
+        };
+        // Set under the `settling` lock once the refresh is over, so a STALE answer is put there
+        // only while the refresh still runs (it then takes it out).
+        let done = Arc::new(AtomicBool::new(false));
+        let mut task = {
+            let (this, key, done) = (self.clone(), uri_r.to_string(), done.clone());
+            tokio::spawn(async move {
+                let served = this.settle(&key, fetched).await;
+                let mut settling = this.settling.lock().unwrap_or_else(|p| p.into_inner());
+                if settling
+                    .get(&key)
+                    .is_some_and(|s| s.status == CacheStatus::Stale)
+                {
+                    settling.remove(&key);
+                }
+                done.store(true, Ordering::SeqCst);
+                served
+            })
+        };
+        let late = match tokio::time::timeout_at(answer_by, &mut task).await {
+            Ok(Ok(served)) => return Some(served),
+            // The refresh panicked: what is stored is all there is.
+            Ok(Err(_)) => false,
+            Err(_) => true,
+        };
+        if let Some(view) = stale_view {
+            let _ = view.await;
+        }
+        let stale = Served::stored(&cached, &self.public_url, CacheStatus::Stale);
+        if late {
+            let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
+            if !done.load(Ordering::SeqCst) {
+                settling.insert(uri_r.to_string(), stale.clone());
+            }
+        }
+        self.stats.count_stale();
+        Some(stale)
+    }
+
+    /// The policy's decision on a fetch, carried out: the entry written, and the answer with its
+    /// view ready.
+    async fn settle(self: &Arc<Self>, uri_r: &str, fetched: Fetched) -> Served {
+        let Fetched {
+            agg,
+            cached,
+            now,
+            render,
+            big,
+        } = fetched;
+        let fresh = FetchOutcome::from_aggregate(&agg);
+        // From here the fresh mementos live in `fresh`; the aggregate keeps only its outcomes
+        // (it is served as such only on an outage, when it has no memento anyway). Releasing
+        // them now keeps a million-memento miss from holding two extra copies while the entry
+        // is built and written.
+        let agg = Aggregate {
+            timemap: Default::default(),
+            ..agg
+        };
+        let policy = self.policy;
+        let decide = {
+            let cached = cached.clone();
+            move || {
+                let decision = policy.decide(cached.as_ref().map(|c| &c.entry), &fresh, now);
+                (decision, fresh)
+            }
+        };
+        let (decision, fresh) = if big {
+            match tokio::task::spawn_blocking(decide).await {
+                Ok(decided) => decided,
+                // Deciding panicked: keep what is stored, as a panicked refresh does.
+                Err(_) => return self.unchanged(cached, agg),
+            }
+        } else {
+            decide()
+        };
+        let Decision {
+            case,
+            action,
+            store: to_store,
+            serve,
+        } = decision;
+        let status = if cached.is_some() {
+            CacheStatus::Refresh
+        } else {
+            CacheStatus::Miss
+        };
+        if cached.is_none() {
+            self.stats.count_miss();
+        }
+        let mut stored = None;
+        // What the answer reports: the policy's action, unless the write it called for failed.
+        let mut reported = action;
+        if let (Some(entry), Some(store)) = (to_store, &self.store) {
+            let value = Arc::new(CachedTimeMap::new(entry));
+            if let Err(e) = store.put(uri_r, value.clone()).await {
+                // Serving still works (from memory until the disk is back); the answer must not
+                // claim a durable store that did not happen.
+                tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
+                reported = Action::NotStored;
+            }
+            stored = Some(value);
+        }
+        self.stats.count_decision(case, reported);
+        let outage = action == Action::Unavailable;
+        let serving = match (serve, stored, &cached) {
+            (_, _, Some(c)) if outage && self.settings.stale_if_error => {
+                self.stats.count_stale();
+                Some((c.clone(), CacheStatus::Stale))
+            }
+            (Serve::Stored, Some(value), _) if !outage => Some((value, status)),
+            (Serve::Stored, None, Some(c)) if !outage => Some((c.clone(), status)),
+            _ => None,
+        };
+        let mut served = match serving {
+            Some((value, status)) => {
+                if big {
+                    let (value, url) = (value.clone(), self.public_url.clone());
+                    let _ =
+                        tokio::task::spawn_blocking(move || prepare(&value, &url, render)).await;
+                }
+                Served::stored(&value, &self.public_url, status)
+            }
+            // An outage with nothing to fall back on, policy `none`, or nothing stored and
+            // nothing cached: the fetch itself is all there is.
+            None => Served::fresh(agg_with(agg, &fresh), &self.public_url, status),
+        };
+        if served.status != CacheStatus::Stale && self.policy.kind != PolicyKind::None {
+            served.case = case;
+            served.action = Some(reported);
+        }
+        served
+    }
+
+    /// The answer when deciding failed: what is stored, else the fetch's outcomes alone.
+    fn unchanged(&self, cached: Option<Arc<CachedTimeMap>>, agg: Aggregate) -> Served {
+        match cached {
+            Some(c) => Served::stored(&c, &self.public_url, CacheStatus::Stale),
+            None => Served::fresh(agg, &self.public_url, CacheStatus::Miss),
+        }
+    }
+}
+
+/// Whether an entry is big enough that working on it belongs on the blocking pool.
+fn is_big(cached: &CachedTimeMap) -> bool {
+    cached.entry.count(Match::Loose) >= BIG_TIMEMAP
+}
+
+/// Builds an entry's view and, if the format is known, its body: seconds of work for a huge
+/// entry, done before its answer is due rather than in the handler.
+fn prepare(cached: &CachedTimeMap, public_url: &str, render: Option<TimeMapFormat>) {
+    let view = cached.view(public_url);
+    if let Some(format) = render {
+        drop(view.rendered(format));
+    }
+}
