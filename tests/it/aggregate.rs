@@ -168,6 +168,33 @@ fn minutes(n: usize) -> Vec<String> {
         .collect()
 }
 
+fn header(r: &reqwest::Response, name: &str) -> String {
+    r.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A proxy in front of an archive with `n` mementos and one that never answers, so every
+/// fan-out lasts the whole `deadline` (each archive's own timeout is far past it).
+async fn big_behind_a_hanging_archive(
+    n: usize,
+    deadline: Duration,
+) -> ([SimulatedArchive; 2], crate::support::Proxy) {
+    let big = archive(Behaviour::TimeMap(TimeMapSpec {
+        captures: minutes(n),
+        ..TimeMapSpec::default()
+    }))
+    .await;
+    let hang = archive(Behaviour::HangBeforeHeaders).await;
+    let mut config = config_for(&[("big", &big), ("hang", &hang)]);
+    config.upstream.timeout = Duration::from_secs(60);
+    config.upstream.deadline = deadline;
+    let proxy = start_proxy(config).await;
+    ([big, hang], proxy)
+}
+
 /// A URI-R's first answer does not wait past the deadline for its entry to be built and
 /// written. 100,000 mementos take seconds to store in a debug build; an archive that never
 /// answers holds the fan-out to the deadline (20 s, far more than the big archive needs even on
@@ -179,28 +206,11 @@ fn minutes(n: usize) -> Vec<String> {
 async fn a_first_answer_comes_by_the_deadline_however_long_its_store_takes() {
     const N: usize = 100_000;
     const DEADLINE: Duration = Duration::from_secs(20);
-    let stamps = minutes(N);
-    let big = archive(Behaviour::TimeMap(TimeMapSpec {
-        captures: stamps,
-        ..TimeMapSpec::default()
-    }))
-    .await;
-    let hang = archive(Behaviour::HangBeforeHeaders).await;
-    let mut config = config_for(&[("big", &big), ("hang", &hang)]);
-    config.upstream.timeout = Duration::from_secs(60);
-    config.upstream.deadline = DEADLINE;
-    let proxy = start_proxy(config).await;
+    let (_archives, proxy) = big_behind_a_hanging_archive(N, DEADLINE).await;
     let url = format!("{}/timemap/link/{URI_R}", proxy.base);
     let asked = std::time::Instant::now();
     let first = client().get(&url).send().await.expect("first answer");
     let head_after = asked.elapsed();
-    let header = |r: &reqwest::Response, name: &str| {
-        r.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
     let action = header(&first, "x-cache-action");
     eprintln!(
         "first answer's head after {head_after:?}, x-cache-action {action}, archives {}",
@@ -255,24 +265,8 @@ async fn a_first_answer_comes_by_the_deadline_however_long_its_store_takes() {
 async fn a_refresh_of_a_huge_entry_answers_by_the_deadline_however_long_its_store_takes() {
     const N: usize = 100_000;
     const DEADLINE: Duration = Duration::from_secs(10);
-    let big = archive(Behaviour::TimeMap(TimeMapSpec {
-        captures: minutes(N),
-        ..TimeMapSpec::default()
-    }))
-    .await;
-    let hang = archive(Behaviour::HangBeforeHeaders).await;
-    let mut config = config_for(&[("big", &big), ("hang", &hang)]);
-    config.upstream.timeout = Duration::from_secs(60);
-    config.upstream.deadline = DEADLINE;
-    let proxy = start_proxy(config).await;
+    let (_archives, proxy) = big_behind_a_hanging_archive(N, DEADLINE).await;
     let url = format!("{}/timemap/link/{URI_R}", proxy.base);
-    let header = |r: &reqwest::Response, name: &str| {
-        r.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
     // Stored first (the hanging archive is a timeout).
     let first = client().get(&url).send().await.expect("first answer");
     assert_eq!(header(&first, "x-memento-count"), N.to_string());
