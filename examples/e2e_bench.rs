@@ -233,7 +233,7 @@ async fn memory(args: &[String]) {
             &FetchOutcome::from_aggregate(&agg),
             chrono::Utc::now(),
         );
-        let Some(entry) = decision.store else {
+        let Some(entry) = decision.into_entry() else {
             continue;
         };
         let cached = std::sync::Arc::new(CachedTimeMap::new(entry));

@@ -57,6 +57,9 @@ pub fn policy_of(config: &Config) -> Result<Policy, String> {
         redaction_confirmations: c.redaction_confirmations,
         redaction_grace: chrono::Duration::from_std(c.redaction_grace)
             .map_err(|_| "cache.redaction_grace: too long".to_string())?,
+        stale_if_error: c.stale_if_error,
+        stale_while_revalidate: chrono::Duration::from_std(c.stale_while_revalidate)
+            .map_err(|_| "cache.stale_while_revalidate: too long".to_string())?,
     })
 }
 
@@ -87,7 +90,7 @@ pub async fn build_with_lookup(
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
     );
     let policy = policy_of(config)?;
-    let store = if policy.kind == PolicyKind::None {
+    let store = if !policy.caches() {
         None
     } else {
         Some(
@@ -110,8 +113,6 @@ pub async fn build_with_lookup(
         )
     };
     let settings = Settings {
-        stale_if_error: config.cache.stale_if_error,
-        stale_while_revalidate: config.cache.stale_while_revalidate,
         min_refresh_interval: config.cache.min_refresh_interval,
     };
     let cache = Arc::new(TimeMapCache::new(

@@ -206,30 +206,42 @@ pub fn live_steps(days: &[LiveDay], matching: Match) -> Vec<LiveStep> {
     days.iter().map(|d| s.live_step(d, matching)).collect()
 }
 
+/// One fetch of the day through `decide` (counted in Q), the entry updated; what to serve.
+fn refetch(policy: &Policy, entry: &mut Option<Entry>, live: &LiveStep, m: &mut Measures) -> Serve {
+    m.q += 1;
+    let decision = policy.decide(entry.as_ref(), &live.fetch, live.now);
+    if decision.action() == Action::Replaced {
+        let before = entry.as_ref().map_or(0, |e| e.count(policy.matching));
+        if live.m_live < before {
+            m.worse_replacements += 1;
+        }
+    }
+    let serve = decision.serve();
+    if let Some(e) = decision.into_entry() {
+        *entry = Some(e);
+    }
+    serve
+}
+
 /// The request of one day under `policy`, given the cache `entry` so far: fetch when the entry is
 /// not fresh, let `decide` store or keep, and add the day's penalties to `m`.
 pub fn serve_day(policy: &Policy, entry: &mut Option<Entry>, live: &LiveStep, m: &mut Measures) {
     let matching = policy.matching;
+    let cached_m = |entry: &Option<Entry>| entry.as_ref().map_or(0, |e| e.count(matching));
     let m_served = match policy.freshness(entry.as_ref(), live.now) {
-        Freshness::Fresh => entry.as_ref().map_or(0, |e| e.count(matching)),
-        Freshness::Miss | Freshness::Expired => {
-            m.q += 1;
-            let decision = policy.decide(entry.as_ref(), &live.fetch, live.now);
-            if decision.action == Action::Replaced {
-                let before = entry.as_ref().map_or(0, |e| e.count(matching));
-                if live.m_live < before {
-                    m.worse_replacements += 1;
-                }
-            }
-            if let Some(e) = decision.store {
-                *entry = Some(e);
-            }
-            match decision.serve {
-                Serve::Fresh => live.m_live,
-                // The entry just stored, or the cached one when the decision stored nothing.
-                Serve::Stored => entry.as_ref().map_or(live.m_live, |e| e.count(matching)),
-            }
+        Freshness::Fresh => cached_m(entry),
+        // stale-while-revalidate: the day is served what is stored, and the refetch behind it
+        // still asks the archives and goes through `decide`.
+        Freshness::Stale => {
+            let served = cached_m(entry);
+            refetch(policy, entry, live, m);
+            served
         }
+        Freshness::Miss | Freshness::Expired => match refetch(policy, entry, live, m) {
+            Serve::Fresh => live.m_live,
+            // The entry just stored, or the cached one when the decision stored nothing.
+            Serve::Stored => entry.as_ref().map_or(live.m_live, |e| e.count(matching)),
+        },
     };
 
     m.memdays += live.best.saturating_sub(m_served) as u64;

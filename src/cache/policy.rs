@@ -318,10 +318,16 @@ pub struct Policy {
     pub redaction_confirmations: u32,
     /// `merge`: and the least time between the first of them and the drop.
     pub redaction_grace: Duration,
+    /// When no archive answers a refresh, serve the stored entry (stale-if-error, RFC 5861)
+    /// rather than the outage.
+    pub stale_if_error: bool,
+    /// How long past its TTL an entry is still served while it is refreshed behind the
+    /// request (stale-while-revalidate, RFC 5861); zero = never.
+    pub stale_while_revalidate: Duration,
 }
 
 impl Default for Policy {
-    /// The paper's optimum: conditional, loose, 15 days.
+    /// The paper's optimum: conditional, loose, 15 days; an outage serves what is stored.
     fn default() -> Self {
         Policy {
             kind: PolicyKind::Conditional,
@@ -329,6 +335,8 @@ impl Default for Policy {
             ttl: Some(Duration::days(15)),
             redaction_confirmations: 2,
             redaction_grace: Duration::days(7),
+            stale_if_error: true,
+            stale_while_revalidate: Duration::zero(),
         }
     }
 }
@@ -340,7 +348,10 @@ pub enum Freshness {
     Miss,
     /// Serve the entry without asking the archives.
     Fresh,
-    /// Cached but its TTL ran out: refetch, then `decide`.
+    /// Past its TTL but within the stale-while-revalidate window: serve the entry, and refetch
+    /// behind the request (then `decide`).
+    Stale,
+    /// Past its TTL and any stale window: refetch, then `decide`, before answering.
     Expired,
 }
 
@@ -381,24 +392,73 @@ impl fmt::Display for Action {
     }
 }
 
-/// What to answer the request with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Serve {
-    /// The fresh fetch as it is (policy `none`, or an outage with nothing cached).
-    Fresh,
-    /// The entry in `Decision::store`, or the cached entry when nothing is stored.
-    Stored,
+/// The outcome of [`Policy::decide`]: what to write and what to answer with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// No archive answered, which tells nothing about the TimeMap: the cache is untouched.
+    /// `serve_stale`: answer with the stored entry (stale-if-error, and there is one);
+    /// otherwise the outage itself is the answer.
+    Unavailable { serve_stale: bool },
+    /// Policy `none`: nothing is stored; the fetch is the answer.
+    Pass,
+    /// Write `entry` and answer with it. `case` is None on a first store.
+    Store {
+        case: Option<ChangeCase>,
+        action: Action,
+        entry: Entry,
+    },
 }
 
-/// The outcome of [`Policy::decide`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// None on a first store, under `none`, and on an outage.
-    pub case: Option<ChangeCase>,
-    pub action: Action,
-    /// The entry to write, history appended; None = write nothing.
-    pub store: Option<Entry>,
-    pub serve: Serve,
+impl Decision {
+    /// What the decision did to the cache, as `X-Cache-Action` says it.
+    pub fn action(&self) -> Action {
+        match self {
+            Decision::Unavailable { .. } => Action::Unavailable,
+            Decision::Pass => Action::NotStored,
+            Decision::Store { action, .. } => *action,
+        }
+    }
+
+    /// The Table 1 case, when a cached entry was compared with the fetch.
+    pub fn case(&self) -> Option<ChangeCase> {
+        match self {
+            Decision::Store { case, .. } => *case,
+            Decision::Unavailable { .. } | Decision::Pass => None,
+        }
+    }
+
+    /// What the answer is made of.
+    pub fn serve(&self) -> Serve {
+        match self {
+            Decision::Unavailable { serve_stale: true } | Decision::Store { .. } => Serve::Stored,
+            Decision::Unavailable { serve_stale: false } | Decision::Pass => Serve::Fresh,
+        }
+    }
+
+    /// The entry to write, if any.
+    pub fn entry(&self) -> Option<&Entry> {
+        match self {
+            Decision::Store { entry, .. } => Some(entry),
+            Decision::Unavailable { .. } | Decision::Pass => None,
+        }
+    }
+
+    /// The entry to write, if any, taken out of the decision.
+    pub fn into_entry(self) -> Option<Entry> {
+        match self {
+            Decision::Store { entry, .. } => Some(entry),
+            Decision::Unavailable { .. } | Decision::Pass => None,
+        }
+    }
+}
+
+/// What an answer is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serve {
+    /// The fresh fetch as it is (policy `none`, or an outage with nothing stored to serve).
+    Fresh,
+    /// The entry the decision stores, or the stored one when it stores nothing.
+    Stored,
 }
 
 impl Policy {
@@ -406,23 +466,40 @@ impl Policy {
     /// TTL restarts at every refetch), so with daily requests an entry fetched on day d serves
     /// days d+1 … d+n. Judged with this policy's TTL rather than the stored `fresh_until`, so a
     /// changed configuration applies to entries already cached.
+    /// Past the TTL, an entry within `stale_while_revalidate` of it is [`Freshness::Stale`].
     pub fn freshness(&self, entry: Option<&Entry>, now: DateTime<Utc>) -> Freshness {
         let Some(entry) = entry else {
             return Freshness::Miss;
         };
+        if !self.caches() {
+            return Freshness::Miss;
+        }
         let ttl = match (self.kind, self.ttl) {
-            (PolicyKind::None, _) => return Freshness::Miss,
             (PolicyKind::Forever, _) | (_, None) => return Freshness::Fresh,
-            (_, Some(ttl)) => ttl,
+            (_, Some(ttl)) => ttl.max(Duration::zero()),
         };
-        if ttl <= Duration::zero() {
-            return Freshness::Expired;
+        // Past the end of representable time counts as forever.
+        let Some(until) = entry.checked_at.checked_add_signed(ttl) else {
+            return Freshness::Fresh;
+        };
+        if now <= until && ttl > Duration::zero() {
+            return Freshness::Fresh;
         }
-        match entry.checked_at.checked_add_signed(ttl) {
-            Some(until) if now > until => Freshness::Expired,
-            // Past the end of representable time counts as forever.
-            _ => Freshness::Fresh,
+        let window = self.stale_while_revalidate;
+        let within = until
+            .checked_add_signed(window)
+            .is_none_or(|end| now <= end);
+        if window > Duration::zero() && within {
+            Freshness::Stale
+        } else {
+            Freshness::Expired
         }
+    }
+
+    /// Whether this policy keeps anything at all: `none` is the one that does not (the one
+    /// place that says so).
+    pub fn caches(&self) -> bool {
+        self.kind != PolicyKind::None
     }
 
     /// The end of freshness for a TTL (re)started at `now`; None = forever.
@@ -442,33 +519,20 @@ impl Policy {
     ) -> Decision {
         // An outage tells us nothing about the TimeMap: never let it touch the cache.
         if !fresh.answered() {
-            return Decision {
-                case: None,
-                action: Action::Unavailable,
-                store: None,
-                serve: if cached.is_some() {
-                    Serve::Stored
-                } else {
-                    Serve::Fresh
-                },
+            return Decision::Unavailable {
+                serve_stale: cached.is_some() && self.stale_if_error,
             };
         }
-        if self.kind == PolicyKind::None {
-            return Decision {
-                case: None,
-                action: Action::NotStored,
-                store: None,
-                serve: Serve::Fresh,
-            };
+        if !self.caches() {
+            return Decision::Pass;
         }
         let Some(cached) = cached else {
             // A first fetch is stored even when empty: that is what case 5 later recovers from.
             let entry = self.entry_from_fetch(fresh, now, VecDeque::new(), None, Action::Stored);
-            return Decision {
+            return Decision::Store {
                 case: None,
                 action: Action::Stored,
-                store: Some(entry),
-                serve: Serve::Stored,
+                entry,
             };
         };
 
@@ -505,11 +569,10 @@ impl Policy {
                 (Action::Kept, e)
             }
         };
-        Decision {
+        Decision::Store {
             case: Some(case),
             action,
-            store: Some(entry),
-            serve: Serve::Stored,
+            entry,
         }
     }
 
@@ -888,7 +951,7 @@ mod tests {
     fn first(p: &Policy, archives: Vec<ArchiveResult>) -> Entry {
         let f = fetch(0, archives);
         p.decide(None, &f, f.at)
-            .store
+            .into_entry()
             .expect("a first fetch is stored")
     }
 
@@ -897,7 +960,7 @@ mod tests {
     }
 
     fn stored(d: &Decision) -> &Entry {
-        d.store.as_ref().expect("decision stores an entry")
+        d.entry().expect("decision stores an entry")
     }
 
     fn served_uris(e: &Entry) -> Vec<String> {
@@ -1051,6 +1114,47 @@ mod tests {
     }
 
     #[test]
+    fn stale_while_revalidate_serves_an_expired_entry_within_its_window() {
+        let p = Policy {
+            stale_while_revalidate: Duration::days(2),
+            ..ttl_days(PolicyKind::Conditional, Some(3))
+        };
+        let e = first(&p, vec![ok("ia", 0..3)]);
+        assert_eq!(p.freshness(Some(&e), day(3)), Freshness::Fresh);
+        assert_eq!(
+            p.freshness(Some(&e), day(3) + Duration::seconds(1)),
+            Freshness::Stale
+        );
+        assert_eq!(p.freshness(Some(&e), day(5)), Freshness::Stale);
+        assert_eq!(
+            p.freshness(Some(&e), day(5) + Duration::seconds(1)),
+            Freshness::Expired
+        );
+        // A TTL of zero is never fresh, but the window still counts from the check.
+        let zero = Policy {
+            ttl: Some(Duration::zero()),
+            ..p
+        };
+        assert_eq!(zero.freshness(Some(&e), day(0)), Freshness::Stale);
+        assert_eq!(zero.freshness(Some(&e), day(3)), Freshness::Expired);
+        // Nothing cached is a miss, whatever the window.
+        assert_eq!(p.freshness(None, day(4)), Freshness::Miss);
+    }
+
+    #[test]
+    fn without_stale_if_error_an_outage_is_the_answer() {
+        let p = Policy {
+            stale_if_error: false,
+            ..policy(PolicyKind::Conditional)
+        };
+        let cached = first(&p, vec![ok("ia", 0..3)]);
+        let outage = fetch(20, vec![failed("ia", ArchiveStatus::Timeout)]);
+        let d = p.decide(Some(&cached), &outage, day(20));
+        assert_eq!(d, Decision::Unavailable { serve_stale: false });
+        assert_eq!((d.action(), d.serve()), (Action::Unavailable, Serve::Fresh));
+    }
+
+    #[test]
     fn freshness_infinite_ttl_is_fresh_forever() {
         let p = ttl_days(PolicyKind::Conditional, None);
         let e = first(&p, vec![ok("ia", 0..3)]);
@@ -1082,7 +1186,7 @@ mod tests {
         let p = ttl_days(PolicyKind::Conditional, Some(4));
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d = decide_on(&p, &e, 5, vec![ok("ia", 0..3)]);
-        assert_eq!(d.action, Action::Kept);
+        assert_eq!(d.action(), Action::Kept);
         let kept = stored(&d);
         assert_eq!(kept.checked_at, day(5));
         assert_eq!(kept.fetched_at, day(0), "content is still day 0's");
@@ -1103,7 +1207,7 @@ mod tests {
             20,
             vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Timeout)],
         );
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C6), Action::Kept));
+        assert_eq!((d.case(), d.action()), (Some(ChangeCase::C6), Action::Kept));
         let kept = stored(&d);
         assert_eq!(kept.contributions[1].status, ArchiveStatus::Timeout);
         assert_eq!(kept.contributions[1].mementos, e.contributions[1].mementos);
@@ -1134,20 +1238,11 @@ mod tests {
             for archives in &outages {
                 let f = fetch(20, archives.clone());
                 let with = p.decide(Some(&cached), &f, day(20));
-                assert_eq!(
-                    with,
-                    Decision {
-                        case: None,
-                        action: Action::Unavailable,
-                        store: None,
-                        serve: Serve::Stored
-                    },
-                    "{k}"
-                );
+                assert_eq!(with, Decision::Unavailable { serve_stale: true }, "{k}");
                 let without = p.decide(None, &f, day(20));
-                assert_eq!(without.action, Action::Unavailable);
-                assert_eq!(without.store, None);
-                assert_eq!(without.serve, Serve::Fresh);
+                assert_eq!(without.action(), Action::Unavailable);
+                assert_eq!(without.entry(), None);
+                assert_eq!(without.serve(), Serve::Fresh);
             }
         }
     }
@@ -1162,8 +1257,8 @@ mod tests {
             20,
             vec![ok("ia", 0..3), failed("pt", ArchiveStatus::Timeout)],
         );
-        assert_eq!(d.case, Some(ChangeCase::C6));
-        assert_eq!(d.action, Action::Kept);
+        assert_eq!(d.case(), Some(ChangeCase::C6));
+        assert_eq!(d.action(), Action::Kept);
         assert_eq!(served_m(stored(&d)), 5);
     }
 
@@ -1172,15 +1267,7 @@ mod tests {
         let p = policy(PolicyKind::None);
         let f = fetch(0, vec![ok("ia", 0..3)]);
         let d = p.decide(None, &f, day(0));
-        assert_eq!(
-            d,
-            Decision {
-                case: None,
-                action: Action::NotStored,
-                store: None,
-                serve: Serve::Fresh
-            }
-        );
+        assert_eq!(d, Decision::Pass);
     }
 
     #[test]
@@ -1191,12 +1278,12 @@ mod tests {
                 let f = fetch(0, archives);
                 let d = p.decide(None, &f, day(0));
                 if k == PolicyKind::None {
-                    assert_eq!(d.action, Action::NotStored);
+                    assert_eq!(d.action(), Action::NotStored);
                     continue;
                 }
-                assert_eq!(d.action, Action::Stored, "{k}");
-                assert_eq!(d.case, None);
-                assert_eq!(d.serve, Serve::Stored);
+                assert_eq!(d.action(), Action::Stored, "{k}");
+                assert_eq!(d.case(), None);
+                assert_eq!(d.serve(), Serve::Stored);
                 let e = stored(&d);
                 assert_eq!(e.version, ENTRY_FORMAT_VERSION);
                 assert_eq!(e.uri_r, "http://example.com/");
@@ -1225,8 +1312,8 @@ mod tests {
         let p = policy(PolicyKind::Forever);
         let e = first(&p, vec![ok("ia", 0..3)]);
         let d = decide_on(&p, &e, 30, vec![ok("ia", 0..9)]);
-        assert_eq!(d.case, Some(ChangeCase::C2));
-        assert_eq!(d.action, Action::Kept);
+        assert_eq!(d.case(), Some(ChangeCase::C2));
+        assert_eq!(d.action(), Action::Kept);
         assert_eq!(served_m(stored(&d)), 3);
         assert_eq!(stored(&d).fresh_until, None);
     }
@@ -1249,7 +1336,7 @@ mod tests {
         ];
         for (archives, case, m) in cases {
             let d = decide_on(&p, &e, 20, archives);
-            assert_eq!((d.case, d.action), (Some(case), Action::Replaced));
+            assert_eq!((d.case(), d.action()), (Some(case), Action::Replaced));
             let r = stored(&d);
             assert_eq!(served_m(r), m, "case {case}");
             assert_eq!((r.fetched_at, r.checked_at), (day(20), day(20)));
@@ -1288,13 +1375,16 @@ mod tests {
         ];
         for (archives, case, m) in cases {
             let d = decide_on(&p, &two, 20, archives);
-            assert_eq!((d.case, d.action), (Some(case), Action::Replaced));
+            assert_eq!((d.case(), d.action()), (Some(case), Action::Replaced));
             assert_eq!(served_m(stored(&d)), m);
             assert_eq!(stored(&d).fetched_at, day(20));
         }
         let empty = first(&p, vec![not_found("ia")]);
         let d = decide_on(&p, &empty, 20, vec![ok("ia", 0..2)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C5), Action::Replaced));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C5), Action::Replaced)
+        );
         assert_eq!(served_m(stored(&d)), 2);
     }
 
@@ -1316,7 +1406,7 @@ mod tests {
         ];
         for (archives, case) in cases {
             let d = decide_on(&p, &e, 20, archives);
-            assert_eq!((d.case, d.action), (Some(case), Action::Kept));
+            assert_eq!((d.case(), d.action()), (Some(case), Action::Kept));
             let kept = stored(&d);
             // The content is untouched; only each archive's latest status may differ.
             let content = |e: &Entry| {
@@ -1342,12 +1432,12 @@ mod tests {
         let p = policy(PolicyKind::Conditional);
         let e = first(&p, vec![ok("ia", 0..5)]);
         let same = decide_on(&p, &e, 20, vec![ok("ia", 0..5)]);
-        assert_eq!(same.case, Some(ChangeCase::C1));
+        assert_eq!(same.case(), Some(ChangeCase::C1));
         assert_eq!(stored(&same).history[1].same_set, Some(true));
         // One memento gone, another new: same count, other set.
         let swapped = decide_on(&p, &e, 20, vec![ok("ia", 1..6)]);
-        assert_eq!(swapped.case, Some(ChangeCase::C1));
-        assert_eq!(swapped.action, Action::Kept);
+        assert_eq!(swapped.case(), Some(ChangeCase::C1));
+        assert_eq!(swapped.action(), Action::Kept);
         assert_eq!(stored(&swapped).history[1].same_set, Some(false));
         // Not case 1: nothing recorded.
         let grew = decide_on(&p, &e, 20, vec![ok("ia", 0..6)]);
@@ -1360,9 +1450,9 @@ mod tests {
             let p = policy(k);
             let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..3)]);
             let d = decide_on(&p, &e, 20, vec![not_found("ia"), not_found("pt")]);
-            assert_eq!(d.case, Some(ChangeCase::C6), "{k}");
-            assert_eq!(d.action, Action::Kept, "{k}");
-            assert_eq!(d.serve, Serve::Stored);
+            assert_eq!(d.case(), Some(ChangeCase::C6), "{k}");
+            assert_eq!(d.action(), Action::Kept, "{k}");
+            assert_eq!(d.serve(), Serve::Stored);
             assert_eq!(served_uris(stored(&d)), served_uris(&e), "{k}");
             // Nor does a second 404 within the redaction grace.
             let again = decide_on(&p, stored(&d), 21, vec![not_found("ia"), not_found("pt")]);
@@ -1375,7 +1465,10 @@ mod tests {
         let p = policy(PolicyKind::Unconditional);
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d = decide_on(&p, &e, 20, vec![not_found("ia")]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C6), Action::Replaced));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C6), Action::Replaced)
+        );
         assert_eq!(served_m(stored(&d)), 0);
     }
 
@@ -1391,7 +1484,7 @@ mod tests {
             20,
             vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Timeout)],
         );
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C6), Action::Kept));
+        assert_eq!((d.case(), d.action()), (Some(ChangeCase::C6), Action::Kept));
         let m = stored(&d);
         // Its mementos and their fetch time stand; its status says it failed this time.
         assert_eq!(m.contributions[1].mementos, e.contributions[1].mementos);
@@ -1413,7 +1506,10 @@ mod tests {
             20,
             vec![ok("ia", 0..9), failed("pt", ArchiveStatus::Error)],
         );
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C4), Action::Merged));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C4), Action::Merged)
+        );
         let m = stored(&d);
         assert_eq!(served_m(m), 12);
         assert_eq!((m.archives, m.loose, m.strict), (2, 12, 12));
@@ -1433,10 +1529,16 @@ mod tests {
         let p = policy(PolicyKind::Merge);
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d = decide_on(&p, &e, 20, vec![ok("ia", 0..6)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C2), Action::Merged));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C2), Action::Merged)
+        );
         assert_eq!(served_m(stored(&d)), 6);
         let d = decide_on(&p, &e, 20, vec![ok("ia", 0..5), ok("pt", 0..2)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C3), Action::Merged));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C3), Action::Merged)
+        );
         assert_eq!(served_m(stored(&d)), 7);
     }
 
@@ -1445,7 +1547,10 @@ mod tests {
         let p = policy(PolicyKind::Merge);
         let e = first(&p, vec![not_found("ia")]);
         let d = decide_on(&p, &e, 20, vec![ok("ia", 0..4)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C5), Action::Merged));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C5), Action::Merged)
+        );
         assert_eq!(served_m(stored(&d)), 4);
         assert_eq!(stored(&d).contributions[0].status, ArchiveStatus::Ok);
     }
@@ -1455,7 +1560,7 @@ mod tests {
         let p = policy(PolicyKind::Merge);
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d = decide_on(&p, &e, 20, vec![ok("ia", 0..5)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C1), Action::Kept));
+        assert_eq!((d.case(), d.action()), (Some(ChangeCase::C1), Action::Kept));
         assert_eq!(stored(&d).history[1].same_set, Some(true));
     }
 
@@ -1464,7 +1569,7 @@ mod tests {
         let p = policy(PolicyKind::Merge);
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d = decide_on(&p, &e, 1, vec![ok("ia", 0..4)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C7), Action::Kept));
+        assert_eq!((d.case(), d.action()), (Some(ChangeCase::C7), Action::Kept));
         let m = stored(&d);
         assert_eq!(served_m(m), 5);
         let gone = m.contributions[0]
@@ -1495,7 +1600,7 @@ mod tests {
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d1 = decide_on(&p, &e, 1, vec![ok("ia", 0..4)]);
         let d2 = decide_on(&p, stored(&d1), 2, vec![ok("ia", 0..4)]);
-        assert_eq!(d2.action, Action::Kept);
+        assert_eq!(d2.action(), Action::Kept);
         let m = stored(&d2);
         assert_eq!(served_m(m), 5);
         let gone = m.contributions[0]
@@ -1524,14 +1629,17 @@ mod tests {
             5,
             vec![failed("ia", ArchiveStatus::Timeout), ok("pt", 0..2)],
         );
-        assert_eq!(mid.action, Action::Kept);
+        assert_eq!(mid.action(), Action::Kept);
         assert_eq!(
             stored(&mid).contributions[0].mementos,
             stored(&d1).contributions[0].mementos
         );
         let d2 = decide_on(&p, stored(&mid), 8, vec![ok("ia", 0..4), ok("pt", 0..2)]);
         // The entry still served 7 (the absent one included): 6 is case 7.
-        assert_eq!((d2.case, d2.action), (Some(ChangeCase::C7), Action::Merged));
+        assert_eq!(
+            (d2.case(), d2.action()),
+            (Some(ChangeCase::C7), Action::Merged)
+        );
         let m = stored(&d2);
         assert_eq!(served_m(m), 6);
         assert!(m.contributions[0]
@@ -1597,13 +1705,15 @@ mod tests {
         for f in live {
             let tm = match p.freshness(entry.as_ref(), f.at) {
                 Freshness::Fresh => entry.as_ref().expect("fresh implies cached").timemap(),
-                Freshness::Miss | Freshness::Expired => {
+                // (No stale window in these policies: never `Stale`.)
+                Freshness::Miss | Freshness::Stale | Freshness::Expired => {
                     q += 1;
                     let d = p.decide(entry.as_ref(), f, f.at);
-                    if let Some(e) = d.store {
+                    let serve = d.serve();
+                    if let Some(e) = d.into_entry() {
                         entry = Some(e);
                     }
-                    match d.serve {
+                    match serve {
                         Serve::Fresh => f.timemap(),
                         Serve::Stored => entry.as_ref().expect("stored or cached").timemap(),
                     }
@@ -1656,7 +1766,7 @@ mod tests {
         let p = policy(PolicyKind::Conditional);
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d = decide_on(&p, &e, 20, vec![migrated(5)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C1), Action::Kept));
+        assert_eq!((d.case(), d.action()), (Some(ChangeCase::C1), Action::Kept));
         assert_eq!(stored(&d).history[1].same_set, Some(true));
         assert_eq!(served_uris(stored(&d)), served_uris(&e));
     }
@@ -1666,7 +1776,10 @@ mod tests {
         let p = policy(PolicyKind::Merge);
         let e = first(&p, vec![ok("ia", 0..5)]);
         let d = decide_on(&p, &e, 20, vec![migrated(5)]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C1), Action::Merged));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C1), Action::Merged)
+        );
         let uris = served_uris(stored(&d));
         assert_eq!(uris.len(), 5);
         assert!(
@@ -1693,16 +1806,19 @@ mod tests {
         let e = first(&loose, vec![ok("ia", 0..5)]);
         assert_eq!((e.loose, e.strict), (5, 5));
         let d = decide_on(&loose, &e, 20, vec![both.clone()]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C1), Action::Kept));
+        assert_eq!((d.case(), d.action()), (Some(ChangeCase::C1), Action::Kept));
         let d = decide_on(&strict, &e, 20, vec![both.clone()]);
-        assert_eq!((d.case, d.action), (Some(ChangeCase::C2), Action::Replaced));
+        assert_eq!(
+            (d.case(), d.action()),
+            (Some(ChangeCase::C2), Action::Replaced)
+        );
         let f = fetch(20, vec![both]);
         assert_eq!(f.counts(Match::Loose), (1, 5));
         assert_eq!(f.counts(Match::Strict), (1, 10));
         // Completed, the migration keeps the strict count: case 1 by numbers, yet the served
         // strict keys changed, which is what merge reports.
         let d = decide_on(&strict, &e, 20, vec![migrated(5)]);
-        assert_eq!(d.case, Some(ChangeCase::C1));
+        assert_eq!(d.case(), Some(ChangeCase::C1));
     }
 
     // ---- history, worked example, round trip, aggregate ----------------------------------
@@ -1714,7 +1830,7 @@ mod tests {
         for d in 1..=30 {
             let n = d as usize + 1;
             e = decide_on(&p, &e, d, vec![ok("ia", 0..n)])
-                .store
+                .into_entry()
                 .expect("replaced");
         }
         assert_eq!(e.history.len(), 20);
@@ -1836,9 +1952,9 @@ mod tests {
         let p = policy(PolicyKind::Merge);
         let e = first(&p, vec![ok("ia", 0..10_000)]);
         let d = decide_on(&p, &e, 1, vec![ok("ia", 0..10_000)]);
-        assert_eq!(d.action, Action::Kept);
+        assert_eq!(d.action(), Action::Kept);
         let d = decide_on(&p, stored(&d), 2, vec![ok("ia", 5_000..15_000)]);
-        assert_eq!(d.action, Action::Merged);
+        assert_eq!(d.action(), Action::Merged);
         assert_eq!(served_m(stored(&d)), 15_000);
     }
 }

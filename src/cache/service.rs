@@ -284,11 +284,11 @@ pub struct Request {
     pub render: Option<TimeMapFormat>,
 }
 
-/// Cache settings the service applies (the policy itself is pure and separate).
+/// Cache settings the service applies (the policy itself is pure and separate, stale rules
+/// included).
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub stale_if_error: bool,
-    pub stale_while_revalidate: Duration,
+    /// The least time between two refreshes a client's `no-cache` may force for one URI-R.
     pub min_refresh_interval: Duration,
 }
 
@@ -367,26 +367,21 @@ impl TimeMapCache {
             .policy
             .freshness(cached.as_ref().map(|c| &c.entry), now);
         let wants_refresh = req.force || (req.no_cache && self.may_force(uri_r, now));
-        if let (Some(c), Freshness::Fresh, false) = (&cached, freshness, wants_refresh) {
-            self.stats.count_hit();
-            return Served::stored(c, &self.public_url, CacheStatus::Hit);
-        }
-        // stale-while-revalidate: an entry expired by at most the window is served now and
-        // refreshed behind the client's back, through the same policy.
-        if let (Some(c), Freshness::Expired, false) = (&cached, freshness, wants_refresh) {
-            let window = chrono::Duration::from_std(self.settings.stale_while_revalidate)
-                .unwrap_or_default();
-            let within = c
-                .entry
-                .fresh_until
-                .is_some_and(|until| now <= until + window);
-            if !window.is_zero() && within {
+        match (&cached, freshness, wants_refresh) {
+            (Some(c), Freshness::Fresh, false) => {
+                self.stats.count_hit();
+                return Served::stored(c, &self.public_url, CacheStatus::Hit);
+            }
+            // stale-while-revalidate: served now and refreshed behind the client's back,
+            // through the same policy.
+            (Some(c), Freshness::Stale, false) => {
                 let this = self.clone();
                 let key = uri_r.to_string();
                 tokio::spawn(async move { this.revalidate(&key).await });
                 self.stats.count_stale();
                 return Served::stored(c, &self.public_url, CacheStatus::Stale);
             }
+            _ => {}
         }
         if !req.force {
             if let Some(served) = self.settling_answer(uri_r) {

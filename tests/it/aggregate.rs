@@ -176,6 +176,10 @@ fn header(r: &reqwest::Response, name: &str) -> String {
         .to_string()
 }
 
+/// Held by the tests that build and store 100,000-memento entries, so they never run at once:
+/// each bounds its answer time, and two such loads on two cores would only measure each other.
+static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A proxy in front of an archive with `n` mementos and one that never answers, so every
 /// fan-out lasts the whole `deadline` (each archive's own timeout is far past it).
 async fn big_behind_a_hanging_archive(
@@ -206,6 +210,7 @@ async fn big_behind_a_hanging_archive(
 async fn a_first_answer_comes_by_the_deadline_however_long_its_store_takes() {
     const N: usize = 100_000;
     const DEADLINE: Duration = Duration::from_secs(20);
+    let _heavy = HEAVY.lock().await;
     let (_archives, proxy) = big_behind_a_hanging_archive(N, DEADLINE).await;
     let url = format!("{}/timemap/link/{URI_R}", proxy.base);
     let asked = std::time::Instant::now();
@@ -265,6 +270,7 @@ async fn a_first_answer_comes_by_the_deadline_however_long_its_store_takes() {
 async fn a_refresh_of_a_huge_entry_answers_by_the_deadline_however_long_its_store_takes() {
     const N: usize = 100_000;
     const DEADLINE: Duration = Duration::from_secs(10);
+    let _heavy = HEAVY.lock().await;
     let (_archives, proxy) = big_behind_a_hanging_archive(N, DEADLINE).await;
     let url = format!("{}/timemap/link/{URI_R}", proxy.base);
     // Stored first (the hanging archive is a timeout).

@@ -113,15 +113,15 @@ impl TimeMapCache {
                 Err(_) => return Action::NotStored,
             }
         };
-        let mut reported = decision.action;
-        if let Some(entry) = decision.store {
+        let (case, mut reported) = (decision.case(), decision.action());
+        if let Some(entry) = decision.into_entry() {
             let value = Arc::new(CachedTimeMap::with_view(entry, view));
             if let Err(e) = store.put(uri_r, value).await {
                 tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
                 reported = Action::NotStored;
             }
         }
-        self.stats.count_decision(decision.case, reported);
+        self.stats.count_decision(case, reported);
         reported
     }
 

@@ -5,7 +5,7 @@
 
 use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
 use super::{agg_with, CacheStatus, CachedTimeMap, Served, TimeMapCache};
-use crate::cache::policy::{Action, Decision, FetchOutcome, Match, PolicyKind, Serve};
+use crate::cache::policy::{Action, Decision, FetchOutcome, Match};
 use crate::cache::store::Store;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::model::MementoDatetime;
@@ -164,12 +164,6 @@ impl TimeMapCache {
         } else {
             decide()
         };
-        let Decision {
-            case,
-            action,
-            store: to_store,
-            serve,
-        } = decision;
         let status = if cached.is_some() {
             CacheStatus::Refresh
         } else {
@@ -178,30 +172,31 @@ impl TimeMapCache {
         if cached.is_none() {
             self.stats.count_miss();
         }
-        let mut stored = None;
+        let (case, action) = (decision.case(), decision.action());
         // What the answer reports: the policy's action, unless the write it called for failed.
         let mut reported = action;
-        if let (Some(entry), Some(store)) = (to_store, &self.store) {
-            let value = Arc::new(CachedTimeMap::new(entry));
-            if let Err(e) = store.put(uri_r, value.clone()).await {
-                // Serving still works (from memory until the disk is back); the answer must not
-                // claim a durable store that did not happen.
-                tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
-                reported = Action::NotStored;
+        let serving = match (decision, &cached) {
+            (Decision::Store { entry, .. }, _) => {
+                let value = Arc::new(CachedTimeMap::new(entry));
+                if let Some(store) = &self.store {
+                    if let Err(e) = store.put(uri_r, value.clone()).await {
+                        // Serving still works (from memory until the disk is back); the answer
+                        // must not claim a durable store that did not happen.
+                        tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
+                        reported = Action::NotStored;
+                    }
+                }
+                Some((value, status))
             }
-            stored = Some(value);
-        }
-        self.stats.count_decision(case, reported);
-        let outage = action == Action::Unavailable;
-        let serving = match (serve, stored, &cached) {
-            (_, _, Some(c)) if outage && self.settings.stale_if_error => {
+            (Decision::Unavailable { serve_stale: true }, Some(c)) => {
                 self.stats.count_stale();
                 Some((c.clone(), CacheStatus::Stale))
             }
-            (Serve::Stored, Some(value), _) if !outage => Some((value, status)),
-            (Serve::Stored, None, Some(c)) if !outage => Some((c.clone(), status)),
-            _ => None,
+            // An outage with nothing to fall back on, or policy `none`: the fetch itself is
+            // all there is.
+            (Decision::Unavailable { .. } | Decision::Pass, _) => None,
         };
+        self.stats.count_decision(case, reported);
         let mut served = match serving {
             Some((value, status)) => {
                 if big {
@@ -211,11 +206,9 @@ impl TimeMapCache {
                 }
                 Served::stored(&value, &self.public_url, status)
             }
-            // An outage with nothing to fall back on, policy `none`, or nothing stored and
-            // nothing cached: the fetch itself is all there is.
             None => Served::fresh(agg_with(agg, &fresh), &self.public_url, status),
         };
-        if served.status != CacheStatus::Stale && self.policy.kind != PolicyKind::None {
+        if served.status != CacheStatus::Stale && self.policy.caches() {
             served.case = case;
             served.action = Some(reported);
         }
