@@ -294,8 +294,9 @@ impl Jobs {
                 state,
                 JobState::Done | JobState::Failed | JobState::Cancelled
             ) {
+                // The server's clock, simulated or not, like every other time a job records.
                 job.record.finished_at =
-                    Some(crate::timemap::datetime::format_rfc3339(chrono::Utc::now()));
+                    Some(crate::timemap::datetime::format_rfc3339(self.clock.now()));
             }
             job.record.clone()
         };
@@ -686,5 +687,37 @@ mod tests {
         assert_ne!(first, second);
         assert!(dir.path().join(&first).join("spec.json").exists());
         assert!(dir.path().join(&second).join("spec.json").exists());
+    }
+
+    #[tokio::test]
+    async fn finished_at_is_on_the_servers_clock() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // An input that cannot be read: the job fails at once, which finishes it.
+        let spec: Spec = serde_json::from_str(
+            r#"{"input": "/nonexistent/index", "cdx_api": "http://127.0.0.1:9/cdx", "dialect": "ia"}"#,
+        )
+        .expect("spec");
+        // Far from the machine's time, so a reading of the machine's clock cannot pass.
+        let then = chrono::DateTime::from_timestamp(1_335_830_400, 0).expect("valid"); // 2012-05-01
+        let clock: Arc<dyn Clock> = Arc::new(crate::clock::SimClock::new(then));
+        let jobs =
+            Jobs::open(dir.path(), SamplingConfig::default(), None, clock, false).expect("open");
+        let id = jobs.submit(spec, "2012-05-01T00:00:00Z").expect("submit");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            let status = jobs.status(&id).expect("status");
+            if status["state"] != "queued" && status["state"] != "running" {
+                break status;
+            }
+            assert!(std::time::Instant::now() < deadline, "job never finished");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        };
+        assert_eq!(status["state"], "failed");
+        assert_eq!(status["finished_at"], "2012-05-01T00:00:00Z");
+        let on_disk: JobRecord = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(&id).join("state.json")).expect("state"),
+        )
+        .expect("record");
+        assert_eq!(on_disk.finished_at.as_deref(), Some("2012-05-01T00:00:00Z"));
     }
 }
