@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::HashMap;
 
 const SHIPPED: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml"));
 

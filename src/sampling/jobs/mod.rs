@@ -5,14 +5,16 @@
 //! or a URL under an `allowed_urls` prefix, as must `cdx_api`; concurrency and rate are capped
 //! by `[sampling]`.
 
-use super::engine::{run, Progress, SampledUrl, Spec, SpecError};
+mod feed;
+
+pub use feed::{Feed, Fetcher};
+
+use super::engine::{run, Progress, Spec, SpecError};
 use crate::clock::Clock;
 use crate::config::SamplingConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -44,25 +46,6 @@ struct Job {
     spec: Spec,
     progress: Arc<Progress>,
     started: std::time::Instant,
-}
-
-/// Fetches one URI-R's TimeMap through the aggregator into the cache (`true`: a forced refresh,
-/// which fans out and, with `[observe] log` set, appends an observation).
-pub type Fetcher =
-    Arc<dyn Fn(String, bool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
-
-/// A fed job: its sample warmed into the cache and, with `observe_secs`, refetched every
-/// interval. Kept in `<job>/feed.json` so a restart carries on.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Feed {
-    pub warm: bool,
-    /// Seconds between refetch rounds; None = no observation.
-    pub observe_secs: Option<u64>,
-    pub uri_rs: u64,
-    pub warmed: u64,
-    pub rounds: u64,
-    /// RFC 3339, on the server's clock.
-    pub next_round_at: Option<String>,
 }
 
 /// The jobs of one server.
@@ -294,8 +277,9 @@ impl Jobs {
                 state,
                 JobState::Done | JobState::Failed | JobState::Cancelled
             ) {
+                // The server's clock, simulated or not, like every other time a job records.
                 job.record.finished_at =
-                    Some(crate::timemap::datetime::format_rfc3339(chrono::Utc::now()));
+                    Some(crate::timemap::datetime::format_rfc3339(self.clock.now()));
             }
             job.record.clone()
         };
@@ -334,123 +318,6 @@ impl Jobs {
             tasks.retain(|t| !t.is_finished());
             tasks.push(task);
         }
-    }
-
-    /// Feeds a done job's sample to the cache: warms it (each URI-R's TimeMap fetched through the
-    /// aggregator, rate-limited) and, with `observe_secs`, refetches every URI-R each interval
-    /// so the observation log gets a row per URI-R per round.
-    pub fn feed(
-        self: &Arc<Self>,
-        id: &str,
-        warm: bool,
-        observe_secs: Option<u64>,
-    ) -> Result<Feed, JobError> {
-        let state = self
-            .jobs
-            .lock()
-            .ok()
-            .and_then(|g| g.get(id).map(|j| j.record.state))
-            .ok_or(JobError::NoSuchJob)?;
-        if state != JobState::Done {
-            return Err(JobError::NotDone(state));
-        }
-        let uri_rs = self.sample_urls(id).len() as u64;
-        let feed = Feed {
-            warm,
-            observe_secs,
-            uri_rs,
-            ..Feed::default()
-        };
-        self.clone().spawn_feed(id.to_string(), feed.clone(), false);
-        Ok(feed)
-    }
-
-    /// The feed of a job, if it was fed.
-    pub fn feed_status(&self, id: &str) -> Option<Feed> {
-        self.feeds.lock().ok()?.get(id).cloned()
-    }
-
-    fn sample_urls(&self, id: &str) -> Vec<String> {
-        std::fs::read_to_string(self.job_dir(id).join("out/sample.ndjson"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<SampledUrl>(l).ok())
-            .map(|s| s.url)
-            .collect()
-    }
-
-    fn save_feed(&self, id: &str, feed: &Feed) {
-        if let Ok(mut g) = self.feeds.lock() {
-            g.insert(id.to_string(), feed.clone());
-        }
-        if let Err(e) = write_json_atomically(&self.job_dir(id).join("feed.json"), feed) {
-            tracing::error!(job = %id, error = %e, "cannot save the feed's state");
-        }
-    }
-
-    fn spawn_feed(self: Arc<Self>, id: String, mut feed: Feed, resumed: bool) {
-        let Some(fetch) = self.fetcher.clone() else {
-            return;
-        };
-        let urls = self.sample_urls(&id);
-        let gap = (self.feed_rate > 0.0)
-            .then(|| std::time::Duration::from_secs_f64(1.0 / self.feed_rate));
-        self.save_feed(&id, &feed);
-        let jobs = self.clone();
-        jobs.track(tokio::spawn(async move {
-            let pace = || async {
-                if let Some(g) = gap {
-                    tokio::time::sleep(g).await;
-                }
-            };
-            if feed.warm && (!resumed || feed.warmed < feed.uri_rs) {
-                for u in urls.iter().skip(feed.warmed as usize) {
-                    if self.stopping.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    fetch(u.clone(), false).await;
-                    feed.warmed += 1;
-                    if feed.warmed.is_multiple_of(100) {
-                        self.save_feed(&id, &feed);
-                    }
-                    pace().await;
-                }
-                self.save_feed(&id, &feed);
-            }
-            let Some(every) = feed.observe_secs.filter(|s| *s > 0) else {
-                return;
-            };
-            let every = chrono::Duration::seconds(every as i64);
-            loop {
-                let next = feed
-                    .next_round_at
-                    .as_deref()
-                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                    .map(|t| t.with_timezone(&chrono::Utc))
-                    .unwrap_or_else(|| self.clock.now() + every);
-                if feed.next_round_at.is_none() {
-                    feed.next_round_at = Some(crate::timemap::datetime::format_rfc3339(next));
-                    self.save_feed(&id, &feed);
-                }
-                // The server's clock (simulated in simulations) decides when a round is due.
-                while self.clock.now() < next {
-                    if self.stopping.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                }
-                for u in &urls {
-                    if self.stopping.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    fetch(u.clone(), true).await;
-                    pace().await;
-                }
-                feed.rounds += 1;
-                feed.next_round_at = Some(crate::timemap::datetime::format_rfc3339(next + every));
-                self.save_feed(&id, &feed);
-            }
-        }));
     }
 
     /// The server is stopping: every job stops at its next checkpoint, resumable.
@@ -686,5 +553,37 @@ mod tests {
         assert_ne!(first, second);
         assert!(dir.path().join(&first).join("spec.json").exists());
         assert!(dir.path().join(&second).join("spec.json").exists());
+    }
+
+    #[tokio::test]
+    async fn finished_at_is_on_the_servers_clock() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // An input that cannot be read: the job fails at once, which finishes it.
+        let spec: Spec = serde_json::from_str(
+            r#"{"input": "/nonexistent/index", "cdx_api": "http://127.0.0.1:9/cdx", "dialect": "ia"}"#,
+        )
+        .expect("spec");
+        // Far from the machine's time, so a reading of the machine's clock cannot pass.
+        let then = chrono::DateTime::from_timestamp(1_335_830_400, 0).expect("valid"); // 2012-05-01
+        let clock: Arc<dyn Clock> = Arc::new(crate::clock::SimClock::new(then));
+        let jobs =
+            Jobs::open(dir.path(), SamplingConfig::default(), None, clock, false).expect("open");
+        let id = jobs.submit(spec, "2012-05-01T00:00:00Z").expect("submit");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            let status = jobs.status(&id).expect("status");
+            if status["state"] != "queued" && status["state"] != "running" {
+                break status;
+            }
+            assert!(std::time::Instant::now() < deadline, "job never finished");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        };
+        assert_eq!(status["state"], "failed");
+        assert_eq!(status["finished_at"], "2012-05-01T00:00:00Z");
+        let on_disk: JobRecord = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(&id).join("state.json")).expect("state"),
+        )
+        .expect("record");
+        assert_eq!(on_disk.finished_at.as_deref(), Some("2012-05-01T00:00:00Z"));
     }
 }

@@ -1,0 +1,135 @@
+//! `TMPROXY_*` environment variables, each replacing one key of the file.
+
+use super::values::{
+    normalize_public_url, parse_duration, parse_listen, parse_opt_listen, parse_size,
+};
+use super::{Config, ConfigError};
+
+/// Every environment override and the key it replaces, so `--help` text and docs can list them.
+pub const ENV_OVERRIDES: &[(&str, &str)] = &[
+    ("TMPROXY_LISTEN", "server.listen"),
+    ("TMPROXY_PUBLIC_URL", "server.public_url"),
+    (
+        "TMPROXY_UPSTREAM_CONNECT_TIMEOUT",
+        "upstream.connect_timeout",
+    ),
+    ("TMPROXY_UPSTREAM_TIMEOUT", "upstream.timeout"),
+    ("TMPROXY_UPSTREAM_DEADLINE", "upstream.deadline"),
+    ("TMPROXY_MAX_BODY", "upstream.max_body"),
+    ("TMPROXY_USER_AGENT", "upstream.user_agent"),
+    ("TMPROXY_ARCHIVES", "archives.enabled"),
+    ("TMPROXY_CACHE_POLICY", "cache.policy"),
+    ("TMPROXY_CACHE_PATH", "cache.path"),
+    ("TMPROXY_ADMIN_TOKEN", "admin.token"),
+    ("TMPROXY_ADMIN_LISTEN", "admin.listen"),
+    ("TMPROXY_OBSERVE_LOG", "observe.log"),
+];
+
+impl Config {
+    /// Applies the `TMPROXY_*` overrides listed in [`ENV_OVERRIDES`]; `get` reads one variable.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        if let Some(v) = env_override(&get, "TMPROXY_LISTEN", "server.listen", parse_listen)? {
+            self.server.listen = v;
+        }
+        if let Some(v) = env_override(&get, "TMPROXY_PUBLIC_URL", "server.public_url", |s| {
+            Ok(normalize_public_url(s))
+        })? {
+            self.server.public_url = v;
+        }
+        let u = &mut self.upstream;
+        for (var, key, slot) in [
+            (
+                "TMPROXY_UPSTREAM_CONNECT_TIMEOUT",
+                "upstream.connect_timeout",
+                &mut u.connect_timeout,
+            ),
+            (
+                "TMPROXY_UPSTREAM_TIMEOUT",
+                "upstream.timeout",
+                &mut u.timeout,
+            ),
+            (
+                "TMPROXY_UPSTREAM_DEADLINE",
+                "upstream.deadline",
+                &mut u.deadline,
+            ),
+        ] {
+            if let Some(v) = env_override(&get, var, key, parse_duration)? {
+                *slot = v;
+            }
+        }
+        if let Some(v) = env_override(&get, "TMPROXY_MAX_BODY", "upstream.max_body", parse_size)? {
+            u.max_body = v;
+        }
+        if let Some(v) = env_override(&get, "TMPROXY_USER_AGENT", "upstream.user_agent", |s| {
+            Ok(s.to_owned())
+        })? {
+            u.user_agent = v;
+        }
+        for (var, key, slot) in [
+            (
+                "TMPROXY_CACHE_POLICY",
+                "cache.policy",
+                &mut self.cache.policy,
+            ),
+            ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
+            ("TMPROXY_ADMIN_TOKEN", "admin.token", &mut self.admin.token),
+            ("TMPROXY_OBSERVE_LOG", "observe.log", &mut self.observe.log),
+        ] {
+            if let Some(v) = env_override(&get, var, key, |s| Ok(s.to_owned()))? {
+                *slot = v;
+            }
+        }
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_ADMIN_LISTEN",
+            "admin.listen",
+            parse_opt_listen,
+        )? {
+            self.admin.listen = v;
+        }
+        let known: Vec<&str> = self.archives.iter().map(|a| a.id.as_str()).collect();
+        if let Some(ids) = env_override(&get, "TMPROXY_ARCHIVES", "archives.enabled", |s| {
+            parse_id_list(s, &known)
+        })? {
+            for a in &mut self.archives {
+                a.enabled = ids.contains(&a.id);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads and parses one override; errors name the variable as origin and the config key it replaces.
+fn env_override<T>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &str,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, ConfigError> {
+    match get(var) {
+        None => Ok(None),
+        Some(v) => parse(&v)
+            .map(Some)
+            .map_err(|r| ConfigError::new(&format!("env {var}"), key, r)),
+    }
+}
+
+fn parse_id_list(s: &str, known: &[&str]) -> Result<Vec<String>, String> {
+    let ids: Vec<String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if ids.is_empty() {
+        return Err("no archive ids given (comma-separated, e.g. \"ia,arquivo\")".into());
+    }
+    if let Some(bad) = ids.iter().find(|id| !known.contains(&id.as_str())) {
+        return Err(format!(
+            "unknown archive id {bad:?} (known: {})",
+            known.join(", ")
+        ));
+    }
+    Ok(ids)
+}

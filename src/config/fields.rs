@@ -1,0 +1,113 @@
+//! Serde adapters for the fields written as text (durations, sizes, addresses), so a bad value
+//! fails with our own message under its key.
+
+use super::values::{
+    format_duration, format_size, normalize_public_url, parse_duration, parse_listen,
+    parse_opt_listen, parse_size,
+};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serializer};
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Marks messages from our own value parsers: they already say what is wrong and the key
+/// pinpoints them, so unlike toml's own errors they get no line suffix.
+pub(super) const VALUE_MARK: &str = "\u{1f}";
+
+fn value_error<E: de::Error>(reason: String) -> E {
+    E::custom(format!("{VALUE_MARK}{reason}"))
+}
+
+/// A string, or an integer so that `timeout = 10` gets the "unit is required" message instead of a type error.
+enum TextOrInt {
+    Text(String),
+    Int(i64),
+}
+
+impl<'de> Deserialize<'de> for TextOrInt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = TextOrInt;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<TextOrInt, E> {
+                Ok(TextOrInt::Text(v.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<TextOrInt, E> {
+                Ok(TextOrInt::Int(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+pub(super) mod duration_field {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = match TextOrInt::deserialize(d)? {
+            TextOrInt::Text(t) => t,
+            TextOrInt::Int(i) => i.to_string(),
+        };
+        parse_duration(&text).map_err(value_error)
+    }
+}
+
+pub(super) mod opt_duration_field {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => duration_field::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        duration_field::deserialize(d).map(Some)
+    }
+}
+
+pub(super) mod size_field {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_size(*n))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match TextOrInt::deserialize(d)? {
+            TextOrInt::Text(t) => parse_size(&t).map_err(value_error),
+            TextOrInt::Int(i) => u64::try_from(i)
+                .map_err(|_| value_error(format!("{i} is not a size (it is negative)"))),
+        }
+    }
+}
+
+pub(super) fn de_listen<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    parse_listen(&String::deserialize(d)?).map_err(value_error)
+}
+
+/// `[admin] listen`: an IP:port, or `""` for none.
+pub(super) mod opt_listen_field {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(a: &Option<SocketAddr>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&a.map(|a| a.to_string()).unwrap_or_default())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        parse_opt_listen(&String::deserialize(d)?).map_err(value_error)
+    }
+}
+
+pub(super) fn de_public_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(normalize_public_url(&String::deserialize(d)?))
+}

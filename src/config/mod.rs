@@ -1,0 +1,151 @@
+//! Configuration: the `config.toml` schema, its built-in defaults, `TMPROXY_*` environment overrides and validation.
+//!
+//! Each `[table]` of the file is one struct that derives `Deserialize` with `#[serde(default, deny_unknown_fields)]`
+//! and implements `Default`; adding a table means adding that struct (in `sections`) plus one field on [`Config`].
+//! Durations and sizes are written as strings ("10s", "128MiB") and converted by field-level deserializers,
+//! so a bad value is reported with the key it sits under, recovered from the span toml gives.
+
+mod archives;
+mod diagnostics;
+mod env;
+mod fields;
+mod sections;
+mod validate;
+mod values;
+
+pub use archives::ArchiveConfig;
+pub use env::ENV_OVERRIDES;
+pub use sections::{
+    AdminConfig, CacheConfig, ObserveConfig, SamplingConfig, ServerConfig, UpstreamConfig,
+    CACHE_MATCHES, CACHE_POLICIES,
+};
+pub use values::{format_duration, format_size, parse_duration, parse_size};
+
+use diagnostics::toml_error;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// File looked for in the working directory when neither `--config` nor `TMPROXY_CONFIG` names one.
+pub const DEFAULT_FILE: &str = "config.toml";
+/// Environment variable naming the config file.
+pub const CONFIG_ENV: &str = "TMPROXY_CONFIG";
+/// Origin reported when no file was read.
+pub const BUILTIN_ORIGIN: &str = "built-in defaults";
+
+/// The whole configuration. Missing tables and keys take the values of [`Config::default`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub upstream: UpstreamConfig,
+    /// When the file has any `[[archives]]` entry, the file's list replaces the built-in one entirely;
+    /// merging by id would make it impossible to drop a default archive.
+    pub archives: Vec<ArchiveConfig>,
+    pub cache: CacheConfig,
+    pub admin: AdminConfig,
+    pub observe: ObserveConfig,
+    pub sampling: SamplingConfig,
+}
+
+/// A configuration problem: which source, which key, what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config {origin}: {key}: {reason}")]
+pub struct ConfigError {
+    /// The file path, `env TMPROXY_X`, or [`BUILTIN_ORIGIN`].
+    pub origin: String,
+    /// Dotted key path, `archives[N]` 0-based for array entries; `(file)` when no key applies.
+    pub key: String,
+    pub reason: String,
+}
+
+impl ConfigError {
+    fn new(origin: &str, key: &str, reason: impl Into<String>) -> Self {
+        ConfigError {
+            origin: origin.to_owned(),
+            key: key.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            server: ServerConfig::default(),
+            upstream: UpstreamConfig::default(),
+            archives: archives::default_archives(),
+            cache: CacheConfig::default(),
+            admin: AdminConfig::default(),
+            observe: ObserveConfig::default(),
+            sampling: SamplingConfig::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Parses a config file's text; `origin` names it in errors. Does not validate (see [`Config::validate`]).
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| toml_error(&e, text, origin))?;
+        for a in &mut cfg.archives {
+            if a.name.is_empty() {
+                a.name = a.id.clone();
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Loads from `explicit` (`--config`), else `$TMPROXY_CONFIG`, else `./config.toml` if present, else the
+    /// built-in defaults; then applies env overrides and validates. Returns the config and where it came from.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, String), ConfigError> {
+        // Lossy rather than `var().ok()`: a non-UTF-8 value should fail to parse, not be silently ignored.
+        let get = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+        Config::load_from(explicit, get, Path::new("."))
+    }
+
+    /// [`Config::load`] with the environment and working directory passed in, so tests need not mutate either.
+    /// A relative `TMPROXY_CONFIG` is resolved against `cwd`.
+    pub fn load_from(
+        explicit: Option<&Path>,
+        get: impl Fn(&str) -> Option<String>,
+        cwd: &Path,
+    ) -> Result<(Config, String), ConfigError> {
+        let path: Option<PathBuf> = match explicit {
+            Some(p) => Some(p.to_path_buf()),
+            None => match get(CONFIG_ENV).filter(|v| !v.trim().is_empty()) {
+                Some(p) => Some(cwd.join(p)),
+                None => Some(cwd.join(DEFAULT_FILE)).filter(|p| p.is_file()),
+            },
+        };
+        let (mut cfg, origin) = match path {
+            Some(p) => {
+                let origin = p.display().to_string();
+                let text = std::fs::read_to_string(&p).map_err(|e| {
+                    ConfigError::new(&origin, "(file)", format!("cannot read: {e}"))
+                })?;
+                (Config::from_toml_str(&text, &origin)?, origin)
+            }
+            None => (Config::default(), BUILTIN_ORIGIN.to_owned()),
+        };
+        cfg.apply_env(get)?;
+        cfg.check(&origin)?;
+        Ok((cfg, origin))
+    }
+
+    /// The base URL the proxy writes into its links: `public_url`, or `http://{listen}` when empty.
+    pub fn public_url(&self) -> String {
+        if self.server.public_url.is_empty() {
+            format!("http://{}", self.server.listen)
+        } else {
+            self.server.public_url.trim_end_matches('/').to_owned()
+        }
+    }
+
+    /// The archive's own timeout, else `upstream.timeout`.
+    pub fn archive_timeout(&self, a: &ArchiveConfig) -> Duration {
+        a.timeout.unwrap_or(self.upstream.timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+//! The `[server]`, `[upstream]`, `[cache]`, `[admin]`, `[observe]` and `[sampling]` tables, each
+//! with the defaults a missing key takes.
+
+use super::fields::{de_listen, de_public_url, duration_field, opt_listen_field, size_field};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The values `[cache] policy` accepts (the policies of cache-policy.md).
+pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
+/// The values `[cache] match` accepts.
+pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
+
+/// `[server]`: where the proxy listens and how it names itself in the links it writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    #[serde(deserialize_with = "de_listen")]
+    pub listen: SocketAddr,
+    /// Empty means `http://<listen>`; stored without a trailing slash so joining paths is plain concatenation.
+    #[serde(deserialize_with = "de_public_url")]
+    pub public_url: String,
+    /// The most bytes of request header names and values a request may carry (431 beyond).
+    #[serde(with = "size_field")]
+    pub max_header_bytes: u64,
+    /// A client must send a whole request head within this, or its connection is closed.
+    #[serde(with = "duration_field")]
+    pub header_read_timeout: Duration,
+    /// A connection (HTTP/1 kept alive or HTTP/2) with no request in flight for this long is closed.
+    #[serde(with = "duration_field")]
+    pub idle_timeout: Duration,
+    /// The most connections open at once on each listener; past it a new one is closed at once.
+    pub max_connections: usize,
+    /// Requests per second each client address may make to the Memento routes (0 = off).
+    pub rate_limit: f64,
+    /// How many requests a client may make at once before `rate_limit` applies (the bucket).
+    pub rate_burst: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7089)),
+            public_url: String::new(),
+            max_header_bytes: 16 * 1024,
+            header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 10_000,
+            rate_limit: 0.0,
+            rate_burst: 20,
+        }
+    }
+}
+
+/// `[upstream]`: how the proxy talks to the archives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpstreamConfig {
+    #[serde(with = "duration_field")]
+    pub connect_timeout: Duration,
+    /// Per archive, covering every page of its TimeMap.
+    #[serde(with = "duration_field")]
+    pub timeout: Duration,
+    /// Whole client request: whatever has arrived by then is served.
+    #[serde(with = "duration_field")]
+    pub deadline: Duration,
+    #[serde(with = "size_field")]
+    pub max_body: u64,
+    /// Bytes held from archives by every fan-out together; past it an archive's body fails.
+    #[serde(with = "size_field")]
+    pub max_buffered: u64,
+    pub max_pages: usize,
+    pub user_agent: String,
+    /// Consecutive failures before an archive is skipped for `dormant_for`; 0 = never dormant.
+    pub failures_before_dormant: u32,
+    #[serde(with = "duration_field")]
+    pub dormant_for: Duration,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            connect_timeout: Duration::from_secs(3),
+            timeout: Duration::from_secs(10),
+            deadline: Duration::from_secs(15),
+            max_body: 128 * 1024 * 1024,
+            max_buffered: 512 * 1024 * 1024,
+            max_pages: 10,
+            user_agent: "tmproxy/0.1 (Memento aggregator)".to_owned(),
+            failures_before_dormant: 5,
+            dormant_for: Duration::from_secs(5 * 60),
+        }
+    }
+}
+
+/// `[cache]`: the conditional TimeMap cache (cache-policy.md). Defaults are the paper's:
+/// conditional replacement under loose matching with a 15-day TTL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheConfig {
+    /// One of [`CACHE_POLICIES`]; checked by `validate`, turned into the policy type by the cache.
+    pub policy: String,
+    /// One of [`CACHE_MATCHES`].
+    #[serde(rename = "match")]
+    pub matching: String,
+    #[serde(with = "duration_field")]
+    pub ttl: Duration,
+    #[serde(with = "size_field")]
+    pub hot_capacity: u64,
+    /// sled's page cache bound: what the persistent tier may keep in memory of what it holds.
+    #[serde(with = "size_field")]
+    pub persistent_cache: u64,
+    /// The persistent tier's directory (sled).
+    pub path: String,
+    pub stale_if_error: bool,
+    /// 0 = off; otherwise how long past `fresh_until` an entry is served at once while it is
+    /// refreshed in the background.
+    #[serde(with = "duration_field")]
+    pub stale_while_revalidate: Duration,
+    #[serde(with = "duration_field")]
+    pub min_refresh_interval: Duration,
+    pub redaction_confirmations: u32,
+    #[serde(with = "duration_field")]
+    pub redaction_grace: Duration,
+    /// The longest a request waits for its entry to be written to the persistent tier; past it
+    /// the answer says `not_stored` (the write may still land) and the tier is marked degraded.
+    #[serde(with = "duration_field")]
+    pub write_timeout: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            policy: "conditional".to_owned(),
+            matching: "loose".to_owned(),
+            ttl: Duration::from_secs(15 * 86_400),
+            hot_capacity: 256 * 1024 * 1024,
+            persistent_cache: crate::cache::store::SLED_CACHE_BYTES,
+            path: "data/cache".to_owned(),
+            stale_if_error: true,
+            stale_while_revalidate: Duration::ZERO,
+            min_refresh_interval: Duration::from_secs(60),
+            redaction_confirmations: 2,
+            redaction_grace: Duration::from_secs(7 * 86_400),
+            write_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// `[admin]`: the admin API. Empty token = admin routes refused with 403.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    pub token: String,
+    /// A second listener for `/admin/*` and `/metrics` only; None (`""` in the file) = those
+    /// routes are served on `[server] listen` with the rest.
+    #[serde(with = "opt_listen_field")]
+    pub listen: Option<SocketAddr>,
+}
+
+/// By hand so that the token never reaches a log through `{:?}` of the config.
+impl fmt::Debug for AdminConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let token = if self.token.is_empty() {
+            ""
+        } else {
+            "<redacted>"
+        };
+        f.debug_struct("AdminConfig")
+            .field("token", &token)
+            .field("listen", &self.listen)
+            .finish()
+    }
+}
+
+/// `[observe]`: the observation log the simulations replay. Empty = off.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ObserveConfig {
+    pub log: String,
+}
+
+/// `[sampling]`: the boundary of sampling jobs submitted over HTTP, and their CDX budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SamplingConfig {
+    /// A job submitted over HTTP may only read index files inside this directory.
+    pub input_dir: String,
+    /// URL prefixes a job submitted over HTTP may use for `input` and `cdx_api`.
+    pub allowed_urls: Vec<String>,
+    /// The most concurrent CDX requests a job may make (a spec asking more is capped).
+    pub concurrency: usize,
+    /// The most CDX requests per second a job may make (0 = unlimited).
+    pub rate_limit: f64,
+}
+
+impl Default for SamplingConfig {
+    fn default() -> Self {
+        SamplingConfig {
+            input_dir: "data/sampling/input".to_owned(),
+            allowed_urls: vec!["https://web.archive.org/cdx/search/cdx".to_owned()],
+            concurrency: 4,
+            rate_limit: 1.0,
+        }
+    }
+}

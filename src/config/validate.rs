@@ -1,0 +1,211 @@
+//! The cross-field rules serde cannot express, checked once the file and the environment are merged.
+
+use super::sections::{CACHE_MATCHES, CACHE_POLICIES};
+use super::values::{check_http_url, format_duration};
+use super::{Config, ConfigError};
+use std::collections::HashMap;
+
+impl Config {
+    /// Checks cross-field rules serde cannot express. Having no archive enabled is allowed (tests do it).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check("(validation)")
+    }
+
+    pub(super) fn check(&self, origin: &str) -> Result<(), ConfigError> {
+        let fail = |key: &str, reason: String| Err(ConfigError::new(origin, key, reason));
+        let sm = &self.sampling;
+        if sm.concurrency == 0 || sm.concurrency > 256 {
+            return fail("sampling.concurrency", "must be 1-256".into());
+        }
+        if !(sm.rate_limit.is_finite() && sm.rate_limit >= 0.0) {
+            return fail(
+                "sampling.rate_limit",
+                "must be a number >= 0 (0 = unlimited)".into(),
+            );
+        }
+        for u in &sm.allowed_urls {
+            if let Err(r) = check_http_url(u) {
+                return fail("sampling.allowed_urls", format!("{u:?}: {r}"));
+            }
+        }
+        let s = &self.server;
+        if s.max_header_bytes < 1024 {
+            return fail(
+                "server.max_header_bytes",
+                "must be at least 1KiB (browsers and proxies add headers of their own)".into(),
+            );
+        }
+        if s.header_read_timeout.is_zero() {
+            return fail(
+                "server.header_read_timeout",
+                "must be greater than 0 (a client needs time to send its request)".into(),
+            );
+        }
+        if s.idle_timeout.is_zero() {
+            return fail(
+                "server.idle_timeout",
+                "must be greater than 0 (a kept-alive connection needs time for its next request)"
+                    .into(),
+            );
+        }
+        if s.max_connections == 0 {
+            return fail(
+                "server.max_connections",
+                "must be at least 1 (0 would refuse every connection)".into(),
+            );
+        }
+        if !(s.rate_limit.is_finite() && s.rate_limit >= 0.0) {
+            return fail(
+                "server.rate_limit",
+                "must be a number of requests per second >= 0 (0 = off)".into(),
+            );
+        }
+        if s.rate_limit > 0.0 && s.rate_burst == 0 {
+            return fail(
+                "server.rate_burst",
+                "must be at least 1 while rate_limit is on".into(),
+            );
+        }
+        if self
+            .admin
+            .listen
+            .is_some_and(|a| a == s.listen && a.port() != 0)
+        {
+            return fail(
+                "admin.listen",
+                "must differ from server.listen (leave it empty to serve the admin API there)"
+                    .into(),
+            );
+        }
+        if !s.public_url.is_empty() {
+            if let Err(r) = check_http_url(&s.public_url) {
+                return fail("server.public_url", r);
+            }
+        }
+        let u = &self.upstream;
+        for (key, d) in [
+            ("upstream.connect_timeout", u.connect_timeout),
+            ("upstream.timeout", u.timeout),
+            ("upstream.deadline", u.deadline),
+        ] {
+            if d.is_zero() {
+                return fail(key, "must be greater than 0".into());
+            }
+        }
+        if u.connect_timeout > u.timeout {
+            return fail(
+                "upstream.connect_timeout",
+                format!(
+                    "{} is longer than upstream.timeout ({}); a connect cannot outlast the request it belongs to",
+                    format_duration(u.connect_timeout),
+                    format_duration(u.timeout)
+                ),
+            );
+        }
+        if u.max_body == 0 {
+            return fail("upstream.max_body", "must be greater than 0".into());
+        }
+        if u.max_buffered == 0 {
+            return fail("upstream.max_buffered", "must be greater than 0".into());
+        }
+        if u.max_pages == 0 {
+            return fail("upstream.max_pages", "must be at least 1".into());
+        }
+        if u.user_agent.trim().is_empty() || u.user_agent.chars().any(char::is_control) {
+            return fail(
+                "upstream.user_agent",
+                "must be non-empty and free of control characters (it is sent as a header)".into(),
+            );
+        }
+        if u.failures_before_dormant > 0 && u.dormant_for.is_zero() {
+            return fail(
+                "upstream.dormant_for",
+                "must be greater than 0 (set failures_before_dormant = 0 to disable dormancy)"
+                    .into(),
+            );
+        }
+        let c = &self.cache;
+        if !CACHE_POLICIES.contains(&c.policy.as_str()) {
+            return fail(
+                "cache.policy",
+                format!(
+                    "{:?} is not a policy: use {}",
+                    c.policy,
+                    CACHE_POLICIES.join(", ")
+                ),
+            );
+        }
+        if !CACHE_MATCHES.contains(&c.matching.as_str()) {
+            return fail(
+                "cache.match",
+                format!("{:?} is not a match: use loose or strict", c.matching),
+            );
+        }
+        if c.path.trim().is_empty() && c.policy != "none" {
+            return fail(
+                "cache.path",
+                "must name a directory for the persistent tier".into(),
+            );
+        }
+        if c.hot_capacity == 0 {
+            return fail("cache.hot_capacity", "must be greater than 0".into());
+        }
+        // sled refuses a cache under 256 bytes (an assertion, not an error); a MiB is the least
+        // that keeps its index in memory.
+        if c.persistent_cache < 1024 * 1024 {
+            return fail("cache.persistent_cache", "must be at least 1MiB".into());
+        }
+        if c.write_timeout.is_zero() {
+            return fail(
+                "cache.write_timeout",
+                "must be greater than 0s (every write would be abandoned)".into(),
+            );
+        }
+        if c.redaction_confirmations == 0 {
+            return fail(
+                "cache.redaction_confirmations",
+                "must be at least 1 (a memento missing once is not a redaction)".into(),
+            );
+        }
+        if self.admin.token.chars().any(char::is_control) {
+            return fail("admin.token", "must be free of control characters".into());
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, a) in self.archives.iter().enumerate() {
+            let key = |field: &str| format!("archives[{i}].{field}");
+            if a.id.is_empty() {
+                return fail(&key("id"), "must not be empty".into());
+            }
+            if !a
+                .id
+                .bytes()
+                .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
+            {
+                return fail(
+                    &key("id"),
+                    format!("{:?} may only contain a-z, 0-9, '.', '_' and '-'", a.id),
+                );
+            }
+            if let Some(first) = seen.insert(&a.id, i) {
+                return fail(
+                    &key("id"),
+                    format!("duplicate id {:?} (also archives[{first}])", a.id),
+                );
+            }
+            for (field, value) in [("timemap", &a.timemap), ("timegate", &a.timegate)] {
+                if let Err(r) = check_http_url(value) {
+                    return fail(&key(field), r);
+                }
+            }
+            if a.timeout.is_some_and(|t| t.is_zero()) {
+                return fail(&key("timeout"), "must be greater than 0".into());
+            }
+            for (j, host) in a.redirect_hosts.iter().enumerate() {
+                if let Err(r) = crate::upstream::guard::parse_redirect_host(host) {
+                    return fail(&format!("archives[{i}].redirect_hosts[{j}]"), r);
+                }
+            }
+        }
+        Ok(())
+    }
+}

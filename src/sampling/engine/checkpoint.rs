@@ -1,0 +1,124 @@
+//! The checkpoint of a run: every CDX first-capture answer appended to `first_captures.ndjson`
+//! as it arrives, so a run started again over the same directory asks none of them twice.
+
+use super::ndjson::Log;
+use crate::sampling::cdx::{CdxClient, FirstCapture};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+/// A checkpoint line: a CDX answer for a URL.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Answered {
+    pub(super) url: String,
+    pub(super) answer: FirstCapture,
+}
+
+impl Log {
+    /// The checkpoint: appended to, written through. A last line cut short by a crash is ended
+    /// first, so the next answer starts a line of its own instead of being glued to the torn
+    /// one (which `read_checkpoint` skips) and lost on the next resume.
+    pub(super) fn open_checkpoint(path: &Path) -> Result<Log, String> {
+        let torn = last_byte(path).is_some_and(|b| b != b'\n');
+        let log = Log {
+            write_through: true,
+            ..Log::open(path, true)?
+        };
+        if torn {
+            if let Ok(mut w) = log.out.lock() {
+                w.write_all(b"\n")
+                    .and_then(|_| w.flush())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
+        Ok(log)
+    }
+}
+
+/// First captures as the stages ask for them: the checkpoint's answer when a previous run had
+/// one, else the CDX API's, appended to the checkpoint before it is used.
+pub(super) struct FirstCaptures {
+    pub(super) client: Arc<CdxClient>,
+    pub(super) resumed: HashMap<String, FirstCapture>,
+    pub(super) answers: Log,
+}
+
+impl FirstCaptures {
+    pub(super) async fn get(&self, url: &str) -> FirstCapture {
+        match self.resumed.get(url) {
+            Some(a) => a.clone(),
+            None => {
+                let a = self.client.first_capture(url).await;
+                self.answers.write(&Answered {
+                    url: url.to_string(),
+                    answer: a.clone(),
+                });
+                a
+            }
+        }
+    }
+}
+
+pub(super) fn read_checkpoint(path: &Path) -> HashMap<String, FirstCapture> {
+    let mut map = HashMap::new();
+    let Ok(file) = std::fs::File::open(path) else {
+        return map;
+    };
+    // Split on bytes, not `lines()`: a line torn inside a multi-byte character is not UTF-8,
+    // and `lines()` would end the reading there, losing every answer after it.
+    for line in std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+    {
+        // A line cut by a kill is skipped: its URL is simply asked again.
+        if let Ok(a) = serde_json::from_slice::<Answered>(&line) {
+            // A failure is asked again on resume: the archive may answer now.
+            if !matches!(a.answer, FirstCapture::Failed { .. }) {
+                map.insert(a.url, a.answer);
+            }
+        }
+    }
+    map
+}
+
+/// The last byte of a file, if it has one (read without reading the rest).
+fn last_byte(path: &Path) -> Option<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::End(-1)).ok()?;
+    let mut byte = [0u8; 1];
+    file.read_exact(&mut byte).ok()?;
+    Some(byte[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpoint_torn_by_a_kill_keeps_every_whole_answer() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("first_captures.ndjson");
+        let answered = |url: &str| Answered {
+            url: url.to_string(),
+            answer: FirstCapture::NotArchived,
+        };
+        let first = Log::open_checkpoint(&path).expect("open");
+        first.write(&answered("http://a.example/"));
+        // Written through: on disk without a flush or a drop (a kill -9 runs neither).
+        assert_eq!(read_checkpoint(&path).len(), 1);
+        std::mem::forget(first);
+        // A line cut inside a multi-byte character, as a kill mid-write may leave it.
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes.extend_from_slice("{\"url\":\"http://\u{e9}".as_bytes());
+        bytes.pop();
+        std::fs::write(&path, bytes).expect("write");
+        let resumed = Log::open_checkpoint(&path).expect("reopen");
+        resumed.write(&answered("http://b.example/"));
+        let read = read_checkpoint(&path);
+        assert!(read.contains_key("http://a.example/") && read.contains_key("http://b.example/"));
+        assert_eq!(read.len(), 2);
+    }
+}

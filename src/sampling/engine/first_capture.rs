@@ -1,0 +1,185 @@
+//! The first-capture stage: each candidate's first capture through the CDX API (in parallel,
+//! rate-limited by the client), then the MIME and year rules, the kept ones into the sampler.
+
+use super::Stages;
+use crate::sampling::cdx::FirstCapture;
+use crate::sampling::downsample::Sampler;
+use crate::sampling::filters::{is_html_mime, year_bucket};
+use crate::sampling::offline::Candidate;
+use crate::sampling::{Counters, SetAside};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::Ordering;
+
+/// What the stage leaves for the next ones.
+pub(super) struct FirstCaptured {
+    pub(super) first_capture: Counters,
+    pub(super) mime: Counters,
+    pub(super) years: Counters,
+    /// Domains whose candidates included their root URL: root upsampling leaves them alone.
+    pub(super) domains_with_root: HashSet<String>,
+    /// Every domain kept, with the host root upsampling would ask for.
+    pub(super) domains: BTreeMap<String, String>,
+}
+
+/// Runs until `rx` is through or the run is cancelled; `rx` is dropped on return, which stops
+/// the offline stages if they are still reading.
+pub(super) async fn first_captures(
+    stages: &Stages<'_>,
+    mut rx: tokio::sync::mpsc::Receiver<Candidate>,
+    sampler: &mut Sampler,
+) -> FirstCaptured {
+    use futures::StreamExt;
+    let Stages {
+        spec,
+        progress,
+        captures,
+        set_aside,
+        errors,
+    } = *stages;
+    let mut fc = Counters::default();
+    let mut mime_c = Counters::default();
+    let mut year_c = Counters::default();
+    let mut domains_with_root: HashSet<String> = HashSet::new();
+    let mut domains: BTreeMap<String, String> = BTreeMap::new();
+    let stream = futures::stream::poll_fn(|cx| rx.poll_recv(cx));
+    let mut asked = stream
+        .map(|c: Candidate| async move {
+            let answer = captures.get(&c.url).await;
+            progress.cdx_answers.fetch_add(1, Ordering::Relaxed);
+            (c, answer)
+        })
+        .buffer_unordered(spec.concurrency.max(1) * 2);
+    while let Some((c, answer)) = asked.next().await {
+        progress.candidates.fetch_add(1, Ordering::Relaxed);
+        fc.input += 1;
+        if progress.cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let year_range = spec.years;
+        match classify(answer, year_range) {
+            Kept::Sample {
+                bucket,
+                timestamp,
+                mime,
+            } => {
+                fc.output += 1;
+                mime_c.input += 1;
+                mime_c.output += 1;
+                year_c.input += 1;
+                year_c.output += 1;
+                if c.root {
+                    domains_with_root.insert(c.domain.clone());
+                }
+                if let Some(host) = crate::sampling::surt::url_host(&c.url) {
+                    domains.entry(c.domain.clone()).or_insert(host);
+                }
+                sampler.push_with(
+                    bucket,
+                    &c.domain,
+                    &c.url,
+                    c.root,
+                    &meta_of(&timestamp, &mime),
+                );
+            }
+            Kept::Aside { stage, reason } => {
+                match stage {
+                    "first_capture" => fc.set_aside += 1,
+                    "mime" => {
+                        fc.output += 1;
+                        mime_c.input += 1;
+                        mime_c.set_aside += 1
+                    }
+                    _ => {
+                        fc.output += 1;
+                        mime_c.input += 1;
+                        mime_c.output += 1;
+                        year_c.input += 1;
+                        year_c.set_aside += 1
+                    }
+                }
+                set_aside.write(&SetAside {
+                    stage,
+                    url: c.url.clone(),
+                    reason,
+                });
+            }
+            Kept::Error(reason) => {
+                fc.errors += 1;
+                errors.write(&SetAside {
+                    stage: "first_capture",
+                    url: c.url.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+    FirstCaptured {
+        first_capture: fc,
+        mime: mime_c,
+        years: year_c,
+        domains_with_root,
+        domains,
+    }
+}
+
+/// The sampler's payload for a URL: its first capture and MIME (a tab cannot be in either).
+pub(super) fn meta_of(timestamp: &str, mime: &str) -> String {
+    format!("{timestamp}\t{mime}")
+}
+
+pub(super) enum Kept {
+    Sample {
+        bucket: u16,
+        timestamp: String,
+        mime: String,
+    },
+    Aside {
+        stage: &'static str,
+        reason: String,
+    },
+    Error(String),
+}
+
+/// The first-capture, MIME and year rules on one answer.
+pub(super) fn classify(answer: FirstCapture, years: [u16; 2]) -> Kept {
+    match answer {
+        FirstCapture::Found {
+            timestamp,
+            mime,
+            status: _,
+        } => {
+            if !is_html_mime(&mime) {
+                return Kept::Aside {
+                    stage: "mime",
+                    reason: format!("first capture is {mime}, not text/html"),
+                };
+            }
+            let year: Option<u16> = timestamp.get(..4).and_then(|y| y.parse().ok());
+            match (year_bucket(&timestamp), year) {
+                (Some(bucket), Some(y)) if y >= years[0] && y <= years[1] => Kept::Sample {
+                    bucket,
+                    timestamp,
+                    mime,
+                },
+                _ => Kept::Aside {
+                    stage: "years",
+                    reason: format!(
+                        "first captured {} (kept: {}–{})",
+                        timestamp.get(..4).unwrap_or(&timestamp),
+                        years[0],
+                        years[1]
+                    ),
+                },
+            }
+        }
+        FirstCapture::NotArchived => Kept::Aside {
+            stage: "first_capture",
+            reason: "not archived (empty CDX answer)".into(),
+        },
+        FirstCapture::Blocked => Kept::Aside {
+            stage: "first_capture",
+            reason: "blocked (403 Blocked Site Error)".into(),
+        },
+        FirstCapture::Failed { reason } => Kept::Error(reason),
+    }
+}

@@ -1,0 +1,328 @@
+//! The sampling engine: a job spec in, a sample out, every stage streamed and counted, resumable.
+//! `tmproxy sample` runs it from the command line; the admin jobs will run the same engine.
+//!
+//! Stages after the offline ones: first capture of each candidate through the CDX API (in
+//! parallel, rate-limited), the MIME filter (`text/html`), the year filter (1996 on, within
+//! `years`), root-URL upsampling (a domain without a root URL gets `https://host/` if it was
+//! first archived 1996–2002), the long-tail reduction, log downsampling, and optionally each
+//! sampled URL's TimeMap through CDX pagination (revisits hydrated).
+//!
+//! Files in the output directory: `sample.ndjson` (`url, year, root, first_capture, mime`),
+//! `funnel.json` (`[{stage, in, out, set_aside, errors}]`, pipeline order), `set_aside.ndjson`
+//! (every URL a stage did not pass on, with its reason), `errors.ndjson` (CDX answers that were
+//! not a clean 200), `report.md`, `timemaps/` when collected, and `first_captures.ndjson`: the
+//! checkpoint. Each CDX answer is appended there as it arrives, so a run that stops (killed,
+//! cancelled) and starts again over the same directory reuses those answers instead of asking
+//! again; since the downsampling choice depends on the seed and not on arrival order, the
+//! resumed run's sample is the uninterrupted run's.
+//!
+//! Memory: the offline stages keep nothing per line; candidates stream to the CDX stage through
+//! a bounded channel; the sampler keeps at most a few hundred URLs per (year, domain); the
+//! checkpoint's answers are held in a map on resume (one entry per candidate already asked).
+
+mod checkpoint;
+mod first_capture;
+mod input;
+mod ndjson;
+mod popular;
+mod roots;
+mod spec;
+mod timemaps;
+
+pub use spec::{DownsamplingSpec, Spec, SpecError};
+
+use super::cdx::{CdxClient, CdxSettings};
+use super::downsample::{DomainCounts, Picked, Sampler};
+use super::filters::bucket_label;
+use super::offline::Candidate;
+use super::{Counters, FunnelRow};
+use checkpoint::{read_checkpoint, FirstCaptures};
+use ndjson::{write_ndjson, Log};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Live progress, shared with whoever watches (the CLI's bars, the jobs API).
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub stage: Mutex<String>,
+    pub lines: AtomicU64,
+    pub candidates: AtomicU64,
+    pub cdx_answers: AtomicU64,
+    pub resumed_answers: AtomicU64,
+    pub sampled: AtomicU64,
+    pub timemaps: AtomicU64,
+    /// Set to stop at the next checkpoint.
+    pub cancel: AtomicBool,
+    /// Bytes of the input file read so far, and its size: the candidates stream to the CDX
+    /// stage through a bounded channel, so the share of the input read tracks the first-capture
+    /// stage too, and gives the ETA.
+    pub input_read: Arc<AtomicU64>,
+    pub input_size: AtomicU64,
+}
+
+impl Progress {
+    /// Seconds left, by the share of the input read in `elapsed`; None before anything is read
+    /// or once the input is through (the later stages are short beside the first captures).
+    pub fn eta_seconds(&self, elapsed: f64) -> Option<f64> {
+        let read = self.input_read.load(Ordering::Relaxed) as f64;
+        let size = self.input_size.load(Ordering::Relaxed) as f64;
+        (read > 0.0 && size > read).then(|| elapsed * (size - read) / read)
+    }
+}
+
+impl Progress {
+    fn set_stage(&self, s: &str) {
+        if let Ok(mut g) = self.stage.lock() {
+            *g = s.to_string();
+        }
+    }
+}
+
+/// One line of `sample.ndjson`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampledUrl {
+    pub url: String,
+    /// The year bucket: `1996-2000` or the year.
+    pub year: String,
+    pub root: bool,
+    pub first_capture: String,
+    pub mime: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub sample: usize,
+    pub funnel: Vec<FunnelRow>,
+    pub cancelled: bool,
+}
+
+/// What the stages after the offline ones share.
+#[derive(Clone, Copy)]
+struct Stages<'a> {
+    spec: &'a Spec,
+    progress: &'a Progress,
+    /// First captures, the checkpoint's first.
+    captures: &'a FirstCaptures,
+    /// `set_aside.ndjson`: every URL a stage did not pass on.
+    set_aside: &'a Log,
+    /// `errors.ndjson`: CDX answers that were not a clean 200.
+    errors: &'a Log,
+}
+
+/// Runs `spec` into `out`. A previous run's checkpoint in `out` is reused.
+pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Outcome, String> {
+    spec.validate().map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let params = spec.downsampling_params().map_err(|e| e.to_string())?;
+
+    // The checkpoint: answers already had.
+    let checkpoint = out.join("first_captures.ndjson");
+    let resumed = read_checkpoint(&checkpoint);
+    progress
+        .resumed_answers
+        .store(resumed.len() as u64, Ordering::Relaxed);
+    // Written through: every answer is in the file once written, so it is never flushed.
+    let answers = Log::open_checkpoint(&checkpoint)?;
+    let set_aside = Arc::new(Log::open(&out.join("set_aside.ndjson"), false)?);
+    let errors = Log::open(&out.join("errors.ndjson"), false)?;
+
+    let dialect = match spec.dialect {
+        Some(d) => d,
+        None => super::cdx::detect(&spec.cdx_api, "http://example.com/").await?,
+    };
+    let client = CdxClient::new(CdxSettings {
+        concurrency: spec.concurrency,
+        rate_limit: spec.rate_limit,
+        ..CdxSettings::new(&spec.cdx_api, dialect)
+    })?;
+    let captures = FirstCaptures {
+        client: client.clone(),
+        resumed,
+        answers,
+    };
+    let stages = Stages {
+        spec,
+        progress: &progress,
+        captures: &captures,
+        set_aside: &set_aside,
+        errors: &errors,
+    };
+
+    progress.set_stage("offline");
+    let input = input::local_input(&spec.input, out).await?;
+    if let Ok(meta) = std::fs::metadata(&input) {
+        progress.input_size.store(meta.len(), Ordering::Relaxed);
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Candidate>(1024);
+    let offline = input::spawn_offline(
+        input,
+        spec.popular_domains.clone(),
+        spec.seed,
+        tx,
+        set_aside.clone(),
+        progress.clone(),
+    );
+
+    let mut sampler = Sampler::new(spec.seed, params);
+    progress.set_stage("first_capture");
+    let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await;
+    let (mut funnel, pool) = match offline.await {
+        Ok(r) => r?,
+        Err(e) => return Err(format!("offline stages: {e}")),
+    };
+    // A stop (cancel, or the server shutting down) ends the run here or at any later stage,
+    // before the sample is written: a stage cut short must not pass for a finished one (the
+    // popular quota half filled, the roots half asked). The answers had so far are in the
+    // checkpoint; the resumed run goes through every stage again without asking them again.
+    let stopped = |funnel: Vec<FunnelRow>| {
+        set_aside.flush();
+        errors.flush();
+        Outcome {
+            sample: 0,
+            funnel,
+            cancelled: true,
+        }
+    };
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
+    }
+    funnel.push(row("first_capture", firsts.first_capture));
+    funnel.push(row("mime_html", firsts.mime));
+    funnel.push(row("years", firsts.years));
+
+    progress.set_stage("popular_quota");
+    let (quota_c, quota_picked) = popular::quota(&stages, pool).await;
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
+    }
+    funnel.push(row("popular_quota", quota_c));
+
+    progress.set_stage("root_upsampling");
+    let up = roots::upsample_roots(
+        &stages,
+        &firsts.domains,
+        &firsts.domains_with_root,
+        &mut sampler,
+    )
+    .await;
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Ok(stopped(funnel));
+    }
+    funnel.push(row("root_upsampling", up));
+
+    progress.set_stage("downsampling");
+    let (picked, counts) = downsample(spec, sampler, &mut funnel);
+    let sample = sample_of(&picked, quota_picked);
+    progress
+        .sampled
+        .store(sample.len() as u64, Ordering::Relaxed);
+    write_ndjson(&out.join("sample.ndjson"), &sample)?;
+
+    if spec.collect_timemaps {
+        progress.set_stage("timemaps");
+        let tm =
+            timemaps::collect_timemaps(&client, &sample, out, spec.hydrate_revisits, &progress)
+                .await?;
+        if progress.cancel.load(Ordering::Relaxed) {
+            return Ok(stopped(funnel));
+        }
+        funnel.push(row("timemaps", tm));
+    }
+    set_aside.flush();
+    errors.flush();
+    write_reports(out, &funnel, &counts)?;
+    progress.set_stage("done");
+    Ok(Outcome {
+        sample: sample.len(),
+        funnel,
+        cancelled: false,
+    })
+}
+
+/// The long-tail reduction, then log downsampling, each with its funnel row.
+fn downsample(
+    spec: &Spec,
+    mut sampler: Sampler,
+    funnel: &mut Vec<FunnelRow>,
+) -> (Vec<Picked>, BTreeMap<String, DomainCounts>) {
+    let before = sampler.urls();
+    let lt = sampler.reduce_long_tail(spec.long_tail_threshold, spec.long_tail_fraction);
+    funnel.push(row(
+        "long_tail",
+        Counters {
+            input: before,
+            output: before - lt.dropped_domains,
+            set_aside: lt.dropped_domains,
+            errors: 0,
+        },
+    ));
+    let (picked, counts) = sampler.finish();
+    funnel.push(row(
+        "downsampling",
+        Counters {
+            input: before - lt.dropped_domains,
+            output: picked.len() as u64,
+            set_aside: (before - lt.dropped_domains).saturating_sub(picked.len() as u64),
+            errors: 0,
+        },
+    ));
+    (picked, counts)
+}
+
+/// The sample: the downsampled URLs, then the popular domains' quota picks as they are (the
+/// quota is their share).
+fn sample_of(picked: &[Picked], quota_picked: Vec<SampledUrl>) -> Vec<SampledUrl> {
+    let mut sample = Vec::with_capacity(picked.len());
+    for p in picked {
+        let (ts, mime) = p.meta.split_once('\t').unwrap_or((&p.meta, ""));
+        let (ts, mime) = (ts.to_string(), mime.to_string());
+        sample.push(SampledUrl {
+            url: p.url.clone(),
+            year: bucket_label(p.bucket),
+            root: p.root,
+            first_capture: ts,
+            mime,
+        });
+    }
+    sample.extend(quota_picked);
+    sample
+}
+
+/// `funnel.json`, `report.md` and `ccdf.svg`.
+fn write_reports(
+    out: &Path,
+    funnel: &[FunnelRow],
+    counts: &BTreeMap<String, DomainCounts>,
+) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(funnel).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("funnel.json"), text).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("report.md"), super::report::report(funnel, counts))
+        .map_err(|e| e.to_string())?;
+    std::fs::write(out.join("ccdf.svg"), super::report::ccdf_svg(counts))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn row(stage: &'static str, counters: Counters) -> FunnelRow {
+    FunnelRow { stage, counters }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_eta_follows_the_share_of_the_input_read() {
+        let p = Progress::default();
+        assert_eq!(p.eta_seconds(10.0), None, "nothing read yet");
+        p.input_size.store(1000, Ordering::Relaxed);
+        p.input_read.store(250, Ordering::Relaxed);
+        assert_eq!(p.eta_seconds(10.0), Some(30.0));
+        p.input_read.store(1000, Ordering::Relaxed);
+        assert_eq!(p.eta_seconds(40.0), None, "through the input");
+    }
+}
