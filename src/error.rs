@@ -1,6 +1,7 @@
 //! The one place where failures become HTTP statuses: client mistakes are 4xx with a one-line
 //! reason, upstream trouble is 502/504 naming each archive, our own faults are a logged 500.
 
+use crate::sampling::engine::SpecError;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::RFC1123_EXAMPLE;
 use crate::uri_r::{clip, UriRError};
@@ -55,6 +56,20 @@ pub enum AppError {
     },
     /// A bug or an exhausted resource on our side; details go to the log, not the client.
     Internal(String),
+}
+
+/// A URI-R that cannot be served (too long, not http(s), …): its 400 or 414.
+impl From<UriRError> for AppError {
+    fn from(e: UriRError) -> Self {
+        AppError::UriR(e)
+    }
+}
+
+/// A sampling job spec refused by validation or by the server's limits: a 400 naming the field.
+impl From<SpecError> for AppError {
+    fn from(e: SpecError) -> Self {
+        AppError::BadSpec(e.to_string())
+    }
 }
 
 impl AppError {

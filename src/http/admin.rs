@@ -79,7 +79,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn uri_r_of(uri: &Uri) -> Result<UriR, AppError> {
-    UriR::parse(raw_after(uri, "/admin/cache/")).map_err(AppError::UriR)
+    Ok(UriR::parse(raw_after(uri, "/admin/cache/"))?)
 }
 
 /// The entry as an admin reads it: counts first, then each archive's part and the history.

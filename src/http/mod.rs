@@ -176,7 +176,7 @@ pub struct Lookup {
 /// Reads the URI-R and the client's wait limit (`?timeout=5s` or `Prefer: wait=5`).
 pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<Lookup, AppError> {
     if raw.len() > MAX_URI_LEN {
-        return Err(AppError::UriR(crate::uri_r::UriRError::TooLong(raw.len())));
+        return Err(crate::uri_r::UriRError::TooLong(raw.len()).into());
     }
     let (raw, timeout) = split_timeout_param(raw);
     let mut deadline: Option<Duration> = None;
@@ -199,7 +199,7 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     }
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
-    let uri_r = UriR::parse(&raw).map_err(AppError::UriR)?;
+    let uri_r = UriR::parse(&raw)?;
     Ok(Lookup { uri_r, deadline })
 }
 

@@ -53,9 +53,7 @@ async fn submit(
     let body = read_body(body).await?;
     // serde_json names the unknown or missing field, or the one of the wrong type.
     let spec: Spec = serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?;
-    let spec = jobs
-        .admit(spec)
-        .map_err(|e| AppError::BadSpec(e.to_string()))?;
+    let spec = jobs.admit(spec)?;
     let now = crate::timemap::datetime::format_rfc3339(state.clock.now());
     let id = jobs.submit(spec, &now).map_err(AppError::Internal)?;
     Ok((StatusCode::CREATED, Json(serde_json::json!({"id": id}))).into_response())
