@@ -116,7 +116,8 @@ pub fn admin_router(state: SharedState) -> Router {
     finish(routes, state)
 }
 
-/// What every listener's router ends with: our 404 and 405, and the header size limit.
+/// What every listener's router ends with: our 404 and 405, the header size limit, and the log
+/// of internal errors.
 fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
     let limit = state.max_header_bytes;
     routes
@@ -124,6 +125,8 @@ fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
         // After every route is in: axum applies this to the routes present when it is called.
         .method_not_allowed_fallback(method_not_allowed)
         .layer(GateLayer(HeaderLimit(limit)))
+        // Outside every route and gate, so each internal error is logged once, with its request.
+        .layer(axum::middleware::from_fn(crate::error::log_internal_errors))
         .with_state(state)
 }
 
