@@ -1,4 +1,5 @@
-//! The public routes: what they read from a request, and the router with CORS around them.
+//! The public routes: what they read from a request, and the router with CORS and a request span
+//! around them.
 
 pub mod admin;
 pub mod api;
@@ -26,6 +27,11 @@ use gate::{Gate, GateLayer};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
+use tower_http::trace::{
+    DefaultMakeSpan, DefaultOnFailure, DefaultOnRequest, DefaultOnResponse, TraceLayer,
+};
+use tower_http::LatencyUnit;
+use tracing::Level;
 
 /// What every handler shares: the archives, the cache in front of them, our public base URL,
 /// the clock (and, with `--sim-clock`, the handle that sets it), the admin token.
@@ -103,7 +109,7 @@ pub fn router(state: SharedState) -> Router {
     }
     // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
     // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
-    finish(routes, state).layer(cors())
+    traced(finish(routes, state).layer(cors()))
 }
 
 /// The admin listener's router (`[admin] listen`): `/admin/*`, `/metrics` and `/healthz`. No
@@ -113,7 +119,7 @@ pub fn admin_router(state: SharedState) -> Router {
         .route("/healthz", get(healthz))
         .merge(admin::routes())
         .merge(sampling::routes());
-    finish(routes, state)
+    traced(finish(routes, state))
 }
 
 /// What every listener's router ends with: our 404 and 405, the header size limit, and the log
@@ -128,6 +134,30 @@ fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
         // Outside every route and gate, so each internal error is logged once, with its request.
         .layer(axum::middleware::from_fn(crate::error::log_internal_errors))
         .with_state(state)
+}
+
+/// The outermost layer of every listener's router: a span per request (method, URI, version),
+/// and on the response its status and latency. All at DEBUG, so the default INFO level logs
+/// nothing new per request, and the span, whose URI holds the URI-R, is off there and adds it
+/// to no INFO line. A 5xx is a DEBUG event here too: an internal error is already logged at
+/// ERROR by `log_internal_errors`, and a 502 or 504 is the archives' trouble, logged where it
+/// is met. Headers stay out of the span: `Authorization` carries the admin token.
+fn traced(router: Router) -> Router {
+    router.layer(
+        TraceLayer::new_for_http()
+            .make_span_with(
+                DefaultMakeSpan::new()
+                    .level(Level::DEBUG)
+                    .include_headers(false),
+            )
+            .on_request(DefaultOnRequest::new().level(Level::DEBUG))
+            .on_response(
+                DefaultOnResponse::new()
+                    .level(Level::DEBUG)
+                    .latency_unit(LatencyUnit::Micros),
+            )
+            .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
+    )
 }
 
 async fn method_not_allowed() -> AppError {
