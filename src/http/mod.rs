@@ -105,7 +105,7 @@ pub fn router(state: SharedState) -> Router {
     };
     let mut routes = memento.route("/healthz", get(healthz));
     if !state.admin_separate {
-        routes = routes.merge(admin::routes()).merge(sampling::routes());
+        routes = routes.merge(admin_api(&state));
     }
     // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
     // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
@@ -117,9 +117,25 @@ pub fn router(state: SharedState) -> Router {
 pub fn admin_router(state: SharedState) -> Router {
     let routes = Router::new()
         .route("/healthz", get(healthz))
-        .merge(admin::routes())
-        .merge(sampling::routes());
+        .merge(admin_api(&state));
     traced(finish(routes, state))
+}
+
+/// The admin API: every `/admin/*` route (the cache's, the stats, the simulated clock, the
+/// sampling jobs) behind one token check, and the open `/metrics`.
+fn admin_api(state: &SharedState) -> Router<SharedState> {
+    let simulated_clock = state.sim_clock.is_some();
+    admin::routes(simulated_clock)
+        .merge(sampling::routes())
+        // A route layer, not a layer: it runs only for a request a route would answer, so a
+        // path no route has stays our 404 for everyone, and a method the route lacks our 405
+        // (`finish` sets that fallback after this, replacing the one this layer wrapped). A job
+        // id that is not UTF-8 is refused after the token, as the token is checked first.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            admin::require_admin,
+        ))
+        .merge(admin::open_routes(simulated_clock))
 }
 
 /// What every listener's router ends with: our 404 and 405, the header size limit, and the log
