@@ -1,6 +1,7 @@
 //! `/admin/*`: inspect, purge and refresh cache entries, read the counters, set the simulated
-//! clock. Every route wants `Authorization: Bearer <[admin] token>`. `/metrics` is public, as
-//! Prometheus scrapes it, and holds only counts.
+//! clock. Every route wants `Authorization: Bearer <[admin] token>`, checked once for all of them
+//! (and the sampling routes) by [`require_admin`] in `crate::http`'s admin group. `/metrics` is
+//! public, as Prometheus scrapes it, and holds only counts.
 
 use super::{raw_after, SharedState};
 use crate::cache::entry::Entry;
@@ -12,6 +13,7 @@ use crate::timemap::datetime::format_rfc3339;
 use crate::uri_r::UriR;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -38,19 +40,51 @@ pub(super) async fn read_body(body: axum::body::Body) -> Result<axum::body::Byte
     Ok(buf.into())
 }
 
-pub fn routes() -> Router<SharedState> {
-    Router::new()
+/// The routes that want the token (the caller puts [`require_admin`] on them). The clock routes
+/// are among them only with `--sim-clock` (`simulated_clock`); see [`open_routes`].
+pub fn routes(simulated_clock: bool) -> Router<SharedState> {
+    let routes = Router::new()
         .route(
             "/admin/cache/{*rest}",
             get(inspect).delete(purge).post(refresh),
         )
-        .route("/admin/stats", get(stats))
-        .route("/admin/clock", get(get_clock).put(set_clock))
-        .route("/metrics", get(metrics))
+        .route("/admin/stats", get(stats));
+    if simulated_clock {
+        routes.route("/admin/clock", get(get_clock).put(set_clock))
+    } else {
+        routes
+    }
+}
+
+/// The routes anyone may ask: `/metrics`, and without `--sim-clock` the clock routes, which do
+/// not exist then: GET and PUT are our 404 before any token is looked at (so no one can move
+/// real time, and a client without the token learns nothing new), other methods our 405.
+pub fn open_routes(simulated_clock: bool) -> Router<SharedState> {
+    let routes = Router::new().route("/metrics", get(metrics));
+    if simulated_clock {
+        routes
+    } else {
+        routes.route("/admin/clock", get(no_clock).put(no_clock))
+    }
+}
+
+async fn no_clock() -> AppError {
+    AppError::NoSuchRoute
+}
+
+/// The admin group's route layer: the request goes on to its handler only with the configured
+/// token (401 without it or with another, 403 while no token is configured).
+pub async fn require_admin(
+    State(state): State<SharedState>,
+    req: axum::extract::Request,
+    next: Next,
+) -> Result<Response, AppError> {
+    authorize(&state, req.headers())?;
+    Ok(next.run(req).await)
 }
 
 /// Admits the request when it carries the configured token.
-pub(super) fn authorize(state: &SharedState, headers: &HeaderMap) -> Result<(), AppError> {
+fn authorize(state: &SharedState, headers: &HeaderMap) -> Result<(), AppError> {
     if state.admin_token.is_empty() {
         return Err(AppError::AdminDisabled);
     }
@@ -79,7 +113,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn uri_r_of(uri: &Uri) -> Result<UriR, AppError> {
-    UriR::parse(raw_after(uri, "/admin/cache/")).map_err(AppError::UriR)
+    Ok(UriR::parse(raw_after(uri, "/admin/cache/"))?)
 }
 
 /// The entry as an admin reads it: counts first, then each archive's part and the history.
@@ -113,12 +147,7 @@ fn describe(entry: &Entry, fresh: bool) -> serde_json::Value {
     })
 }
 
-async fn inspect(
-    State(state): State<SharedState>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn inspect(State(state): State<SharedState>, uri: Uri) -> Result<Response, AppError> {
     let uri_r = uri_r_of(&uri)?;
     let Some(cached) = state.cache.entry(uri_r.as_str()).await else {
         return Err(AppError::NotCached(uri_r.into_string()));
@@ -133,12 +162,7 @@ async fn inspect(
     Ok(Json(describe(&cached.entry, fresh)).into_response())
 }
 
-async fn purge(
-    State(state): State<SharedState>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn purge(State(state): State<SharedState>, uri: Uri) -> Result<Response, AppError> {
     let uri_r = uri_r_of(&uri)?;
     match state.cache.purge(uri_r.as_str()).await {
         Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
@@ -148,12 +172,7 @@ async fn purge(
 }
 
 /// Refreshes through the policy (a worse TimeMap still does not replace a better one).
-async fn refresh(
-    State(state): State<SharedState>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn refresh(State(state): State<SharedState>, uri: Uri) -> Result<Response, AppError> {
     let uri_r = uri_r_of(&uri)?;
     let served = state
         .cache
@@ -177,8 +196,7 @@ async fn refresh(
     .into_response())
 }
 
-async fn stats(State(state): State<SharedState>, headers: HeaderMap) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn stats(State(state): State<SharedState>) -> Result<Response, AppError> {
     let snapshot = state.cache.stats_snapshot();
     if let Some(store) = state.cache.store() {
         // moka evicts in the background; settle it so the reported bytes are the bound's.
@@ -258,27 +276,19 @@ struct ClockBody {
     now: String,
 }
 
-/// Without `--sim-clock` the clock routes do not exist (404), so no one can move real time.
-async fn get_clock(
-    State(state): State<SharedState>,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    if state.sim_clock.is_none() {
-        return Err(AppError::NoSuchRoute);
-    }
-    authorize(&state, &headers)?;
-    Ok(Json(json!({"now": format_rfc3339(state.clock.now())})).into_response())
+/// Routed only with `--sim-clock` ([`routes`]).
+async fn get_clock(State(state): State<SharedState>) -> Response {
+    Json(json!({"now": format_rfc3339(state.clock.now())})).into_response()
 }
 
 async fn set_clock(
     State(state): State<SharedState>,
-    headers: HeaderMap,
     body: axum::body::Body,
 ) -> Result<Response, AppError> {
+    // Routed only with `--sim-clock`; this is where the handle comes from.
     let Some(sim) = &state.sim_clock else {
         return Err(AppError::NoSuchRoute);
     };
-    authorize(&state, &headers)?;
     let body = read_body(body).await?;
     let parsed: ClockBody = serde_json::from_slice(&body).map_err(|e| {
         AppError::BadParameter(format!(

@@ -1,4 +1,5 @@
-//! The public routes: what they read from a request, and the router with CORS around them.
+//! The public routes: what they read from a request, and the router with CORS and a request span
+//! around them.
 
 pub mod admin;
 pub mod api;
@@ -26,6 +27,11 @@ use gate::{Gate, GateLayer};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
+use tower_http::trace::{
+    DefaultMakeSpan, DefaultOnFailure, DefaultOnRequest, DefaultOnResponse, TraceLayer,
+};
+use tower_http::LatencyUnit;
+use tracing::Level;
 
 /// What every handler shares: the archives, the cache in front of them, our public base URL,
 /// the clock (and, with `--sim-clock`, the handle that sets it), the admin token.
@@ -99,11 +105,11 @@ pub fn router(state: SharedState) -> Router {
     };
     let mut routes = memento.route("/healthz", get(healthz));
     if !state.admin_separate {
-        routes = routes.merge(admin::routes()).merge(sampling::routes());
+        routes = routes.merge(admin_api(&state));
     }
     // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
     // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
-    finish(routes, state).layer(cors())
+    traced(finish(routes, state).layer(cors()))
 }
 
 /// The admin listener's router (`[admin] listen`): `/admin/*`, `/metrics` and `/healthz`. No
@@ -111,12 +117,29 @@ pub fn router(state: SharedState) -> Router {
 pub fn admin_router(state: SharedState) -> Router {
     let routes = Router::new()
         .route("/healthz", get(healthz))
-        .merge(admin::routes())
-        .merge(sampling::routes());
-    finish(routes, state)
+        .merge(admin_api(&state));
+    traced(finish(routes, state))
 }
 
-/// What every listener's router ends with: our 404 and 405, and the header size limit.
+/// The admin API: every `/admin/*` route (the cache's, the stats, the simulated clock, the
+/// sampling jobs) behind one token check, and the open `/metrics`.
+fn admin_api(state: &SharedState) -> Router<SharedState> {
+    let simulated_clock = state.sim_clock.is_some();
+    admin::routes(simulated_clock)
+        .merge(sampling::routes())
+        // A route layer, not a layer: it runs only for a request a route would answer, so a
+        // path no route has stays our 404 for everyone, and a method the route lacks our 405
+        // (`finish` sets that fallback after this, replacing the one this layer wrapped). A job
+        // id that is not UTF-8 is refused after the token, as the token is checked first.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            admin::require_admin,
+        ))
+        .merge(admin::open_routes(simulated_clock))
+}
+
+/// What every listener's router ends with: our 404 and 405, the header size limit, and the log
+/// of internal errors.
 fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
     let limit = state.max_header_bytes;
     routes
@@ -124,7 +147,33 @@ fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
         // After every route is in: axum applies this to the routes present when it is called.
         .method_not_allowed_fallback(method_not_allowed)
         .layer(GateLayer(HeaderLimit(limit)))
+        // Outside every route and gate, so each internal error is logged once, with its request.
+        .layer(axum::middleware::from_fn(crate::error::log_internal_errors))
         .with_state(state)
+}
+
+/// The outermost layer of every listener's router: a span per request (method, URI, version),
+/// and on the response its status and latency. All at DEBUG, so the default INFO level logs
+/// nothing new per request, and the span, whose URI holds the URI-R, is off there and adds it
+/// to no INFO line. A 5xx is a DEBUG event here too: an internal error is already logged at
+/// ERROR by `log_internal_errors`, and a 502 or 504 is the archives' trouble, logged where it
+/// is met. Headers stay out of the span: `Authorization` carries the admin token.
+fn traced(router: Router) -> Router {
+    router.layer(
+        TraceLayer::new_for_http()
+            .make_span_with(
+                DefaultMakeSpan::new()
+                    .level(Level::DEBUG)
+                    .include_headers(false),
+            )
+            .on_request(DefaultOnRequest::new().level(Level::DEBUG))
+            .on_response(
+                DefaultOnResponse::new()
+                    .level(Level::DEBUG)
+                    .latency_unit(LatencyUnit::Micros),
+            )
+            .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
+    )
 }
 
 async fn method_not_allowed() -> AppError {
@@ -176,7 +225,7 @@ pub struct Lookup {
 /// Reads the URI-R and the client's wait limit (`?timeout=5s` or `Prefer: wait=5`).
 pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<Lookup, AppError> {
     if raw.len() > MAX_URI_LEN {
-        return Err(AppError::UriR(crate::uri_r::UriRError::TooLong(raw.len())));
+        return Err(crate::uri_r::UriRError::TooLong(raw.len()).into());
     }
     let (raw, timeout) = split_timeout_param(raw);
     let mut deadline: Option<Duration> = None;
@@ -199,7 +248,7 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     }
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
-    let uri_r = UriR::parse(&raw).map_err(AppError::UriR)?;
+    let uri_r = UriR::parse(&raw)?;
     Ok(Lookup { uri_r, deadline })
 }
 

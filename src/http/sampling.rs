@@ -1,7 +1,8 @@
 //! `/admin/sampling/jobs`: start, list, watch, cancel sampling jobs and read their sample and
-//! funnel. Every route wants the admin token; a bad spec is a 400 naming the field.
+//! funnel. Every route wants the admin token (checked by `admin::require_admin`, the admin
+//! group's route layer); a bad spec is a 400 naming the field.
 
-use super::admin::{authorize, read_body};
+use super::admin::read_body;
 use super::SharedState;
 use crate::error::AppError;
 use crate::sampling::engine::Spec;
@@ -9,7 +10,7 @@ use crate::sampling::jobs::{JobError, Jobs};
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -43,45 +44,27 @@ fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
     state.jobs.as_ref().ok_or(AppError::SamplingDisabled)
 }
 
-async fn submit(
-    State(state): State<SharedState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn submit(State(state): State<SharedState>, body: Body) -> Result<Response, AppError> {
     let jobs = jobs(&state)?;
     let body = read_body(body).await?;
     // serde_json names the unknown or missing field, or the one of the wrong type.
     let spec: Spec = serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?;
-    let spec = jobs
-        .admit(spec)
-        .map_err(|e| AppError::BadSpec(e.to_string()))?;
+    let spec = jobs.admit(spec)?;
     let now = crate::timemap::datetime::format_rfc3339(state.clock.now());
     let id = jobs.submit(spec, &now).map_err(AppError::Internal)?;
     Ok((StatusCode::CREATED, Json(serde_json::json!({"id": id}))).into_response())
 }
 
-async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn list(State(state): State<SharedState>) -> Result<Response, AppError> {
     Ok(Json(serde_json::json!({"jobs": jobs(&state)?.list()})).into_response())
 }
 
-async fn status(
-    State(state): State<SharedState>,
-    JobId(id): JobId,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn status(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
     let s = jobs(&state)?.status(&id).ok_or(AppError::NoSuchJob(id))?;
     Ok(Json(s).into_response())
 }
 
-async fn cancel(
-    State(state): State<SharedState>,
-    JobId(id): JobId,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
+async fn cancel(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
     let jobs = jobs(&state)?;
     if !jobs.cancel(&id) {
         return Err(AppError::NoSuchJob(id));
@@ -106,11 +89,9 @@ fn job_error(id: &str, e: JobError) -> AppError {
 async fn output(
     state: &SharedState,
     id: String,
-    headers: &HeaderMap,
     file: &str,
     content_type: &'static str,
 ) -> Result<Response, AppError> {
-    authorize(state, headers)?;
     let path = jobs(state)?
         .output(&id, file)
         .map_err(|e| job_error(&id, e))?;
@@ -141,27 +122,12 @@ fn tokio_util_stream(
     })
 }
 
-async fn sample(
-    State(state): State<SharedState>,
-    JobId(id): JobId,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    output(
-        &state,
-        id,
-        &headers,
-        "sample.ndjson",
-        "application/x-ndjson",
-    )
-    .await
+async fn sample(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
+    output(&state, id, "sample.ndjson", "application/x-ndjson").await
 }
 
-async fn funnel(
-    State(state): State<SharedState>,
-    JobId(id): JobId,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    output(&state, id, &headers, "funnel.json", "application/json").await
+async fn funnel(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
+    output(&state, id, "funnel.json", "application/json").await
 }
 
 /// `{"warm": true, "observe": "1d"}`: both optional (warm defaults to true, no observe = warm
@@ -182,10 +148,8 @@ fn yes() -> bool {
 async fn feed(
     State(state): State<SharedState>,
     JobId(id): JobId,
-    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, AppError> {
-    authorize(&state, &headers)?;
     let jobs = jobs(&state)?;
     let body = read_body(body).await?;
     let req: FeedRequest = if body.iter().all(u8::is_ascii_whitespace) {

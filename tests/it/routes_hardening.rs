@@ -1,6 +1,7 @@
 //! The routes' guards on the real app: CORS exactly as README says, the header and admin body
 //! limits, 405 with a reason, `[admin] listen` on its own listener, `[server] rate_limit` per
-//! client, and no admin token in the logs of the real binary even at trace level.
+//! client, no admin token in the logs of the real binary even at trace level, and every admin
+//! route refusing a request without the token.
 
 use crate::support::{
     client, config_for, start_proxy, start_proxy_with_admin_listener, ServeProcess,
@@ -553,4 +554,167 @@ async fn a_client_that_never_finishes_its_request_head_is_cut_off() {
     assert_eq!(r.status().as_u16(), 200);
     let _ = stop.send(());
     task.await.expect("join").expect("serve ends cleanly");
+}
+
+/// Every admin route, as `admin::routes` (with `--sim-clock`) and `sampling::routes` list them:
+/// the method, the path, and a body that would pass with the token.
+fn admin_routes() -> Vec<(reqwest::Method, String, &'static str)> {
+    use reqwest::Method;
+    let cache = format!("/admin/cache/{URI_R}");
+    let clock = r#"{"now": "2012-05-01T00:00:00Z"}"#;
+    let spec = r#"{"input": "x", "cdx_api": "https://web.archive.org/cdx/search/cdx"}"#;
+    vec![
+        (Method::GET, cache.clone(), ""),
+        (Method::HEAD, cache.clone(), ""),
+        (Method::POST, cache.clone(), ""),
+        (Method::DELETE, cache, ""),
+        (Method::GET, "/admin/stats".into(), ""),
+        (Method::HEAD, "/admin/stats".into(), ""),
+        (Method::GET, "/admin/clock".into(), ""),
+        (Method::PUT, "/admin/clock".into(), clock),
+        (Method::GET, "/admin/sampling/jobs".into(), ""),
+        (Method::POST, "/admin/sampling/jobs".into(), spec),
+        (Method::GET, "/admin/sampling/jobs/x".into(), ""),
+        (Method::DELETE, "/admin/sampling/jobs/x".into(), ""),
+        (Method::GET, "/admin/sampling/jobs/x/sample".into(), ""),
+        (Method::GET, "/admin/sampling/jobs/x/funnel".into(), ""),
+        (Method::POST, "/admin/sampling/jobs/x/feed".into(), "{}"),
+    ]
+}
+
+/// (status, WWW-Authenticate, body) of one request, with `authorization` as given.
+async fn ask(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: &'static str,
+    authorization: Option<&str>,
+) -> (u16, Option<String>, String) {
+    let mut req = client().request(method, format!("{base}{path}")).body(body);
+    if let Some(value) = authorization {
+        req = req.header("authorization", value);
+    }
+    let r = req.send().await.expect("request");
+    let status = r.status().as_u16();
+    let challenge = r
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    (status, challenge, r.text().await.expect("body"))
+}
+
+/// The admin routes are authorised by one route layer: this walks every one of them, on the
+/// public listener (with `--sim-clock`, so the clock routes exist) and on `[admin] listen`, and
+/// checks each refuses a request without the token or with a wrong one before doing anything,
+/// that each is there with the token (so the list cannot go stale), and that a server without a
+/// token refuses them all with 403. Paths and methods no route has stay 404 and 405 for anyone.
+#[tokio::test]
+async fn every_admin_route_refuses_a_missing_or_wrong_token() {
+    const TOKEN: &str = "walk-token";
+    let a = archive().await;
+    let mut config = config_for(&[("a", &a)]);
+    config.admin.token = TOKEN.into();
+    let simulated =
+        tmproxy::app::ClockChoice::Simulated(std::sync::Arc::new(tmproxy::clock::SimClock::new(
+            chrono::DateTime::from_timestamp(1_335_830_400, 0).expect("valid"),
+        )));
+    let public = crate::support::start_proxy_with(config.clone(), simulated).await;
+    let split = start_proxy_with_admin_listener(config.clone()).await;
+    let split_admin = split.admin_base.clone().expect("admin listener");
+    let wrong = [
+        None,
+        Some("Bearer walk-tokeN".to_string()),
+        Some("Bearer walk-toke".to_string()),
+        Some("Bearer walk-token-and-more".to_string()),
+        Some(format!("Basic {TOKEN}")),
+        Some(TOKEN.to_string()),
+        Some("Bearer ".to_string()),
+    ];
+    for base in [&public.base, &split_admin] {
+        for (method, path, body) in admin_routes() {
+            if base == &split_admin && path == "/admin/clock" {
+                continue; // no --sim-clock there: checked below
+            }
+            for auth in &wrong {
+                let (status, challenge, text) =
+                    ask(base, method.clone(), &path, body, auth.as_deref()).await;
+                assert_eq!(status, 401, "{method} {path} with {auth:?}: {text}");
+                assert_eq!(challenge.as_deref(), Some("Bearer"), "{method} {path}");
+                if method != reqwest::Method::HEAD {
+                    assert!(text.starts_with("401 admin API"), "{method} {path}: {text}");
+                    assert!(one_line_reason(&text), "{method} {path}: {text:?}");
+                }
+            }
+            let right = format!("Bearer {TOKEN}");
+            let (status, _, text) = ask(base, method.clone(), &path, body, Some(&right)).await;
+            assert!(
+                ![401, 403, 405].contains(&status) && !text.contains("no such endpoint"),
+                "{method} {path} with the token: {status} {text}"
+            );
+        }
+    }
+    // Nothing was done for a refused request: the archive was asked only by the refreshes
+    // (POST /admin/cache/…) made with the token, once per listener.
+    assert_eq!(a.requests(), 2);
+
+    // Without --sim-clock the clock routes do not exist, token or not; other methods are 405.
+    for auth in [None, Some("Bearer wrong"), Some("Bearer walk-token")] {
+        for (method, want) in [
+            (reqwest::Method::GET, 404),
+            (reqwest::Method::PUT, 404),
+            (reqwest::Method::POST, 405),
+        ] {
+            let (status, _, text) =
+                ask(&split_admin, method.clone(), "/admin/clock", "", auth).await;
+            assert_eq!(status, want, "{method} /admin/clock with {auth:?}: {text}");
+        }
+    }
+    // Without the token, a path no route has is still 404, a method a route lacks still 405,
+    // and /metrics is open.
+    for base in [&public.base, &split_admin] {
+        for (method, path, want) in [
+            (reqwest::Method::GET, "/admin/nowhere", 404),
+            (reqwest::Method::GET, "/admin/sampling/jobs/x/nowhere", 404),
+            (reqwest::Method::GET, "/admin/cache", 404),
+            (reqwest::Method::PATCH, "/admin/stats", 405),
+            (reqwest::Method::POST, "/admin/stats", 405),
+            (
+                reqwest::Method::PUT,
+                "/admin/cache/http://example.com/",
+                405,
+            ),
+            (reqwest::Method::DELETE, "/admin/sampling/jobs", 405),
+            (reqwest::Method::POST, "/admin/sampling/jobs/x/sample", 405),
+            (reqwest::Method::GET, "/admin/sampling/jobs/x/feed", 405),
+            (reqwest::Method::GET, "/metrics", 200),
+        ] {
+            let (status, _, text) = ask(base, method.clone(), path, "", None).await;
+            assert_eq!(status, want, "{method} {path} without the token: {text}");
+        }
+        // The token is checked before the job id is read.
+        let (status, _, _) = ask(
+            base,
+            reqwest::Method::GET,
+            "/admin/sampling/jobs/%80",
+            "",
+            None,
+        )
+        .await;
+        assert_eq!(status, 401, "a job id that is not UTF-8, without the token");
+    }
+
+    // No token configured: every admin route is 403, whatever the request carries.
+    let open_proxy = start_proxy(config_for(&[("a", &a)])).await;
+    for (method, path, body) in admin_routes() {
+        if path == "/admin/clock" {
+            continue;
+        }
+        for auth in [None, Some("Bearer walk-token"), Some("Bearer ")] {
+            let (status, challenge, text) =
+                ask(&open_proxy.base, method.clone(), &path, body, auth).await;
+            assert_eq!(status, 403, "{method} {path} with {auth:?}: {text}");
+            assert_eq!(challenge, None, "{method} {path}");
+        }
+    }
 }
