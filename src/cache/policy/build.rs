@@ -1,0 +1,206 @@
+//! The entries a decision writes: the fetch as it is (a first store, a replacement) or merged
+//! into the cached entry per archive, with the redaction rule for mementos no longer listed.
+
+use super::tally::same_served_keys;
+use super::{Action, ArchiveResult, ChangeCase, FetchOutcome, Policy};
+use crate::cache::entry::{
+    Absence, CachedMemento, Contribution, Entry, HistoryItem, ENTRY_FORMAT_VERSION,
+};
+use crate::timemap::MementoDatetime;
+use chrono::{DateTime, Utc};
+use rustc_hash::FxHashSet;
+use std::collections::{HashMap, VecDeque};
+
+impl Policy {
+    pub(super) fn replaced(
+        &self,
+        cached: &Entry,
+        fresh: &FetchOutcome,
+        now: DateTime<Utc>,
+        case: ChangeCase,
+        same_set: Option<bool>,
+    ) -> Entry {
+        self.entry_from_fetch(
+            fresh,
+            now,
+            cached.history.clone(),
+            Some((case, same_set)),
+            Action::Replaced,
+        )
+    }
+
+    /// A new entry holding exactly the fetch; `history` continues the old entry's.
+    pub(super) fn entry_from_fetch(
+        &self,
+        fresh: &FetchOutcome,
+        now: DateTime<Utc>,
+        history: VecDeque<HistoryItem>,
+        case: Option<(ChangeCase, Option<bool>)>,
+        action: Action,
+    ) -> Entry {
+        let contributions = fresh
+            .archives
+            .iter()
+            .map(|r| contribution_of(r, fresh.at))
+            .collect();
+        let mut e = Entry {
+            version: ENTRY_FORMAT_VERSION,
+            uri_r: fresh.uri_r.clone(),
+            contributions,
+            fetched_at: fresh.at,
+            checked_at: now,
+            fresh_until: self.fresh_until(now),
+            loose: 0,
+            strict: 0,
+            archives: 0,
+            history,
+        };
+        e.recount();
+        e.push_history(HistoryItem {
+            at: now,
+            case: case.map(|(c, _)| c),
+            action,
+            same_set: case.and_then(|(_, s)| s),
+        });
+        e
+    }
+
+    /// `merge`: per archive, in the fetch's order, then the cached archives it did not list.
+    pub(super) fn merged(
+        &self,
+        cached: &Entry,
+        fresh: &FetchOutcome,
+        now: DateTime<Utc>,
+        case: ChangeCase,
+        same_set: Option<bool>,
+    ) -> (Action, Entry) {
+        let mut by_archive: HashMap<&str, usize> =
+            HashMap::with_capacity(cached.contributions.len());
+        for (i, c) in cached.contributions.iter().enumerate() {
+            by_archive.entry(c.archive.as_str()).or_insert(i);
+        }
+        let mut used = vec![false; cached.contributions.len()];
+        let mut contributions = Vec::with_capacity(fresh.archives.len().max(used.len()));
+        for r in &fresh.archives {
+            let prev = by_archive
+                .get(r.archive.as_str())
+                .copied()
+                .filter(|&i| !used[i]);
+            let c = match prev {
+                Some(i) => {
+                    used[i] = true;
+                    let c = &cached.contributions[i];
+                    if r.status.answered() {
+                        self.refresh_contribution(c, r, fresh.at, now)
+                    } else {
+                        // We could not learn what it holds: what it held still stands, and
+                        // the status says it failed this time.
+                        let mut c = c.clone();
+                        c.note_answer(r);
+                        c
+                    }
+                }
+                None => contribution_of(r, fresh.at),
+            };
+            contributions.push(c);
+        }
+        for (c, _) in cached
+            .contributions
+            .iter()
+            .zip(&used)
+            .filter(|(_, &used)| !used)
+        {
+            contributions.push(c.clone());
+        }
+
+        let mut e = cached.clone();
+        e.contributions = contributions;
+        e.checked_at = now;
+        e.fresh_until = self.fresh_until(now);
+        e.recount();
+        let action = if same_served_keys(&cached.timemap(), &e.timemap()) {
+            Action::Kept
+        } else {
+            e.fetched_at = fresh.at;
+            Action::Merged
+        };
+        e.push_history(HistoryItem {
+            at: now,
+            case: Some(case),
+            action,
+            same_set,
+        });
+        (action, e)
+    }
+
+    /// An archive that answered: its fresh mementos, plus the cached ones it no longer lists,
+    /// marked absent until the redaction rule drops them.
+    fn refresh_contribution(
+        &self,
+        cached: &Contribution,
+        fresh: &ArchiveResult,
+        fetched_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Contribution {
+        // Within one archive the loose key is the datetime. A cached memento whose datetime is
+        // listed again is superseded by the fresh one (a new URI-M there is a migration).
+        let listed: FxHashSet<MementoDatetime> =
+            fresh.mementos.iter().map(|m| m.datetime).collect();
+        let mut mementos: Vec<CachedMemento> = fresh
+            .mementos
+            .iter()
+            .cloned()
+            .map(CachedMemento::from)
+            .collect();
+        for m in cached
+            .mementos
+            .iter()
+            .filter(|m| !listed.contains(&m.datetime))
+        {
+            let absence = match m.absent {
+                Some(a) => Absence {
+                    since: a.since,
+                    confirmations: a.confirmations.saturating_add(1),
+                },
+                None => Absence {
+                    since: now,
+                    confirmations: 1,
+                },
+            };
+            let redacted = absence.confirmations >= self.redaction_confirmations
+                && now.signed_duration_since(absence.since) >= self.redaction_grace;
+            if !redacted {
+                mementos.push(CachedMemento {
+                    uri_m: m.uri_m.clone(),
+                    datetime: m.datetime,
+                    absent: Some(absence),
+                });
+            }
+        }
+        Contribution {
+            archive: fresh.archive.clone(),
+            status: fresh.status,
+            http_status: fresh.http_status,
+            report: fresh.report.clone(),
+            fetched_at,
+            mementos,
+        }
+    }
+}
+
+/// What one archive listed in a fetch, as the entry keeps it.
+fn contribution_of(r: &ArchiveResult, fetched_at: DateTime<Utc>) -> Contribution {
+    Contribution {
+        archive: r.archive.clone(),
+        status: r.status,
+        http_status: r.http_status,
+        report: r.report.clone(),
+        fetched_at,
+        mementos: r
+            .mementos
+            .iter()
+            .cloned()
+            .map(CachedMemento::from)
+            .collect(),
+    }
+}

@@ -1,0 +1,99 @@
+//! Counting a TimeMap's archives and mementos (a, m), the one place keys are counted.
+
+use super::{FetchOutcome, Match};
+use crate::cache::entry::Entry;
+use crate::timemap::{MementoDatetime, TimeMap};
+use rustc_hash::FxHashSet;
+
+/// (a, m) of a TimeMap under `matching`: a = archives with at least one memento, m = distinct
+/// keys (strict: URI-M; loose: (archive, datetime)). Fetches and entries are counted by the same
+/// tally over what the archives listed (see [`FetchOutcome::counts`], [`Entry::count`]).
+pub fn counts(timemap: &TimeMap, matching: Match) -> (usize, usize) {
+    tally(
+        timemap
+            .mementos
+            .iter()
+            .map(|m| (&*m.archive, m.datetime, m.uri_m.as_str())),
+    )
+    .counts(matching)
+}
+
+/// a, m under loose and m under strict of a set of mementos given as (archive, datetime, URI-M).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tally {
+    pub archives: usize,
+    pub loose: usize,
+    pub strict: usize,
+}
+
+impl Tally {
+    pub(super) fn counts(self, matching: Match) -> (usize, usize) {
+        match matching {
+            Match::Loose => (self.archives, self.loose),
+            Match::Strict => (self.archives, self.strict),
+        }
+    }
+}
+
+/// The one place keys are counted. O(n) with hash sets; FxHash, because these keys are our own
+/// (not attacker-chosen table keys that outlive the call) and SipHash was most of a fetch's cost.
+pub(crate) fn tally<'a>(
+    keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)> + Clone,
+) -> Tally {
+    let n = keys.clone().count();
+    let mut archives: FxHashSet<&str> = FxHashSet::default();
+    let mut loose: FxHashSet<(&str, MementoDatetime)> =
+        FxHashSet::with_capacity_and_hasher(n, Default::default());
+    let mut strict: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(n, Default::default());
+    for (archive, datetime, uri_m) in keys {
+        archives.insert(archive);
+        loose.insert((archive, datetime));
+        strict.insert(uri_m);
+    }
+    Tally {
+        archives: archives.len(),
+        loose: loose.len(),
+        strict: strict.len(),
+    }
+}
+
+pub(super) fn fetch_keys(
+    f: &FetchOutcome,
+) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
+    f.archives.iter().flat_map(|r| {
+        r.mementos
+            .iter()
+            .map(move |m| (r.archive.as_str(), m.datetime, m.uri_m.as_str()))
+    })
+}
+
+pub(crate) fn entry_keys(e: &Entry) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
+    e.contributions.iter().flat_map(|c| {
+        c.mementos
+            .iter()
+            .map(move |m| (c.archive.as_str(), m.datetime, m.uri_m.as_str()))
+    })
+}
+
+/// Case 1 can hide a swap (one memento gone, another new): are the loose key sets equal?
+pub(super) fn same_loose_set(cached: &Entry, fresh: &FetchOutcome) -> bool {
+    let old: FxHashSet<(&str, MementoDatetime)> =
+        entry_keys(cached).map(|(a, d, _)| (a, d)).collect();
+    let new: FxHashSet<(&str, MementoDatetime)> =
+        fetch_keys(fresh).map(|(a, d, _)| (a, d)).collect();
+    old == new
+}
+
+/// Would a client see the same TimeMap: same loose and same strict key sets?
+pub(super) fn same_served_keys(a: &TimeMap, b: &TimeMap) -> bool {
+    fn loose(t: &TimeMap) -> FxHashSet<(&str, MementoDatetime)> {
+        t.mementos
+            .iter()
+            .map(|m| (&*m.archive, m.datetime))
+            .collect()
+    }
+    fn strict(t: &TimeMap) -> FxHashSet<&str> {
+        t.mementos.iter().map(|m| m.uri_m.as_str()).collect()
+    }
+    a.len() == b.len() && loose(a) == loose(b) && strict(a) == strict(b)
+}

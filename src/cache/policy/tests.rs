@@ -1,0 +1,1093 @@
+//! The policy's behaviour: Table 1, freshness and the stale rules, each policy's decisions,
+//! merging and redaction, and replays of daily requests.
+
+use super::*;
+use crate::cache::entry::{Absence, ArchiveReport, ENTRY_FORMAT_VERSION};
+use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, ArchiveStatus};
+use crate::timemap::datetime::parse_14digit;
+use crate::timemap::Memento;
+use crate::timemap::{LinkMemento, MementoDatetime, TimeMap};
+use std::sync::Arc;
+
+/// Simulated day `d` (midnight), the clock of every test.
+fn day(d: i64) -> DateTime<Utc> {
+    parse_14digit("20120501000000").expect("test timestamp") + Duration::days(d)
+}
+
+/// The datetime of memento number `k` (the same k is the same loose key in one archive).
+fn mdt(k: usize) -> MementoDatetime {
+    parse_14digit("20000101000000").expect("test timestamp") + Duration::hours(k as i64)
+}
+
+fn lm(archive: &str, k: usize) -> LinkMemento {
+    LinkMemento {
+        uri_m: format!("http://{archive}/{k}"),
+        datetime: mdt(k),
+    }
+}
+
+/// An archive that answered 200 with mementos numbered `keys`.
+fn ok(archive: &str, keys: impl IntoIterator<Item = usize>) -> ArchiveResult {
+    ArchiveResult {
+        archive: archive.to_string(),
+        status: ArchiveStatus::Ok,
+        http_status: Some(200),
+        mementos: keys.into_iter().map(|k| lm(archive, k)).collect(),
+        report: ArchiveReport::default(),
+    }
+}
+
+/// An archive that answered 404: it holds nothing (a usable answer).
+fn not_found(archive: &str) -> ArchiveResult {
+    ArchiveResult {
+        archive: archive.to_string(),
+        status: ArchiveStatus::NotFound,
+        http_status: Some(404),
+        mementos: vec![],
+        report: ArchiveReport::default(),
+    }
+}
+
+fn failed(archive: &str, status: ArchiveStatus) -> ArchiveResult {
+    ArchiveResult {
+        archive: archive.to_string(),
+        status,
+        http_status: None,
+        mementos: vec![],
+        report: ArchiveReport::default(),
+    }
+}
+
+fn fetch(d: i64, archives: Vec<ArchiveResult>) -> FetchOutcome {
+    FetchOutcome {
+        uri_r: "http://example.com/".to_string(),
+        at: day(d),
+        archives,
+    }
+}
+
+fn policy(kind: PolicyKind) -> Policy {
+    Policy {
+        kind,
+        ..Policy::default()
+    }
+}
+
+fn ttl_days(kind: PolicyKind, ttl: Option<i64>) -> Policy {
+    Policy {
+        kind,
+        ttl: ttl.map(Duration::days),
+        ..Policy::default()
+    }
+}
+
+/// The entry a first fetch on day 0 stores.
+fn first(p: &Policy, archives: Vec<ArchiveResult>) -> Entry {
+    let f = fetch(0, archives);
+    p.decide(None, &f, f.at)
+        .into_entry()
+        .expect("a first fetch is stored")
+}
+
+fn decide_on(p: &Policy, cached: &Entry, d: i64, archives: Vec<ArchiveResult>) -> Decision {
+    p.decide(Some(cached), &fetch(d, archives), day(d))
+}
+
+fn stored(d: &Decision) -> &Entry {
+    d.entry().expect("decision stores an entry")
+}
+
+fn served_uris(e: &Entry) -> Vec<String> {
+    e.timemap().mementos.into_iter().map(|m| m.uri_m).collect()
+}
+
+fn served_m(e: &Entry) -> usize {
+    counts(&e.timemap(), Match::Loose).1
+}
+
+// ---- Table 1 -------------------------------------------------------------------------
+
+#[test]
+fn classify_unchanged_sizes_is_case_1_even_when_both_empty() {
+    assert_eq!(classify(2, 10, 2, 10), ChangeCase::C1);
+    assert_eq!(classify(0, 0, 0, 0), ChangeCase::C1);
+}
+
+#[test]
+fn classify_gains_are_cases_2_3_4_by_archive_change() {
+    assert_eq!(classify(2, 10, 2, 11), ChangeCase::C2);
+    assert_eq!(classify(2, 10, 3, 11), ChangeCase::C3);
+    assert_eq!(classify(2, 10, 1, 11), ChangeCase::C4);
+}
+
+#[test]
+fn classify_empty_to_nonempty_is_case_5_before_2_to_4() {
+    assert_eq!(classify(0, 0, 1, 5), ChangeCase::C5);
+    assert_eq!(classify(0, 0, 3, 1), ChangeCase::C5);
+    // Inconsistent counts (archives without mementos) still take case 5 first.
+    assert_eq!(classify(1, 0, 1, 3), ChangeCase::C5);
+    assert_eq!(classify(2, 0, 1, 3), ChangeCase::C5);
+}
+
+#[test]
+fn classify_lost_archive_without_gain_is_case_6() {
+    assert_eq!(classify(2, 10, 1, 10), ChangeCase::C6);
+    assert_eq!(classify(2, 10, 1, 4), ChangeCase::C6);
+    // A 404 after a non-empty TimeMap.
+    assert_eq!(classify(1, 10, 0, 0), ChangeCase::C6);
+}
+
+#[test]
+fn classify_lost_mementos_without_losing_archive_is_case_7() {
+    assert_eq!(classify(2, 10, 2, 9), ChangeCase::C7);
+    assert_eq!(classify(2, 10, 3, 9), ChangeCase::C7);
+    // Boundary: a new archive and no more mementos than before.
+    assert_eq!(classify(2, 10, 3, 10), ChangeCase::C7);
+}
+
+#[test]
+fn classify_gives_every_input_the_one_row_it_satisfies() {
+    for a in 0..4 {
+        for m in 0..4 {
+            for a2 in 0..4 {
+                for m2 in 0..4 {
+                    let five = m == 0 && m2 > 0;
+                    let row = match classify(a, m, a2, m2) {
+                        ChangeCase::C1 => a2 == a && m2 == m,
+                        ChangeCase::C2 => !five && a2 == a && m2 > m,
+                        ChangeCase::C3 => !five && a2 > a && m2 > m,
+                        ChangeCase::C4 => !five && a2 < a && m2 > m,
+                        ChangeCase::C5 => five,
+                        ChangeCase::C6 => a2 < a && m2 <= m,
+                        ChangeCase::C7 => (a2 >= a && m2 < m) || (a2 > a && m2 == m),
+                    };
+                    assert!(row, "({a}, {m}) → ({a2}, {m2})");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn exactly_cases_2_to_5_are_better_and_serialise_as_numbers() {
+    let better: Vec<u8> = ChangeCase::ALL
+        .iter()
+        .filter(|c| c.is_better())
+        .map(|c| c.number())
+        .collect();
+    assert_eq!(better, [2, 3, 4, 5]);
+    for c in ChangeCase::ALL {
+        let json = serde_json::to_string(&c).expect("serialise");
+        assert_eq!(json, c.number().to_string());
+        assert_eq!(serde_json::from_str::<ChangeCase>(&json).expect("back"), c);
+    }
+    assert!(serde_json::from_str::<ChangeCase>("0").is_err());
+    assert!(serde_json::from_str::<ChangeCase>("8").is_err());
+}
+
+// ---- configuration -------------------------------------------------------------------
+
+#[test]
+fn policy_and_match_parse_from_their_config_words() {
+    for k in PolicyKind::ALL {
+        assert_eq!(k.as_str().parse::<PolicyKind>(), Ok(k));
+        let json = serde_json::to_string(&k).expect("serialise");
+        assert_eq!(json, format!("\"{}\"", k.as_str()));
+    }
+    assert_eq!("loose".parse::<Match>(), Ok(Match::Loose));
+    assert_eq!("strict".parse::<Match>(), Ok(Match::Strict));
+    let e = "lru".parse::<PolicyKind>().expect_err("not a policy");
+    assert!(e.to_string().contains("`lru`"), "{e}");
+    assert!("Loose".parse::<Match>().is_err());
+    assert_eq!(
+        serde_json::from_str::<Match>("\"strict\"").expect("match"),
+        Match::Strict
+    );
+}
+
+#[test]
+fn default_policy_is_the_papers_conditional_loose_15_days() {
+    let p = Policy::default();
+    assert_eq!(p.kind, PolicyKind::Conditional);
+    assert_eq!(p.matching, Match::Loose);
+    assert_eq!(p.ttl, Some(Duration::days(15)));
+    assert_eq!(p.redaction_confirmations, 2);
+    assert_eq!(p.redaction_grace, Duration::days(7));
+}
+
+// ---- freshness -----------------------------------------------------------------------
+
+#[test]
+fn freshness_without_an_entry_is_a_miss() {
+    for k in PolicyKind::ALL {
+        assert_eq!(policy(k).freshness(None, day(0)), Freshness::Miss);
+    }
+}
+
+#[test]
+fn freshness_ttl_zero_refetches_every_request() {
+    let p = ttl_days(PolicyKind::Conditional, Some(0));
+    let e = first(&p, vec![ok("ia", 0..3)]);
+    assert_eq!(p.freshness(Some(&e), day(0)), Freshness::Expired);
+    assert_eq!(p.freshness(Some(&e), day(1)), Freshness::Expired);
+}
+
+#[test]
+fn freshness_ttl_n_serves_days_d_plus_1_to_d_plus_n() {
+    let p = ttl_days(PolicyKind::Unconditional, Some(3));
+    let e = first(&p, vec![ok("ia", 0..3)]);
+    assert_eq!(e.fresh_until, Some(day(3)));
+    for d in 1..=3 {
+        assert_eq!(p.freshness(Some(&e), day(d)), Freshness::Fresh, "day {d}");
+    }
+    assert_eq!(p.freshness(Some(&e), day(4)), Freshness::Expired);
+    assert_eq!(
+        p.freshness(Some(&e), day(3) + Duration::seconds(1)),
+        Freshness::Expired
+    );
+}
+
+#[test]
+fn stale_while_revalidate_serves_an_expired_entry_within_its_window() {
+    let p = Policy {
+        stale_while_revalidate: Duration::days(2),
+        ..ttl_days(PolicyKind::Conditional, Some(3))
+    };
+    let e = first(&p, vec![ok("ia", 0..3)]);
+    assert_eq!(p.freshness(Some(&e), day(3)), Freshness::Fresh);
+    assert_eq!(
+        p.freshness(Some(&e), day(3) + Duration::seconds(1)),
+        Freshness::Stale
+    );
+    assert_eq!(p.freshness(Some(&e), day(5)), Freshness::Stale);
+    assert_eq!(
+        p.freshness(Some(&e), day(5) + Duration::seconds(1)),
+        Freshness::Expired
+    );
+    // A TTL of zero is never fresh, but the window still counts from the check.
+    let zero = Policy {
+        ttl: Some(Duration::zero()),
+        ..p
+    };
+    assert_eq!(zero.freshness(Some(&e), day(0)), Freshness::Stale);
+    assert_eq!(zero.freshness(Some(&e), day(3)), Freshness::Expired);
+    // Nothing cached is a miss, whatever the window.
+    assert_eq!(p.freshness(None, day(4)), Freshness::Miss);
+}
+
+#[test]
+fn without_stale_if_error_an_outage_is_the_answer() {
+    let p = Policy {
+        stale_if_error: false,
+        ..policy(PolicyKind::Conditional)
+    };
+    let cached = first(&p, vec![ok("ia", 0..3)]);
+    let outage = fetch(20, vec![failed("ia", ArchiveStatus::Timeout)]);
+    let d = p.decide(Some(&cached), &outage, day(20));
+    assert_eq!(d, Decision::Unavailable { serve_stale: false });
+    assert_eq!((d.action(), d.serve()), (Action::Unavailable, Serve::Fresh));
+}
+
+#[test]
+fn freshness_infinite_ttl_is_fresh_forever() {
+    let p = ttl_days(PolicyKind::Conditional, None);
+    let e = first(&p, vec![ok("ia", 0..3)]);
+    assert_eq!(e.fresh_until, None);
+    assert_eq!(p.freshness(Some(&e), day(100_000)), Freshness::Fresh);
+}
+
+#[test]
+fn freshness_forever_ignores_the_ttl() {
+    let p = ttl_days(PolicyKind::Forever, Some(0));
+    let e = first(&p, vec![ok("ia", 0..3)]);
+    assert_eq!(e.fresh_until, None);
+    assert_eq!(p.freshness(Some(&e), day(0)), Freshness::Fresh);
+    assert_eq!(p.freshness(Some(&e), day(10_000)), Freshness::Fresh);
+}
+
+#[test]
+fn freshness_under_none_is_always_a_miss() {
+    let stored_by = ttl_days(PolicyKind::Conditional, None);
+    let e = first(&stored_by, vec![ok("ia", 0..3)]);
+    assert_eq!(
+        policy(PolicyKind::None).freshness(Some(&e), day(0)),
+        Freshness::Miss
+    );
+}
+
+#[test]
+fn keeping_restarts_the_ttl() {
+    let p = ttl_days(PolicyKind::Conditional, Some(4));
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d = decide_on(&p, &e, 5, vec![ok("ia", 0..3)]);
+    assert_eq!(d.action(), Action::Kept);
+    let kept = stored(&d);
+    assert_eq!(kept.checked_at, day(5));
+    assert_eq!(kept.fetched_at, day(0), "content is still day 0's");
+    assert_eq!(kept.fresh_until, Some(day(9)));
+    assert_eq!(p.freshness(Some(kept), day(9)), Freshness::Fresh);
+    assert_eq!(p.freshness(Some(kept), day(10)), Freshness::Expired);
+}
+
+#[test]
+fn a_kept_entry_names_the_failure_of_the_refetch_not_the_old_outcome() {
+    // Found in [hardening]: a case 6 refetch kept the TimeMap and went on reporting the
+    // failed archive as `ok`, so the answer hid that it had just timed out.
+    let p = policy(PolicyKind::Conditional);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 10..13)]);
+    let d = decide_on(
+        &p,
+        &e,
+        20,
+        vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Timeout)],
+    );
+    assert_eq!((d.case(), d.action()), (Some(ChangeCase::C6), Action::Kept));
+    let kept = stored(&d);
+    assert_eq!(kept.contributions[1].status, ArchiveStatus::Timeout);
+    assert_eq!(kept.contributions[1].mementos, e.contributions[1].mementos);
+    assert_eq!(
+        kept.contributions[1].fetched_at,
+        e.contributions[1].fetched_at
+    );
+    assert_eq!(kept.contributions[0].status, ArchiveStatus::Ok);
+    assert_eq!(served_m(kept), 8, "the content is unchanged");
+    assert_eq!(kept.fetched_at, day(0));
+}
+
+// ---- outages, none, first store ------------------------------------------------------
+
+#[test]
+fn an_outage_is_unavailable_under_every_policy_and_stores_nothing() {
+    let outages = [
+        vec![
+            failed("ia", ArchiveStatus::Timeout),
+            failed("pt", ArchiveStatus::Error),
+            failed("uk", ArchiveStatus::Malformed),
+        ],
+        vec![],
+    ];
+    for k in PolicyKind::ALL {
+        let p = policy(k);
+        let cached = first(&policy(PolicyKind::Conditional), vec![ok("ia", 0..3)]);
+        for archives in &outages {
+            let f = fetch(20, archives.clone());
+            let with = p.decide(Some(&cached), &f, day(20));
+            assert_eq!(with, Decision::Unavailable { serve_stale: true }, "{k}");
+            let without = p.decide(None, &f, day(20));
+            assert_eq!(without.action(), Action::Unavailable);
+            assert_eq!(without.entry(), None);
+            assert_eq!(without.serve(), Serve::Fresh);
+        }
+    }
+}
+
+#[test]
+fn a_partial_answer_is_a_timemap_not_an_outage() {
+    let p = policy(PolicyKind::Conditional);
+    let e = first(&p, vec![ok("ia", 0..3), ok("pt", 0..2)]);
+    let d = decide_on(
+        &p,
+        &e,
+        20,
+        vec![ok("ia", 0..3), failed("pt", ArchiveStatus::Timeout)],
+    );
+    assert_eq!(d.case(), Some(ChangeCase::C6));
+    assert_eq!(d.action(), Action::Kept);
+    assert_eq!(served_m(stored(&d)), 5);
+}
+
+#[test]
+fn none_serves_the_fresh_fetch_and_stores_nothing() {
+    let p = policy(PolicyKind::None);
+    let f = fetch(0, vec![ok("ia", 0..3)]);
+    let d = p.decide(None, &f, day(0));
+    assert_eq!(d, Decision::Pass);
+}
+
+#[test]
+fn a_first_fetch_is_stored_by_every_policy_but_none_even_when_empty() {
+    for k in PolicyKind::ALL {
+        let p = policy(k);
+        for archives in [vec![ok("ia", 0..3)], vec![not_found("ia")]] {
+            let f = fetch(0, archives);
+            let d = p.decide(None, &f, day(0));
+            if k == PolicyKind::None {
+                assert_eq!(d.action(), Action::NotStored);
+                continue;
+            }
+            assert_eq!(d.action(), Action::Stored, "{k}");
+            assert_eq!(d.case(), None);
+            assert_eq!(d.serve(), Serve::Stored);
+            let e = stored(&d);
+            assert_eq!(e.version, ENTRY_FORMAT_VERSION);
+            assert_eq!(e.uri_r, "http://example.com/");
+            assert_eq!((e.fetched_at, e.checked_at), (day(0), day(0)));
+            assert_eq!(e.history.len(), 1);
+            assert_eq!(e.history[0].action, Action::Stored);
+            assert_eq!(e.history[0].case, None);
+            let expect_until = (k != PolicyKind::Forever).then(|| day(15));
+            assert_eq!(e.fresh_until, expect_until, "{k}");
+        }
+    }
+}
+
+#[test]
+fn an_empty_first_fetch_is_stored_with_zero_counts() {
+    let e = first(&policy(PolicyKind::Conditional), vec![not_found("ia")]);
+    assert_eq!((e.archives, e.loose, e.strict), (0, 0, 0));
+    assert_eq!(e.contributions.len(), 1);
+    assert_eq!(e.contributions[0].status, ArchiveStatus::NotFound);
+}
+
+// ---- forever -------------------------------------------------------------------------
+
+#[test]
+fn forever_keeps_what_it_first_stored_even_on_a_forced_refetch() {
+    let p = policy(PolicyKind::Forever);
+    let e = first(&p, vec![ok("ia", 0..3)]);
+    let d = decide_on(&p, &e, 30, vec![ok("ia", 0..9)]);
+    assert_eq!(d.case(), Some(ChangeCase::C2));
+    assert_eq!(d.action(), Action::Kept);
+    assert_eq!(served_m(stored(&d)), 3);
+    assert_eq!(stored(&d).fresh_until, None);
+}
+
+// ---- unconditional -------------------------------------------------------------------
+
+#[test]
+fn unconditional_replaces_whatever_the_case_and_records_it() {
+    let p = policy(PolicyKind::Unconditional);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..5)]);
+    let cases = [
+        (vec![ok("ia", 5..10), ok("pt", 0..5)], ChangeCase::C1, 10),
+        (vec![ok("ia", 0..6), ok("pt", 0..5)], ChangeCase::C2, 11),
+        (
+            vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Timeout)],
+            ChangeCase::C6,
+            5,
+        ),
+        (vec![ok("ia", 0..4), ok("pt", 0..5)], ChangeCase::C7, 9),
+    ];
+    for (archives, case, m) in cases {
+        let d = decide_on(&p, &e, 20, archives);
+        assert_eq!((d.case(), d.action()), (Some(case), Action::Replaced));
+        let r = stored(&d);
+        assert_eq!(served_m(r), m, "case {case}");
+        assert_eq!((r.fetched_at, r.checked_at), (day(20), day(20)));
+        assert_eq!(r.fresh_until, Some(day(35)));
+        assert_eq!(r.history.len(), 2);
+        assert_eq!(r.history[1].case, Some(case));
+    }
+}
+
+// ---- conditional ---------------------------------------------------------------------
+
+#[test]
+fn conditional_replaces_on_cases_2_to_5() {
+    let p = policy(PolicyKind::Conditional);
+    let two = first(&p, vec![ok("ia", 0..5), ok("pt", 0..5), not_found("uk")]);
+    let cases = [
+        (
+            vec![ok("ia", 0..6), ok("pt", 0..5), not_found("uk")],
+            ChangeCase::C2,
+            11,
+        ),
+        (
+            vec![ok("ia", 0..5), ok("pt", 0..5), ok("uk", 0..1)],
+            ChangeCase::C3,
+            11,
+        ),
+        (
+            vec![
+                ok("ia", 0..12),
+                failed("pt", ArchiveStatus::Timeout),
+                not_found("uk"),
+            ],
+            ChangeCase::C4,
+            12,
+        ),
+    ];
+    for (archives, case, m) in cases {
+        let d = decide_on(&p, &two, 20, archives);
+        assert_eq!((d.case(), d.action()), (Some(case), Action::Replaced));
+        assert_eq!(served_m(stored(&d)), m);
+        assert_eq!(stored(&d).fetched_at, day(20));
+    }
+    let empty = first(&p, vec![not_found("ia")]);
+    let d = decide_on(&p, &empty, 20, vec![ok("ia", 0..2)]);
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C5), Action::Replaced)
+    );
+    assert_eq!(served_m(stored(&d)), 2);
+}
+
+#[test]
+fn conditional_keeps_on_cases_1_6_and_7() {
+    let p = policy(PolicyKind::Conditional);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..5)]);
+    let cases = [
+        (vec![ok("ia", 0..5), ok("pt", 0..5)], ChangeCase::C1),
+        (
+            vec![ok("ia", 0..6), failed("pt", ArchiveStatus::Error)],
+            ChangeCase::C6,
+        ),
+        (vec![ok("ia", 0..5), ok("pt", 0..4)], ChangeCase::C7),
+        (
+            vec![ok("ia", 0..5), ok("pt", 0..4), ok("uk", 0..1)],
+            ChangeCase::C7,
+        ),
+    ];
+    for (archives, case) in cases {
+        let d = decide_on(&p, &e, 20, archives);
+        assert_eq!((d.case(), d.action()), (Some(case), Action::Kept));
+        let kept = stored(&d);
+        // The content is untouched; only each archive's latest status may differ.
+        let content = |e: &Entry| {
+            e.contributions
+                .iter()
+                .map(|c| (c.archive.clone(), c.mementos.clone(), c.fetched_at))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(content(kept), content(&e), "content untouched");
+        assert_eq!(kept.fetched_at, day(0));
+        assert_eq!(kept.checked_at, day(20));
+        assert_eq!(kept.fresh_until, Some(day(35)));
+        let last = kept.history.back().expect("history item");
+        assert_eq!(
+            (last.at, last.case, last.action),
+            (day(20), Some(case), Action::Kept)
+        );
+    }
+}
+
+#[test]
+fn conditional_case_1_records_whether_the_loose_set_was_equal() {
+    let p = policy(PolicyKind::Conditional);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let same = decide_on(&p, &e, 20, vec![ok("ia", 0..5)]);
+    assert_eq!(same.case(), Some(ChangeCase::C1));
+    assert_eq!(stored(&same).history[1].same_set, Some(true));
+    // One memento gone, another new: same count, other set.
+    let swapped = decide_on(&p, &e, 20, vec![ok("ia", 1..6)]);
+    assert_eq!(swapped.case(), Some(ChangeCase::C1));
+    assert_eq!(swapped.action(), Action::Kept);
+    assert_eq!(stored(&swapped).history[1].same_set, Some(false));
+    // Not case 1: nothing recorded.
+    let grew = decide_on(&p, &e, 20, vec![ok("ia", 0..6)]);
+    assert_eq!(stored(&grew).history[1].same_set, None);
+}
+
+#[test]
+fn a_404_never_replaces_a_nonempty_timemap_under_conditional_or_merge() {
+    for k in [PolicyKind::Conditional, PolicyKind::Merge] {
+        let p = policy(k);
+        let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..3)]);
+        let d = decide_on(&p, &e, 20, vec![not_found("ia"), not_found("pt")]);
+        assert_eq!(d.case(), Some(ChangeCase::C6), "{k}");
+        assert_eq!(d.action(), Action::Kept, "{k}");
+        assert_eq!(d.serve(), Serve::Stored);
+        assert_eq!(served_uris(stored(&d)), served_uris(&e), "{k}");
+        // Nor does a second 404 within the redaction grace.
+        let again = decide_on(&p, stored(&d), 21, vec![not_found("ia"), not_found("pt")]);
+        assert_eq!(served_m(stored(&again)), 8, "{k}");
+    }
+}
+
+#[test]
+fn a_404_does_replace_a_nonempty_timemap_under_unconditional() {
+    let p = policy(PolicyKind::Unconditional);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d = decide_on(&p, &e, 20, vec![not_found("ia")]);
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C6), Action::Replaced)
+    );
+    assert_eq!(served_m(stored(&d)), 0);
+}
+
+// ---- merge ---------------------------------------------------------------------------
+
+#[test]
+fn merge_keeps_a_failed_archives_mementos_and_reports_its_failure() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..3)]);
+    let d = decide_on(
+        &p,
+        &e,
+        20,
+        vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Timeout)],
+    );
+    assert_eq!((d.case(), d.action()), (Some(ChangeCase::C6), Action::Kept));
+    let m = stored(&d);
+    // Its mementos and their fetch time stand; its status says it failed this time.
+    assert_eq!(m.contributions[1].mementos, e.contributions[1].mementos);
+    assert_eq!(m.contributions[1].fetched_at, e.contributions[1].fetched_at);
+    assert_eq!(m.contributions[1].status, ArchiveStatus::Timeout);
+    assert_eq!(m.contributions[0].fetched_at, day(20));
+    assert_eq!(m.fetched_at, day(0), "served TimeMap unchanged");
+    assert_eq!(m.checked_at, day(20));
+    assert_eq!(m.fresh_until, Some(day(35)));
+}
+
+#[test]
+fn merge_case_4_keeps_the_lost_archive_and_the_new_mementos() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..3)]);
+    let d = decide_on(
+        &p,
+        &e,
+        20,
+        vec![ok("ia", 0..9), failed("pt", ArchiveStatus::Error)],
+    );
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C4), Action::Merged)
+    );
+    let m = stored(&d);
+    assert_eq!(served_m(m), 12);
+    assert_eq!((m.archives, m.loose, m.strict), (2, 12, 12));
+    assert_eq!(m.fetched_at, day(20));
+    // Conditional had to choose: the 9 new ones win and pt's 3 are gone.
+    let c = decide_on(
+        &policy(PolicyKind::Conditional),
+        &e,
+        20,
+        vec![ok("ia", 0..9), failed("pt", ArchiveStatus::Error)],
+    );
+    assert_eq!(served_m(stored(&c)), 9);
+}
+
+#[test]
+fn merge_adds_new_mementos_and_archives() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d = decide_on(&p, &e, 20, vec![ok("ia", 0..6)]);
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C2), Action::Merged)
+    );
+    assert_eq!(served_m(stored(&d)), 6);
+    let d = decide_on(&p, &e, 20, vec![ok("ia", 0..5), ok("pt", 0..2)]);
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C3), Action::Merged)
+    );
+    assert_eq!(served_m(stored(&d)), 7);
+}
+
+#[test]
+fn merge_recovers_from_an_empty_timemap_in_case_5() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![not_found("ia")]);
+    let d = decide_on(&p, &e, 20, vec![ok("ia", 0..4)]);
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C5), Action::Merged)
+    );
+    assert_eq!(served_m(stored(&d)), 4);
+    assert_eq!(stored(&d).contributions[0].status, ArchiveStatus::Ok);
+}
+
+#[test]
+fn merge_unchanged_answer_is_case_1_kept() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d = decide_on(&p, &e, 20, vec![ok("ia", 0..5)]);
+    assert_eq!((d.case(), d.action()), (Some(ChangeCase::C1), Action::Kept));
+    assert_eq!(stored(&d).history[1].same_set, Some(true));
+}
+
+#[test]
+fn merge_marks_a_missing_memento_absent_but_still_serves_it_after_one_answer() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d = decide_on(&p, &e, 1, vec![ok("ia", 0..4)]);
+    assert_eq!((d.case(), d.action()), (Some(ChangeCase::C7), Action::Kept));
+    let m = stored(&d);
+    assert_eq!(served_m(m), 5);
+    let gone = m.contributions[0]
+        .mementos
+        .iter()
+        .find(|c| c.datetime == mdt(4))
+        .expect("still cached");
+    assert_eq!(
+        gone.absent,
+        Some(Absence {
+            since: day(1),
+            confirmations: 1
+        })
+    );
+    assert_eq!(
+        m.contributions[0]
+            .mementos
+            .iter()
+            .filter(|c| c.absent.is_some())
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn merge_keeps_a_memento_absent_twice_within_the_grace() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d1 = decide_on(&p, &e, 1, vec![ok("ia", 0..4)]);
+    let d2 = decide_on(&p, stored(&d1), 2, vec![ok("ia", 0..4)]);
+    assert_eq!(d2.action(), Action::Kept);
+    let m = stored(&d2);
+    assert_eq!(served_m(m), 5);
+    let gone = m.contributions[0]
+        .mementos
+        .iter()
+        .find(|c| c.datetime == mdt(4))
+        .expect("still cached");
+    assert_eq!(
+        gone.absent,
+        Some(Absence {
+            since: day(1),
+            confirmations: 2
+        })
+    );
+}
+
+#[test]
+fn merge_drops_a_memento_absent_twice_across_the_grace() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..2)]);
+    let d1 = decide_on(&p, &e, 1, vec![ok("ia", 0..4), ok("pt", 0..2)]);
+    // ia failing in between neither confirms nor resets the absence.
+    let mid = decide_on(
+        &p,
+        stored(&d1),
+        5,
+        vec![failed("ia", ArchiveStatus::Timeout), ok("pt", 0..2)],
+    );
+    assert_eq!(mid.action(), Action::Kept);
+    assert_eq!(
+        stored(&mid).contributions[0].mementos,
+        stored(&d1).contributions[0].mementos
+    );
+    let d2 = decide_on(&p, stored(&mid), 8, vec![ok("ia", 0..4), ok("pt", 0..2)]);
+    // The entry still served 7 (the absent one included): 6 is case 7.
+    assert_eq!(
+        (d2.case(), d2.action()),
+        (Some(ChangeCase::C7), Action::Merged)
+    );
+    let m = stored(&d2);
+    assert_eq!(served_m(m), 6);
+    assert!(m.contributions[0]
+        .mementos
+        .iter()
+        .all(|c| c.absent.is_none()));
+    assert!(!m.contributions[0]
+        .mementos
+        .iter()
+        .any(|c| c.datetime == mdt(4)));
+    assert_eq!((m.loose, m.strict, m.archives), (6, 6, 2));
+}
+
+#[test]
+fn merge_needs_the_confirmations_not_only_the_grace() {
+    let p = Policy {
+        redaction_confirmations: 3,
+        ..policy(PolicyKind::Merge)
+    };
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d1 = decide_on(&p, &e, 1, vec![ok("ia", 0..4)]);
+    let d2 = decide_on(&p, stored(&d1), 30, vec![ok("ia", 0..4)]);
+    assert_eq!(served_m(stored(&d2)), 5, "two answers of three");
+    let d3 = decide_on(&p, stored(&d2), 31, vec![ok("ia", 0..4)]);
+    assert_eq!(served_m(stored(&d3)), 4);
+}
+
+#[test]
+fn merge_clears_the_absence_of_a_memento_that_reappears() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d1 = decide_on(&p, &e, 1, vec![ok("ia", 0..4)]);
+    let d2 = decide_on(&p, stored(&d1), 2, vec![ok("ia", 0..5)]);
+    let m = stored(&d2);
+    assert!(m.contributions[0]
+        .mementos
+        .iter()
+        .all(|c| c.absent.is_none()));
+    // Absent again much later: the count starts over, so it is not dropped yet.
+    let d3 = decide_on(&p, m, 30, vec![ok("ia", 0..4)]);
+    assert_eq!(served_m(stored(&d3)), 5);
+}
+
+#[test]
+fn merge_keeps_cached_archives_the_fetch_did_not_list_at_the_end() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("old", 0..2), ok("ia", 0..3)]);
+    let d = decide_on(&p, &e, 20, vec![ok("ia", 0..3), ok("pt", 0..1)]);
+    let order: Vec<&str> = stored(&d)
+        .contributions
+        .iter()
+        .map(|c| c.archive.as_str())
+        .collect();
+    assert_eq!(order, ["ia", "pt", "old"]);
+    assert_eq!(served_m(stored(&d)), 6);
+}
+
+/// Replays one request a day; returns Q and the served m (loose) per day.
+fn run_daily(p: &Policy, live: &[FetchOutcome]) -> (usize, Vec<usize>) {
+    let mut entry: Option<Entry> = None;
+    let mut q = 0;
+    let mut served = Vec::new();
+    for f in live {
+        let tm = match p.freshness(entry.as_ref(), f.at) {
+            Freshness::Fresh => entry.as_ref().expect("fresh implies cached").timemap(),
+            // (No stale window in these policies: never `Stale`.)
+            Freshness::Miss | Freshness::Stale | Freshness::Expired => {
+                q += 1;
+                let d = p.decide(entry.as_ref(), f, f.at);
+                let serve = d.serve();
+                if let Some(e) = d.into_entry() {
+                    entry = Some(e);
+                }
+                match serve {
+                    Serve::Fresh => f.timemap(),
+                    Serve::Stored => entry.as_ref().expect("stored or cached").timemap(),
+                }
+            }
+        };
+        served.push(counts(&tm, Match::Loose).1);
+    }
+    (q, served)
+}
+
+#[test]
+fn merge_never_serves_fewer_than_conditional_on_the_same_schedule() {
+    let live: Vec<FetchOutcome> = vec![
+        fetch(0, vec![ok("ia", 0..5), ok("pt", 0..3)]),
+        fetch(
+            1,
+            vec![ok("ia", 0..6), failed("pt", ArchiveStatus::Timeout)],
+        ),
+        fetch(
+            2,
+            vec![ok("ia", 0..9), failed("pt", ArchiveStatus::Timeout)],
+        ),
+        fetch(3, vec![ok("ia", 0..4), ok("pt", 0..3)]),
+        fetch(4, vec![not_found("ia"), not_found("pt")]),
+        fetch(5, vec![ok("ia", 2..12), ok("pt", 0..1)]),
+        fetch(6, vec![ok("ia", 2..12), ok("pt", 0..1)]),
+    ];
+    for ttl in [0, 1, 2] {
+        let (_, c) = run_daily(&ttl_days(PolicyKind::Conditional, Some(ttl)), &live);
+        let (_, m) = run_daily(&ttl_days(PolicyKind::Merge, Some(ttl)), &live);
+        for (day, (c, m)) in c.iter().zip(&m).enumerate() {
+            assert!(m >= c, "ttl {ttl}, day {day}: merge {m} < conditional {c}");
+        }
+    }
+}
+
+// ---- URI migration and matching ------------------------------------------------------
+
+/// ia's mementos 0..n at new addresses (same datetimes).
+fn migrated(n: usize) -> ArchiveResult {
+    let mut r = ok("ia", 0..n);
+    for m in &mut r.mementos {
+        m.uri_m = m.uri_m.replace("http://ia/", "https://ia.example/web/");
+    }
+    r
+}
+
+#[test]
+fn a_migration_under_loose_matching_is_case_1_kept_by_conditional() {
+    let p = policy(PolicyKind::Conditional);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d = decide_on(&p, &e, 20, vec![migrated(5)]);
+    assert_eq!((d.case(), d.action()), (Some(ChangeCase::C1), Action::Kept));
+    assert_eq!(stored(&d).history[1].same_set, Some(true));
+    assert_eq!(served_uris(stored(&d)), served_uris(&e));
+}
+
+#[test]
+fn merge_serves_the_new_uri_m_after_a_migration() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5)]);
+    let d = decide_on(&p, &e, 20, vec![migrated(5)]);
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C1), Action::Merged)
+    );
+    let uris = served_uris(stored(&d));
+    assert_eq!(uris.len(), 5);
+    assert!(
+        uris.iter()
+            .all(|u| u.starts_with("https://ia.example/web/")),
+        "{uris:?}"
+    );
+    assert!(stored(&d).contributions[0]
+        .mementos
+        .iter()
+        .all(|m| m.absent.is_none()));
+}
+
+#[test]
+fn strict_matching_sees_a_migration_as_changed_keys() {
+    // Mid-migration the archive lists each memento at both addresses.
+    let mut both = ok("ia", 0..5);
+    both.mementos.extend(migrated(5).mementos);
+    let loose = policy(PolicyKind::Conditional);
+    let strict = Policy {
+        matching: Match::Strict,
+        ..loose
+    };
+    let e = first(&loose, vec![ok("ia", 0..5)]);
+    assert_eq!((e.loose, e.strict), (5, 5));
+    let d = decide_on(&loose, &e, 20, vec![both.clone()]);
+    assert_eq!((d.case(), d.action()), (Some(ChangeCase::C1), Action::Kept));
+    let d = decide_on(&strict, &e, 20, vec![both.clone()]);
+    assert_eq!(
+        (d.case(), d.action()),
+        (Some(ChangeCase::C2), Action::Replaced)
+    );
+    let f = fetch(20, vec![both]);
+    assert_eq!(f.counts(Match::Loose), (1, 5));
+    assert_eq!(f.counts(Match::Strict), (1, 10));
+    // Completed, the migration keeps the strict count: case 1 by numbers, yet the served
+    // strict keys changed, which is what merge reports.
+    let d = decide_on(&strict, &e, 20, vec![migrated(5)]);
+    assert_eq!(d.case(), Some(ChangeCase::C1));
+}
+
+// ---- history, worked example, round trip, aggregate ----------------------------------
+
+#[test]
+fn history_through_decide_is_capped_at_twenty() {
+    let p = ttl_days(PolicyKind::Conditional, Some(0));
+    let mut e = first(&p, vec![ok("ia", 0..1)]);
+    for d in 1..=30 {
+        let n = d as usize + 1;
+        e = decide_on(&p, &e, d, vec![ok("ia", 0..n)])
+            .into_entry()
+            .expect("replaced");
+    }
+    assert_eq!(e.history.len(), 20);
+    assert_eq!(e.history.front().map(|h| h.at), Some(day(11)));
+    assert_eq!(e.history.back().map(|h| h.at), Some(day(30)));
+    assert!(e.history.iter().all(|h| h.action == Action::Replaced));
+}
+
+#[test]
+fn worked_example_conditional_ttl_4_costs_two_fetches_and_8_memdays() {
+    let live: Vec<FetchOutcome> = [6, 6, 8, 8, 10, 10]
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| fetch(d as i64, vec![ok("ia", 0..n)]))
+        .collect();
+    let p = ttl_days(PolicyKind::Conditional, Some(4));
+    let (q, served) = run_daily(&p, &live);
+    assert_eq!(q, 2);
+    assert_eq!(served, [6, 6, 6, 6, 6, 10]);
+    let mut best = 0;
+    let mut memdays = 0;
+    for (f, &c) in live.iter().zip(&served) {
+        best = best.max(f.counts(Match::Loose).1);
+        memdays += best.saturating_sub(c);
+    }
+    assert_eq!(memdays, 8);
+}
+
+#[test]
+fn a_merged_entry_round_trips_through_json() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..2)]);
+    let d = decide_on(
+        &p,
+        &e,
+        1,
+        vec![ok("ia", 0..4), failed("pt", ArchiveStatus::Timeout)],
+    );
+    let m = stored(&d);
+    let json = serde_json::to_string(m).expect("serialise");
+    let back: Entry = serde_json::from_str(&json).expect("deserialise");
+    assert_eq!(&back, m);
+}
+
+#[test]
+fn from_aggregate_splits_the_timemap_by_archive_in_outcome_order() {
+    let outcome = |id: &str, status, http_status, mementos| ArchiveOutcome {
+        id: id.to_string(),
+        status,
+        http_status,
+        mementos,
+        elapsed_ms: 5,
+        detail: None,
+        pages: 1,
+        skipped: 0,
+    };
+    let memento = |a: &str, k| Memento {
+        uri_m: format!("http://{a}/{k}"),
+        datetime: mdt(k),
+        archive: Arc::from(a),
+    };
+    let agg = Aggregate {
+        uri_r: "http://example.com/".to_string(),
+        timemap: TimeMap {
+            mementos: vec![
+                memento("uk", 0),
+                memento("ia", 1),
+                memento("uk", 2),
+                memento("ia", 3),
+            ],
+        },
+        outcomes: vec![
+            outcome("ia", ArchiveStatus::Ok, Some(200), 2),
+            outcome("pt", ArchiveStatus::Timeout, None, 0),
+            outcome("uk", ArchiveStatus::Ok, Some(200), 2),
+        ],
+        fetched_at: day(3),
+    };
+    let f = FetchOutcome::from_aggregate(&agg);
+    // Each archive's report travels with it, so a cached answer can repeat it.
+    for r in &f.archives {
+        assert_eq!((r.report.pages, r.report.elapsed_ms), (1, 5));
+    }
+    let f = FetchOutcome {
+        archives: f
+            .archives
+            .into_iter()
+            .map(|r| ArchiveResult {
+                report: ArchiveReport::default(),
+                ..r
+            })
+            .collect(),
+        ..f
+    };
+    assert_eq!(f.uri_r, "http://example.com/");
+    assert_eq!(f.at, day(3));
+    assert_eq!(
+        f.archives,
+        vec![
+            ok("ia", [1, 3]),
+            failed("pt", ArchiveStatus::Timeout),
+            ok("uk", [0, 2]),
+        ]
+    );
+    assert_eq!(f.timemap(), agg.timemap);
+    assert_eq!(f.counts(Match::Loose), (2, 4));
+}
+
+#[test]
+fn counts_of_a_timemap_are_archives_and_distinct_keys() {
+    let tm = fetch(0, vec![ok("ia", 0..3), ok("pt", 0..2), not_found("uk")]).timemap();
+    assert_eq!(counts(&tm, Match::Loose), (2, 5));
+    assert_eq!(counts(&tm, Match::Strict), (2, 5));
+    assert_eq!(counts(&TimeMap::default(), Match::Loose), (0, 0));
+}
+
+#[test]
+fn merge_of_ten_thousand_mementos_keeps_and_then_merges() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..10_000)]);
+    let d = decide_on(&p, &e, 1, vec![ok("ia", 0..10_000)]);
+    assert_eq!(d.action(), Action::Kept);
+    let d = decide_on(&p, stored(&d), 2, vec![ok("ia", 5_000..15_000)]);
+    assert_eq!(d.action(), Action::Merged);
+    assert_eq!(served_m(stored(&d)), 15_000);
+}
