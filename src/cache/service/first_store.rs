@@ -63,13 +63,7 @@ impl TimeMapCache {
                 .insert(key.clone(), meanwhile);
             tokio::spawn(async move {
                 let stored = this.store_first(&key, view, now).await;
-                let mut settling = this.settling.lock().unwrap_or_else(|p| p.into_inner());
-                if settling
-                    .get(&key)
-                    .is_some_and(|s| s.status == CacheStatus::Miss)
-                {
-                    settling.remove(&key);
-                }
+                drop(this.unsettle(&key, CacheStatus::Miss));
                 stored
             })
         };
@@ -123,6 +117,20 @@ impl TimeMapCache {
         }
         self.stats.count_decision(case, reported);
         reported
+    }
+
+    /// Takes out the answer a first store (MISS) or a refresh (STALE) left for `uri_r` once it
+    /// is over, not one the other kind left; the lock stays held for whatever must change with it.
+    pub(super) fn unsettle(
+        &self,
+        uri_r: &str,
+        left: CacheStatus,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Served>> {
+        let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
+        if settling.get(uri_r).is_some_and(|s| s.status == left) {
+            settling.remove(uri_r);
+        }
+        settling
     }
 
     /// The answer for a URI-R whose first store or refresh is still being written: the one its

@@ -97,13 +97,7 @@ impl TimeMapCache {
             let (this, key, done) = (self.clone(), uri_r.to_string(), done.clone());
             tokio::spawn(async move {
                 let served = this.settle(&key, fetched).await;
-                let mut settling = this.settling.lock().unwrap_or_else(|p| p.into_inner());
-                if settling
-                    .get(&key)
-                    .is_some_and(|s| s.status == CacheStatus::Stale)
-                {
-                    settling.remove(&key);
-                }
+                let _settling = this.unsettle(&key, CacheStatus::Stale);
                 done.store(true, Ordering::SeqCst);
                 served
             })

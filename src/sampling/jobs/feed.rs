@@ -2,7 +2,7 @@
 //! the aggregator, rate-limited) and, when asked, refetched every interval so the observation
 //! log gets a row per URI-R per round. Its state is `<job>/feed.json`, so a restart carries on.
 
-use super::{write_json_atomically, JobError, JobState, Jobs};
+use super::{write_json_atomically, JobError, Jobs};
 use crate::sampling::engine::SampledUrl;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -39,15 +39,7 @@ impl Jobs {
         warm: bool,
         observe_secs: Option<u64>,
     ) -> Result<Feed, JobError> {
-        let state = self
-            .jobs
-            .lock()
-            .ok()
-            .and_then(|g| g.get(id).map(|j| j.record.state))
-            .ok_or(JobError::NoSuchJob)?;
-        if state != JobState::Done {
-            return Err(JobError::NotDone(state));
-        }
+        self.done(id)?;
         let uri_rs = self.sample_urls(id).len() as u64;
         let feed = Feed {
             warm,

@@ -412,6 +412,12 @@ impl Jobs {
 
     /// The file of a finished job's output (`sample.ndjson`, `funnel.json`), or why not.
     pub fn output(&self, id: &str, file: &str) -> Result<PathBuf, JobError> {
+        self.done(id)?;
+        Ok(self.job_dir(id).join("out").join(file))
+    }
+
+    /// Ok when job `id` has finished, else why not (no such job, or its state).
+    pub(super) fn done(&self, id: &str) -> Result<(), JobError> {
         let state = self
             .jobs
             .lock()
@@ -421,7 +427,7 @@ impl Jobs {
         if state != JobState::Done {
             return Err(JobError::NotDone(state));
         }
-        Ok(self.job_dir(id).join("out").join(file))
+        Ok(())
     }
 }
 
