@@ -190,9 +190,10 @@ fn rss_bytes() -> u64 {
 }
 
 async fn memory(args: &[String]) {
-    use tmproxy::cache::policy::{FetchOutcome, Policy};
+    use tmproxy::cache::policy::Policy;
     use tmproxy::cache::service::CachedTimeMap;
     use tmproxy::cache::store::{Cacheable, HotTier, Store};
+    use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, Fetch};
     use tmproxy::timemap::serialize::TimeMapFormat;
     let m = arg(args, "--mementos", 100);
     let entries = arg(args, "--entries", 1000);
@@ -209,30 +210,18 @@ async fn memory(args: &[String]) {
         let uri_r = format!("http://example.com/page/{i}");
         let body = timemap_body(addr, &TimeMapSpec::of(&caps), &uri_r, 1);
         let parsed = tmproxy::timemap::parse::parse_link_format(&body, "http://127.0.0.1:9/");
-        let timemap = tmproxy::timemap::merge::merge(vec![tmproxy::timemap::merge::Contribution {
-            archive: std::sync::Arc::from("ia"),
-            mementos: parsed.mementos,
-        }]);
-        let agg = tmproxy::timemap::aggregate::Aggregate {
-            uri_r: uri_r.clone(),
-            outcomes: vec![tmproxy::timemap::aggregate::ArchiveOutcome {
-                id: "ia".into(),
-                status: tmproxy::timemap::aggregate::ArchiveStatus::Ok,
-                http_status: Some(200),
-                mementos: timemap.len(),
-                elapsed_ms: 40,
-                detail: None,
-                pages: 1,
-                skipped: 0,
-            }],
-            timemap,
-            fetched_at: chrono::Utc::now(),
+        let now = chrono::Utc::now();
+        let answer = ArchiveAnswer {
+            elapsed_ms: 40,
+            pages: 1,
+            ..ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None)
         };
-        let decision = policy.decide(
-            None,
-            &FetchOutcome::from_aggregate(&agg),
-            chrono::Utc::now(),
-        );
+        let fetch = Fetch {
+            uri_r: uri_r.clone(),
+            at: now,
+            archives: vec![Contribution::listed("ia", answer, now, parsed.mementos)],
+        };
+        let decision = policy.decide_first(fetch, now);
         let Some(entry) = decision.into_entry() else {
             continue;
         };

@@ -3,6 +3,7 @@
 use crate::app;
 use crate::config::Config;
 use crate::demo;
+use crate::timemap::aggregate::Aggregate;
 use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
 use crate::upstream::Upstream;
 use crate::uri_r::UriR;
@@ -141,16 +142,17 @@ pub async fn timemap(
         crate::upstream::resolve::system_lookup(),
     )
     .map_err(|e| e.to_string())?;
-    let agg = upstream
-        .aggregate(uri_r.as_str(), config.upstream.deadline)
+    let fetch = upstream
+        .fetch(uri_r.as_str(), config.upstream.deadline)
         .await;
+    let agg = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
     for o in &agg.outcomes {
-        tracing::info!(archive = %o.id, status = o.status.as_str(), mementos = o.mementos, detail = o.detail.as_deref().unwrap_or(""), "archive answered");
+        tracing::info!(archive = %o.id, status = o.answer.status.as_str(), mementos = o.mementos, detail = o.answer.detail.as_deref().unwrap_or(""), "archive answered");
     }
     if agg.timemap.is_empty() {
         let failed: Vec<String> = agg
             .missing()
-            .map(|o| format!("{} ({})", o.id, o.status.as_str()))
+            .map(|o| format!("{} ({})", o.id, o.answer.status.as_str()))
             .collect();
         return Err(if failed.is_empty() {
             format!("no memento of {uri_r} in any archive")

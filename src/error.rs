@@ -123,7 +123,7 @@ impl AppError {
             }
             AppError::BadParameter(v) => v.clone(),
             AppError::NotArchived(agg) => {
-                let answered = agg.outcomes.iter().filter(|o| o.status.answered()).count();
+                let answered = agg.outcomes.iter().filter(|o| o.answer.status.answered()).count();
                 let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
                 if missing.is_empty() {
                     format!("no memento of {} in any of the {answered} archives", agg.uri_r)
@@ -184,7 +184,7 @@ pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
     let text = agg
         .outcomes
         .iter()
-        .map(|o| format!("{}={};n={}", o.id, o.status.as_str(), o.mementos))
+        .map(|o| format!("{}={};n={}", o.id, o.answer.status.as_str(), o.mementos))
         .collect::<Vec<_>>()
         .join(", ");
     HeaderValue::from_str(&text).ok()
@@ -215,11 +215,13 @@ impl IntoResponse for AppError {
                 body.push_str(&format!(
                     "{}: {}{}{}\n",
                     o.id,
-                    o.status.as_str(),
-                    o.http_status
+                    o.answer.status.as_str(),
+                    o.answer
+                        .http_status
                         .map(|s| format!(" (HTTP {s})"))
                         .unwrap_or_default(),
-                    o.detail
+                    o.answer
+                        .detail
                         .as_deref()
                         .map(|d| format!(": {d}"))
                         .unwrap_or_default()

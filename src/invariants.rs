@@ -14,10 +14,10 @@ use crate::sampling::cdx::{self, CdxRow, Dialect};
 use crate::sampling::index::{self, IndexLine};
 use crate::sampling::surt;
 use crate::timemap::aggregate::Aggregate;
+use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution};
 use crate::timemap::datetime::{
     format_14digit, format_rfc1123, format_rfc3339, parse_14digit, parse_rfc1123,
 };
-use crate::timemap::merge::{merge, Contribution};
 use crate::timemap::parse::parse_link_format;
 use crate::timemap::serialize::{to_cdxj, to_json, to_link_format, SelfLinks, TimeMapFormat};
 use crate::timemap::{LinkMemento, MementoDatetime};
@@ -84,16 +84,13 @@ pub fn link_format(data: &[u8]) {
 /// Merges `mementos` as one archive's, writes the aggregate in the three formats and reads each
 /// back.
 fn round_trip(mementos: Vec<LinkMemento>) {
-    let timemap = merge(vec![Contribution {
-        archive: "fuzz".into(),
-        mementos,
-    }]);
-    let agg = Aggregate {
-        uri_r: URI_R.to_string(),
-        timemap,
-        outcomes: Vec::new(),
-        fetched_at: Utc.timestamp_opt(0, 0).single().unwrap_or_default(),
-    };
+    let at = Utc.timestamp_opt(0, 0).single().unwrap_or_default();
+    let answer = ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None);
+    let agg = Aggregate::of(
+        URI_R,
+        at,
+        &[Contribution::listed("fuzz", answer, at, mementos)],
+    );
     let links = SelfLinks::new(PUBLIC_URL, URI_R);
     let want: Vec<(&str, MementoDatetime)> = agg
         .timemap

@@ -7,12 +7,9 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
-use tmproxy::cache::entry::{ArchiveReport, Entry};
-use tmproxy::cache::policy::{
-    Action, ArchiveResult, FetchOutcome, Freshness, Match, Policy, PolicyKind, Serve,
-};
-use tmproxy::timemap::aggregate::ArchiveStatus;
-use tmproxy::timemap::LinkMemento;
+use tmproxy::cache::entry::Entry;
+use tmproxy::cache::policy::{Action, Freshness, Match, Policy, PolicyKind, Serve};
+use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, Fetch, ListedMemento};
 
 /// The archive name an empty observation is attributed to. An empty TimeMap still is an answer
 /// (the aggregate said 404), and `decide` treats a fetch with no answering archive as an outage
@@ -142,7 +139,7 @@ impl<'p> Replayer<'p> {
     }
 }
 
-/// One request for one URI-R on one day. m(·) is the server's own tally (`FetchOutcome::counts`,
+/// One request for one URI-R on one day. m(·) is the server's own tally (`Fetch::counts`,
 /// `Entry::count`): the very numbers `decide` compares, and no TimeMap is merged per request.
 fn step(policy: &Policy, s: &mut UriState, day: &LiveDay, m: &mut Measures) {
     let live = s.live_step(day, policy.matching);
@@ -154,7 +151,7 @@ fn step(policy: &Policy, s: &mut UriState, day: &LiveDay, m: &mut Measures) {
 /// match only, so a sweep computes it once per day for every policy and TTL.
 pub struct LiveStep {
     pub now: DateTime<Utc>,
-    pub fetch: FetchOutcome,
+    pub fetch: Fetch,
     /// m(L(r, t)).
     pub m_live: usize,
     /// The running max of m(L).
@@ -258,37 +255,32 @@ pub fn serve_day(policy: &Policy, entry: &mut Option<Entry>, live: &LiveStep, m:
 /// L(r, t) as the fan-out result the policy sees: one `ok` answer per archive listed, in the
 /// order they first appear; archives not listed are not asked (an observation lists what was
 /// observed, so `merge` keeps an unlisted archive's contribution as it would a timed-out one).
-pub fn outcome(day: &LiveDay, now: DateTime<Utc>) -> FetchOutcome {
-    let mut archives: Vec<ArchiveResult> = Vec::new();
+pub fn outcome(day: &LiveDay, now: DateTime<Utc>) -> Fetch {
+    let answered = |archive: &str, status, http_status| Contribution {
+        archive: archive.to_string(),
+        answer: ArchiveAnswer::failed(status, Some(http_status), None),
+        fetched_at: now,
+        mementos: Vec::new(),
+    };
+    let mut archives: Vec<Contribution> = Vec::new();
     for x in &day.mementos {
         let i = match archives.iter().position(|a| a.archive == x.archive) {
             Some(i) => i,
             None => {
-                archives.push(ArchiveResult {
-                    archive: x.archive.clone(),
-                    status: ArchiveStatus::Ok,
-                    http_status: Some(200),
-                    mementos: Vec::new(),
-                    report: ArchiveReport::default(),
-                });
+                archives.push(answered(&x.archive, ArchiveStatus::Ok, 200));
                 archives.len() - 1
             }
         };
-        archives[i].mementos.push(LinkMemento {
+        archives[i].mementos.push(ListedMemento {
             uri_m: x.uri_m.clone(),
             datetime: x.datetime,
+            absent: None,
         });
     }
     if archives.is_empty() {
-        archives.push(ArchiveResult {
-            archive: EMPTY_ANSWER_ARCHIVE.to_string(),
-            status: ArchiveStatus::NotFound,
-            http_status: Some(404),
-            mementos: Vec::new(),
-            report: ArchiveReport::default(),
-        });
+        archives.push(answered(EMPTY_ANSWER_ARCHIVE, ArchiveStatus::NotFound, 404));
     }
-    FetchOutcome {
+    Fetch {
         uri_r: day.uri_r.clone(),
         at: now,
         archives,

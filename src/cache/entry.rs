@@ -2,14 +2,13 @@
 //! refresh one archive without forgetting another, plus the bookkeeping the policy needs.
 
 use super::policy::{self, Action, ChangeCase, Match};
-use crate::timemap::aggregate::ArchiveStatus;
-use crate::timemap::merge::{self, Contribution as MergeInput};
-use crate::timemap::{LinkMemento, MementoDatetime, TimeMap};
+use crate::timemap::answer::{Contribution, Fetch, ListedMemento};
+use crate::timemap::merge;
+use crate::timemap::TimeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::mem::size_of;
-use std::sync::Arc;
 
 /// Bumped whenever a stored entry could no longer be read as this struct; a disk tier drops
 /// entries of another version instead of misreading them.
@@ -44,64 +43,6 @@ pub struct Entry {
     pub history: VecDeque<HistoryItem>,
 }
 
-/// What one archive contributed to the entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Contribution {
-    pub archive: String,
-    /// Its status the last time it was asked (a failed archive keeps its older mementos under
-    /// `merge`, so `status` may be `timeout` while `mementos` is not empty).
-    pub status: ArchiveStatus,
-    pub http_status: Option<u16>,
-    /// When `mementos` were last answered by this archive.
-    pub fetched_at: DateTime<Utc>,
-    pub mementos: Vec<CachedMemento>,
-    /// What the last fan-out said about this archive beyond its status, so a cached answer is as
-    /// honest about failures as a fresh one.
-    #[serde(default)]
-    pub report: ArchiveReport,
-}
-
-impl Contribution {
-    /// This archive's latest answer, as its status; the mementos it contributed stay.
-    pub fn note_answer(&mut self, answer: &policy::ArchiveResult) {
-        self.status = answer.status;
-        self.http_status = answer.http_status;
-        self.report = answer.report.clone();
-    }
-}
-
-/// The details of one archive's last answer: why it failed, what was left out, how long it took.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ArchiveReport {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    #[serde(default)]
-    pub skipped: usize,
-    #[serde(default)]
-    pub pages: usize,
-    #[serde(default)]
-    pub elapsed_ms: u64,
-}
-
-/// A memento as cached, with its absence record under `merge`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CachedMemento {
-    pub uri_m: String,
-    pub datetime: MementoDatetime,
-    /// Set while the archive keeps answering without it: still served until the redaction rule
-    /// drops it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub absent: Option<Absence>,
-}
-
-/// A memento missing from `confirmations` consecutive successful answers of its archive, the
-/// first of them at `since`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Absence {
-    pub since: DateTime<Utc>,
-    pub confirmations: u32,
-}
-
 /// One decision about the entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryItem {
@@ -114,36 +55,11 @@ pub struct HistoryItem {
     pub same_set: Option<bool>,
 }
 
-impl From<LinkMemento> for CachedMemento {
-    fn from(m: LinkMemento) -> Self {
-        CachedMemento {
-            uri_m: m.uri_m,
-            datetime: m.datetime,
-            absent: None,
-        }
-    }
-}
-
 impl Entry {
     /// The TimeMap to serve: every contribution's mementos, the absent-but-not-yet-dropped
-    /// included, through the same merge as a live fan-out (sorted, one per loose key).
+    /// included, through the same merge as a fetch (sorted, one per loose key).
     pub fn timemap(&self) -> TimeMap {
-        let inputs = self
-            .contributions
-            .iter()
-            .map(|c| MergeInput {
-                archive: Arc::from(c.archive.as_str()),
-                mementos: c
-                    .mementos
-                    .iter()
-                    .map(|m| LinkMemento {
-                        uri_m: m.uri_m.clone(),
-                        datetime: m.datetime,
-                    })
-                    .collect(),
-            })
-            .collect();
-        merge::merge(inputs)
+        merge::merge(&self.contributions)
     }
 
     /// A fair estimate of the entry's heap footprint, for the memory tier's weigher. Counts
@@ -154,7 +70,7 @@ impl Entry {
             .iter()
             .map(|c| {
                 c.archive.capacity()
-                    + c.mementos.capacity() * size_of::<CachedMemento>()
+                    + c.mementos.capacity() * size_of::<ListedMemento>()
                     + c.mementos.iter().map(|m| m.uri_m.capacity()).sum::<usize>()
             })
             .sum();
@@ -185,10 +101,10 @@ impl Entry {
     /// Records what each archive of `fresh` said on this check without touching the content:
     /// status, HTTP status and report follow the latest answer, mementos and their fetch time
     /// stay. Archives the entry does not hold are left out (they contribute nothing served).
-    pub fn note_answers(&mut self, fresh: &policy::FetchOutcome) {
+    pub fn note_answers(&mut self, fresh: &Fetch) {
         for c in &mut self.contributions {
             if let Some(r) = fresh.archives.iter().find(|r| r.archive == c.archive) {
-                c.note_answer(r);
+                c.answer = r.answer.clone();
             }
         }
     }
@@ -205,6 +121,7 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timemap::answer::{Absence, ArchiveAnswer, ArchiveStatus};
     use crate::timemap::datetime::parse_14digit;
 
     fn at(ts: &str) -> DateTime<Utc> {
@@ -218,16 +135,15 @@ mod tests {
             contributions: vec![
                 Contribution {
                     archive: "ia".to_string(),
-                    status: ArchiveStatus::Ok,
-                    http_status: Some(200),
+                    answer: ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None),
                     fetched_at: at("20240101000000"),
                     mementos: vec![
-                        CachedMemento {
+                        ListedMemento {
                             uri_m: "http://ia/2001".to_string(),
                             datetime: at("20010101000000"),
                             absent: None,
                         },
-                        CachedMemento {
+                        ListedMemento {
                             uri_m: "http://ia/1999".to_string(),
                             datetime: at("19990101000000"),
                             absent: Some(Absence {
@@ -236,19 +152,16 @@ mod tests {
                             }),
                         },
                     ],
-                    report: Default::default(),
                 },
                 Contribution {
                     archive: "pt".to_string(),
-                    status: ArchiveStatus::Timeout,
-                    http_status: None,
+                    answer: ArchiveAnswer::failed(ArchiveStatus::Timeout, None, None),
                     fetched_at: at("20231201000000"),
-                    mementos: vec![CachedMemento {
+                    mementos: vec![ListedMemento {
                         uri_m: "http://pt/2000".to_string(),
                         datetime: at("20000101000000"),
                         absent: None,
                     }],
-                    report: Default::default(),
                 },
             ],
             fetched_at: at("20240101000000"),
@@ -288,14 +201,14 @@ mod tests {
 
     #[test]
     fn present_mementos_serialise_without_an_absent_field() {
-        let m = CachedMemento {
+        let m = ListedMemento {
             uri_m: "http://ia/1".to_string(),
             datetime: at("20010101000000"),
             absent: None,
         };
         let json = serde_json::to_string(&m).expect("serialise");
         assert!(!json.contains("absent"), "{json}");
-        let back: CachedMemento = serde_json::from_str(&json).expect("deserialise");
+        let back: ListedMemento = serde_json::from_str(&json).expect("deserialise");
         assert_eq!(back, m);
     }
 
@@ -313,7 +226,7 @@ mod tests {
         let mut big = sample();
         big.contributions[0]
             .mementos
-            .extend((0..1000).map(|i| CachedMemento {
+            .extend((0..1000).map(|i| ListedMemento {
                 uri_m: format!("http://ia/web/2001{i:010}/http://example.com/"),
                 datetime: at("20010101000000") + chrono::Duration::seconds(i),
                 absent: None,

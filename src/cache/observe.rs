@@ -1,6 +1,6 @@
 //! The observation log: one JSON line per fan-out, the raw material `simulations/` replays.
 
-use crate::timemap::aggregate::Aggregate;
+use crate::timemap::answer::Fetch;
 use crate::timemap::datetime::{format_14digit, format_rfc3339};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -46,24 +46,32 @@ impl ObservationLog {
     }
 
     /// Appends the fan-out's line. A failed write is logged, never fatal to the request.
-    pub async fn append(&self, agg: &Aggregate) {
+    pub async fn append(&self, fetch: &Fetch) {
         let line = Line {
-            uri_r: &agg.uri_r,
-            at: format_rfc3339(agg.fetched_at),
-            archives: agg
-                .outcomes
+            uri_r: &fetch.uri_r,
+            at: format_rfc3339(fetch.at),
+            archives: fetch
+                .archives
                 .iter()
-                .map(|o| ArchiveLine {
-                    id: &o.id,
-                    status: o.status.as_str(),
-                    mementos: o.mementos,
+                .map(|c| ArchiveLine {
+                    id: &c.archive,
+                    status: c.answer.status.as_str(),
+                    mementos: c.mementos.len(),
                 })
                 .collect(),
-            mementos: agg
-                .timemap
-                .mementos
+            // Archive by archive, each oldest first (one per datetime, as the fan-out keeps them).
+            mementos: fetch
+                .archives
                 .iter()
-                .map(|m| (&*m.archive, format_14digit(m.datetime), m.uri_m.as_str()))
+                .flat_map(|c| {
+                    c.mementos.iter().map(|m| {
+                        (
+                            c.archive.as_str(),
+                            format_14digit(m.datetime),
+                            m.uri_m.as_str(),
+                        )
+                    })
+                })
                 .collect(),
         };
         let mut bytes = match serde_json::to_vec(&line) {

@@ -4,11 +4,12 @@
 
 use super::entry::Entry;
 use super::observe::ObservationLog;
-use super::policy::{Action, ChangeCase, FetchOutcome, Freshness, Policy};
+use super::policy::{Action, ChangeCase, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
 use super::store::{Cacheable, Store, Tiered};
 use crate::clock::Clock;
-use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, Verdict};
+use crate::timemap::aggregate::{Aggregate, Verdict};
+use crate::timemap::answer::Fetch;
 use crate::timemap::datetime::format_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
@@ -169,44 +170,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The aggregate a stored entry stands for: its TimeMap and each archive's recorded outcome.
-/// An entry stored before URI-Ms were checked on reading may hold one that is not http(s) or
-/// has a control character: it is left out here, once per load of the entry, so it is never
-/// served (not as a `Location`, not in a TimeMap) whatever the disk holds.
+/// The aggregate a stored entry stands for: its TimeMap and each archive's recorded answer.
 pub fn aggregate_of(entry: &Entry) -> Aggregate {
-    let mut timemap = entry.timemap();
-    timemap
-        .mementos
-        .retain(|m| crate::uri_text::is_servable_uri_m(&m.uri_m));
-    let per_archive = timemap.count_by_archive();
-    let outcomes = entry
-        .contributions
-        .iter()
-        .map(|c| ArchiveOutcome {
-            id: c.archive.clone(),
-            status: c.status,
-            http_status: c.http_status,
-            mementos: per_archive.get(c.archive.as_str()).copied().unwrap_or(0),
-            elapsed_ms: c.report.elapsed_ms,
-            detail: c.report.detail.clone(),
-            pages: c.report.pages,
-            skipped: c.report.skipped,
-        })
-        .collect();
-    Aggregate {
-        uri_r: entry.uri_r.clone(),
-        timemap,
-        outcomes,
-        fetched_at: entry.fetched_at,
-    }
-}
-
-/// The fan-out's outcomes with the fresh fetch's TimeMap put back (it was released early).
-fn agg_with(agg: Aggregate, fresh: &FetchOutcome) -> Aggregate {
-    Aggregate {
-        timemap: fresh.timemap(),
-        ..agg
-    }
+    Aggregate::of(&entry.uri_r, entry.fetched_at, &entry.contributions)
 }
 
 /// How an answer came about, as `X-Cache` says it.
@@ -255,7 +221,9 @@ impl Served {
         }
     }
 
-    fn fresh(aggregate: Aggregate, public_url: &str, status: CacheStatus) -> Served {
+    /// A fetch served as it is (policy `none`, an outage): merged here, where it is served.
+    fn fresh(fetch: &Fetch, public_url: &str, status: CacheStatus) -> Served {
+        let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
         let at = aggregate.fetched_at;
         Served {
             view: Arc::new(View::new(aggregate, public_url)),
@@ -356,10 +324,10 @@ impl TimeMapCache {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
-            let agg = self.fan_out(uri_r, req.deadline, arrived).await;
+            let fetch = self.fan_out(uri_r, req.deadline, arrived).await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
-            return Served::fresh(agg, &self.public_url, CacheStatus::Miss);
+            return Served::fresh(&fetch, &self.public_url, CacheStatus::Miss);
         };
         let now = self.clock.now();
         let cached = store.get(uri_r).await;
@@ -405,11 +373,10 @@ impl TimeMapCache {
             match &cached {
                 Some(c) => Served::stored(c, &self.public_url, CacheStatus::Stale),
                 None => Served::fresh(
-                    Aggregate {
+                    &Fetch {
                         uri_r: uri_r.to_string(),
-                        timemap: Default::default(),
-                        outcomes: Vec::new(),
-                        fetched_at: now,
+                        at: now,
+                        archives: Vec::new(),
                     },
                     &self.public_url,
                     CacheStatus::Miss,
@@ -501,14 +468,14 @@ impl TimeMapCache {
         uri_r: &str,
         deadline: Option<Duration>,
         arrived: tokio::time::Instant,
-    ) -> Aggregate {
+    ) -> Fetch {
         let deadline = deadline.unwrap_or(self.upstream.deadline());
-        let agg = self.upstream.aggregate_from(uri_r, deadline, arrived).await;
+        let fetch = self.upstream.fetch_from(uri_r, deadline, arrived).await;
         self.stats.count_fan_out();
         if let Some(log) = &self.observe {
-            log.append(&agg).await;
+            log.append(&fetch).await;
         }
-        agg
+        fetch
     }
 
     /// Refreshes still running, first stores still being written included. A stopping server

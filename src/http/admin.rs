@@ -124,8 +124,8 @@ fn describe(entry: &Entry, fresh: bool) -> serde_json::Value {
         .map(|c| {
             json!({
                 "archive": c.archive,
-                "status": c.status,
-                "http_status": c.http_status,
+                "status": c.answer.status,
+                "http_status": c.answer.http_status,
                 "mementos": c.mementos.len(),
                 "absent": c.mementos.iter().filter(|m| m.absent.is_some()).count(),
                 "fetched_at": format_rfc3339(c.fetched_at),

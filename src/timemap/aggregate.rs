@@ -1,65 +1,41 @@
-//! What a fan-out produced: the merged TimeMap and each archive's outcome, honest about failures.
+//! What is served for a URI-R: the merged TimeMap and each archive's outcome, honest about
+//! failures. Built once, from a fetch or a stored entry's contributions, where it is served.
 
+use super::answer::{ArchiveAnswer, ArchiveStatus, Contribution};
+use super::merge::merge;
 use super::model::{MementoDatetime, TimeMap};
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
-/// How one archive answered. Serialised in lower case, as clients see it in `archives[]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArchiveStatus {
-    /// Answered with at least one memento.
-    Ok,
-    /// Answered 2xx with a TimeMap that lists no memento.
-    Empty,
-    /// Answered 404: it holds nothing for this URI-R.
-    NotFound,
-    /// No (complete) answer before its timeout or the request's deadline.
-    Timeout,
-    /// Connection failure, non-2xx/404 status, oversized body, redirect loop…
-    Error,
-    /// Answered 2xx but nothing in the body could be read as a TimeMap.
-    Malformed,
-}
-
-impl ArchiveStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ArchiveStatus::Ok => "ok",
-            ArchiveStatus::Empty => "empty",
-            ArchiveStatus::NotFound => "not_found",
-            ArchiveStatus::Timeout => "timeout",
-            ArchiveStatus::Error => "error",
-            ArchiveStatus::Malformed => "malformed",
-        }
-    }
-
-    /// True when the archive gave a usable answer (even "nothing here"): the aggregate may then
-    /// say 404 with confidence. False when we could not learn what the archive holds.
-    pub fn answered(self) -> bool {
-        matches!(
-            self,
-            ArchiveStatus::Ok | ArchiveStatus::Empty | ArchiveStatus::NotFound
-        )
-    }
-}
-
-/// One archive's part in an aggregate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One archive's part in a served aggregate: its answer and how many of the served mementos
+/// are its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchiveOutcome {
     pub id: String,
-    pub status: ArchiveStatus,
-    /// The last HTTP status it sent, when it sent one.
-    pub http_status: Option<u16>,
-    /// Mementos it contributed (after its own duplicates were removed).
+    pub answer: ArchiveAnswer,
+    /// Mementos of the served TimeMap that are this archive's.
     pub mementos: usize,
-    pub elapsed_ms: u64,
-    /// Why it failed, or what was odd (`skipped 3 malformed entries`, `connection refused`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    /// TimeMap pages fetched from it (1 unless it pages).
-    pub pages: usize,
-    /// Entries it sent that could not be read and were left out.
-    pub skipped: usize,
+}
+
+/// As clients read it in `archives[]`: `{id, status, http_status, mementos, elapsed_ms,
+/// detail?, pages, skipped}`.
+impl Serialize for ArchiveOutcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let a = &self.answer;
+        let mut s = serializer.serialize_struct("ArchiveOutcome", 8)?;
+        s.serialize_field("id", &self.id)?;
+        s.serialize_field("status", &a.status)?;
+        s.serialize_field("http_status", &a.http_status)?;
+        s.serialize_field("mementos", &self.mementos)?;
+        s.serialize_field("elapsed_ms", &a.elapsed_ms)?;
+        match &a.detail {
+            Some(detail) => s.serialize_field("detail", detail)?,
+            None => s.skip_field("detail")?,
+        }
+        s.serialize_field("pages", &a.pages)?;
+        s.serialize_field("skipped", &a.skipped)?;
+        s.end()
+    }
 }
 
 /// The answer to one TimeMap request.
@@ -86,8 +62,43 @@ pub enum Verdict {
 }
 
 impl Aggregate {
+    /// The aggregate of `contributions` (a fetch's, or a stored entry's): their mementos merged,
+    /// the one place that happens, and each archive's answer with its share of them. A URI-M
+    /// that is not http(s) or has a control character is left out: parsing refuses those, but an
+    /// entry stored before it did may hold one, and it must never be served (not as a
+    /// `Location`, not in a TimeMap).
+    pub fn of(
+        uri_r: &str,
+        fetched_at: MementoDatetime,
+        contributions: &[Contribution],
+    ) -> Aggregate {
+        let mut timemap = merge(contributions);
+        timemap
+            .mementos
+            .retain(|m| crate::uri_text::is_servable_uri_m(&m.uri_m));
+        let per_archive = timemap.count_by_archive();
+        let outcomes = contributions
+            .iter()
+            .map(|c| ArchiveOutcome {
+                id: c.archive.clone(),
+                answer: c.answer.clone(),
+                mementos: per_archive.get(c.archive.as_str()).copied().unwrap_or(0),
+            })
+            .collect();
+        Aggregate {
+            uri_r: uri_r.to_owned(),
+            timemap,
+            outcomes,
+            fetched_at,
+        }
+    }
+
     pub fn verdict(&self) -> Verdict {
-        let answered = self.outcomes.iter().filter(|o| o.status.answered()).count();
+        let answered = self
+            .outcomes
+            .iter()
+            .filter(|o| o.answer.status.answered())
+            .count();
         let partial = answered < self.outcomes.len();
         if !self.timemap.is_empty() {
             Verdict::Found { partial }
@@ -99,13 +110,13 @@ impl Aggregate {
                     && self
                         .outcomes
                         .iter()
-                        .all(|o| o.status == ArchiveStatus::Timeout),
+                        .all(|o| o.answer.status == ArchiveStatus::Timeout),
             }
         }
     }
 
     /// The archives whose answer is missing from the aggregate.
     pub fn missing(&self) -> impl Iterator<Item = &ArchiveOutcome> {
-        self.outcomes.iter().filter(|o| !o.status.answered())
+        self.outcomes.iter().filter(|o| !o.answer.status.answered())
     }
 }

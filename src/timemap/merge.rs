@@ -1,22 +1,18 @@
 //! The aggregate of several archives' TimeMaps, and the closest-memento choice on it.
 
-use super::model::{ArchiveId, LinkMemento, Memento, MementoDatetime, TimeMap};
-
-/// One archive's contribution to an aggregate, in the order the archives are configured.
-#[derive(Debug, Clone)]
-pub struct Contribution {
-    pub archive: ArchiveId,
-    pub mementos: Vec<LinkMemento>,
-}
+use super::answer::Contribution;
+use super::model::{Memento, MementoDatetime, TimeMap};
+use std::sync::Arc;
 
 /// The union of the contributions, sorted oldest first, ties in archive order, with exact
 /// duplicates and repeated loose keys (archive, datetime) removed: the first seen wins.
 ///
 /// MemGator and pywb list duplicates (an archive often lists a memento as both `first memento`
-/// and `memento`); a client counting mementos would be misled, so we keep one per loose key.
+/// and `memento`); a client counting mementos would be misled, so we keep one per loose key
+/// (a fetch's contributions are already deduplicated so; a stored one may not be sorted).
 /// Sorting is O(n log n) whatever the input order, so newest-first TimeMaps cost the same.
-/// Takes the contributions by value so each URI-M string moves into the result uncopied.
-pub fn merge(mut contributions: Vec<Contribution>) -> TimeMap {
+/// The contributions are kept (they are the cache entry), so each URI-M served is copied once.
+pub fn merge(contributions: &[Contribution]) -> TimeMap {
     let total: usize = contributions.iter().map(|c| c.mementos.len()).sum();
     // (datetime, archive rank, position within the archive): sorting by this tuple gives the
     // datetime order, ties in archive order, and keeps each archive's own order stable.
@@ -29,16 +25,19 @@ pub fn merge(mut contributions: Vec<Contribution>) -> TimeMap {
     order.sort_unstable();
     order.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
 
+    // One shared id per archive: a large TimeMap repeats it on every memento.
+    let ids: Vec<Arc<str>> = contributions
+        .iter()
+        .map(|c| Arc::from(c.archive.as_str()))
+        .collect();
     let mementos = order
         .into_iter()
-        .map(|(datetime, rank, pos)| {
-            let c = &mut contributions[rank as usize];
-            Memento {
-                // Each (rank, pos) survives the dedup at most once, so taking is safe.
-                uri_m: std::mem::take(&mut c.mementos[pos as usize].uri_m),
-                datetime,
-                archive: c.archive.clone(),
-            }
+        .map(|(datetime, rank, pos)| Memento {
+            uri_m: contributions[rank as usize].mementos[pos as usize]
+                .uri_m
+                .clone(),
+            datetime,
+            archive: ids[rank as usize].clone(),
         })
         .collect();
     TimeMap { mementos }
@@ -106,8 +105,19 @@ pub fn closest(timemap: &TimeMap, target: MementoDatetime) -> Option<Closest> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
     use crate::timemap::datetime::parse_14digit;
-    use std::sync::Arc;
+    use crate::timemap::LinkMemento;
+
+    /// A contribution as an archive listed it, unsorted and with its duplicates.
+    fn contribution(archive: &str, mementos: Vec<LinkMemento>) -> Contribution {
+        Contribution {
+            archive: archive.to_string(),
+            answer: ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None),
+            fetched_at: parse_14digit("20240101000000").expect("ts"),
+            mementos: mementos.into_iter().map(Into::into).collect(),
+        }
+    }
 
     fn lm(uri: &str, ts: &str) -> LinkMemento {
         LinkMemento {
@@ -141,16 +151,7 @@ mod tests {
             lm("http://pt/2005", "20050101000000"),
             lm("http://pt/2009", "20091027204954"),
         ];
-        let merged = merge(vec![
-            Contribution {
-                archive: Arc::from("ia"),
-                mementos: ia,
-            },
-            Contribution {
-                archive: Arc::from("arquivo"),
-                mementos: pt,
-            },
-        ]);
+        let merged = merge(&[contribution("ia", ia), contribution("arquivo", pt)]);
         let got: Vec<&str> = merged.mementos.iter().map(|m| m.uri_m.as_str()).collect();
         // Ties (2009) in archive order: ia before arquivo. First seen wins a loose key.
         assert_eq!(
@@ -168,12 +169,8 @@ mod tests {
 
     #[test]
     fn merge_of_nothing_is_empty() {
-        assert!(merge(vec![]).is_empty());
-        assert!(merge(vec![Contribution {
-            archive: Arc::from("ia"),
-            mementos: vec![]
-        }])
-        .is_empty());
+        assert!(merge(&[]).is_empty());
+        assert!(merge(&[contribution("ia", vec![])]).is_empty());
     }
 
     #[test]
@@ -186,14 +183,8 @@ mod tests {
             })
             .collect();
         let newest: Vec<LinkMemento> = oldest.iter().rev().cloned().collect();
-        let a = merge(vec![Contribution {
-            archive: Arc::from("ia"),
-            mementos: oldest,
-        }]);
-        let b = merge(vec![Contribution {
-            archive: Arc::from("ia"),
-            mementos: newest,
-        }]);
+        let a = merge(&[contribution("ia", oldest)]);
+        let b = merge(&[contribution("ia", newest)]);
         assert_eq!(a, b);
         assert_eq!(a.len(), 1000);
     }

@@ -1,6 +1,7 @@
 //! TimeMaps without I/O: the model, the link-format parser, the merge and the serialisers.
 
 pub mod aggregate;
+pub mod answer;
 pub mod datetime;
 pub mod merge;
 pub mod model;

@@ -264,7 +264,7 @@ fn json_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timemap::aggregate::ArchiveStatus;
+    use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
     use crate::timemap::datetime::{format_14digit, parse_14digit};
     use crate::timemap::model::TimeMap;
     use std::sync::Arc;
@@ -284,13 +284,12 @@ mod tests {
             },
             outcomes: vec![ArchiveOutcome {
                 id: "ia".into(),
-                status: ArchiveStatus::Ok,
-                http_status: Some(200),
+                answer: ArchiveAnswer {
+                    elapsed_ms: 12,
+                    pages: 1,
+                    ..ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None)
+                },
                 mementos: entries.len(),
-                elapsed_ms: 12,
-                detail: None,
-                pages: 1,
-                skipped: 0,
             }],
             fetched_at: parse_14digit("20261122").expect("ts"),
         }

@@ -1,4 +1,5 @@
-//! One request to every enabled archive at once; whatever has answered by the deadline is merged.
+//! One request to every enabled archive at once; whatever has answered by the deadline is each
+//! archive's contribution to the fetch (merged where it is served, not here).
 
 use super::budget::Budget;
 use super::fetch::{fetch_archive, ArchiveFetch, FetchLimits, Route};
@@ -6,8 +7,7 @@ use super::registry::{Archive, Health};
 use super::resolve::Lookup;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, ArchiveStatus};
-use crate::timemap::merge::{merge, Contribution};
+use crate::timemap::answer::{ArchiveStatus, Contribution, Fetch};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -91,20 +91,16 @@ impl Upstream {
         self.deadline
     }
 
-    /// Asks every awake archive in parallel and merges what arrives within `deadline` (capped at
-    /// the configured one). Never fails: each archive's failure is in its outcome.
-    pub async fn aggregate(&self, uri_r: &str, deadline: Duration) -> Aggregate {
-        self.aggregate_from(uri_r, deadline, Instant::now()).await
+    /// Asks every awake archive in parallel and keeps what arrives within `deadline` (capped at
+    /// the configured one), one contribution per archive. Never fails: each archive's failure is
+    /// in its answer.
+    pub async fn fetch(&self, uri_r: &str, deadline: Duration) -> Fetch {
+        self.fetch_from(uri_r, deadline, Instant::now()).await
     }
 
-    /// [`Upstream::aggregate`] for a request that arrived at `arrived`: the deadline counts from
+    /// [`Upstream::fetch`] for a request that arrived at `arrived`: the deadline counts from
     /// then, so time the request already spent (reading a huge entry from disk) is not added.
-    pub async fn aggregate_from(
-        &self,
-        uri_r: &str,
-        deadline: Duration,
-        arrived: Instant,
-    ) -> Aggregate {
+    pub async fn fetch_from(&self, uri_r: &str, deadline: Duration, arrived: Instant) -> Fetch {
         let deadline = deadline.min(self.deadline);
         let started = Instant::now();
         let stop_at = arrived + deadline;
@@ -162,7 +158,7 @@ impl Upstream {
                 Some((i, fetch, elapsed)) = pending.next() => {
                     // Our own memory budget running out says nothing about the archive.
                     if !fetch.over_budget {
-                        self.record_health(i, fetch.status.answered());
+                        self.record_health(i, fetch.answer.status.answered());
                     }
                     results[i] = Some((fetch, elapsed));
                 }
@@ -193,38 +189,20 @@ impl Upstream {
             }
         }
 
-        let mut fetched: Vec<(ArchiveFetch, Duration)> = results.into_iter().flatten().collect();
-        let contributions: Vec<Contribution> = self
+        let archives = self
             .archives
             .iter()
-            .zip(fetched.iter_mut())
-            .map(|(a, (f, _))| Contribution {
-                archive: a.id.clone(),
-                mementos: std::mem::take(&mut f.mementos),
+            .zip(results.into_iter().flatten())
+            .map(|(a, (mut f, elapsed))| {
+                f.answer.elapsed_ms = elapsed.as_millis() as u64;
+                // The mementos move; the budget's hold on their bytes ends with `f`.
+                Contribution::listed(&a.id, f.answer, now, std::mem::take(&mut f.mementos))
             })
             .collect();
-        let timemap = merge(contributions);
-        let per_archive = timemap.count_by_archive();
-        let outcomes = self
-            .archives
-            .iter()
-            .zip(&fetched)
-            .map(|(a, (f, elapsed))| ArchiveOutcome {
-                id: a.id.to_string(),
-                status: f.status,
-                http_status: f.http_status,
-                mementos: per_archive.get(&*a.id).copied().unwrap_or(0),
-                elapsed_ms: elapsed.as_millis() as u64,
-                detail: f.detail.clone(),
-                pages: f.pages,
-                skipped: f.skipped,
-            })
-            .collect();
-        Aggregate {
+        Fetch {
             uri_r: uri_r.to_string(),
-            timemap,
-            outcomes,
-            fetched_at: now,
+            at: now,
+            archives,
         }
     }
 

@@ -4,7 +4,7 @@ use super::budget::{Budget, Held};
 use super::guard::HopRules;
 use super::registry::Archive;
 use super::resolve::{refusal_in, GuardedResolver, Lookup};
-use crate::timemap::aggregate::ArchiveStatus;
+use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use crate::timemap::parse::parse_link_format;
 use crate::uri_r::clip;
@@ -30,17 +30,15 @@ pub struct FetchLimits {
     pub max_pages: usize,
 }
 
-/// What one archive gave us, before merging. `mementos` may hold duplicates; the merge removes them.
+/// What one archive gave us: its answer and the mementos it listed (in its order, with its
+/// duplicates: the fan-out makes them a [`crate::timemap::answer::Contribution`]), plus what
+/// the fan-out needs to know about the asking.
 #[derive(Debug, Clone)]
 pub struct ArchiveFetch {
-    pub status: ArchiveStatus,
-    pub http_status: Option<u16>,
-    pub detail: Option<String>,
-    pub pages: usize,
-    pub skipped: usize,
+    pub answer: ArchiveAnswer,
     pub mementos: Vec<LinkMemento>,
     /// The bytes this answer holds against `max_buffered`, given back when the last clone of
-    /// this fetch is dropped (after the merge).
+    /// this fetch is dropped (once the fan-out has made it a contribution).
     pub held: Option<Arc<Held>>,
     /// Failed on our own memory budget, not the archive's fault: no step towards dormancy.
     pub over_budget: bool,
@@ -54,12 +52,16 @@ impl ArchiveFetch {
         http_status: Option<u16>,
         detail: impl Into<String>,
     ) -> ArchiveFetch {
-        ArchiveFetch {
+        ArchiveFetch::answered(ArchiveAnswer::failed(
             status,
             http_status,
-            detail: Some(detail.into()),
-            pages: 0,
-            skipped: 0,
+            Some(detail.into()),
+        ))
+    }
+
+    fn answered(answer: ArchiveAnswer) -> ArchiveFetch {
+        ArchiveFetch {
+            answer,
             mementos: Vec::new(),
             held: None,
             over_budget: false,
@@ -130,17 +132,8 @@ pub async fn fetch_archive(
     };
     let mut queue = vec![first];
     let mut seen: HashSet<String> = HashSet::new();
-    let mut result = ArchiveFetch {
-        status: ArchiveStatus::Empty,
-        http_status: None,
-        detail: None,
-        pages: 0,
-        skipped: 0,
-        mementos: Vec::new(),
-        held: None,
-        over_budget: false,
-        refused_hop: false,
-    };
+    let mut result =
+        ArchiveFetch::answered(ArchiveAnswer::failed(ArchiveStatus::Empty, None, None));
     // What every page read so far still holds against the budget (its parsed mementos).
     let mut held = budget.hold();
     let mut notes: Vec<String> = Vec::new();
@@ -154,7 +147,7 @@ pub async fn fetch_archive(
         if !seen.insert(uri_t.clone()) {
             continue;
         }
-        if result.pages >= limits.max_pages {
+        if result.answer.pages >= limits.max_pages {
             notes.push(format!(
                 "stopped after {} pages (max_pages)",
                 limits.max_pages
@@ -167,38 +160,31 @@ pub async fn fetch_archive(
         let page = match fetch_page(route, &uri_t, cap, budget).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
-            Err(failure) if result.pages == 0 || failure.refused_hop => return failure,
+            Err(failure) if result.answer.pages == 0 || failure.refused_hop => return failure,
             Err(failure) => {
                 // A later page failed: keep what the earlier pages gave, and say so.
                 notes.push(format!(
                     "page {} failed: {}",
-                    result.pages + 1,
-                    failure.detail.unwrap_or_default()
+                    result.answer.pages + 1,
+                    failure.answer.detail.unwrap_or_default()
                 ));
                 break;
             }
         };
-        result.pages += 1;
+        result.answer.pages += 1;
         body_bytes += page.body.len() as u64;
-        result.http_status = Some(page.http_status);
+        result.answer.http_status = Some(page.http_status);
         if page.http_status == 404 || page.http_status == 410 {
-            if result.pages == 1 {
+            if result.answer.pages == 1 {
                 // The archive holds nothing for this URI-R: an answer, not a failure.
-                return ArchiveFetch {
-                    status: ArchiveStatus::NotFound,
-                    http_status: Some(page.http_status),
-                    detail: None,
-                    pages: 1,
-                    skipped: 0,
-                    mementos: Vec::new(),
-                    held: None,
-                    over_budget: false,
-                    refused_hop: false,
-                };
+                let mut answer =
+                    ArchiveAnswer::failed(ArchiveStatus::NotFound, Some(page.http_status), None);
+                answer.pages = 1;
+                return ArchiveFetch::answered(answer);
             }
             notes.push(format!(
                 "page {} answered {}",
-                result.pages, page.http_status
+                result.answer.pages, page.http_status
             ));
             continue;
         }
@@ -211,7 +197,7 @@ pub async fn fetch_archive(
             || !parsed.pages.is_empty();
         saw_links |= has_links;
         saw_garbage |= !blank && !has_links;
-        result.skipped += parsed.skipped;
+        result.answer.skipped += parsed.skipped;
         result.mementos.extend(parsed.mementos);
         for link in parsed.pages {
             if seen.contains(&link.uri) {
@@ -227,19 +213,22 @@ pub async fn fetch_archive(
         }
     }
 
-    if result.skipped > 0 {
-        notes.push(format!("skipped {} unreadable entries", result.skipped));
+    if result.answer.skipped > 0 {
+        notes.push(format!(
+            "skipped {} unreadable entries",
+            result.answer.skipped
+        ));
     }
-    result.status = if !result.mementos.is_empty() {
+    result.answer.status = if !result.mementos.is_empty() {
         ArchiveStatus::Ok
-    } else if result.skipped > 0 || (saw_garbage && !saw_links) {
+    } else if result.answer.skipped > 0 || (saw_garbage && !saw_links) {
         // Entries were there but none could be read, or the body was not link format at all
         // (an HTML page with a 200): we do not know what this archive holds.
         ArchiveStatus::Malformed
     } else {
         ArchiveStatus::Empty
     };
-    result.detail = (!notes.is_empty()).then(|| notes.join("; "));
+    result.answer.detail = (!notes.is_empty()).then(|| notes.join("; "));
     result.held = Some(Arc::new(held));
     result
 }

@@ -10,10 +10,10 @@ use axum::response::IntoResponse;
 use axum::Router;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tmproxy::cache::entry::{CachedMemento, Contribution, Entry, ENTRY_FORMAT_VERSION};
+use tmproxy::cache::entry::{Entry, ENTRY_FORMAT_VERSION};
 use tmproxy::cache::service::CachedTimeMap;
 use tmproxy::cache::store::Store;
-use tmproxy::timemap::aggregate::ArchiveStatus;
+use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, ListedMemento};
 use tmproxy::timemap::datetime::parse_14digit;
 use tmproxy::timemap::parse::parse_link_format;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -493,7 +493,7 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
     let fake = Fake::start(two_mementos).await;
     let proxy = proxy_for(&fake).await;
     let at = |ts: &str| parse_14digit(ts).expect("timestamp");
-    let memento = |uri_m: &str, ts: &str| CachedMemento {
+    let memento = |uri_m: &str, ts: &str| ListedMemento {
         uri_m: uri_m.to_string(),
         datetime: at(ts),
         absent: None,
@@ -504,8 +504,7 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
         uri_r: "http://old.example/".to_string(),
         contributions: vec![Contribution {
             archive: "fake".to_string(),
-            status: ArchiveStatus::Ok,
-            http_status: Some(200),
+            answer: ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None),
             fetched_at: at("20240101"),
             mementos: vec![
                 memento("http://good.example/2001/x", "2001"),
@@ -514,7 +513,6 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
                 memento("data:text/html,x", "2004"),
                 memento("http://good.example/2005/x", "2005"),
             ],
-            report: Default::default(),
         }],
         fetched_at: chrono::Utc::now(),
         checked_at: chrono::Utc::now(),

@@ -2,10 +2,9 @@
 //! into the cached entry per archive, with the redaction rule for mementos no longer listed.
 
 use super::tally::same_served_keys;
-use super::{Action, ArchiveResult, ChangeCase, FetchOutcome, Policy};
-use crate::cache::entry::{
-    Absence, CachedMemento, Contribution, Entry, HistoryItem, ENTRY_FORMAT_VERSION,
-};
+use super::{Action, ChangeCase, Policy};
+use crate::cache::entry::{Entry, HistoryItem, ENTRY_FORMAT_VERSION};
+use crate::timemap::answer::{Absence, Contribution, Fetch, ListedMemento};
 use crate::timemap::MementoDatetime;
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashSet;
@@ -15,13 +14,13 @@ impl Policy {
     pub(super) fn replaced(
         &self,
         cached: &Entry,
-        fresh: &FetchOutcome,
+        fresh: &Fetch,
         now: DateTime<Utc>,
         case: ChangeCase,
         same_set: Option<bool>,
     ) -> Entry {
         self.entry_from_fetch(
-            fresh,
+            fresh.clone(),
             now,
             cached.history.clone(),
             Some((case, same_set)),
@@ -32,21 +31,16 @@ impl Policy {
     /// A new entry holding exactly the fetch; `history` continues the old entry's.
     pub(super) fn entry_from_fetch(
         &self,
-        fresh: &FetchOutcome,
+        fresh: Fetch,
         now: DateTime<Utc>,
         history: VecDeque<HistoryItem>,
         case: Option<(ChangeCase, Option<bool>)>,
         action: Action,
     ) -> Entry {
-        let contributions = fresh
-            .archives
-            .iter()
-            .map(|r| contribution_of(r, fresh.at))
-            .collect();
         let mut e = Entry {
             version: ENTRY_FORMAT_VERSION,
-            uri_r: fresh.uri_r.clone(),
-            contributions,
+            uri_r: fresh.uri_r,
+            contributions: fresh.archives,
             fetched_at: fresh.at,
             checked_at: now,
             fresh_until: self.fresh_until(now),
@@ -69,7 +63,7 @@ impl Policy {
     pub(super) fn merged(
         &self,
         cached: &Entry,
-        fresh: &FetchOutcome,
+        fresh: &Fetch,
         now: DateTime<Utc>,
         case: ChangeCase,
         same_set: Option<bool>,
@@ -90,17 +84,18 @@ impl Policy {
                 Some(i) => {
                     used[i] = true;
                     let c = &cached.contributions[i];
-                    if r.status.answered() {
-                        self.refresh_contribution(c, r, fresh.at, now)
+                    if r.answer.status.answered() {
+                        self.refresh_contribution(c, r, now)
                     } else {
                         // We could not learn what it holds: what it held still stands, and
-                        // the status says it failed this time.
-                        let mut c = c.clone();
-                        c.note_answer(r);
-                        c
+                        // the answer says it failed this time.
+                        Contribution {
+                            answer: r.answer.clone(),
+                            ..c.clone()
+                        }
                     }
                 }
-                None => contribution_of(r, fresh.at),
+                None => r.clone(),
             };
             contributions.push(c);
         }
@@ -138,20 +133,14 @@ impl Policy {
     fn refresh_contribution(
         &self,
         cached: &Contribution,
-        fresh: &ArchiveResult,
-        fetched_at: DateTime<Utc>,
+        fresh: &Contribution,
         now: DateTime<Utc>,
     ) -> Contribution {
         // Within one archive the loose key is the datetime. A cached memento whose datetime is
         // listed again is superseded by the fresh one (a new URI-M there is a migration).
         let listed: FxHashSet<MementoDatetime> =
             fresh.mementos.iter().map(|m| m.datetime).collect();
-        let mut mementos: Vec<CachedMemento> = fresh
-            .mementos
-            .iter()
-            .cloned()
-            .map(CachedMemento::from)
-            .collect();
+        let mut mementos: Vec<ListedMemento> = fresh.mementos.clone();
         for m in cached
             .mementos
             .iter()
@@ -170,7 +159,7 @@ impl Policy {
             let redacted = absence.confirmations >= self.redaction_confirmations
                 && now.signed_duration_since(absence.since) >= self.redaction_grace;
             if !redacted {
-                mementos.push(CachedMemento {
+                mementos.push(ListedMemento {
                     uri_m: m.uri_m.clone(),
                     datetime: m.datetime,
                     absent: Some(absence),
@@ -179,28 +168,9 @@ impl Policy {
         }
         Contribution {
             archive: fresh.archive.clone(),
-            status: fresh.status,
-            http_status: fresh.http_status,
-            report: fresh.report.clone(),
-            fetched_at,
+            answer: fresh.answer.clone(),
+            fetched_at: fresh.fetched_at,
             mementos,
         }
-    }
-}
-
-/// What one archive listed in a fetch, as the entry keeps it.
-fn contribution_of(r: &ArchiveResult, fetched_at: DateTime<Utc>) -> Contribution {
-    Contribution {
-        archive: r.archive.clone(),
-        status: r.status,
-        http_status: r.http_status,
-        report: r.report.clone(),
-        fetched_at,
-        mementos: r
-            .mementos
-            .iter()
-            .cloned()
-            .map(CachedMemento::from)
-            .collect(),
     }
 }

@@ -5,17 +5,16 @@
 
 mod build;
 mod case;
-mod fetch;
 mod names;
 mod tally;
 
 pub use case::{classify, ChangeCase};
-pub use fetch::{ArchiveResult, FetchOutcome};
 pub use names::{Match, ParseNameError, PolicyKind};
 pub use tally::counts;
 pub(crate) use tally::{entry_keys, tally};
 
 use super::entry::{Entry, HistoryItem};
+use crate::timemap::answer::Fetch;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -226,12 +225,7 @@ impl Policy {
     }
 
     /// Decides what a fresh fetch does to the cache. `cached` is the current entry, if any.
-    pub fn decide(
-        &self,
-        cached: Option<&Entry>,
-        fresh: &FetchOutcome,
-        now: DateTime<Utc>,
-    ) -> Decision {
+    pub fn decide(&self, cached: Option<&Entry>, fresh: &Fetch, now: DateTime<Utc>) -> Decision {
         // An outage tells us nothing about the TimeMap: never let it touch the cache.
         if !fresh.answered() {
             return Decision::Unavailable {
@@ -242,13 +236,7 @@ impl Policy {
             return Decision::Pass;
         }
         let Some(cached) = cached else {
-            // A first fetch is stored even when empty: that is what case 5 later recovers from.
-            let entry = self.entry_from_fetch(fresh, now, VecDeque::new(), None, Action::Stored);
-            return Decision::Store {
-                case: None,
-                action: Action::Stored,
-                entry,
-            };
+            return self.decide_first(fresh.clone(), now);
         };
 
         let fresh_tally = tally(fetch_keys(fresh));
@@ -287,6 +275,24 @@ impl Policy {
         Decision::Store {
             case: Some(case),
             action,
+            entry,
+        }
+    }
+
+    /// [`Policy::decide`] with nothing cached, taking the fetch: its contributions move into
+    /// the entry uncopied (a first fetch of millions of mementos is not held twice).
+    pub fn decide_first(&self, fresh: Fetch, now: DateTime<Utc>) -> Decision {
+        if !fresh.answered() {
+            return Decision::Unavailable { serve_stale: false };
+        }
+        if !self.caches() {
+            return Decision::Pass;
+        }
+        // A first fetch is stored even when empty: that is what case 5 later recovers from.
+        let entry = self.entry_from_fetch(fresh, now, VecDeque::new(), None, Action::Stored);
+        Decision::Store {
+            case: None,
+            action: Action::Stored,
             entry,
         }
     }

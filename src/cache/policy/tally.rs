@@ -1,13 +1,14 @@
 //! Counting a TimeMap's archives and mementos (a, m), the one place keys are counted.
 
-use super::{FetchOutcome, Match};
+use super::Match;
 use crate::cache::entry::Entry;
+use crate::timemap::answer::Fetch;
 use crate::timemap::{MementoDatetime, TimeMap};
 use rustc_hash::FxHashSet;
 
 /// (a, m) of a TimeMap under `matching`: a = archives with at least one memento, m = distinct
 /// keys (strict: URI-M; loose: (archive, datetime)). Fetches and entries are counted by the same
-/// tally over what the archives listed (see [`FetchOutcome::counts`], [`Entry::count`]).
+/// tally over what the archives listed (see [`Fetch::counts`], [`Entry::count`]).
 pub fn counts(timemap: &TimeMap, matching: Match) -> (usize, usize) {
     tally(
         timemap
@@ -57,9 +58,14 @@ pub(crate) fn tally<'a>(
     }
 }
 
-pub(super) fn fetch_keys(
-    f: &FetchOutcome,
-) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
+impl Fetch {
+    /// (a, m) of what the archives listed, under `matching`.
+    pub fn counts(&self, matching: Match) -> (usize, usize) {
+        tally(fetch_keys(self)).counts(matching)
+    }
+}
+
+pub(super) fn fetch_keys(f: &Fetch) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
     f.archives.iter().flat_map(|r| {
         r.mementos
             .iter()
@@ -76,7 +82,7 @@ pub(crate) fn entry_keys(e: &Entry) -> impl Iterator<Item = (&str, MementoDateti
 }
 
 /// Case 1 can hide a swap (one memento gone, another new): are the loose key sets equal?
-pub(super) fn same_loose_set(cached: &Entry, fresh: &FetchOutcome) -> bool {
+pub(super) fn same_loose_set(cached: &Entry, fresh: &Fetch) -> bool {
     let old: FxHashSet<(&str, MementoDatetime)> =
         entry_keys(cached).map(|(a, d, _)| (a, d)).collect();
     let new: FxHashSet<(&str, MementoDatetime)> =

@@ -2,12 +2,12 @@
 //! merging and redaction, and replays of daily requests.
 
 use super::*;
-use crate::cache::entry::{Absence, ArchiveReport, ENTRY_FORMAT_VERSION};
-use crate::timemap::aggregate::{Aggregate, ArchiveOutcome, ArchiveStatus};
+use crate::cache::entry::ENTRY_FORMAT_VERSION;
+use crate::timemap::aggregate::Aggregate;
+use crate::timemap::answer::{Absence, ArchiveAnswer, ArchiveStatus, Contribution, ListedMemento};
 use crate::timemap::datetime::parse_14digit;
-use crate::timemap::Memento;
-use crate::timemap::{LinkMemento, MementoDatetime, TimeMap};
-use std::sync::Arc;
+use crate::timemap::merge::merge;
+use crate::timemap::{MementoDatetime, TimeMap};
 
 /// Simulated day `d` (midnight), the clock of every test.
 fn day(d: i64) -> DateTime<Utc> {
@@ -19,50 +19,56 @@ fn mdt(k: usize) -> MementoDatetime {
     parse_14digit("20000101000000").expect("test timestamp") + Duration::hours(k as i64)
 }
 
-fn lm(archive: &str, k: usize) -> LinkMemento {
-    LinkMemento {
+fn lm(archive: &str, k: usize) -> ListedMemento {
+    ListedMemento {
         uri_m: format!("http://{archive}/{k}"),
         datetime: mdt(k),
+        absent: None,
+    }
+}
+
+/// What `archive` answered, with these mementos (`fetch` sets when).
+fn answered(archive: &str, answer: ArchiveAnswer, mementos: Vec<ListedMemento>) -> Contribution {
+    Contribution {
+        archive: archive.to_string(),
+        answer,
+        fetched_at: day(0),
+        mementos,
     }
 }
 
 /// An archive that answered 200 with mementos numbered `keys`.
-fn ok(archive: &str, keys: impl IntoIterator<Item = usize>) -> ArchiveResult {
-    ArchiveResult {
-        archive: archive.to_string(),
-        status: ArchiveStatus::Ok,
-        http_status: Some(200),
-        mementos: keys.into_iter().map(|k| lm(archive, k)).collect(),
-        report: ArchiveReport::default(),
-    }
+fn ok(archive: &str, keys: impl IntoIterator<Item = usize>) -> Contribution {
+    let answer = ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None);
+    answered(
+        archive,
+        answer,
+        keys.into_iter().map(|k| lm(archive, k)).collect(),
+    )
 }
 
 /// An archive that answered 404: it holds nothing (a usable answer).
-fn not_found(archive: &str) -> ArchiveResult {
-    ArchiveResult {
-        archive: archive.to_string(),
-        status: ArchiveStatus::NotFound,
-        http_status: Some(404),
-        mementos: vec![],
-        report: ArchiveReport::default(),
-    }
+fn not_found(archive: &str) -> Contribution {
+    let answer = ArchiveAnswer::failed(ArchiveStatus::NotFound, Some(404), None);
+    answered(archive, answer, vec![])
 }
 
-fn failed(archive: &str, status: ArchiveStatus) -> ArchiveResult {
-    ArchiveResult {
-        archive: archive.to_string(),
-        status,
-        http_status: None,
-        mementos: vec![],
-        report: ArchiveReport::default(),
-    }
+fn failed(archive: &str, status: ArchiveStatus) -> Contribution {
+    answered(archive, ArchiveAnswer::failed(status, None, None), vec![])
 }
 
-fn fetch(d: i64, archives: Vec<ArchiveResult>) -> FetchOutcome {
-    FetchOutcome {
+/// The fan-out of day `d`: each archive's contribution answered then.
+fn fetch(d: i64, archives: Vec<Contribution>) -> Fetch {
+    Fetch {
         uri_r: "http://example.com/".to_string(),
         at: day(d),
-        archives,
+        archives: archives
+            .into_iter()
+            .map(|c| Contribution {
+                fetched_at: day(d),
+                ..c
+            })
+            .collect(),
     }
 }
 
@@ -82,14 +88,14 @@ fn ttl_days(kind: PolicyKind, ttl: Option<i64>) -> Policy {
 }
 
 /// The entry a first fetch on day 0 stores.
-fn first(p: &Policy, archives: Vec<ArchiveResult>) -> Entry {
+fn first(p: &Policy, archives: Vec<Contribution>) -> Entry {
     let f = fetch(0, archives);
     p.decide(None, &f, f.at)
         .into_entry()
         .expect("a first fetch is stored")
 }
 
-fn decide_on(p: &Policy, cached: &Entry, d: i64, archives: Vec<ArchiveResult>) -> Decision {
+fn decide_on(p: &Policy, cached: &Entry, d: i64, archives: Vec<Contribution>) -> Decision {
     p.decide(Some(cached), &fetch(d, archives), day(d))
 }
 
@@ -343,13 +349,13 @@ fn a_kept_entry_names_the_failure_of_the_refetch_not_the_old_outcome() {
     );
     assert_eq!((d.case(), d.action()), (Some(ChangeCase::C6), Action::Kept));
     let kept = stored(&d);
-    assert_eq!(kept.contributions[1].status, ArchiveStatus::Timeout);
+    assert_eq!(kept.contributions[1].answer.status, ArchiveStatus::Timeout);
     assert_eq!(kept.contributions[1].mementos, e.contributions[1].mementos);
     assert_eq!(
         kept.contributions[1].fetched_at,
         e.contributions[1].fetched_at
     );
-    assert_eq!(kept.contributions[0].status, ArchiveStatus::Ok);
+    assert_eq!(kept.contributions[0].answer.status, ArchiveStatus::Ok);
     assert_eq!(served_m(kept), 8, "the content is unchanged");
     assert_eq!(kept.fetched_at, day(0));
 }
@@ -436,7 +442,7 @@ fn an_empty_first_fetch_is_stored_with_zero_counts() {
     let e = first(&policy(PolicyKind::Conditional), vec![not_found("ia")]);
     assert_eq!((e.archives, e.loose, e.strict), (0, 0, 0));
     assert_eq!(e.contributions.len(), 1);
-    assert_eq!(e.contributions[0].status, ArchiveStatus::NotFound);
+    assert_eq!(e.contributions[0].answer.status, ArchiveStatus::NotFound);
 }
 
 // ---- forever -------------------------------------------------------------------------
@@ -623,7 +629,7 @@ fn merge_keeps_a_failed_archives_mementos_and_reports_its_failure() {
     // Its mementos and their fetch time stand; its status says it failed this time.
     assert_eq!(m.contributions[1].mementos, e.contributions[1].mementos);
     assert_eq!(m.contributions[1].fetched_at, e.contributions[1].fetched_at);
-    assert_eq!(m.contributions[1].status, ArchiveStatus::Timeout);
+    assert_eq!(m.contributions[1].answer.status, ArchiveStatus::Timeout);
     assert_eq!(m.contributions[0].fetched_at, day(20));
     assert_eq!(m.fetched_at, day(0), "served TimeMap unchanged");
     assert_eq!(m.checked_at, day(20));
@@ -686,7 +692,7 @@ fn merge_recovers_from_an_empty_timemap_in_case_5() {
         (Some(ChangeCase::C5), Action::Merged)
     );
     assert_eq!(served_m(stored(&d)), 4);
-    assert_eq!(stored(&d).contributions[0].status, ArchiveStatus::Ok);
+    assert_eq!(stored(&d).contributions[0].answer.status, ArchiveStatus::Ok);
 }
 
 #[test]
@@ -832,7 +838,7 @@ fn merge_keeps_cached_archives_the_fetch_did_not_list_at_the_end() {
 }
 
 /// Replays one request a day; returns Q and the served m (loose) per day.
-fn run_daily(p: &Policy, live: &[FetchOutcome]) -> (usize, Vec<usize>) {
+fn run_daily(p: &Policy, live: &[Fetch]) -> (usize, Vec<usize>) {
     let mut entry: Option<Entry> = None;
     let mut q = 0;
     let mut served = Vec::new();
@@ -848,7 +854,7 @@ fn run_daily(p: &Policy, live: &[FetchOutcome]) -> (usize, Vec<usize>) {
                     entry = Some(e);
                 }
                 match serve {
-                    Serve::Fresh => f.timemap(),
+                    Serve::Fresh => merge(&f.archives),
                     Serve::Stored => entry.as_ref().expect("stored or cached").timemap(),
                 }
             }
@@ -860,7 +866,7 @@ fn run_daily(p: &Policy, live: &[FetchOutcome]) -> (usize, Vec<usize>) {
 
 #[test]
 fn merge_never_serves_fewer_than_conditional_on_the_same_schedule() {
-    let live: Vec<FetchOutcome> = vec![
+    let live: Vec<Fetch> = vec![
         fetch(0, vec![ok("ia", 0..5), ok("pt", 0..3)]),
         fetch(
             1,
@@ -887,7 +893,7 @@ fn merge_never_serves_fewer_than_conditional_on_the_same_schedule() {
 // ---- URI migration and matching ------------------------------------------------------
 
 /// ia's mementos 0..n at new addresses (same datetimes).
-fn migrated(n: usize) -> ArchiveResult {
+fn migrated(n: usize) -> Contribution {
     let mut r = ok("ia", 0..n);
     for m in &mut r.mementos {
         m.uri_m = m.uri_m.replace("http://ia/", "https://ia.example/web/");
@@ -975,7 +981,7 @@ fn history_through_decide_is_capped_at_twenty() {
 
 #[test]
 fn worked_example_conditional_ttl_4_costs_two_fetches_and_8_memdays() {
-    let live: Vec<FetchOutcome> = [6, 6, 8, 8, 10, 10]
+    let live: Vec<Fetch> = [6, 6, 8, 8, 10, 10]
         .iter()
         .enumerate()
         .map(|(d, &n)| fetch(d as i64, vec![ok("ia", 0..n)]))
@@ -1010,72 +1016,40 @@ fn a_merged_entry_round_trips_through_json() {
 }
 
 #[test]
-fn from_aggregate_splits_the_timemap_by_archive_in_outcome_order() {
-    let outcome = |id: &str, status, http_status, mementos| ArchiveOutcome {
-        id: id.to_string(),
-        status,
-        http_status,
-        mementos,
-        elapsed_ms: 5,
-        detail: None,
-        pages: 1,
-        skipped: 0,
-    };
-    let memento = |a: &str, k| Memento {
-        uri_m: format!("http://{a}/{k}"),
-        datetime: mdt(k),
-        archive: Arc::from(a),
-    };
-    let agg = Aggregate {
-        uri_r: "http://example.com/".to_string(),
-        timemap: TimeMap {
-            mementos: vec![
-                memento("uk", 0),
-                memento("ia", 1),
-                memento("uk", 2),
-                memento("ia", 3),
-            ],
-        },
-        outcomes: vec![
-            outcome("ia", ArchiveStatus::Ok, Some(200), 2),
-            outcome("pt", ArchiveStatus::Timeout, None, 0),
-            outcome("uk", ArchiveStatus::Ok, Some(200), 2),
-        ],
-        fetched_at: day(3),
-    };
-    let f = FetchOutcome::from_aggregate(&agg);
-    // Each archive's report travels with it, so a cached answer can repeat it.
-    for r in &f.archives {
-        assert_eq!((r.report.pages, r.report.elapsed_ms), (1, 5));
-    }
-    let f = FetchOutcome {
-        archives: f
-            .archives
-            .into_iter()
-            .map(|r| ArchiveResult {
-                report: ArchiveReport::default(),
-                ..r
-            })
-            .collect(),
-        ..f
-    };
-    assert_eq!(f.uri_r, "http://example.com/");
-    assert_eq!(f.at, day(3));
-    assert_eq!(
-        f.archives,
-        vec![
-            ok("ia", [1, 3]),
-            failed("pt", ArchiveStatus::Timeout),
-            ok("uk", [0, 2]),
-        ]
+fn a_fetch_is_merged_where_it_is_served_with_each_archive_answer_in_order() {
+    let mut uk = ok("uk", [0, 2]);
+    uk.answer.pages = 3;
+    let f = fetch(
+        3,
+        vec![ok("ia", [1, 3]), failed("pt", ArchiveStatus::Timeout), uk],
     );
-    assert_eq!(f.timemap(), agg.timemap);
+    let agg = Aggregate::of(&f.uri_r, f.at, &f.archives);
+    let got: Vec<&str> = agg
+        .timemap
+        .mementos
+        .iter()
+        .map(|m| m.uri_m.as_str())
+        .collect();
+    assert_eq!(
+        got,
+        ["http://uk/0", "http://ia/1", "http://uk/2", "http://ia/3"]
+    );
+    let ids: Vec<(&str, usize)> = agg
+        .outcomes
+        .iter()
+        .map(|o| (o.id.as_str(), o.mementos))
+        .collect();
+    assert_eq!(ids, [("ia", 2), ("pt", 0), ("uk", 2)]);
+    // Each archive's answer travels with it, so a cached answer can repeat it.
+    assert_eq!(agg.outcomes[2].answer.pages, 3);
+    assert_eq!(agg.outcomes[1].answer.status, ArchiveStatus::Timeout);
+    assert_eq!(agg.fetched_at, day(3));
     assert_eq!(f.counts(Match::Loose), (2, 4));
 }
 
 #[test]
 fn counts_of_a_timemap_are_archives_and_distinct_keys() {
-    let tm = fetch(0, vec![ok("ia", 0..3), ok("pt", 0..2), not_found("uk")]).timemap();
+    let tm = merge(&fetch(0, vec![ok("ia", 0..3), ok("pt", 0..2), not_found("uk")]).archives);
     assert_eq!(counts(&tm, Match::Loose), (2, 5));
     assert_eq!(counts(&tm, Match::Strict), (2, 5));
     assert_eq!(counts(&TimeMap::default(), Match::Loose), (0, 0));

@@ -1,10 +1,11 @@
-//! A URI-R's first answer: served from the fan-out's own merged TimeMap while its entry is built
-//! and written beside it, so a TimeMap of millions of mementos is answered by the deadline + 1 s
+//! A URI-R's first answer: served from the fetch's TimeMap, merged once for it, while the fetch
+//! becomes the entry and is written beside it, so a TimeMap of millions of mementos is answered by the deadline + 1 s
 //! instead of after seconds of storing.
 
-use super::{Action, CacheStatus, CachedTimeMap, FetchOutcome, Served, TimeMapCache, View};
+use super::{Action, CacheStatus, CachedTimeMap, Served, TimeMapCache, View};
 use crate::cache::store::Store;
 use crate::timemap::aggregate::Aggregate;
+use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
 use std::sync::Arc;
@@ -22,22 +23,24 @@ pub(super) const BIG_TIMEMAP: usize = 20_000;
 
 impl TimeMapCache {
     /// A URI-R's first answer (nothing cached): every policy stores the fetch as it is, so the
-    /// answer is the fan-out's own merged TimeMap, served without waiting for the entry to be
-    /// built and written. That work (seconds for millions of mementos) goes on in a task of its
+    /// answer is the fetch's merged TimeMap, served without waiting for the entry to be built
+    /// and written. That work (seconds for millions of mementos) goes on in a task of its
     /// own; the answer waits for it until `answer_by` (the deadline + 250 ms) to say `stored`,
     /// and after that says `not_stored`, the write still landing later.
     pub(super) async fn first_store(
         self: &Arc<Self>,
         uri_r: &str,
-        agg: Aggregate,
+        fetch: Fetch,
         now: MementoDatetime,
         answer_by: tokio::time::Instant,
         render: Option<TimeMapFormat>,
     ) -> Served {
         self.stats.count_miss();
         let public_url = self.public_url.clone();
-        // Merging was the fan-out's; the view only wraps it (its bodies render on demand).
-        let view = Arc::new(View::new(agg, &public_url));
+        // The one merge of this miss: the view's TimeMap, which the entry will keep too (its
+        // bodies render on demand).
+        let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
+        let view = Arc::new(View::new(aggregate, &public_url));
         // Rendered beside the store, not after it: for millions of mementos each takes seconds.
         // A small one renders in the handler as any answer does.
         let big = view.aggregate.timemap.len() >= BIG_TIMEMAP;
@@ -62,7 +65,7 @@ impl TimeMapCache {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(key.clone(), meanwhile);
             tokio::spawn(async move {
-                let stored = this.store_first(&key, view, now).await;
+                let stored = this.store_first(&key, fetch, view, now).await;
                 drop(this.unsettle(&key, CacheStatus::Miss));
                 stored
             })
@@ -85,18 +88,22 @@ impl TimeMapCache {
         }
     }
 
-    /// Builds the entry for a first fetch, stores it with the view
-    /// already built, and says what the policy did, or `not_stored` when the write failed.
-    async fn store_first(&self, uri_r: &str, view: Arc<View>, now: MementoDatetime) -> Action {
+    /// Makes a first fetch the entry, stores it with the view already built, and says what the
+    /// policy did, or `not_stored` when the write failed.
+    async fn store_first(
+        &self,
+        uri_r: &str,
+        fetch: Fetch,
+        view: Arc<View>,
+        now: MementoDatetime,
+    ) -> Action {
         let Some(store) = &self.store else {
             return Action::NotStored;
         };
         let policy = self.policy;
-        let big = view.aggregate.timemap.len() >= BIG_TIMEMAP;
-        let build = move || {
-            let fresh = FetchOutcome::from_aggregate(&view.aggregate);
-            (policy.decide(None, &fresh, now), view)
-        };
+        let big = fetch.len() >= BIG_TIMEMAP;
+        // The fetch moves into the entry: its mementos are not copied again.
+        let build = move || (policy.decide_first(fetch, now), view);
         // Milliseconds for an ordinary TimeMap, run in place; seconds for a huge one, which
         // must not hold a runtime thread.
         let (decision, view) = if !big {

@@ -4,10 +4,10 @@
 //! behind it.
 
 use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
-use super::{agg_with, CacheStatus, CachedTimeMap, Served, TimeMapCache};
-use crate::cache::policy::{Action, Decision, FetchOutcome, Match};
+use super::{CacheStatus, CachedTimeMap, Served, TimeMapCache};
+use crate::cache::policy::{Action, Decision, Match};
 use crate::cache::store::Store;
-use crate::timemap::aggregate::Aggregate;
+use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// What a refresh works on once the archives have answered.
 struct Fetched {
-    agg: Aggregate,
+    fetch: Fetch,
     cached: Option<Arc<CachedTimeMap>>,
     now: MementoDatetime,
     render: Option<TimeMapFormat>,
@@ -59,7 +59,7 @@ impl TimeMapCache {
                 let (cached, url) = (cached.clone(), self.public_url.clone());
                 tokio::task::spawn_blocking(move || prepare(&cached, &url, render))
             });
-        let agg = self.fan_out(uri_r, Some(limit), begun.at).await;
+        let fetch = self.fan_out(uri_r, Some(limit), begun.at).await;
         let now = self.clock.now();
         // Read again: another refresh may have stored something while we were fetching. From
         // memory only when the request read an entry: reading a huge one from disk again would
@@ -69,12 +69,12 @@ impl TimeMapCache {
             None => store.get(uri_r).await,
         };
         let Some(cached) = cached else {
-            if agg.outcomes.iter().any(|o| o.status.answered()) {
-                return Some(self.first_store(uri_r, agg, now, answer_by, render).await);
+            if fetch.answered() {
+                return Some(self.first_store(uri_r, fetch, now, answer_by, render).await);
             }
             // An outage with nothing cached: nothing to build or write.
             let fetched = Fetched {
-                agg,
+                fetch,
                 cached: None,
                 now,
                 render,
@@ -82,9 +82,9 @@ impl TimeMapCache {
             };
             return Some(self.settle(uri_r, fetched).await);
         };
-        let big = agg.timemap.len() >= BIG_TIMEMAP || is_big(&cached);
+        let big = fetch.len() >= BIG_TIMEMAP || is_big(&cached);
         let fetched = Fetched {
-            agg,
+            fetch,
             cached: Some(cached.clone()),
             now,
             render,
@@ -126,34 +126,33 @@ impl TimeMapCache {
     /// view ready.
     async fn settle(self: &Arc<Self>, uri_r: &str, fetched: Fetched) -> Served {
         let Fetched {
-            agg,
+            fetch,
             cached,
             now,
             render,
             big,
         } = fetched;
-        let fresh = FetchOutcome::from_aggregate(&agg);
-        // From here the fresh mementos live in `fresh`; the aggregate keeps only its outcomes
-        // (it is served as such only on an outage, when it has no memento anyway). Releasing
-        // them now keeps a million-memento miss from holding two extra copies while the entry
-        // is built and written.
-        let agg = Aggregate {
-            timemap: Default::default(),
-            ..agg
-        };
         let policy = self.policy;
+        // What each archive answered, should deciding fail.
+        let answers = fetch.answers();
         let decide = {
             let cached = cached.clone();
             move || {
-                let decision = policy.decide(cached.as_ref().map(|c| &c.entry), &fresh, now);
-                (decision, fresh)
+                let mut fetch = fetch;
+                let decision = policy.decide(cached.as_ref().map(|c| &c.entry), &fetch, now);
+                if let Decision::Store { .. } = decision {
+                    // The entry holds the fetch now: its mementos go before the entry is
+                    // written, so a million-memento refresh does not hold them twice.
+                    fetch = fetch.answers();
+                }
+                (decision, fetch)
             }
         };
-        let (decision, fresh) = if big {
+        let (decision, fetch) = if big {
             match tokio::task::spawn_blocking(decide).await {
                 Ok(decided) => decided,
                 // Deciding panicked: keep what is stored, as a panicked refresh does.
-                Err(_) => return self.unchanged(cached, agg),
+                Err(_) => return self.unchanged(cached, &answers),
             }
         } else {
             decide()
@@ -200,7 +199,7 @@ impl TimeMapCache {
                 }
                 Served::stored(&value, &self.public_url, status)
             }
-            None => Served::fresh(agg_with(agg, &fresh), &self.public_url, status),
+            None => Served::fresh(&fetch, &self.public_url, status),
         };
         if served.status != CacheStatus::Stale && self.policy.caches() {
             served.case = case;
@@ -209,11 +208,11 @@ impl TimeMapCache {
         served
     }
 
-    /// The answer when deciding failed: what is stored, else the fetch's outcomes alone.
-    fn unchanged(&self, cached: Option<Arc<CachedTimeMap>>, agg: Aggregate) -> Served {
+    /// The answer when deciding failed: what is stored, else what each archive answered.
+    fn unchanged(&self, cached: Option<Arc<CachedTimeMap>>, answers: &Fetch) -> Served {
         match cached {
             Some(c) => Served::stored(&c, &self.public_url, CacheStatus::Stale),
-            None => Served::fresh(agg, &self.public_url, CacheStatus::Miss),
+            None => Served::fresh(answers, &self.public_url, CacheStatus::Miss),
         }
     }
 }

@@ -1,0 +1,314 @@
+//! What one archive answered, the one type from the fan-out through the policy to the stored
+//! entry and the served view: its [`ArchiveAnswer`] (status and details) and, with its mementos,
+//! its [`Contribution`].
+
+use super::model::{LinkMemento, MementoDatetime};
+use chrono::{DateTime, Utc};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// How one archive answered. Serialised in lower case, as clients see it in `archives[]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArchiveStatus {
+    /// Answered with at least one memento.
+    Ok,
+    /// Answered 2xx with a TimeMap that lists no memento.
+    Empty,
+    /// Answered 404: it holds nothing for this URI-R.
+    NotFound,
+    /// No (complete) answer before its timeout or the request's deadline.
+    Timeout,
+    /// Connection failure, non-2xx/404 status, oversized body, redirect loop…
+    Error,
+    /// Answered 2xx but nothing in the body could be read as a TimeMap.
+    Malformed,
+}
+
+impl ArchiveStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArchiveStatus::Ok => "ok",
+            ArchiveStatus::Empty => "empty",
+            ArchiveStatus::NotFound => "not_found",
+            ArchiveStatus::Timeout => "timeout",
+            ArchiveStatus::Error => "error",
+            ArchiveStatus::Malformed => "malformed",
+        }
+    }
+
+    /// True when the archive gave a usable answer (even "nothing here"): the aggregate may then
+    /// say 404 with confidence. False when we could not learn what the archive holds.
+    pub fn answered(self) -> bool {
+        matches!(
+            self,
+            ArchiveStatus::Ok | ArchiveStatus::Empty | ArchiveStatus::NotFound
+        )
+    }
+}
+
+/// What an archive said the last time it was asked, apart from its mementos.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveAnswer {
+    pub status: ArchiveStatus,
+    /// The last HTTP status it sent, when it sent one.
+    pub http_status: Option<u16>,
+    /// Why it failed, or what was odd (`skipped 3 unreadable entries`, `connection refused`).
+    pub detail: Option<String>,
+    /// Entries it sent that could not be read and were left out.
+    pub skipped: usize,
+    /// TimeMap pages fetched from it (1 unless it pages).
+    pub pages: usize,
+    pub elapsed_ms: u64,
+}
+
+impl ArchiveAnswer {
+    /// An answer that is a failure (or a 404), with no page read.
+    pub fn failed(
+        status: ArchiveStatus,
+        http_status: Option<u16>,
+        detail: Option<String>,
+    ) -> ArchiveAnswer {
+        ArchiveAnswer {
+            status,
+            http_status,
+            detail,
+            skipped: 0,
+            pages: 0,
+            elapsed_ms: 0,
+        }
+    }
+}
+
+/// A memento as its archive listed it, with its absence record under `merge`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedMemento {
+    pub uri_m: String,
+    pub datetime: MementoDatetime,
+    /// Set while the archive keeps answering without it: still served until the redaction rule
+    /// drops it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<Absence>,
+}
+
+/// A memento missing from `confirmations` consecutive successful answers of its archive, the
+/// first of them at `since`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Absence {
+    pub since: DateTime<Utc>,
+    pub confirmations: u32,
+}
+
+impl From<LinkMemento> for ListedMemento {
+    fn from(m: LinkMemento) -> Self {
+        ListedMemento {
+            uri_m: m.uri_m,
+            datetime: m.datetime,
+            absent: None,
+        }
+    }
+}
+
+/// One archive's part of a fetch, and of the entry the cache keeps: what it answered and the
+/// mementos it listed, oldest first, one per datetime.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "StoredContribution")]
+pub struct Contribution {
+    pub archive: String,
+    /// Its latest answer (a failed archive keeps its older mementos under `merge`, so the status
+    /// may be `timeout` while `mementos` is not empty).
+    pub answer: ArchiveAnswer,
+    /// When `mementos` were last answered by this archive.
+    pub fetched_at: DateTime<Utc>,
+    pub mementos: Vec<ListedMemento>,
+}
+
+impl Contribution {
+    /// What an archive listed in a fan-out at `fetched_at`, sorted oldest first with one memento
+    /// per datetime (the first it listed), as the merge would keep them: archives repeat a
+    /// memento as `first memento` and `memento`, and the cache must not count it twice.
+    pub fn listed(
+        archive: &str,
+        answer: ArchiveAnswer,
+        fetched_at: DateTime<Utc>,
+        mut mementos: Vec<LinkMemento>,
+    ) -> Contribution {
+        // Stable: among equal datetimes the first listed stays first, and dedup keeps it.
+        mementos.sort_by_key(|m| m.datetime);
+        mementos.dedup_by_key(|m| m.datetime);
+        Contribution {
+            archive: archive.to_owned(),
+            answer,
+            fetched_at,
+            mementos: mementos.into_iter().map(ListedMemento::from).collect(),
+        }
+    }
+}
+
+// The stored layout (entries written before this type existed): status and HTTP status beside
+// the mementos, the rest of the answer in `report`. Serialised by hand rather than through
+// `#[serde(into)]`, which would clone every memento of a million-memento entry.
+impl Serialize for Contribution {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let a = &self.answer;
+        let mut s = serializer.serialize_struct("Contribution", 6)?;
+        s.serialize_field("archive", &self.archive)?;
+        s.serialize_field("status", &a.status)?;
+        s.serialize_field("http_status", &a.http_status)?;
+        s.serialize_field("fetched_at", &self.fetched_at)?;
+        s.serialize_field("mementos", &self.mementos)?;
+        s.serialize_field(
+            "report",
+            &StoredReport {
+                detail: a.detail.clone(),
+                skipped: a.skipped,
+                pages: a.pages,
+                elapsed_ms: a.elapsed_ms,
+            },
+        )?;
+        s.end()
+    }
+}
+
+#[derive(Deserialize)]
+struct StoredContribution {
+    archive: String,
+    status: ArchiveStatus,
+    http_status: Option<u16>,
+    fetched_at: DateTime<Utc>,
+    mementos: Vec<ListedMemento>,
+    #[serde(default)]
+    report: StoredReport,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct StoredReport {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    #[serde(default)]
+    skipped: usize,
+    #[serde(default)]
+    pages: usize,
+    #[serde(default)]
+    elapsed_ms: u64,
+}
+
+impl From<StoredContribution> for Contribution {
+    fn from(s: StoredContribution) -> Contribution {
+        Contribution {
+            archive: s.archive,
+            answer: ArchiveAnswer {
+                status: s.status,
+                http_status: s.http_status,
+                detail: s.report.detail,
+                skipped: s.report.skipped,
+                pages: s.report.pages,
+                elapsed_ms: s.report.elapsed_ms,
+            },
+            fetched_at: s.fetched_at,
+            mementos: s.mementos,
+        }
+    }
+}
+
+/// One fan-out: each archive's contribution, in the configured order, before any policy or merge
+/// has a say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetch {
+    /// The URI-R asked for: a first store needs it for the entry.
+    pub uri_r: String,
+    pub at: DateTime<Utc>,
+    pub archives: Vec<Contribution>,
+}
+
+impl Fetch {
+    /// True when at least one archive gave a usable answer: the fetch is a TimeMap (maybe a
+    /// worse one), not an outage.
+    pub fn answered(&self) -> bool {
+        self.archives.iter().any(|a| a.answer.status.answered())
+    }
+
+    /// Mementos listed, over every archive.
+    pub fn len(&self) -> usize {
+        self.archives.iter().map(|a| a.mementos.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What each archive answered, without the mementos: the fetch as an outage would show it.
+    pub fn answers(&self) -> Fetch {
+        Fetch {
+            uri_r: self.uri_r.clone(),
+            at: self.at,
+            archives: self
+                .archives
+                .iter()
+                .map(|c| Contribution {
+                    archive: c.archive.clone(),
+                    answer: c.answer.clone(),
+                    fetched_at: c.fetched_at,
+                    mementos: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timemap::datetime::parse_14digit;
+
+    fn lm(uri: &str, ts: &str) -> LinkMemento {
+        LinkMemento {
+            uri_m: uri.to_string(),
+            datetime: parse_14digit(ts).expect("test timestamp"),
+        }
+    }
+
+    #[test]
+    fn a_listed_contribution_is_sorted_with_the_first_of_each_datetime_kept() {
+        let at = parse_14digit("20240101000000").expect("ts");
+        let answer = ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None);
+        let c = Contribution::listed(
+            "ia",
+            answer,
+            at,
+            vec![
+                lm("http://ia/b", "20050101000000"),
+                lm("http://ia/first", "20010101000000"),
+                lm("http://ia/again", "20010101000000"),
+            ],
+        );
+        let got: Vec<&str> = c.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+        assert_eq!(got, ["http://ia/first", "http://ia/b"]);
+    }
+
+    #[test]
+    fn a_contribution_keeps_the_stored_layout() {
+        let at = parse_14digit("20240101000000").expect("ts");
+        let mut answer = ArchiveAnswer::failed(ArchiveStatus::Timeout, None, Some("slow".into()));
+        answer.pages = 2;
+        answer.elapsed_ms = 1500;
+        let c = Contribution {
+            archive: "pt".into(),
+            answer,
+            fetched_at: at,
+            mementos: vec![lm("http://pt/1", "20010101000000").into()],
+        };
+        let json = serde_json::to_value(&c).expect("serialise");
+        assert_eq!(json["status"], "timeout");
+        assert_eq!(json["report"]["detail"], "slow");
+        assert_eq!(json["report"]["pages"], 2);
+        let back: Contribution = serde_json::from_value(json).expect("deserialise");
+        assert_eq!(back, c);
+        // An entry written before reports were kept has none: the answer's details are zero.
+        let old = r#"{"archive":"ia","status":"ok","http_status":200,
+            "fetched_at":"2024-01-01T00:00:00Z","mementos":[]}"#;
+        let back: Contribution = serde_json::from_str(old).expect("old layout");
+        assert_eq!(back.answer.pages, 0);
+        assert_eq!(back.answer.detail, None);
+    }
+}
