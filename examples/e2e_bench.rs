@@ -193,6 +193,7 @@ async fn memory(args: &[String]) {
     use tmproxy::cache::policy::Policy;
     use tmproxy::cache::service::CachedTimeMap;
     use tmproxy::cache::store::{Cacheable, HotTier, Store};
+    use tmproxy::http::view::View;
     use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, Fetch};
     use tmproxy::timemap::serialize::TimeMapFormat;
     let m = arg(args, "--mementos", 100);
@@ -201,7 +202,7 @@ async fn memory(args: &[String]) {
     let caps: Vec<&str> = caps.iter().map(String::as_str).collect();
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], 9).into();
     let policy = Policy::default();
-    let hot: HotTier<CachedTimeMap> = HotTier::new(u64::MAX / 2);
+    let hot: HotTier<CachedTimeMap<View>> = HotTier::new(u64::MAX / 2);
     let before = rss_bytes();
     let live_before = live_bytes();
     let mut weighed = 0usize;
@@ -225,8 +226,8 @@ async fn memory(args: &[String]) {
         let Some(entry) = decision.into_entry() else {
             continue;
         };
-        let cached = std::sync::Arc::new(CachedTimeMap::new(entry));
-        let view = cached.view("http://127.0.0.1:7089");
+        let cached = std::sync::Arc::new(CachedTimeMap::<View>::new(entry));
+        let view = cached.view(&"http://127.0.0.1:7089".to_string());
         for f in TimeMapFormat::ALL {
             let _ = view.rendered(f);
         }

@@ -6,37 +6,52 @@ use super::entry::Entry;
 use super::observe::ObservationLog;
 use super::policy::{Action, ChangeCase, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
-use super::store::{Cacheable, Store, Tiered};
+use super::store::{Cacheable, Store};
 use crate::clock::Clock;
-use crate::timemap::aggregate::{Aggregate, Verdict};
+use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
-use crate::timemap::datetime::format_rfc1123;
 use crate::timemap::model::MementoDatetime;
-use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
+use crate::timemap::serialize::TimeMapFormat;
 use crate::upstream::Upstream;
-use axum::http::{HeaderMap, HeaderValue};
-use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 mod first_store;
 mod refresh;
+#[cfg(test)]
+mod tests;
 use refresh::Begun;
 
-/// What the hot tier holds: the stored entry, plus what serving it needs, built once per load.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct CachedTimeMap {
-    pub entry: Entry,
-    #[serde(skip)]
-    view: OnceLock<Arc<View>>,
+/// What the serving layer makes of an aggregate (for the routes: rendered bodies, ETags,
+/// headers). The cache builds one per loaded entry, keeps it beside the entry in the hot tier
+/// and hands it out, without looking inside: it speaks no HTTP.
+pub trait ServedView: Send + Sync + fmt::Debug + Sized + 'static {
+    /// What building a view needs besides the aggregate (the routes: the public base URL).
+    type Context: Send + Sync + 'static;
+    fn build(aggregate: Aggregate, context: &Self::Context) -> Self;
+    fn aggregate(&self) -> &Aggregate;
+    /// Does ahead of the answer what serving `format` needs (seconds for millions of
+    /// mementos, so a huge entry's is done on the blocking pool, not in the handler).
+    fn prepare(&self, format: TimeMapFormat);
+    /// Heap a view of `entry` holds once fully prepared: part of the hot tier's weight.
+    fn approx_bytes(entry: &Entry) -> usize;
 }
 
-impl CachedTimeMap {
-    pub fn new(entry: Entry) -> CachedTimeMap {
+/// What the hot tier holds: the stored entry, plus its view, built once per load.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(transparent, bound = "")]
+pub struct CachedTimeMap<V> {
+    pub entry: Entry,
+    #[serde(skip)]
+    view: OnceLock<Arc<V>>,
+}
+
+impl<V: ServedView> CachedTimeMap<V> {
+    pub fn new(entry: Entry) -> CachedTimeMap<V> {
         CachedTimeMap {
             entry,
             view: OnceLock::new(),
@@ -44,7 +59,7 @@ impl CachedTimeMap {
     }
 
     /// An entry whose view is already built (from the fetch it was made of).
-    fn with_view(entry: Entry, view: Arc<View>) -> CachedTimeMap {
+    fn with_view(entry: Entry, view: Arc<V>) -> CachedTimeMap<V> {
         CachedTimeMap {
             entry,
             view: OnceLock::from(view),
@@ -56,118 +71,21 @@ impl CachedTimeMap {
         self.view.get().is_some()
     }
 
-    /// The aggregate to serve, built from the entry the first time it is needed.
-    pub fn view(&self, public_url: &str) -> Arc<View> {
+    /// The view to serve, built from the entry the first time it is needed.
+    pub fn view(&self, context: &V::Context) -> Arc<V> {
         self.view
-            .get_or_init(|| Arc::new(View::new(aggregate_of(&self.entry), public_url)))
+            .get_or_init(|| Arc::new(V::build(aggregate_of(&self.entry), context)))
             .clone()
     }
 }
 
-impl Cacheable for CachedTimeMap {
+impl<V: ServedView> Cacheable for CachedTimeMap<V> {
     const FORMAT_VERSION: u32 = super::entry::ENTRY_FORMAT_VERSION;
 
-    /// The entry, plus the view built from it: the aggregate's copy of each memento and the three
-    /// rendered bodies (the URI-M and 70–110 bytes of markup each). Calibrated so the weight is
-    /// at least the live heap an entry holds once all three formats are rendered (measured with
-    /// `e2e_bench memory`, see BENCHMARKS.md), so `hot_capacity` bounds real memory.
+    /// The entry, plus the view built from it.
     fn approx_bytes(&self) -> usize {
-        let mementos: usize = self
-            .entry
-            .contributions
-            .iter()
-            .map(|c| c.mementos.len())
-            .sum();
-        let uris: usize = self
-            .entry
-            .contributions
-            .iter()
-            .flat_map(|c| c.mementos.iter().map(|m| m.uri_m.len()))
-            .sum();
-        self.entry.approx_bytes() + 3 * uris + 400 * mementos + 2048
+        self.entry.approx_bytes() + V::approx_bytes(&self.entry)
     }
-}
-
-/// An aggregate ready to serve, with each format rendered at most once and the headers that
-/// depend only on the content built once: a cache hit then allocates almost nothing.
-#[derive(Debug)]
-pub struct View {
-    pub aggregate: Aggregate,
-    links: SelfLinks,
-    bodies: [OnceLock<Rendered>; 3],
-    headers: OnceLock<HeaderMap>,
-}
-
-/// One format's body and its ETag.
-#[derive(Debug, Clone)]
-pub struct Rendered {
-    pub body: Bytes,
-    pub etag: String,
-    pub etag_header: Option<HeaderValue>,
-}
-
-impl View {
-    pub fn new(aggregate: Aggregate, public_url: &str) -> View {
-        let links = SelfLinks::new(public_url, &aggregate.uri_r);
-        View {
-            aggregate,
-            links,
-            bodies: Default::default(),
-            headers: OnceLock::new(),
-        }
-    }
-
-    /// `X-Memento-Count`, `X-Memento-Archives`, `X-Memento-Partial`, `Last-Modified`: fixed for
-    /// a given content, so built once per view.
-    pub fn content_headers(&self) -> HeaderMap {
-        self.headers
-            .get_or_init(|| {
-                let agg = &self.aggregate;
-                let mut h = HeaderMap::with_capacity(12);
-                h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
-                if let Some(v) = crate::error::archives_header(agg) {
-                    h.insert("x-memento-archives", v);
-                }
-                if matches!(agg.verdict(), Verdict::Found { partial: true }) {
-                    let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
-                    if let Ok(v) = HeaderValue::from_str(&missing.join(", ")) {
-                        h.insert("x-memento-partial", v);
-                    }
-                }
-                if let Ok(v) = HeaderValue::from_str(&format_rfc1123(agg.fetched_at)) {
-                    h.insert(axum::http::header::LAST_MODIFIED, v);
-                }
-                h
-            })
-            .clone()
-    }
-
-    pub fn rendered(&self, format: TimeMapFormat) -> Rendered {
-        let slot = match format {
-            TimeMapFormat::Link => &self.bodies[0],
-            TimeMapFormat::Json => &self.bodies[1],
-            TimeMapFormat::Cdxj => &self.bodies[2],
-        };
-        slot.get_or_init(|| {
-            let mut body = render(format, &self.aggregate, &self.links);
-            // Cached for the entry's lifetime: give back the growth slack (up to half of it).
-            body.shrink_to_fit();
-            let etag = format!("\"{:016x}\"", fnv1a(&body));
-            Rendered {
-                body: Bytes::from(body),
-                etag_header: HeaderValue::from_str(&etag).ok(),
-                etag,
-            }
-        })
-        .clone()
-    }
-}
-
-/// A 64-bit FNV-1a: a stable ETag across restarts, unlike std's seeded hasher.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// The aggregate a stored entry stands for: its TimeMap and each archive's recorded answer.
@@ -196,9 +114,9 @@ impl CacheStatus {
 }
 
 /// An answer for the routes: what to serve and the facts its headers need.
-#[derive(Debug, Clone)]
-pub struct Served {
-    pub view: Arc<View>,
+#[derive(Debug)]
+pub struct Served<V> {
+    pub view: Arc<V>,
     pub status: CacheStatus,
     /// On REFRESH: the Table 1 case and what the policy did.
     pub case: Option<ChangeCase>,
@@ -209,10 +127,19 @@ pub struct Served {
     pub fresh_until: Option<MementoDatetime>,
 }
 
-impl Served {
-    fn stored(cached: &CachedTimeMap, public_url: &str, status: CacheStatus) -> Served {
+impl<V> Clone for Served<V> {
+    fn clone(&self) -> Self {
         Served {
-            view: cached.view(public_url),
+            view: self.view.clone(),
+            ..*self
+        }
+    }
+}
+
+impl<V: ServedView> Served<V> {
+    fn stored(cached: &CachedTimeMap<V>, context: &V::Context, status: CacheStatus) -> Served<V> {
+        Served {
+            view: cached.view(context),
             status,
             case: None,
             action: None,
@@ -222,11 +149,11 @@ impl Served {
     }
 
     /// A fetch served as it is (policy `none`, an outage): merged here, where it is served.
-    fn fresh(fetch: &Fetch, public_url: &str, status: CacheStatus) -> Served {
+    fn fresh(fetch: &Fetch, context: &V::Context, status: CacheStatus) -> Served<V> {
         let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
         let at = aggregate.fetched_at;
         Served {
-            view: Arc::new(View::new(aggregate, public_url)),
+            view: Arc::new(V::build(aggregate, context)),
             status,
             case: None,
             action: None,
@@ -260,45 +187,47 @@ pub struct Settings {
     pub min_refresh_interval: Duration,
 }
 
-type SharedRefresh = Shared<BoxFuture<'static, Option<Served>>>;
+type SharedRefresh<V> = Shared<BoxFuture<'static, Option<Served<V>>>>;
 
-/// The cache service. Shared behind an `Arc`; every method takes `&self`.
-pub struct TimeMapCache {
+/// The cache service, over a store `S` of entries with their views `V`. Shared behind an
+/// `Arc`; every method takes `&self`.
+pub struct TimeMapCache<S, V: ServedView> {
     policy: Policy,
     settings: Settings,
-    store: Option<Tiered<CachedTimeMap>>,
+    store: Option<S>,
     upstream: Arc<Upstream>,
     clock: Arc<dyn Clock>,
-    public_url: String,
-    inflight: Mutex<HashMap<String, SharedRefresh>>,
+    /// What the views are built with.
+    context: Arc<V::Context>,
+    inflight: Mutex<HashMap<String, SharedRefresh<V>>>,
     /// First stores and refreshes still being built or written after their answer went out, by
     /// URI-R, with the answer they gave (a first store's MISS, or the stored entry STALE): a
     /// request meanwhile is answered so instead of fanning out again.
-    settling: Arc<Mutex<HashMap<String, Served>>>,
+    settling: Arc<Mutex<HashMap<String, Served<V>>>>,
     /// Last client-forced refresh per URI-R, to bound `no-cache` refreshes.
     forced: Mutex<HashMap<String, MementoDatetime>>,
     pub stats: CacheStats,
     observe: Option<ObservationLog>,
 }
 
-impl TimeMapCache {
+impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         policy: Policy,
         settings: Settings,
-        store: Option<Tiered<CachedTimeMap>>,
+        store: Option<S>,
         upstream: Arc<Upstream>,
         clock: Arc<dyn Clock>,
-        public_url: String,
+        context: V::Context,
         observe: Option<ObservationLog>,
-    ) -> TimeMapCache {
+    ) -> TimeMapCache<S, V> {
         TimeMapCache {
             policy,
             settings,
             store,
             upstream,
             clock,
-            public_url,
+            context: Arc::new(context),
             inflight: Mutex::new(HashMap::new()),
             settling: Default::default(),
             forced: Mutex::new(HashMap::new()),
@@ -311,23 +240,19 @@ impl TimeMapCache {
         &self.policy
     }
 
-    pub fn store(&self) -> Option<&Tiered<CachedTimeMap>> {
+    pub fn store(&self) -> Option<&S> {
         self.store.as_ref()
     }
 
-    pub fn public_url(&self) -> &str {
-        &self.public_url
-    }
-
     /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh.
-    pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served {
+    pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
             let fetch = self.fan_out(uri_r, req.deadline, arrived).await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
-            return Served::fresh(&fetch, &self.public_url, CacheStatus::Miss);
+            return Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
         };
         let now = self.clock.now();
         let cached = store.get(uri_r).await;
@@ -338,7 +263,7 @@ impl TimeMapCache {
         match (&cached, freshness, wants_refresh) {
             (Some(c), Freshness::Fresh, false) => {
                 self.stats.count_hit();
-                return Served::stored(c, &self.public_url, CacheStatus::Hit);
+                return Served::stored(c, self.context.as_ref(), CacheStatus::Hit);
             }
             // stale-while-revalidate: served now and refreshed behind the client's back,
             // through the same policy.
@@ -347,7 +272,7 @@ impl TimeMapCache {
                 let key = uri_r.to_string();
                 tokio::spawn(async move { this.revalidate(&key).await });
                 self.stats.count_stale();
-                return Served::stored(c, &self.public_url, CacheStatus::Stale);
+                return Served::stored(c, self.context.as_ref(), CacheStatus::Stale);
             }
             _ => {}
         }
@@ -371,14 +296,14 @@ impl TimeMapCache {
         served.unwrap_or_else(|| {
             // The refresh task itself failed (a panic in it): serve what we have rather than 500.
             match &cached {
-                Some(c) => Served::stored(c, &self.public_url, CacheStatus::Stale),
+                Some(c) => Served::stored(c, self.context.as_ref(), CacheStatus::Stale),
                 None => Served::fresh(
                     &Fetch {
                         uri_r: uri_r.to_string(),
                         at: now,
                         archives: Vec::new(),
                     },
-                    &self.public_url,
+                    self.context.as_ref(),
                     CacheStatus::Miss,
                 ),
             }
@@ -435,9 +360,9 @@ impl TimeMapCache {
     async fn shared_refresh(
         self: &Arc<Self>,
         uri_r: &str,
-        begun: Begun,
+        begun: Begun<V>,
         render: Option<TimeMapFormat>,
-    ) -> Option<Served> {
+    ) -> Option<Served<V>> {
         let shared = {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(f) = inflight.get(uri_r) {
@@ -453,7 +378,7 @@ impl TimeMapCache {
                         .remove(&key);
                     served
                 });
-                let f: SharedRefresh = async move { task.await.ok().flatten() }.boxed().shared();
+                let f: SharedRefresh<V> = async move { task.await.ok().flatten() }.boxed().shared();
                 inflight.insert(uri_r.to_string(), f.clone());
                 f
             }
@@ -499,7 +424,7 @@ impl TimeMapCache {
     /// before the process exits, for anything written outside a put).
     pub async fn flush(&self) -> Result<(), String> {
         match &self.store {
-            Some(store) => store.persistent().flush().await.map_err(|e| e.to_string()),
+            Some(store) => store.flush().await.map_err(|e| e.to_string()),
             None => Ok(()),
         }
     }
@@ -520,7 +445,7 @@ impl TimeMapCache {
     }
 
     /// The stored entry for `uri_r`, if any (for the admin API).
-    pub async fn entry(&self, uri_r: &str) -> Option<Arc<CachedTimeMap>> {
+    pub async fn entry(&self, uri_r: &str) -> Option<Arc<CachedTimeMap<V>>> {
         self.store.as_ref()?.get(uri_r).await
     }
 }

@@ -8,8 +8,10 @@ pub mod rate;
 pub mod sampling;
 pub mod timegate;
 pub mod timemap;
+pub mod view;
 
-use crate::cache::service::{CacheStatus, Request, Served, TimeMapCache};
+use crate::cache::service::{CacheStatus, CachedTimeMap, Request, Served, TimeMapCache};
+use crate::cache::store::Tiered;
 use crate::clock::{Clock, SimClock};
 use crate::error::AppError;
 use crate::timemap::aggregate::{Aggregate, Verdict};
@@ -32,12 +34,13 @@ use tower_http::trace::{
 };
 use tower_http::LatencyUnit;
 use tracing::Level;
+use view::View;
 
 /// What every handler shares: the archives, the cache in front of them, our public base URL,
 /// the clock (and, with `--sim-clock`, the handle that sets it), the admin token.
 pub struct AppState {
     pub upstream: Arc<Upstream>,
-    pub cache: Arc<TimeMapCache>,
+    pub cache: Arc<Cache>,
     pub public_url: String,
     pub clock: Arc<dyn Clock>,
     pub sim_clock: Option<Arc<SimClock>>,
@@ -56,6 +59,10 @@ pub struct AppState {
 }
 
 pub type SharedState = Arc<AppState>;
+
+/// The cache as the routes use it: entries in the tiered store (memory over disk), each with the
+/// [`View`] the routes serve it from.
+pub type Cache = TimeMapCache<Tiered<CachedTimeMap<View>>, View>;
 
 /// The headers browsers may read: README's CORS list, kept equal to it by a test.
 pub const EXPOSED_HEADERS: &[&str] = &[
@@ -292,7 +299,7 @@ pub async fn serve_lookup(
     lookup: &Lookup,
     headers: &HeaderMap,
     render: Option<TimeMapFormat>,
-) -> Served {
+) -> Served<View> {
     let req = Request {
         deadline: lookup.deadline,
         no_cache: wants_no_cache(headers),
@@ -328,7 +335,7 @@ pub fn check_found(agg: &Aggregate) -> Result<(), AppError> {
 }
 
 /// `X-Cache` and its companions, `Age`, `Cache-Control` (`Last-Modified` is a content header).
-pub fn cache_headers(h: &mut HeaderMap, served: &Served, now: MementoDatetime) {
+pub fn cache_headers(h: &mut HeaderMap, served: &Served<View>, now: MementoDatetime) {
     h.insert("x-cache", HeaderValue::from_static(served.status.as_str()));
     if let Some(case) = served.case {
         h.insert("x-cache-case", HeaderValue::from(u16::from(case.number())));

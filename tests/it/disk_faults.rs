@@ -412,7 +412,9 @@ async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
         return;
     };
     drop(
-        tmproxy::cache::store::open::<tmproxy::cache::service::CachedTimeMap>(
+        tmproxy::cache::store::open::<
+            tmproxy::cache::service::CachedTimeMap<tmproxy::http::view::View>,
+        >(
             &cache,
             1 << 20,
             Duration::from_secs(5),

@@ -2,7 +2,7 @@
 //! becomes the entry and is written beside it, so a TimeMap of millions of mementos is answered by the deadline + 1 s
 //! instead of after seconds of storing.
 
-use super::{Action, CacheStatus, CachedTimeMap, Served, TimeMapCache, View};
+use super::{Action, CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
 use crate::cache::store::Store;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
@@ -21,7 +21,7 @@ pub(super) const ANSWER_AFTER_DEADLINE: Duration = Duration::from_millis(250);
 /// rather than in place (about 10 ms of work at this size in a release build).
 pub(super) const BIG_TIMEMAP: usize = 20_000;
 
-impl TimeMapCache {
+impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// A URI-R's first answer (nothing cached): every policy stores the fetch as it is, so the
     /// answer is the fetch's merged TimeMap, served without waiting for the entry to be built
     /// and written. That work (seconds for millions of mementos) goes on in a task of its
@@ -34,19 +34,18 @@ impl TimeMapCache {
         now: MementoDatetime,
         answer_by: tokio::time::Instant,
         render: Option<TimeMapFormat>,
-    ) -> Served {
+    ) -> Served<V> {
         self.stats.count_miss();
-        let public_url = self.public_url.clone();
         // The one merge of this miss: the view's TimeMap, which the entry will keep too (its
         // bodies render on demand).
         let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
-        let view = Arc::new(View::new(aggregate, &public_url));
+        let view = Arc::new(V::build(aggregate, self.context.as_ref()));
         // Rendered beside the store, not after it: for millions of mementos each takes seconds.
         // A small one renders in the handler as any answer does.
-        let big = view.aggregate.timemap.len() >= BIG_TIMEMAP;
+        let big = view.aggregate().timemap.len() >= BIG_TIMEMAP;
         let rendering = render.filter(|_| big).map(|format| {
             let view = view.clone();
-            tokio::task::spawn_blocking(move || drop(view.rendered(format)))
+            tokio::task::spawn_blocking(move || view.prepare(format))
         });
         let fresh_until = self.policy.fresh_until(now);
         let settle = {
@@ -94,7 +93,7 @@ impl TimeMapCache {
         &self,
         uri_r: &str,
         fetch: Fetch,
-        view: Arc<View>,
+        view: Arc<V>,
         now: MementoDatetime,
     ) -> Action {
         let Some(store) = &self.store else {
@@ -132,7 +131,7 @@ impl TimeMapCache {
         &self,
         uri_r: &str,
         left: CacheStatus,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Served>> {
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Served<V>>> {
         let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
         if settling.get(uri_r).is_some_and(|s| s.status == left) {
             settling.remove(uri_r);
@@ -142,7 +141,7 @@ impl TimeMapCache {
 
     /// The answer for a URI-R whose first store or refresh is still being written: the one its
     /// own request got (MISS `not_stored` from the fetch, or the stored entry STALE).
-    pub(super) fn settling_answer(&self, uri_r: &str) -> Option<Served> {
+    pub(super) fn settling_answer(&self, uri_r: &str) -> Option<Served<V>> {
         let served = self
             .settling
             .lock()

@@ -4,7 +4,7 @@
 //! behind it.
 
 use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
-use super::{CacheStatus, CachedTimeMap, Served, TimeMapCache};
+use super::{CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
 use crate::cache::policy::{Action, Decision, Match};
 use crate::cache::store::Store;
 use crate::timemap::answer::Fetch;
@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What a refresh works on once the archives have answered.
-struct Fetched {
+struct Fetched<V> {
     fetch: Fetch,
-    cached: Option<Arc<CachedTimeMap>>,
+    cached: Option<Arc<CachedTimeMap<V>>>,
     now: MementoDatetime,
     render: Option<TimeMapFormat>,
     /// Millions of mementos: the work runs on the blocking pool, not a runtime thread.
@@ -27,22 +27,22 @@ struct Fetched {
 /// Where a refresh starts from: when its request came, the client's own deadline, and the
 /// entry the request read (None when there was none).
 #[derive(Clone)]
-pub(super) struct Begun {
+pub(super) struct Begun<V> {
     pub at: tokio::time::Instant,
     pub deadline: Option<Duration>,
-    pub cached: Option<Arc<CachedTimeMap>>,
+    pub cached: Option<Arc<CachedTimeMap<V>>>,
 }
 
-impl TimeMapCache {
+impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// Asks the archives, lets the policy decide against the entry stored now, stores what it
     /// says and returns what to serve. The deadline counts from the request's arrival, so the
     /// time spent reading a huge entry from disk is taken from the archives' time, not added.
     pub(super) async fn refresh(
         self: &Arc<Self>,
         uri_r: &str,
-        begun: Begun,
+        begun: Begun<V>,
         render: Option<TimeMapFormat>,
-    ) -> Option<Served> {
+    ) -> Option<Served<V>> {
         let store = self.store.as_ref()?;
         let limit = begun.deadline.map_or(self.upstream.deadline(), |d| {
             d.min(self.upstream.deadline())
@@ -56,8 +56,8 @@ impl TimeMapCache {
             .as_ref()
             .filter(|c| is_big(c) && !c.has_view())
             .map(|cached| {
-                let (cached, url) = (cached.clone(), self.public_url.clone());
-                tokio::task::spawn_blocking(move || prepare(&cached, &url, render))
+                let (cached, context) = (cached.clone(), self.context.clone());
+                tokio::task::spawn_blocking(move || prepare(&cached, &context, render))
             });
         let fetch = self.fan_out(uri_r, Some(limit), begun.at).await;
         let now = self.clock.now();
@@ -65,7 +65,7 @@ impl TimeMapCache {
         // memory only when the request read an entry: reading a huge one from disk again would
         // cost seconds and a second copy, and a refresh racing ours can win either way.
         let cached = match begun.cached {
-            Some(read) => Some(store.hot().get(uri_r).await.unwrap_or(read)),
+            Some(read) => Some(store.get_in_memory(uri_r).await.unwrap_or(read)),
             None => store.get(uri_r).await,
         };
         let Some(cached) = cached else {
@@ -111,7 +111,7 @@ impl TimeMapCache {
         if let Some(view) = stale_view {
             let _ = view.await;
         }
-        let stale = Served::stored(&cached, &self.public_url, CacheStatus::Stale);
+        let stale = Served::stored(&cached, self.context.as_ref(), CacheStatus::Stale);
         if late {
             let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
             if !done.load(Ordering::SeqCst) {
@@ -124,7 +124,7 @@ impl TimeMapCache {
 
     /// The policy's decision on a fetch, carried out: the entry written, and the answer with its
     /// view ready.
-    async fn settle(self: &Arc<Self>, uri_r: &str, fetched: Fetched) -> Served {
+    async fn settle(self: &Arc<Self>, uri_r: &str, fetched: Fetched<V>) -> Served<V> {
         let Fetched {
             fetch,
             cached,
@@ -193,13 +193,13 @@ impl TimeMapCache {
         let mut served = match serving {
             Some((value, status)) => {
                 if big {
-                    let (value, url) = (value.clone(), self.public_url.clone());
-                    let _ =
-                        tokio::task::spawn_blocking(move || prepare(&value, &url, render)).await;
+                    let (value, context) = (value.clone(), self.context.clone());
+                    let _ = tokio::task::spawn_blocking(move || prepare(&value, &context, render))
+                        .await;
                 }
-                Served::stored(&value, &self.public_url, status)
+                Served::stored(&value, self.context.as_ref(), status)
             }
-            None => Served::fresh(&fetch, &self.public_url, status),
+            None => Served::fresh(&fetch, self.context.as_ref(), status),
         };
         if served.status != CacheStatus::Stale && self.policy.caches() {
             served.case = case;
@@ -209,24 +209,28 @@ impl TimeMapCache {
     }
 
     /// The answer when deciding failed: what is stored, else what each archive answered.
-    fn unchanged(&self, cached: Option<Arc<CachedTimeMap>>, answers: &Fetch) -> Served {
+    fn unchanged(&self, cached: Option<Arc<CachedTimeMap<V>>>, answers: &Fetch) -> Served<V> {
         match cached {
-            Some(c) => Served::stored(&c, &self.public_url, CacheStatus::Stale),
-            None => Served::fresh(answers, &self.public_url, CacheStatus::Miss),
+            Some(c) => Served::stored(&c, self.context.as_ref(), CacheStatus::Stale),
+            None => Served::fresh(answers, self.context.as_ref(), CacheStatus::Miss),
         }
     }
 }
 
 /// Whether an entry is big enough that working on it belongs on the blocking pool.
-fn is_big(cached: &CachedTimeMap) -> bool {
+fn is_big<V: ServedView>(cached: &CachedTimeMap<V>) -> bool {
     cached.entry.count(Match::Loose) >= BIG_TIMEMAP
 }
 
 /// Builds an entry's view and, if the format is known, its body: seconds of work for a huge
 /// entry, done before its answer is due rather than in the handler.
-fn prepare(cached: &CachedTimeMap, public_url: &str, render: Option<TimeMapFormat>) {
-    let view = cached.view(public_url);
+fn prepare<V: ServedView>(
+    cached: &CachedTimeMap<V>,
+    context: &V::Context,
+    render: Option<TimeMapFormat>,
+) {
+    let view = cached.view(context);
     if let Some(format) = render {
-        drop(view.rendered(format));
+        view.prepare(format);
     }
 }

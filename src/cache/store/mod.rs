@@ -51,6 +51,15 @@ pub trait Store<V: Cacheable>: Send + Sync {
     fn remove(&self, key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Counters for operators and tests; cheap enough to call on every scrape.
     fn stats(&self) -> TierStats;
+    /// The value under `key` if it can be had without reading the disk (a tier in memory is
+    /// all memory): a caller that holds a copy already need not pay seconds for another.
+    fn get_in_memory(&self, key: &str) -> impl Future<Output = Option<Arc<V>>> + Send {
+        self.get(key)
+    }
+    /// Makes everything stored so far durable; nothing to do for a tier in memory.
+    fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// Counters of one tier.
@@ -179,6 +188,14 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
     /// [`Tiered::hot`] for memory use.
     fn stats(&self) -> TierStats {
         self.persistent.stats()
+    }
+
+    fn get_in_memory(&self, key: &str) -> impl Future<Output = Option<Arc<V>>> + Send {
+        self.hot.get(key)
+    }
+
+    fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.persistent.flush()
     }
 }
 

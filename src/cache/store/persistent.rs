@@ -412,6 +412,10 @@ fn write_entry(
 }
 
 impl<V: Cacheable> Store<V> for PersistentTier<V> {
+    fn flush(&self) -> impl std::future::Future<Output = Result<(), StoreError>> + Send {
+        PersistentTier::flush(self)
+    }
+
     async fn get(&self, key: &str) -> Option<Arc<V>> {
         let handle = self.handle()?;
         let shared = Arc::clone(&self.shared);

@@ -1,0 +1,116 @@
+//! What the routes serve for a cached or fetched aggregate: each format rendered at most once,
+//! with its ETag, and the headers that depend only on the content, built once. The cache keeps
+//! one beside each entry it holds in memory (as a [`ServedView`]) without looking inside.
+
+use crate::cache::entry::Entry;
+use crate::cache::service::ServedView;
+use crate::timemap::aggregate::{Aggregate, Verdict};
+use crate::timemap::datetime::format_rfc1123;
+use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
+use axum::http::{HeaderMap, HeaderValue};
+use bytes::Bytes;
+use std::sync::OnceLock;
+
+/// An aggregate ready to serve: a cache hit then allocates almost nothing.
+#[derive(Debug)]
+pub struct View {
+    pub aggregate: Aggregate,
+    links: SelfLinks,
+    bodies: [OnceLock<Rendered>; 3],
+    headers: OnceLock<HeaderMap>,
+}
+
+/// One format's body and its ETag.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub body: Bytes,
+    pub etag: String,
+    pub etag_header: Option<HeaderValue>,
+}
+
+impl ServedView for View {
+    /// The public base URL the links are written with.
+    type Context = String;
+
+    fn build(aggregate: Aggregate, public_url: &String) -> View {
+        let links = SelfLinks::new(public_url, &aggregate.uri_r);
+        View {
+            aggregate,
+            links,
+            bodies: Default::default(),
+            headers: OnceLock::new(),
+        }
+    }
+
+    fn aggregate(&self) -> &Aggregate {
+        &self.aggregate
+    }
+
+    fn prepare(&self, format: TimeMapFormat) {
+        drop(self.rendered(format));
+    }
+
+    /// The aggregate's copy of each memento and the three rendered bodies (the URI-M and 70–110
+    /// bytes of markup each). Calibrated so the weight is at least the live heap an entry holds
+    /// once all three formats are rendered (measured with `e2e_bench memory`, see
+    /// BENCHMARKS.md), so `hot_capacity` bounds real memory.
+    fn approx_bytes(entry: &Entry) -> usize {
+        let listed = entry.contributions.iter().flat_map(|c| &c.mementos);
+        let (mementos, uris) = listed.fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.uri_m.len()));
+        3 * uris + 400 * mementos + 2048
+    }
+}
+
+impl View {
+    /// `X-Memento-Count`, `X-Memento-Archives`, `X-Memento-Partial`, `Last-Modified`: fixed for
+    /// a given content, so built once per view.
+    pub fn content_headers(&self) -> HeaderMap {
+        self.headers
+            .get_or_init(|| {
+                let agg = &self.aggregate;
+                let mut h = HeaderMap::with_capacity(12);
+                h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
+                if let Some(v) = crate::error::archives_header(agg) {
+                    h.insert("x-memento-archives", v);
+                }
+                if matches!(agg.verdict(), Verdict::Found { partial: true }) {
+                    let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
+                    if let Ok(v) = HeaderValue::from_str(&missing.join(", ")) {
+                        h.insert("x-memento-partial", v);
+                    }
+                }
+                if let Ok(v) = HeaderValue::from_str(&format_rfc1123(agg.fetched_at)) {
+                    h.insert(axum::http::header::LAST_MODIFIED, v);
+                }
+                h
+            })
+            .clone()
+    }
+
+    pub fn rendered(&self, format: TimeMapFormat) -> Rendered {
+        let slot = match format {
+            TimeMapFormat::Link => &self.bodies[0],
+            TimeMapFormat::Json => &self.bodies[1],
+            TimeMapFormat::Cdxj => &self.bodies[2],
+        };
+        slot.get_or_init(|| {
+            let mut body = render(format, &self.aggregate, &self.links);
+            // Cached for the entry's lifetime: give back the growth slack (up to half of it).
+            body.shrink_to_fit();
+            let etag = format!("\"{:016x}\"", fnv1a(&body));
+            Rendered {
+                body: Bytes::from(body),
+                etag_header: HeaderValue::from_str(&etag).ok(),
+                etag,
+            }
+        })
+        .clone()
+    }
+}
+
+/// A 64-bit FNV-1a: a stable ETag across restarts, unlike std's seeded hasher.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
