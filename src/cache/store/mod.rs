@@ -23,6 +23,7 @@ mod open;
 mod persistent;
 mod record;
 mod recover;
+mod shared;
 
 pub use hot::HotTier;
 pub use open::SLED_CACHE_BYTES;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::open::{reopen, Handle};
-use super::persistent::Shared;
+use super::shared::Shared;
 
 /// The first pause before a reopen, doubled after each failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
