@@ -228,7 +228,7 @@ async fn memory(args: &[String]) {
         };
         let cached = std::sync::Arc::new(CachedTimeMap::<View>::new(entry));
         let view = cached.view(&"http://127.0.0.1:7089".to_string());
-        for f in TimeMapFormat::ALL {
+        for f in TimeMapFormat::all() {
             let _ = view.rendered(f);
         }
         let _ = view.content_headers();

@@ -100,7 +100,7 @@ fn round_trip(mementos: Vec<LinkMemento>) {
         .collect();
 
     let written = to_link_format(&agg, &links);
-    let reread = parse_link_format(&written, &links.timemap(TimeMapFormat::Link));
+    let reread = parse_link_format(&written, &links.timemap(TimeMapFormat::LINK));
     let got: Vec<(&str, MementoDatetime)> = reread
         .mementos
         .iter()

@@ -1,6 +1,7 @@
 //! The `tmproxy` binary: arguments → config → tracing → app → serve. Nothing else lives here.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand};
 
 // The hit path is allocation-heavy (headers, hyper's buffers); mimalloc serves it markedly faster
 // than glibc's malloc on two cores (see BENCHMARKS.md).
@@ -40,8 +41,9 @@ enum Command {
     Timemap {
         /// The URL whose mementos to list.
         uri_r: String,
-        #[arg(long, value_enum, default_value_t = Format::Link)]
-        format: Format,
+        /// The TimeMap format.
+        #[arg(long, default_value = "link", value_parser = format_parser())]
+        format: TimeMapFormat,
         #[arg(long)]
         config: Option<PathBuf>,
     },
@@ -63,21 +65,11 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Link,
-    Json,
-    Cdxj,
-}
-
-impl From<Format> for TimeMapFormat {
-    fn from(f: Format) -> TimeMapFormat {
-        match f {
-            Format::Link => TimeMapFormat::Link,
-            Format::Json => TimeMapFormat::Json,
-            Format::Cdxj => TimeMapFormat::Cdxj,
-        }
-    }
+/// The formats `--format` takes: every one the server serves, by its path segment.
+fn format_parser() -> impl TypedValueParser<Value = TimeMapFormat> {
+    PossibleValuesParser::new(TimeMapFormat::all().map(TimeMapFormat::segment)).try_map(|s| {
+        TimeMapFormat::from_segment(&s).ok_or_else(|| format!("unknown TimeMap format {s:?}"))
+    })
 }
 
 /// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e`, mimalloc.h, v2 and v3 alike;
@@ -124,7 +116,7 @@ fn main() -> ExitCode {
                 uri_r,
                 format,
                 config,
-            } => tmproxy::cli::timemap(&uri_r, format.into(), config.as_deref()).await,
+            } => tmproxy::cli::timemap(&uri_r, format, config.as_deref()).await,
             Command::Demo { listen } => tmproxy::cli::demo(listen).await,
             Command::Sample { spec, out } => tmproxy::cli::sample(&spec, &out).await,
         }

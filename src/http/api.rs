@@ -76,19 +76,10 @@ fn describe(
     ApiAnswer {
         original_uri: agg.uri_r.clone(),
         timegate_uri: links.timegate(),
-        timemap_uri: TimeMapFormat::ALL
-            .iter()
-            .map(|f| (json_key(*f), links.timemap(*f)))
+        timemap_uri: TimeMapFormat::all()
+            .map(|f| (f.json_key(), links.timemap(f)))
             .collect(),
         mementos,
         archives: agg.outcomes.clone(),
-    }
-}
-
-fn json_key(f: TimeMapFormat) -> &'static str {
-    match f {
-        TimeMapFormat::Link => "link_format",
-        TimeMapFormat::Json => "json_format",
-        TimeMapFormat::Cdxj => "cdxj_format",
     }
 }

@@ -104,13 +104,13 @@ pub fn link_header(public_url: &str, agg: &Aggregate, c: &Closest) -> String {
     };
     parts.push(format!(
         "<{}>; rel=\"timemap\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\"",
-        links.timemap(TimeMapFormat::Link),
+        links.timemap(TimeMapFormat::LINK),
         format_rfc1123(first.datetime),
         format_rfc1123(last.datetime)
     ));
     parts.push(format!(
         "<{}>; rel=\"timemap\"; type=\"application/json\"",
-        links.timemap(TimeMapFormat::Json)
+        links.timemap(TimeMapFormat::JSON)
     ));
     // (index, relation words) in time order; one link per distinct memento.
     let mut rels: Vec<(usize, Vec<&str>)> = Vec::with_capacity(5);

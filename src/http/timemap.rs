@@ -22,7 +22,7 @@ pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
     if looks_like_format && !rest.is_empty() {
         return Err(AppError::UnknownFormat(first.to_string()));
     }
-    Ok((TimeMapFormat::Link, raw))
+    Ok((TimeMapFormat::LINK, raw))
 }
 
 pub async fn timemap(
@@ -78,26 +78,26 @@ mod tests {
             split_format("json/http://a.b/")
                 .map(|(f, r)| (f, r.to_string()))
                 .ok(),
-            Some((TimeMapFormat::Json, "http://a.b/".into()))
+            Some((TimeMapFormat::JSON, "http://a.b/".into()))
         );
         assert_eq!(
             split_format("http://a.b/")
                 .map(|(f, r)| (f, r.to_string()))
                 .ok(),
-            Some((TimeMapFormat::Link, "http://a.b/".into()))
+            Some((TimeMapFormat::LINK, "http://a.b/".into()))
         );
         assert_eq!(
             split_format("example.com/x")
                 .map(|(f, r)| (f, r.to_string()))
                 .ok(),
-            Some((TimeMapFormat::Link, "example.com/x".into()))
+            Some((TimeMapFormat::LINK, "example.com/x".into()))
         );
         assert!(
             matches!(split_format("xml/http://a.b/"), Err(AppError::UnknownFormat(f)) if f == "xml")
         );
         assert!(matches!(
             split_format("http%3A%2F%2Fa.b%2F"),
-            Ok((TimeMapFormat::Link, _))
+            Ok((TimeMapFormat::LINK, _))
         ));
     }
 

@@ -6,7 +6,7 @@ use crate::cache::entry::Entry;
 use crate::cache::service::ServedView;
 use crate::timemap::aggregate::{Aggregate, Verdict};
 use crate::timemap::datetime::format_rfc1123;
-use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
+use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
 use axum::http::{HeaderMap, HeaderValue};
 use bytes::Bytes;
 use std::sync::OnceLock;
@@ -16,7 +16,8 @@ use std::sync::OnceLock;
 pub struct View {
     pub aggregate: Aggregate,
     links: SelfLinks,
-    bodies: [OnceLock<Rendered>; 3],
+    /// One per format, by [`TimeMapFormat::index`].
+    bodies: Box<[OnceLock<Rendered>]>,
     headers: OnceLock<HeaderMap>,
 }
 
@@ -37,7 +38,9 @@ impl ServedView for View {
         View {
             aggregate,
             links,
-            bodies: Default::default(),
+            bodies: (0..TimeMapFormat::count())
+                .map(|_| OnceLock::new())
+                .collect(),
             headers: OnceLock::new(),
         }
     }
@@ -50,8 +53,8 @@ impl ServedView for View {
         drop(self.rendered(format));
     }
 
-    /// The aggregate's copy of each memento and the three rendered bodies (the URI-M and 70–110
-    /// bytes of markup each). Calibrated so the weight is at least the live heap an entry holds
+    /// The aggregate's copy of each memento and a rendered body per format (three: the URI-M and
+    /// 70–110 bytes of markup each). Calibrated so the weight is at least the live heap an entry holds
     /// once all three formats are rendered (measured with `e2e_bench memory`, see
     /// BENCHMARKS.md), so `hot_capacity` bounds real memory.
     fn approx_bytes(entry: &Entry) -> usize {
@@ -88,23 +91,19 @@ impl View {
     }
 
     pub fn rendered(&self, format: TimeMapFormat) -> Rendered {
-        let slot = match format {
-            TimeMapFormat::Link => &self.bodies[0],
-            TimeMapFormat::Json => &self.bodies[1],
-            TimeMapFormat::Cdxj => &self.bodies[2],
-        };
-        slot.get_or_init(|| {
-            let mut body = render(format, &self.aggregate, &self.links);
-            // Cached for the entry's lifetime: give back the growth slack (up to half of it).
-            body.shrink_to_fit();
-            let etag = format!("\"{:016x}\"", fnv1a(&body));
-            Rendered {
-                body: Bytes::from(body),
-                etag_header: HeaderValue::from_str(&etag).ok(),
-                etag,
-            }
-        })
-        .clone()
+        self.bodies[format.index()]
+            .get_or_init(|| {
+                let mut body = format.render(&self.aggregate, &self.links);
+                // Cached for the entry's lifetime: give back the growth slack (up to half of it).
+                body.shrink_to_fit();
+                let etag = format!("\"{:016x}\"", fnv1a(&body));
+                Rendered {
+                    body: Bytes::from(body),
+                    etag_header: HeaderValue::from_str(&etag).ok(),
+                    etag,
+                }
+            })
+            .clone()
     }
 }
 

@@ -210,7 +210,7 @@ async fn a_known_format_is_prepared_before_a_huge_first_answer() {
     let archive = archive_of(&captures).await;
     let (cache, _) = cache_for(&archive, Policy::default());
     let req = Request {
-        render: Some(TimeMapFormat::Json),
+        render: Some(TimeMapFormat::JSON),
         ..Request::default()
     };
     let served = cache.lookup(URI_R, req).await;

@@ -1,0 +1,76 @@
+//! MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per
+//! memento.
+
+use super::{memento_rel, Format, SelfLinks, TimeMapFormat, Uris};
+use crate::timemap::aggregate::Aggregate;
+use crate::timemap::datetime::{write_14digit, write_rfc1123};
+use std::fmt::Write;
+
+/// `application/cdxj+ors`, at `/timemap/cdxj/…`.
+pub struct Cdxj;
+
+impl Format for Cdxj {
+    fn segment(&self) -> &'static str {
+        "cdxj"
+    }
+
+    fn content_type(&self) -> &'static str {
+        "application/cdxj+ors"
+    }
+
+    fn json_key(&self) -> &'static str {
+        "cdxj_format"
+    }
+
+    fn render(&self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
+        to_cdxj(agg, links).into_bytes()
+    }
+}
+
+/// MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per memento.
+pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
+    let ms = &agg.timemap.mementos;
+    let mut out = String::with_capacity(512 + ms.len() * 160);
+    out.push_str("!context [\"http://tools.ietf.org/html/rfc7089\"]\n");
+    let _ = writeln!(
+        out,
+        "!id {{\"uri\": {}}}",
+        json_str(&links.timemap(TimeMapFormat::CDXJ))
+    );
+    out.push_str("!keys [\"memento_datetime_YYYYMMDDhhmmss\"]\n");
+    let _ = writeln!(out, "!meta {{\"original_uri\": {}}}", json_str(&agg.uri_r));
+    let _ = writeln!(
+        out,
+        "!meta {{\"timegate_uri\": {}}}",
+        json_str(&links.timegate())
+    );
+    let _ = writeln!(
+        out,
+        "!meta {{\"timemap_uri\": {}}}",
+        serde_json::to_string(&Uris(links)).unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "!meta {{\"archives\": {}}}",
+        serde_json::to_string(&agg.outcomes).unwrap_or_default()
+    );
+    for (i, m) in ms.iter().enumerate() {
+        write_14digit(&mut out, m.datetime);
+        out.push_str(" {\"uri\": ");
+        out.push_str(&json_str(&m.uri_m));
+        out.push_str(", \"rel\": \"");
+        out.push_str(memento_rel(i, ms.len()));
+        out.push_str("\", \"datetime\": \"");
+        write_rfc1123(&mut out, m.datetime);
+        out.push_str("\", \"archive\": ");
+        out.push_str(&json_str(&m.archive));
+        out.push_str("}\n");
+    }
+    out
+}
+
+/// A JSON string literal (quoted and escaped: `"`, `\` and every control, so a CDXJ line stays
+/// one line).
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}

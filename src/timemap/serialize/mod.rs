@@ -1,0 +1,147 @@
+//! Aggregated TimeMaps as clients read them, one type per format behind [`Format`]: link
+//! format (RFC 7089), JSON (Time Travel's, plus `archives[]`) and CDXJ (MemGator's). Pure: the
+//! public base URL is passed in. A new format is a file here and a line in [`FORMATS`].
+
+mod cdxj;
+mod json;
+mod link;
+
+pub use cdxj::{to_cdxj, Cdxj};
+pub use json::{to_json, Json};
+pub use link::{to_link_format, Link};
+
+use super::aggregate::Aggregate;
+use crate::uri_text::escape_uri;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use std::fmt;
+
+/// One TimeMap format.
+pub trait Format: Sync {
+    /// The path segment that names it: `/timemap/{segment}/…`.
+    fn segment(&self) -> &'static str;
+    fn content_type(&self) -> &'static str;
+    /// The key of its URL where JSON lists every format's (`timemap_uri`).
+    fn json_key(&self) -> &'static str;
+    fn render(&self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8>;
+}
+
+/// Every format served, in the order documents list them.
+static FORMATS: &[&dyn Format] = &[&Link, &Json, &Cdxj];
+
+/// A format served, by its place in [`FORMATS`]: small, `Copy` and comparable.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimeMapFormat(usize);
+
+impl TimeMapFormat {
+    /// RFC 7089's, the default (`/timemap/{URI-R}`).
+    pub const LINK: TimeMapFormat = TimeMapFormat(0);
+    pub const JSON: TimeMapFormat = TimeMapFormat(1);
+    pub const CDXJ: TimeMapFormat = TimeMapFormat(2);
+
+    /// Every format, in the order documents list them.
+    pub fn all() -> impl Iterator<Item = TimeMapFormat> {
+        (0..FORMATS.len()).map(TimeMapFormat)
+    }
+
+    /// How many formats there are (one rendered body each, at most, per cached entry).
+    pub fn count() -> usize {
+        FORMATS.len()
+    }
+
+    pub fn from_segment(s: &str) -> Option<TimeMapFormat> {
+        Self::all().find(|f| f.segment() == s)
+    }
+
+    /// Its place among [`TimeMapFormat::all`], from 0.
+    pub fn index(self) -> usize {
+        self.0
+    }
+
+    fn format(self) -> &'static dyn Format {
+        FORMATS[self.0]
+    }
+
+    pub fn segment(self) -> &'static str {
+        self.format().segment()
+    }
+
+    pub fn content_type(self) -> &'static str {
+        self.format().content_type()
+    }
+
+    pub fn json_key(self) -> &'static str {
+        self.format().json_key()
+    }
+
+    /// The aggregate in this format.
+    pub fn render(self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
+        self.format().render(agg, links)
+    }
+}
+
+impl fmt::Debug for TimeMapFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.segment())
+    }
+}
+
+/// Renders the aggregate in `format`.
+pub fn render(format: TimeMapFormat, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
+    format.render(agg, links)
+}
+
+/// The proxy's own URLs for one URI-R. The URI-R is kept escaped ([`escape_uri`]), so every
+/// link built from it is a URL that one `<…>` or one header value holds, in every format.
+#[derive(Debug, Clone)]
+pub struct SelfLinks {
+    pub public_url: String,
+    pub uri_r: String,
+}
+
+impl SelfLinks {
+    pub fn new(public_url: &str, uri_r: &str) -> SelfLinks {
+        SelfLinks {
+            public_url: escape_uri(public_url.trim_end_matches('/')).into_owned(),
+            uri_r: escape_uri(uri_r).into_owned(),
+        }
+    }
+
+    pub fn timemap(&self, format: TimeMapFormat) -> String {
+        format!(
+            "{}/timemap/{}/{}",
+            self.public_url,
+            format.segment(),
+            self.uri_r
+        )
+    }
+
+    pub fn timegate(&self) -> String {
+        format!("{}/timegate/{}", self.public_url, self.uri_r)
+    }
+}
+
+/// Every format's URL of the TimeMap, keyed by [`Format::json_key`] in the order of [`FORMATS`].
+struct Uris<'a>(&'a SelfLinks);
+
+impl Serialize for Uris<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(TimeMapFormat::count()))?;
+        for format in TimeMapFormat::all() {
+            map.serialize_entry(format.json_key(), &self.0.timemap(format))?;
+        }
+        map.end()
+    }
+}
+
+/// The relation of the i-th memento of n, as RFC 7089 §5 marks the ends.
+pub(super) fn memento_rel(i: usize, n: usize) -> &'static str {
+    match (i == 0, i + 1 == n) {
+        (true, true) => "first last memento",
+        (true, false) => "first memento",
+        (false, true) => "last memento",
+        (false, false) => "memento",
+    }
+}
+
+#[cfg(test)]
+mod tests;

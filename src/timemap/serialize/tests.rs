@@ -1,0 +1,229 @@
+//! The formats' output: what each writes, escaping, and every format linked from each.
+
+use super::*;
+use crate::timemap::aggregate::ArchiveOutcome;
+use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
+use crate::timemap::datetime::{format_14digit, parse_14digit};
+use crate::timemap::model::Memento;
+use crate::timemap::model::TimeMap;
+use std::sync::Arc;
+
+fn agg(entries: &[(&str, &str)]) -> Aggregate {
+    Aggregate {
+        uri_r: "http://example.com/".to_string(),
+        timemap: TimeMap {
+            mementos: entries
+                .iter()
+                .map(|(a, ts)| Memento {
+                    uri_m: format!("https://{a}.example/{ts}/http://example.com/"),
+                    datetime: parse_14digit(ts).expect("ts"),
+                    archive: Arc::from(*a),
+                })
+                .collect(),
+        },
+        outcomes: vec![ArchiveOutcome {
+            id: "ia".into(),
+            answer: ArchiveAnswer {
+                elapsed_ms: 12,
+                pages: 1,
+                ..ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None)
+            },
+            mementos: entries.len(),
+        }],
+        fetched_at: parse_14digit("20261122").expect("ts"),
+    }
+}
+
+fn links() -> SelfLinks {
+    SelfLinks::new("http://proxy.test/", "http://example.com/")
+}
+
+#[test]
+fn link_format_marks_first_and_last_and_parses_back() {
+    let a = agg(&[
+        ("ia", "20000620180259"),
+        ("pt", "20050101000000"),
+        ("ia", "20091027204954"),
+    ]);
+    let text = to_link_format(&a, &links());
+    // Our own output reads back, through the same parser we use on archives, losslessly.
+    let back = crate::timemap::parse::parse_link_format(&text, "http://proxy.test/");
+    assert_eq!(back.skipped, 0);
+    assert_eq!(back.original.as_deref(), Some("http://example.com/"));
+    let got: Vec<(String, String)> = back
+        .mementos
+        .iter()
+        .map(|m| (m.uri_m.clone(), format_14digit(m.datetime)))
+        .collect();
+    let want: Vec<(String, String)> = a
+        .timemap
+        .mementos
+        .iter()
+        .map(|m| (m.uri_m.clone(), format_14digit(m.datetime)))
+        .collect();
+    assert_eq!(got, want);
+    assert!(
+        back.pages.is_empty(),
+        "JSON and CDXJ alternates are not pages"
+    );
+    assert!(text.starts_with("<http://example.com/>; rel=\"original\",\n"));
+    assert!(text.contains("<http://proxy.test/timemap/link/http://example.com/>; rel=\"self\"; type=\"application/link-format\"; from=\"Tue, 20 Jun 2000 18:02:59 GMT\"; until=\"Tue, 27 Oct 2009 20:49:54 GMT\""));
+    assert!(text.contains("<http://proxy.test/timegate/http://example.com/>; rel=\"timegate\""));
+    assert!(text.contains("<https://ia.example/20000620180259/http://example.com/>; rel=\"first memento\"; datetime=\"Tue, 20 Jun 2000 18:02:59 GMT\""));
+    assert!(text.contains("<https://pt.example/20050101000000/http://example.com/>; rel=\"memento\"; datetime=\"Sat, 01 Jan 2005 00:00:00 GMT\""));
+    assert!(text
+        .trim_end()
+        .ends_with("rel=\"last memento\"; datetime=\"Tue, 27 Oct 2009 20:49:54 GMT\""));
+    assert_eq!(
+        text.matches(",\n").count(),
+        text.lines().count() - 1,
+        "one link per line, comma-separated"
+    );
+}
+
+#[test]
+fn link_format_single_memento_is_first_last() {
+    let text = to_link_format(&agg(&[("ia", "2000")]), &links());
+    assert!(text.contains("rel=\"first last memento\""));
+}
+
+#[test]
+fn json_has_list_first_last_and_archives() {
+    let a = agg(&[("ia", "20000620180259"), ("pt", "20050101000000")]);
+    let v: serde_json::Value = serde_json::from_slice(&to_json(&a, &links())).expect("valid json");
+    assert_eq!(v["original_uri"], "http://example.com/");
+    assert_eq!(
+        v["self"],
+        "http://proxy.test/timemap/json/http://example.com/"
+    );
+    assert_eq!(
+        v["timegate_uri"],
+        "http://proxy.test/timegate/http://example.com/"
+    );
+    assert_eq!(
+        v["timemap_uri"]["cdxj_format"],
+        "http://proxy.test/timemap/cdxj/http://example.com/"
+    );
+    assert_eq!(v["mementos"]["list"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["mementos"]["first"]["datetime"], "2000-06-20T18:02:59Z");
+    assert_eq!(
+        v["mementos"]["last"]["uri"],
+        "https://pt.example/20050101000000/http://example.com/"
+    );
+    assert_eq!(v["mementos"]["list"][1]["archive"], "pt");
+    assert_eq!(v["archives"][0]["id"], "ia");
+    assert_eq!(v["archives"][0]["status"], "ok");
+    assert_eq!(v["archives"][0]["http_status"], 200);
+}
+
+#[test]
+fn json_escapes_hostile_uris() {
+    let mut a = agg(&[("ia", "2000")]);
+    let hostile = "http://x/\"},{\"evil\":1\n20010101000000 {\"uri\": \"http://evil\"}\r\\\0";
+    a.timemap.mementos[0].uri_m = hostile.to_string();
+    let v: serde_json::Value =
+        serde_json::from_slice(&to_json(&a, &links())).expect("still valid json");
+    assert_eq!(v["mementos"]["list"][0]["uri"], hostile);
+    let cdxj = to_cdxj(&a, &links());
+    let data: Vec<&str> = cdxj.lines().filter(|l| !l.starts_with('!')).collect();
+    assert_eq!(data.len(), 1, "one line per memento:\n{cdxj}");
+    for line in data {
+        let (_, json) = line.split_once(' ').expect("key and json");
+        let v: serde_json::Value = serde_json::from_str(json).expect("valid json line");
+        assert_eq!(v["uri"], hostile);
+    }
+}
+
+#[test]
+fn hostile_uris_stay_one_link_in_link_format() {
+    let mut a = agg(&[("ia", "2000"), ("pt", "2001")]);
+    let forged = "http://e.com/inj>; rel=\"memento\"; datetime=\"Sat, 01 Jan 2000 00:00:00 GMT\", <https://evil.example/phish";
+    a.uri_r = forged.to_string();
+    a.timemap.mementos[0].uri_m =
+        "http://m.example/a\r\n<https://evil.example/x>; rel=\"memento\"\0\t é".into();
+    let links = SelfLinks::new("http://proxy.test/", forged);
+    let text = to_link_format(&a, &links);
+    let back = crate::timemap::parse::parse_link_format(&text, "http://proxy.test/");
+    assert_eq!(back.skipped, 0, "{text}");
+    assert_eq!(back.mementos.len(), 2, "{text}");
+    assert!(back
+        .original
+        .as_deref()
+        .is_some_and(|o| o.starts_with("http://e.com/inj%3E;%20rel=%22memento%22")));
+    assert!(back
+        .mementos
+        .iter()
+        .all(|m| !m.uri_m.starts_with("https://evil")));
+    assert_eq!(text.lines().count(), 7, "one link per line:\n{text}");
+    assert!(text.is_ascii());
+    assert!(!text.contains(['\0', '\t', '\r']));
+    // Our own links are escaped alike.
+    assert!(links
+        .timegate()
+        .starts_with("http://proxy.test/timegate/http://e.com/inj%3E;%20rel=%22"));
+}
+
+#[test]
+fn cdxj_lines_are_keyed_by_14_digits() {
+    let a = agg(&[("ia", "20000620180259"), ("pt", "20050101000000")]);
+    let text = to_cdxj(&a, &links());
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "!context [\"http://tools.ietf.org/html/rfc7089\"]"
+    );
+    assert!(lines[1].starts_with("!id {\"uri\": \"http://proxy.test/timemap/cdxj/"));
+    assert_eq!(lines[2], "!keys [\"memento_datetime_YYYYMMDDhhmmss\"]");
+    let data: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with('!'))
+        .collect();
+    assert_eq!(data.len(), 2);
+    assert!(data[0].starts_with("20000620180259 {\"uri\": \"https://ia.example/"));
+    assert!(data[0].contains("\"rel\": \"first memento\""));
+    assert!(data[1].contains("\"datetime\": \"Sat, 01 Jan 2005 00:00:00 GMT\""));
+}
+
+#[test]
+fn formats_round_trip_their_names_and_each_is_told_apart() {
+    for f in TimeMapFormat::all() {
+        assert_eq!(TimeMapFormat::from_segment(f.segment()), Some(f));
+        let others = TimeMapFormat::all().filter(|g| *g != f);
+        for g in others {
+            assert_ne!(f.segment(), g.segment());
+            assert_ne!(f.content_type(), g.content_type());
+            assert_ne!(f.json_key(), g.json_key());
+        }
+    }
+    assert_eq!(TimeMapFormat::from_segment("xml"), None);
+    assert_eq!(
+        [
+            TimeMapFormat::LINK,
+            TimeMapFormat::JSON,
+            TimeMapFormat::CDXJ
+        ]
+        .map(|f| f.segment()),
+        ["link", "json", "cdxj"]
+    );
+}
+
+#[test]
+fn every_document_links_every_format_in_order() {
+    let a = agg(&[("ia", "2000")]);
+    let link = to_link_format(&a, &links());
+    let alternates: Vec<&str> = link
+        .lines()
+        .filter(|l| l.contains("rel=\"timemap\""))
+        .collect();
+    assert_eq!(alternates.len(), TimeMapFormat::count() - 1, "{link}");
+    let json = String::from_utf8(to_json(&a, &links())).expect("utf-8");
+    let at = |key: &str| json.find(key).expect("key");
+    assert!(at("\"link_format\"") < at("\"json_format\""));
+    assert!(at("\"json_format\"") < at("\"cdxj_format\""));
+    let cdxj = to_cdxj(&a, &links());
+    assert!(
+        cdxj.contains("!meta {\"timemap_uri\": {\"link_format\":"),
+        "{cdxj}"
+    );
+}
