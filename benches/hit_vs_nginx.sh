@@ -5,6 +5,7 @@
 # stopped by its PID at the end; wrk runs are bounded by SECONDS.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source benches/nginx.sh
 N=${1:-100}; SECS=${2:-10}; CONNS=${3:-64}
 WORK=$(mktemp -d)
 pids=()
@@ -30,25 +31,8 @@ for _ in $(seq 50); do curl -sf -o "$WORK/body" "$URL_T" && break; sleep 0.2; do
 curl -s -D - -o "$WORK/body" "$URL_T" | grep -i '^x-cache' # must say HIT
 echo "body: $(wc -c <"$WORK/body") bytes, $(grep -c 'rel="[a-z ]*memento"' "$WORK/body") mementos"
 
-mkdir -p "$WORK/www"; cp "$WORK/body" "$WORK/www/timemap"
-# nginx's workers run unprivileged: they must be able to read the file (mktemp dirs are 0700).
-chmod 755 "$WORK" "$WORK/www"; chmod 644 "$WORK/www/timemap"
-cat >"$WORK/nginx.conf" <<NGINX
-worker_processes auto;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-daemon off;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  default_type application/link-format;
-  server { listen 127.0.0.1:18103; root $WORK/www; }
-}
-NGINX
-nginx -c "$WORK/nginx.conf" &
-pids+=($!)
+serve_with_nginx "$WORK" "$WORK/body" 18103
 URL_N="http://127.0.0.1:18103/timemap"
-for _ in $(seq 50); do curl -sf -o /dev/null "$URL_N" && break; sleep 0.2; done
 cmp "$WORK/body" <(curl -sf "$URL_N") && echo "nginx serves the same bytes"
 
 run() { wrk -t2 -c"$CONNS" -d"${SECS}s" --latency "$2" | awk -v who="$1" '

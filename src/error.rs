@@ -5,9 +5,7 @@ use crate::sampling::engine::SpecError;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::RFC1123_EXAMPLE;
 use crate::uri_r::{clip, UriRError};
-use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// Everything a request can end in other than its normal answer.
@@ -194,7 +192,7 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
         // The detail is for the log only: it rides in the response's extensions to
-        // `log_internal_errors`, which knows the request it answers and takes it out again.
+        // the log layer (`crate::http::log`), which knows the request it answers and takes it out.
         let detail = match &self {
             AppError::Internal(detail) => Some(InternalDetail(detail.clone())),
             _ => None,
@@ -256,91 +254,16 @@ impl IntoResponse for AppError {
     }
 }
 
-/// What an [`AppError::Internal`] was, on its way from `into_response` to the log. Private, so
-/// nothing but [`log_internal_errors`] can read it, and extensions never reach the client.
+/// What an [`AppError::Internal`] was, on its way from `into_response` to the log. Only
+/// [`take_internal_detail`] reads it, and the log layer takes it out, so extensions never reach
+/// the client.
 #[derive(Clone)]
 struct InternalDetail(String);
 
-/// The layer that logs our own faults (every router has it, see `crate::http`): at ERROR with
-/// the request's method and path, which `into_response` cannot know. It takes the detail out of
-/// the response, so whatever wraps the router never sees it.
-pub async fn log_internal_errors(req: Request, next: Next) -> Response {
-    // The URI is cheap to keep (its parts are shared bytes). Only its path is logged: a query
-    // is the URI-R's or the client's (`?timeout=`) and says nothing about our fault.
-    let method = req.method().clone();
-    let uri = req.uri().clone();
-    let mut response = next.run(req).await;
-    if let Some(InternalDetail(detail)) = response.extensions_mut().remove::<InternalDetail>() {
-        tracing::error!(%method, path = %uri.path(), %detail, "internal error");
-    }
-    response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::body::Body;
-    use axum::routing::get;
-    use axum::Router;
-    use std::sync::{Arc, Mutex};
-    use tower::ServiceExt;
-
-    /// Log lines written to memory, to read what the layer logged.
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if let Ok(mut v) = self.0.lock() {
-                v.extend_from_slice(buf);
-            }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    async fn broken() -> AppError {
-        AppError::Internal("the secret detail".into())
-    }
-
-    #[tokio::test]
-    async fn internal_detail_goes_to_the_log_not_the_client() {
-        let lines = Lines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        // Current-thread test runtime: the handler and the layer run on this thread.
-        let _guard = tracing::subscriber::set_default(subscriber);
-        let app = Router::new()
-            .route("/broken/{*rest}", get(broken))
-            .layer(axum::middleware::from_fn(log_internal_errors));
-        let req = Request::builder()
-            .method("GET")
-            .uri("/broken/x?q=1")
-            .body(Body::empty())
-            .expect("request");
-        let response = app.oneshot(req).await.expect("infallible");
-        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(response.extensions().get::<InternalDetail>().is_none());
-        let body = axum::body::to_bytes(response.into_body(), 1024)
-            .await
-            .expect("body");
-        assert_eq!(&body[..], b"500 internal error\n");
-        let logged = String::from_utf8_lossy(&lines.0.lock().expect("lines")).into_owned();
-        assert_eq!(logged.lines().count(), 1, "{logged}");
-        for part in [
-            "ERROR",
-            "internal error",
-            "method=GET",
-            "path=/broken/x",
-            "the secret detail",
-        ] {
-            assert!(logged.contains(part), "{part} in {logged}");
-        }
-        assert!(!logged.contains("q=1"), "{logged}");
-    }
+/// The detail of an internal error this response answers, taken out of it (the log layer,
+/// `crate::http::log`, logs it with the request's method and path, which `into_response`
+/// cannot know).
+pub fn take_internal_detail(response: &mut Response) -> Option<String> {
+    let InternalDetail(detail) = response.extensions_mut().remove::<InternalDetail>()?;
+    Some(detail)
 }

@@ -3,11 +3,15 @@
 
 pub mod admin;
 pub mod api;
+#[cfg(test)]
+mod captured_log;
 pub mod gate;
+pub mod log;
 pub mod rate;
 pub mod sampling;
 pub mod timegate;
 pub mod timemap;
+mod trace;
 pub mod view;
 
 use crate::cache::service::{CacheStatus, CachedTimeMap, Request, Served, TimeMapCache};
@@ -29,11 +33,7 @@ use gate::{Gate, GateLayer};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
-use tower_http::trace::{
-    DefaultMakeSpan, DefaultOnFailure, DefaultOnRequest, DefaultOnResponse, TraceLayer,
-};
-use tower_http::LatencyUnit;
-use tracing::Level;
+use trace::traced;
 use view::View;
 
 /// What every handler shares: the archives, the cache in front of them, our public base URL,
@@ -155,32 +155,8 @@ fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(GateLayer(HeaderLimit(limit)))
         // Outside every route and gate, so each internal error is logged once, with its request.
-        .layer(axum::middleware::from_fn(crate::error::log_internal_errors))
+        .layer(log::LogInternalErrors)
         .with_state(state)
-}
-
-/// The outermost layer of every listener's router: a span per request (method, URI, version),
-/// and on the response its status and latency. All at DEBUG, so the default INFO level logs
-/// nothing new per request, and the span, whose URI holds the URI-R, is off there and adds it
-/// to no INFO line. A 5xx is a DEBUG event here too: an internal error is already logged at
-/// ERROR by `log_internal_errors`, and a 502 or 504 is the archives' trouble, logged where it
-/// is met. Headers stay out of the span: `Authorization` carries the admin token.
-fn traced(router: Router) -> Router {
-    router.layer(
-        TraceLayer::new_for_http()
-            .make_span_with(
-                DefaultMakeSpan::new()
-                    .level(Level::DEBUG)
-                    .include_headers(false),
-            )
-            .on_request(DefaultOnRequest::new().level(Level::DEBUG))
-            .on_response(
-                DefaultOnResponse::new()
-                    .level(Level::DEBUG)
-                    .latency_unit(LatencyUnit::Micros),
-            )
-            .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
-    )
 }
 
 async fn method_not_allowed() -> AppError {
