@@ -5,23 +5,26 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 # Dependencies first, so a source change does not rebuild them.
 COPY Cargo.toml Cargo.lock ./
-# The workspace names simulations/, so cargo needs its manifest and sources to exist, even though
-# only the proxy is built here.
+# The workspace names core/ and simulations/, so cargo needs their manifests and sources to
+# exist, even though only the proxy (and the core it is built on) is built here.
+COPY core/Cargo.toml core/Cargo.toml
 COPY simulations/Cargo.toml simulations/Cargo.toml
-RUN mkdir -p src benches tests/it simulations/src \
+RUN mkdir -p src benches tests/it core/src core/tests simulations/src \
     && echo 'fn main() {}' > src/main.rs \
     && echo '' > src/lib.rs \
+    && echo '' > core/src/lib.rs \
     && echo 'fn main() {}' > benches/parse.rs \
     && echo 'fn main() {}' > benches/sampling.rs \
     && echo 'fn main() {}' > tests/it/main.rs \
     && echo 'fn main() {}' > simulations/src/main.rs \
     && echo '' > simulations/src/lib.rs \
     && cargo build --release --locked --bin tmproxy \
-    && rm -rf src simulations/src
+    && rm -rf src core/src simulations/src
 COPY src ./src
+COPY core/src core/src
 COPY simulations/src simulations/src
 # Touch so cargo sees the real sources as newer than the placeholder build.
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin tmproxy
+RUN touch src/main.rs src/lib.rs core/src/lib.rs && cargo build --release --locked --bin tmproxy
 
 FROM debian:bookworm-slim
 RUN apt-get update \

@@ -61,7 +61,9 @@ fi
 export TMPROXY_PYWB_VENV="$VENV"
 
 log "cargo clippy"
-cargo clippy --workspace --all-targets -- -D warnings
+# memsim's `e2e` feature (the server in-process) on, and the pure harness without it.
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+cargo clippy -p simulations --all-targets -- -D warnings
 
 # --- the suite ----------------------------------------------------------------------------
 log "cargo test"
@@ -70,7 +72,7 @@ export RUST_BACKTRACE=0
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 set +e
-cargo test --workspace --all-targets 2>&1 | tee "$out"
+cargo test --workspace --all-targets --all-features 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
 set -e
 # One closing line for the whole run: cargo prints one "test result" per test binary.

@@ -1,5 +1,7 @@
-//! tmproxy: a Memento aggregator. A request walks one line:
-//! http (routes, errors → status) → aggregate (fan-out to archives) → parse → merge → serialize.
+//! tmproxy: a Memento aggregator. A request walks one line: http (routes, errors → status) →
+//! cache (policy, store) → upstream (fan-out: each archive's contribution) → back to the view,
+//! where the contributions are merged once and rendered. The pure parts (TimeMaps, the policy)
+//! live in `tmproxy-core` and are re-exported here under their old paths.
 
 pub mod app;
 pub mod cache;
@@ -12,7 +14,8 @@ pub mod http;
 pub mod invariants;
 pub mod sampling;
 pub mod serve;
-pub mod timemap;
 pub mod upstream;
 pub mod uri_r;
-pub mod uri_text;
+
+// The pure core, under the paths the rest of the crate (and its users) have always used.
+pub use tmproxy_core::{timemap, uri_text};

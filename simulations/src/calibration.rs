@@ -16,7 +16,7 @@ use crate::series::LiveDay;
 use chrono::Duration;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
-use tmproxy::cache::policy::{classify, Match};
+use tmproxy_core::policy::{classify, Match};
 
 /// Facts of a series, accumulated one URI-R at a time (memory: per day and per size, not per
 /// URI-R beyond the sizes kept for percentiles).

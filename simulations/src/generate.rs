@@ -6,6 +6,7 @@
 //! [`crate::jcdl`]). No number measured on any of them says anything about real archives.
 
 use crate::replay::day0;
+pub use crate::rng::Rng;
 use crate::series::{
     memento_triple, LiveDay, LiveResolver, ObsStatus, Observation, SeriesError, SeriesWriter,
     UriGroups,
@@ -78,35 +79,6 @@ impl Preset {
     /// The same model with another number of URI-Rs (the streaming benchmarks' 1,000,000).
     pub fn with_uri_rs(self, uri_rs: u32) -> Preset {
         Preset { uri_rs, ..self }
-    }
-}
-
-/// SplitMix64: tiny, seedable, good enough for test data, and the same on every platform (so a
-/// seed names a file, byte for byte).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..n (n > 0); the modulo bias is irrelevant at these sizes.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
     }
 }
 

@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, BufRead, Write};
 use std::path::Path;
-use tmproxy::config::ArchiveConfig;
-use tmproxy::timemap::datetime::format_14digit;
-use tmproxy::timemap::parse::parse_link_format;
+use tmproxy_core::archives::KnownArchive;
+use tmproxy_core::timemap::datetime::format_14digit;
+use tmproxy_core::timemap::parse::parse_link_format;
 
 /// What kind of input a path holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,14 +199,14 @@ pub fn read_observation_log<R: BufRead>(input: R) -> Result<Vec<Seen>, ImportErr
 }
 
 /// The archive a URI-M belongs to: a configured prefix, else its host.
-pub fn archive_of(uri_m: &str, archives: &[ArchiveConfig]) -> String {
+pub fn archive_of(uri_m: &str, archives: &[KnownArchive]) -> String {
     let by_prefix = archives.iter().find(|a| {
-        [&a.timegate, &a.timemap]
+        [a.timegate, a.timemap]
             .iter()
-            .any(|p| !p.is_empty() && uri_m.starts_with(p.as_str()))
+            .any(|p| !p.is_empty() && uri_m.starts_with(p))
     });
     if let Some(a) = by_prefix {
-        return a.id.clone();
+        return a.id.to_string();
     }
     url::Url::parse(uri_m)
         .ok()
@@ -220,7 +220,7 @@ pub fn snapshot_seen(
     body: &str,
     file_name: &str,
     day: i64,
-    archives: &[ArchiveConfig],
+    archives: &[KnownArchive],
 ) -> Option<Seen> {
     let tm = parse_link_format(body, "");
     let from_name = || {
@@ -270,7 +270,7 @@ fn day_of(name: &str) -> Option<(bool, i64)> {
 }
 
 /// Reads a snapshot directory: `DIR/<day>/<file>` (see the module comment).
-pub fn read_snapshots(dir: &Path, archives: &[ArchiveConfig]) -> Result<Converted, ImportError> {
+pub fn read_snapshots(dir: &Path, archives: &[KnownArchive]) -> Result<Converted, ImportError> {
     let io_err = |p: &Path, e: io::Error| ImportError(format!("{}: {e}", p.display()));
     let mut folders = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
@@ -349,7 +349,7 @@ pub fn write_series<W: Write>(c: &Converted, out: W) -> io::Result<()> {
 pub fn load(path: &Path) -> Result<(InputKind, Converted), ImportError> {
     let kind = detect(path).map_err(|e| ImportError(format!("{}: {e}", path.display())))?;
     let c = match kind {
-        InputKind::Snapshots => read_snapshots(path, &tmproxy::config::Config::default().archives)?,
+        InputKind::Snapshots => read_snapshots(path, tmproxy_core::archives::KNOWN)?,
         InputKind::ObservationLog => {
             let file = std::fs::File::open(path)
                 .map_err(|e| ImportError(format!("{}: {e}", path.display())))?;
@@ -456,18 +456,18 @@ mod tests {
 
     #[test]
     fn archives_are_found_by_prefix_else_by_host() {
-        let archives = tmproxy::config::Config::default().archives;
+        let archives = tmproxy_core::archives::KNOWN;
         assert_eq!(
             archive_of(
                 "https://web.archive.org/web/20200101000000/http://a/",
-                &archives
+                archives
             ),
             "ia"
         );
         assert_eq!(
             archive_of(
                 "http://archive.example.org/w/20200101000000/http://a/",
-                &archives
+                archives
             ),
             "archive.example.org"
         );
@@ -475,10 +475,10 @@ mod tests {
 
     #[test]
     fn snapshots_take_the_original_else_the_file_name_and_flag_garbage() {
-        let archives = tmproxy::config::Config::default().archives;
+        let archives = tmproxy_core::archives::KNOWN;
         let body = "<http://a.example/>; rel=\"original\",\n\
                     <https://web.archive.org/web/20200101000000/http://a.example/>; rel=\"memento\"; datetime=\"Wed, 01 Jan 2020 00:00:00 GMT\"\n";
-        let s = snapshot_seen(body, "whatever.link", 3, &archives).expect("a TimeMap");
+        let s = snapshot_seen(body, "whatever.link", 3, archives).expect("a TimeMap");
         assert_eq!(s.uri_r, "http://a.example/");
         assert_eq!(
             s.mementos,
@@ -488,7 +488,7 @@ mod tests {
                 "https://web.archive.org/web/20200101000000/http://a.example/".to_string()
             )])
         );
-        let empty = snapshot_seen("", "http%3A%2F%2Fb.example%2F.link", 0, &archives)
+        let empty = snapshot_seen("", "http%3A%2F%2Fb.example%2F.link", 0, archives)
             .expect("named by its file");
         assert_eq!(empty.uri_r, "http://b.example/");
         assert_eq!(empty.mementos, Some(vec![]));
@@ -496,11 +496,11 @@ mod tests {
             "<html>oops</html>",
             "http%3A%2F%2Fb.example%2F",
             1,
-            &archives,
+            archives,
         )
         .expect("named by its file");
         assert_eq!(garbage.mementos, None);
-        assert!(snapshot_seen("", "notes.txt", 0, &archives).is_none());
+        assert!(snapshot_seen("", "notes.txt", 0, archives).is_none());
     }
 
     #[test]

@@ -25,11 +25,11 @@
 //!   the download failed rather than coming back without the IA. (Counting those days as IA-less
 //!   answers would make nearly every URI-R shrink, against the 80.2% that never do.)
 
-use crate::generate::Rng;
 use crate::replay::day0;
+use crate::rng::Rng;
 use crate::series::{ObsStatus, Observation};
 use chrono::DateTime;
-use tmproxy::timemap::datetime::format_14digit;
+use tmproxy_core::timemap::datetime::format_14digit;
 
 /// One URI-R's generated days.
 pub struct UriSeries {

@@ -1,12 +1,14 @@
 //! MemDays/Q simulation harness: replays daily TimeMap series through tmproxy's own cache policy
-//! (`tmproxy::cache::policy`) and reports the measures of `design/cache-policy.md`.
+//! (`tmproxy_core::policy`) and reports the measures of `design/cache-policy.md`.
 
 pub mod calibration;
+#[cfg(feature = "e2e")]
 pub mod e2e;
 pub mod generate;
 pub mod import;
 pub mod jcdl;
 pub mod plot;
 pub mod replay;
+pub mod rng;
 pub mod series;
 pub mod sweep;

@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tmproxy::cache::policy::{Match, PolicyKind};
+use tmproxy_core::policy::{Match, PolicyKind};
 
 #[derive(Parser)]
 #[command(
@@ -364,6 +364,17 @@ where
     })
 }
 
+/// Without the `e2e` feature memsim is the pure harness alone: it cannot run the server.
+#[cfg(not(feature = "e2e"))]
+fn e2e_command(_: E2eArgs) -> Result<(), String> {
+    Err(
+        "memsim e2e runs the server in-process, which this memsim was built without: \
+         build it with the `e2e` feature (cargo run -p simulations --features e2e -- e2e …)"
+            .to_string(),
+    )
+}
+
+#[cfg(feature = "e2e")]
 fn e2e_command(a: E2eArgs) -> Result<(), String> {
     let groups: Vec<Vec<LiveDay>> = match (a.preset, a.seed, &a.series) {
         (Some(p), Some(seed), _) => live_groups(p, seed)

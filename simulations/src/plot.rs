@@ -9,7 +9,7 @@
 use crate::sweep::{optimum_of, Row, SeriesInfo, Source, POLICIES};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
-use tmproxy::cache::policy::PolicyKind;
+use tmproxy_core::policy::PolicyKind;
 
 /// One policy's curve: (x, MemDays, Q) for TTL 0..D-1 at x = TTL, then ∞ at x = D.
 pub fn curve(rows: &[Row], kind: PolicyKind, days: u32) -> Vec<(u32, u64, u64)> {

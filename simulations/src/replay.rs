@@ -7,9 +7,11 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
-use tmproxy::cache::entry::Entry;
-use tmproxy::cache::policy::{Action, Freshness, Match, Policy, PolicyKind, Serve};
-use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, Fetch, ListedMemento};
+use tmproxy_core::policy::entry::Entry;
+use tmproxy_core::policy::{Action, Freshness, Match, Policy, PolicyKind, Serve};
+use tmproxy_core::timemap::answer::{
+    ArchiveAnswer, ArchiveStatus, Contribution, Fetch, ListedMemento,
+};
 
 /// The archive name an empty observation is attributed to. An empty TimeMap still is an answer
 /// (the aggregate said 404), and `decide` treats a fetch with no answering archive as an outage

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::{self, BufRead, Write};
-use tmproxy::timemap::datetime::{format_14digit, parse_14digit};
+use tmproxy_core::timemap::datetime::{format_14digit, parse_14digit};
 
 /// Whether the observer saw the TimeMap that day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use crate::series::LiveDay;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Write};
-use tmproxy::cache::policy::{Match, Policy, PolicyKind};
+use tmproxy_core::policy::{Match, Policy, PolicyKind};
 
 /// The swept policies, in the order of the CSV.
 pub const POLICIES: [PolicyKind; 5] = [

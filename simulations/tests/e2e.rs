@@ -6,7 +6,7 @@ use simulations::generate::{live_groups, Preset};
 use simulations::replay::{policy, replay_days, Measures};
 use simulations::series::LiveDay;
 use std::process::Command;
-use tmproxy::cache::policy::{Match, PolicyKind};
+use tmproxy_core::policy::{Match, PolicyKind};
 
 fn groups(preset: &str, seed: u64) -> Vec<Vec<LiveDay>> {
     let p = Preset::by_name(preset).expect("preset");

@@ -6,7 +6,7 @@ use simulations::replay::{policy, replay_days, Measures, Report};
 use simulations::series::{LiveDay, LiveReader};
 use std::path::PathBuf;
 use std::process::Command;
-use tmproxy::cache::policy::{Match, PolicyKind};
+use tmproxy_core::policy::{Match, PolicyKind};
 
 /// The preset's series, read once: a sweep then replays it from memory (a debug build parses
 /// JSON slowly).

@@ -1,20 +1,10 @@
 //! Real observations replayed: the proxy's own observation log (written by the server during an
 //! e2e run) and a directory of daily link-format snapshots.
 
-use simulations::e2e::run;
-use simulations::generate::{live_groups, Preset};
 use simulations::import::{load, write_series, InputKind};
-use simulations::replay::{policy, replay, replay_days, Measures};
-use simulations::series::LiveDay;
+use simulations::replay::{policy, replay, Measures};
 use std::process::Command;
-use tmproxy::cache::policy::{Match, PolicyKind};
-
-fn groups(preset: &str, seed: u64) -> Vec<Vec<LiveDay>> {
-    let p = Preset::by_name(preset).expect("preset");
-    live_groups(p, seed)
-        .collect::<Result<_, _>>()
-        .expect("a generated series resolves")
-}
+use tmproxy_core::policy::{Match, PolicyKind};
 
 fn replay_input(path: &std::path::Path, kind: PolicyKind, ttl: Option<i64>) -> Measures {
     let (k, c) = load(path).expect("loads");
@@ -26,38 +16,55 @@ fn replay_input(path: &std::path::Path, kind: PolicyKind, ttl: Option<i64>) -> M
         .measures
 }
 
-#[test]
-fn the_servers_observation_log_replays_like_the_series_it_observed() {
-    // Policy none fetches every URI-R every day, so the log holds the whole series as the server
-    // saw it; replayed under any policy it must give what the original series gives.
-    let g = groups("tiny", 6);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let log = dir.path().join("observations.jsonl");
-    run(g.clone(), PolicyKind::None, Some(0), Some(&log)).expect("e2e run");
-    for (kind, ttl) in [
-        (PolicyKind::Conditional, Some(2)),
-        (PolicyKind::Unconditional, Some(0)),
-        (PolicyKind::Merge, None),
-    ] {
-        let want = replay_days(g.iter().flatten(), &policy(kind, Match::Loose, ttl)).measures;
-        assert_eq!(replay_input(&log, kind, ttl), want, "{kind} {ttl:?}");
+/// The server writes the log, so these need memsim's `e2e` feature (the suite turns it on).
+#[cfg(feature = "e2e")]
+mod observed_by_the_server {
+    use super::*;
+    use simulations::e2e::run;
+    use simulations::generate::{live_groups, Preset};
+    use simulations::replay::replay_days;
+    use simulations::series::LiveDay;
+
+    fn groups(preset: &str, seed: u64) -> Vec<Vec<LiveDay>> {
+        let p = Preset::by_name(preset).expect("preset");
+        live_groups(p, seed)
+            .collect::<Result<_, _>>()
+            .expect("a generated series resolves")
     }
-    // And through the binary: detected, converted, one JSON object on stdout.
-    let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
-        .args(["replay", "--policy", "conditional", "--ttl", "2", "--json"])
-        .arg("--series")
-        .arg(&log)
-        .output()
-        .expect("run memsim");
-    assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    let want = replay_days(
-        g.iter().flatten(),
-        &policy(PolicyKind::Conditional, Match::Loose, Some(2)),
-    )
-    .measures;
-    assert_eq!(v["memdays"], want.memdays);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("observation log"));
+
+    #[test]
+    fn the_servers_observation_log_replays_like_the_series_it_observed() {
+        // Policy none fetches every URI-R every day, so the log holds the whole series as the server
+        // saw it; replayed under any policy it must give what the original series gives.
+        let g = groups("tiny", 6);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = dir.path().join("observations.jsonl");
+        run(g.clone(), PolicyKind::None, Some(0), Some(&log)).expect("e2e run");
+        for (kind, ttl) in [
+            (PolicyKind::Conditional, Some(2)),
+            (PolicyKind::Unconditional, Some(0)),
+            (PolicyKind::Merge, None),
+        ] {
+            let want = replay_days(g.iter().flatten(), &policy(kind, Match::Loose, ttl)).measures;
+            assert_eq!(replay_input(&log, kind, ttl), want, "{kind} {ttl:?}");
+        }
+        // And through the binary: detected, converted, one JSON object on stdout.
+        let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
+            .args(["replay", "--policy", "conditional", "--ttl", "2", "--json"])
+            .arg("--series")
+            .arg(&log)
+            .output()
+            .expect("run memsim");
+        assert!(out.status.success(), "{out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        let want = replay_days(
+            g.iter().flatten(),
+            &policy(PolicyKind::Conditional, Match::Loose, Some(2)),
+        )
+        .measures;
+        assert_eq!(v["memdays"], want.memdays);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("observation log"));
+    }
 }
 
 fn timemap(n: usize) -> String {

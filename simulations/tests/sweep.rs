@@ -6,7 +6,7 @@ use simulations::series::{LiveDay, LiveReader};
 use simulations::sweep::{summary, sweep, write_csv, Row, SeriesInfo, Source, CSV_HEADER};
 use std::path::PathBuf;
 use std::process::Command;
-use tmproxy::cache::policy::PolicyKind;
+use tmproxy_core::policy::PolicyKind;
 
 fn tiny(seed: u64) -> (SeriesInfo, Vec<LiveDay>) {
     let p = Preset::by_name("tiny").expect("preset");

@@ -1,12 +1,14 @@
 //! The conditional TimeMap cache: the replacement policies of "An Evaluation of Caching Policies
-//! for Memento TimeMaps" plus `merge` (`policy`, pure, shared with `simulations/`), what an entry
-//! holds (`entry`), where it lives (`store`: moka bounded by bytes over sled), and the service
-//! that puts them in front of the fan-out (`service`), with its counters (`stats`) and the
+//! for Memento TimeMaps" plus `merge` (`policy`) and what an entry holds (`entry`), both pure and
+//! in `tmproxy-core` (shared with `simulations/`); where entries live (`store`: moka bounded by
+//! bytes over sled, behind the `Store` trait), and the service that puts them in front of the
+//! fan-out (`service`, over any store, HTTP-free), with its counters (`stats`) and the
 //! observation log (`observe`). See `design/cache-policy.md` for the spec.
 
-pub mod entry;
 pub mod observe;
-pub mod policy;
 pub mod service;
 pub mod stats;
 pub mod store;
+
+// The policy and what an entry holds are pure: they live in tmproxy-core, shared with memsim.
+pub use tmproxy_core::policy::{self, entry};

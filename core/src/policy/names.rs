@@ -110,3 +110,40 @@ impl FromStr for Match {
         }
     }
 }
+
+/// What a decision did to the entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// First store of this URI-R.
+    Stored,
+    /// The fresh fetch replaced the cached content.
+    Replaced,
+    /// The cached content stays (its TTL restarted).
+    Kept,
+    /// `merge` changed the served TimeMap.
+    Merged,
+    /// Policy `none`: nothing is stored.
+    NotStored,
+    /// No archive answered: nothing changed.
+    Unavailable,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Stored => "stored",
+            Action::Replaced => "replaced",
+            Action::Kept => "kept",
+            Action::Merged => "merged",
+            Action::NotStored => "not_stored",
+            Action::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

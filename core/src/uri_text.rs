@@ -46,14 +46,14 @@ pub fn is_servable_uri_m(uri_m: &str) -> bool {
 }
 
 /// `s` without `prefix`, matched ignoring ASCII case; None when `s` does not start with it.
-pub(crate) fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+pub fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)
         .then(|| &s[prefix.len()..])
 }
 
 /// Whether `s` starts with `prefix`, ignoring ASCII case.
-pub(crate) fn starts_with_ci(s: &str, prefix: &str) -> bool {
+pub fn starts_with_ci(s: &str, prefix: &str) -> bool {
     strip_prefix_ci(s, prefix).is_some()
 }
 

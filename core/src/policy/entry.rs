@@ -1,9 +1,12 @@
 //! What the cache stores for one URI-R: each archive's contribution kept apart, so `merge` can
 //! refresh one archive without forgetting another, plus the bookkeeping the policy needs.
 
-use super::policy::{self, Action, ChangeCase, Match};
+use super::case::ChangeCase;
+use super::names::{Action, Match};
+use super::tally::tally;
 use crate::timemap::answer::{Contribution, Fetch, ListedMemento};
 use crate::timemap::merge;
+use crate::timemap::MementoDatetime;
 use crate::timemap::TimeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -92,10 +95,19 @@ impl Entry {
 
     /// Sets `loose`, `strict` and `archives` from the contributions.
     pub fn recount(&mut self) {
-        let t = policy::tally(policy::entry_keys(self));
+        let t = tally(self.keys());
         self.loose = t.loose;
         self.strict = t.strict;
         self.archives = t.archives;
+    }
+
+    /// Every memento's (archive, datetime, URI-M): what the tallies count.
+    pub fn keys(&self) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
+        self.contributions.iter().flat_map(|c| {
+            c.mementos
+                .iter()
+                .map(move |m| (c.archive.as_str(), m.datetime, m.uri_m.as_str()))
+        })
     }
 
     /// Records what each archive of `fresh` said on this check without touching the content:

@@ -1,14 +1,13 @@
 //! Counting a TimeMap's archives and mementos (a, m), the one place keys are counted.
 
-use super::Match;
-use crate::cache::entry::Entry;
+use super::names::Match;
 use crate::timemap::answer::Fetch;
 use crate::timemap::{MementoDatetime, TimeMap};
 use rustc_hash::FxHashSet;
 
 /// (a, m) of a TimeMap under `matching`: a = archives with at least one memento, m = distinct
 /// keys (strict: URI-M; loose: (archive, datetime)). Fetches and entries are counted by the same
-/// tally over what the archives listed (see [`Fetch::counts`], [`Entry::count`]).
+/// tally over what the archives listed (see [`Fetch::counts`], `Entry::count`).
 pub fn counts(timemap: &TimeMap, matching: Match) -> (usize, usize) {
     tally(
         timemap
@@ -21,14 +20,14 @@ pub fn counts(timemap: &TimeMap, matching: Match) -> (usize, usize) {
 
 /// a, m under loose and m under strict of a set of mementos given as (archive, datetime, URI-M).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Tally {
+pub struct Tally {
     pub archives: usize,
     pub loose: usize,
     pub strict: usize,
 }
 
 impl Tally {
-    pub(super) fn counts(self, matching: Match) -> (usize, usize) {
+    pub fn counts(self, matching: Match) -> (usize, usize) {
         match matching {
             Match::Loose => (self.archives, self.loose),
             Match::Strict => (self.archives, self.strict),
@@ -38,9 +37,7 @@ impl Tally {
 
 /// The one place keys are counted. O(n) with hash sets; FxHash, because these keys are our own
 /// (not attacker-chosen table keys that outlive the call) and SipHash was most of a fetch's cost.
-pub(crate) fn tally<'a>(
-    keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)> + Clone,
-) -> Tally {
+pub fn tally<'a>(keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)> + Clone) -> Tally {
     let n = keys.clone().count();
     let mut archives: FxHashSet<&str> = FxHashSet::default();
     let mut loose: FxHashSet<(&str, MementoDatetime)> =
@@ -71,23 +68,6 @@ pub(super) fn fetch_keys(f: &Fetch) -> impl Iterator<Item = (&str, MementoDateti
             .iter()
             .map(move |m| (r.archive.as_str(), m.datetime, m.uri_m.as_str()))
     })
-}
-
-pub(crate) fn entry_keys(e: &Entry) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
-    e.contributions.iter().flat_map(|c| {
-        c.mementos
-            .iter()
-            .map(move |m| (c.archive.as_str(), m.datetime, m.uri_m.as_str()))
-    })
-}
-
-/// Case 1 can hide a swap (one memento gone, another new): are the loose key sets equal?
-pub(super) fn same_loose_set(cached: &Entry, fresh: &Fetch) -> bool {
-    let old: FxHashSet<(&str, MementoDatetime)> =
-        entry_keys(cached).map(|(a, d, _)| (a, d)).collect();
-    let new: FxHashSet<(&str, MementoDatetime)> =
-        fetch_keys(fresh).map(|(a, d, _)| (a, d)).collect();
-    old == new
 }
 
 /// Would a client see the same TimeMap: same loose and same strict key sets?

@@ -2,7 +2,7 @@
 //! merging and redaction, and replays of daily requests.
 
 use super::*;
-use crate::cache::entry::ENTRY_FORMAT_VERSION;
+use crate::policy::entry::ENTRY_FORMAT_VERSION;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::{Absence, ArchiveAnswer, ArchiveStatus, Contribution, ListedMemento};
 use crate::timemap::datetime::parse_14digit;

@@ -1,9 +1,11 @@
 //! The entries a decision writes: the fetch as it is (a first store, a replacement) or merged
 //! into the cached entry per archive, with the redaction rule for mementos no longer listed.
 
-use super::tally::same_served_keys;
-use super::{Action, ChangeCase, Policy};
-use crate::cache::entry::{Entry, HistoryItem, ENTRY_FORMAT_VERSION};
+use super::case::ChangeCase;
+use super::config::Policy;
+use super::entry::{Entry, HistoryItem, ENTRY_FORMAT_VERSION};
+use super::names::Action;
+use super::tally::{fetch_keys, same_served_keys};
 use crate::timemap::answer::{Absence, Contribution, Fetch, ListedMemento};
 use crate::timemap::MementoDatetime;
 use chrono::{DateTime, Utc};
@@ -173,4 +175,12 @@ impl Policy {
             mementos,
         }
     }
+}
+
+/// Case 1 can hide a swap (one memento gone, another new): are the loose key sets equal?
+pub(super) fn same_loose_set(cached: &Entry, fresh: &Fetch) -> bool {
+    let old: FxHashSet<(&str, MementoDatetime)> = cached.keys().map(|(a, d, _)| (a, d)).collect();
+    let new: FxHashSet<(&str, MementoDatetime)> =
+        fetch_keys(fresh).map(|(a, d, _)| (a, d)).collect();
+    old == new
 }

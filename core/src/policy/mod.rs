@@ -1,0 +1,137 @@
+//! The cache policy as pure functions: is an entry fresh (and may a stale one still be
+//! served), and given the cached entry and a fresh fan-out, what to store and what to serve.
+//! The clock is an argument, never read, so the server and the simulation harness run the very
+//! same decisions.
+
+mod build;
+mod case;
+mod config;
+mod decision;
+pub mod entry;
+mod names;
+mod tally;
+
+pub use case::{classify, ChangeCase};
+pub use config::Policy;
+pub use decision::{Decision, Freshness, Serve};
+pub use names::{Action, Match, ParseNameError, PolicyKind};
+pub use tally::counts;
+
+use crate::timemap::answer::Fetch;
+use build::same_loose_set;
+use chrono::{DateTime, Duration, Utc};
+use entry::{Entry, HistoryItem};
+use std::collections::VecDeque;
+use tally::{fetch_keys, tally};
+
+impl Policy {
+    /// Can `entry` answer a request at `now`? TTL n: fresh while `now <= checked_at + n` (the
+    /// TTL restarts at every refetch), so with daily requests an entry fetched on day d serves
+    /// days d+1 … d+n. Judged with this policy's TTL rather than the stored `fresh_until`, so a
+    /// changed configuration applies to entries already cached.
+    /// Past the TTL, an entry within `stale_while_revalidate` of it is [`Freshness::Stale`].
+    pub fn freshness(&self, entry: Option<&Entry>, now: DateTime<Utc>) -> Freshness {
+        let Some(entry) = entry else {
+            return Freshness::Miss;
+        };
+        if !self.caches() {
+            return Freshness::Miss;
+        }
+        let ttl = match (self.kind, self.ttl) {
+            (PolicyKind::Forever, _) | (_, None) => return Freshness::Fresh,
+            (_, Some(ttl)) => ttl.max(Duration::zero()),
+        };
+        // Past the end of representable time counts as forever.
+        let Some(until) = entry.checked_at.checked_add_signed(ttl) else {
+            return Freshness::Fresh;
+        };
+        if now <= until && ttl > Duration::zero() {
+            return Freshness::Fresh;
+        }
+        let window = self.stale_while_revalidate;
+        let within = until
+            .checked_add_signed(window)
+            .is_none_or(|end| now <= end);
+        if window > Duration::zero() && within {
+            Freshness::Stale
+        } else {
+            Freshness::Expired
+        }
+    }
+
+    /// Decides what a fresh fetch does to the cache. `cached` is the current entry, if any.
+    pub fn decide(&self, cached: Option<&Entry>, fresh: &Fetch, now: DateTime<Utc>) -> Decision {
+        // An outage tells us nothing about the TimeMap: never let it touch the cache.
+        if !fresh.answered() {
+            return Decision::Unavailable {
+                serve_stale: cached.is_some() && self.stale_if_error,
+            };
+        }
+        if !self.caches() {
+            return Decision::Pass;
+        }
+        let Some(cached) = cached else {
+            return self.decide_first(fresh.clone(), now);
+        };
+
+        let fresh_tally = tally(fetch_keys(fresh));
+        let (a2, m2) = fresh_tally.counts(self.matching);
+        let case = classify(cached.archives, cached.count(self.matching), a2, m2);
+        let same_set = (case == ChangeCase::C1).then(|| same_loose_set(cached, fresh));
+
+        let (action, entry) = match self.kind {
+            PolicyKind::Unconditional => {
+                let e = self.replaced(cached, fresh, now, case, same_set);
+                (Action::Replaced, e)
+            }
+            PolicyKind::Conditional if case.is_better() => {
+                let e = self.replaced(cached, fresh, now, case, same_set);
+                (Action::Replaced, e)
+            }
+            PolicyKind::Merge => self.merged(cached, fresh, now, case, same_set),
+            // `forever` only gets here when the caller refetched anyway (an admin refresh):
+            // like a conditional non-improvement, it keeps what it has. (`none` returned above.)
+            PolicyKind::Conditional | PolicyKind::Forever | PolicyKind::None => {
+                let mut e = cached.clone();
+                // The content stays, but each archive's status is what it said this time: a
+                // kept answer must not claim an archive is fine when its refetch just failed.
+                e.note_answers(fresh);
+                e.checked_at = now;
+                e.fresh_until = self.fresh_until(now);
+                e.push_history(HistoryItem {
+                    at: now,
+                    case: Some(case),
+                    action: Action::Kept,
+                    same_set,
+                });
+                (Action::Kept, e)
+            }
+        };
+        Decision::Store {
+            case: Some(case),
+            action,
+            entry,
+        }
+    }
+
+    /// [`Policy::decide`] with nothing cached, taking the fetch: its contributions move into
+    /// the entry uncopied (a first fetch of millions of mementos is not held twice).
+    pub fn decide_first(&self, fresh: Fetch, now: DateTime<Utc>) -> Decision {
+        if !fresh.answered() {
+            return Decision::Unavailable { serve_stale: false };
+        }
+        if !self.caches() {
+            return Decision::Pass;
+        }
+        // A first fetch is stored even when empty: that is what case 5 later recovers from.
+        let entry = self.entry_from_fetch(fresh, now, VecDeque::new(), None, Action::Stored);
+        Decision::Store {
+            case: None,
+            action: Action::Stored,
+            entry,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
