@@ -5,14 +5,17 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 # Dependencies first, so a source change does not rebuild them.
 COPY Cargo.toml Cargo.lock ./
-# The workspace names core/ and simulations/, so cargo needs their manifests and sources to
-# exist, even though only the proxy (and the core it is built on) is built here.
+# The workspace names core/, simulations/ and testkit/, so cargo needs their manifests and
+# sources to exist, even though only the proxy (and the core it is built on) is built here;
+# testkit (a dev-dependency) keeps its placeholder.
 COPY core/Cargo.toml core/Cargo.toml
 COPY simulations/Cargo.toml simulations/Cargo.toml
-RUN mkdir -p src benches tests/it core/src core/tests simulations/src \
+COPY testkit/Cargo.toml testkit/Cargo.toml
+RUN mkdir -p src benches tests/it core/src simulations/src testkit/src \
     && echo 'fn main() {}' > src/main.rs \
     && echo '' > src/lib.rs \
     && echo '' > core/src/lib.rs \
+    && echo '' > testkit/src/lib.rs \
     && echo 'fn main() {}' > benches/parse.rs \
     && echo 'fn main() {}' > benches/sampling.rs \
     && echo 'fn main() {}' > tests/it/main.rs \

@@ -1,11 +1,11 @@
 //! Throughput of the offline sampling stages (read, unique SURTs, SURT → URL, wildcards,
 //! collisions, session ids, index files, likely HTML, popular domains) on one core, over
-//! SYNTHETIC ZipNum lines held in memory (`tmproxy::sampling::synthetic`).
+//! SYNTHETIC ZipNum lines held in memory (`tmproxy_testkit::synthetic`).
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use std::hint::black_box;
 use tmproxy::sampling::offline::Offline;
-use tmproxy::sampling::synthetic::write_zipnum;
+use tmproxy_testkit::synthetic::write_zipnum;
 
 fn offline(c: &mut Criterion) {
     let mut bytes = Vec::new();

@@ -10,7 +10,7 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tmproxy::demo::load::{run, Options};
+use tmproxy_testkit::load::{run, Options};
 
 #[derive(Parser)]
 // The last of a repeated option wins, so scripts/load.sh's defaults can be overridden after it.

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufWriter};
 use std::time::Instant;
 use tmproxy::sampling::index;
 use tmproxy::sampling::offline::Offline;
-use tmproxy::sampling::synthetic::write_zipnum;
+use tmproxy_testkit::synthetic::write_zipnum;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

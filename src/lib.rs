@@ -11,7 +11,6 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod http;
-pub mod invariants;
 pub mod sampling;
 pub mod serve;
 pub mod upstream;

@@ -2,7 +2,6 @@
 //! without internet (and for a newcomer's first five minutes).
 
 pub mod archive;
-pub mod load;
 
 use crate::config::{ArchiveConfig, Config};
 use archive::{Behaviour, SimulatedArchive, TimeMapSpec};

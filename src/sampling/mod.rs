@@ -13,7 +13,6 @@ pub mod offline;
 pub mod report;
 pub mod revisit;
 pub mod surt;
-pub mod synthetic;
 
 use serde::Serialize;
 

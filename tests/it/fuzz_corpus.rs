@@ -4,7 +4,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use tmproxy::invariants;
+use tmproxy_testkit::invariants;
 
 type Check = fn(&[u8]);
 

@@ -1,10 +1,10 @@
 //! The load tool's smoke run: the real `tmproxy` binary (this build's) as a child process, a few
 //! seconds of 50 connections on 90% hits and 10% misses against slow simulated archives, through
-//! the same `tmproxy::demo::load::run` the 60 s benchmark uses. Only errors are asserted: timing
+//! the same `tmproxy_testkit::load::run` the 60 s benchmark uses. Only errors are asserted: timing
 //! and memory figures on a shared CI machine are too noisy to gate on.
 
 use std::time::Duration;
-use tmproxy::demo::load::{run, Options};
+use tmproxy_testkit::load::{run, Options};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_mixed_load_has_no_errors() {

@@ -7,9 +7,15 @@
 //! (a few seconds, in CI) call [`run`], so the benchmark and the test exercise the same code.
 //! Linux only for the memory figures (they come from `/proc/<pid>/status`).
 
-use super::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
-use crate::config::{ArchiveConfig, Config};
+use tmproxy::config::{ArchiveConfig, Config};
+use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+mod memory;
+mod server;
+
+pub use memory::Rss;
+use memory::{rss_kib, rss_report, sample_rss};
 use serde::Serialize;
+use server::{admin_stats, Server};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -115,27 +121,6 @@ impl Latency {
             max_ms: f64::from(micros[n - 1]) / 1000.0,
         }
     }
-}
-
-/// The server's resident memory over the run (VmRSS), in MiB.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Rss {
-    /// After the warm-up, as the load starts.
-    pub start_mib: f64,
-    /// The sample nearest the middle of the run (30 s of 60).
-    pub at_half_mib: f64,
-    pub end_mib: f64,
-    /// The largest sample of the second half.
-    pub max_second_half_mib: f64,
-    /// The second half's least-squares trend, in MiB across that half.
-    pub growth_mib: f64,
-    pub tolerance_mib: f64,
-    /// The tolerance divided by the misses of the second half: a leak smaller than this per miss
-    /// could hide in it.
-    pub hidden_leak_per_miss_bytes: f64,
-    pub flat: bool,
-    /// One sample a second from the start of the load.
-    pub samples_mib: Vec<f64>,
 }
 
 /// What a run measured. `passed()` is the benchmark's verdict.
@@ -244,7 +229,7 @@ pub async fn run(opts: &Options) -> Result<Report, String> {
     let mut report = driven?;
     stopped?;
     report.hot_capacity_mib = mib(opts.hot_capacity);
-    report.sled_cache_capacity_mib = mib(crate::cache::store::SLED_CACHE_BYTES);
+    report.sled_cache_capacity_mib = mib(tmproxy::cache::store::SLED_CACHE_BYTES);
     Ok(report)
 }
 
@@ -264,154 +249,6 @@ fn captures(n: usize, k: usize) -> Vec<String> {
             at.format("%Y%m%d%H%M%S").to_string()
         })
         .collect()
-}
-
-/// The `tmproxy serve` child process and its temporary directory (config, cache, log).
-struct Server {
-    child: tokio::process::Child,
-    pid: u32,
-    base: String,
-    token: String,
-    dir: PathBuf,
-}
-
-impl Server {
-    async fn start(opts: &Options, archives: &[SimulatedArchive]) -> Result<Server, String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        let dir =
-            std::env::temp_dir().join(format!("tmproxy-load-{}-{nanos:x}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        match Server::spawn(opts, archives, &dir, nanos).await {
-            Ok(server) => Ok(server),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                Err(e)
-            }
-        }
-    }
-
-    async fn spawn(
-        opts: &Options,
-        archives: &[SimulatedArchive],
-        dir: &Path,
-        nanos: u32,
-    ) -> Result<Server, String> {
-        // A free loopback port: bound, read, released, then handed to the server. Another
-        // process could take it in between; the health check below would then fail clearly.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("cannot find a free port: {e}"))?
-            .port();
-        let listen: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
-        let token = format!("load-{}-{nanos:x}", std::process::id());
-        let mut config = Config::default();
-        config.server.listen = listen;
-        // 200 connections from one address are the point: no per-client rate limit.
-        config.server.rate_limit = 0.0;
-        config.cache.path = dir.join("cache").display().to_string();
-        config.cache.hot_capacity = opts.hot_capacity;
-        config.cache.policy = opts.cache_policy.clone();
-        config.admin.token = token.clone();
-        config.sampling.input_dir = dir.join("sampling").display().to_string();
-        config.archives = archives
-            .iter()
-            .enumerate()
-            .map(|(i, a)| ArchiveConfig {
-                id: format!("sim{i}"),
-                name: format!("simulated archive {i}"),
-                timemap: a.timemap_prefix(),
-                timegate: a.timegate_prefix(),
-                timeout: None,
-                enabled: true,
-                redirect_hosts: Vec::new(),
-            })
-            .collect();
-        let text = toml::to_string(&config).map_err(|e| format!("cannot write the config: {e}"))?;
-        let config_path = dir.join("tmproxy.toml");
-        std::fs::write(&config_path, text)
-            .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
-        let log_path = dir.join("tmproxy.log");
-        let log = std::fs::File::create(&log_path)
-            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
-        let log2 = log
-            .try_clone()
-            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
-        // Absolute, because the child runs in `dir`, where a relative path would not resolve.
-        let bin = std::fs::canonicalize(&opts.server_bin)
-            .map_err(|e| format!("cannot find {}: {e}", opts.server_bin.display()))?;
-        let mut command = tokio::process::Command::new(&bin);
-        // The config file is the whole truth: no TMPROXY_* override from this environment.
-        command.env_remove("TMPROXY_CONFIG");
-        for (var, _) in crate::config::ENV_OVERRIDES {
-            command.env_remove(var);
-        }
-        let child = command
-            .arg("serve")
-            .arg("--config")
-            .arg(&config_path)
-            .arg("--listen")
-            .arg(listen.to_string())
-            .env("RUST_LOG", "warn")
-            // The working directory holds no config.toml the server could pick up instead.
-            .current_dir(dir)
-            .stdin(std::process::Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            // Should this task be dropped mid-run, the server goes with it.
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", opts.server_bin.display()))?;
-        let pid = child.id().ok_or("the server exited at once")?;
-        let base = format!("http://{listen}");
-        let mut server = Server {
-            child,
-            pid,
-            base,
-            token,
-            dir: dir.to_path_buf(),
-        };
-        if let Err(e) = server.wait_ready().await {
-            let _ = server.child.kill().await;
-            return Err(format!("{e}\n--- server log ---\n{}", server.log_tail()));
-        }
-        Ok(server)
-    }
-
-    /// Polls `/healthz` for up to 30 s (sled opens its files first).
-    async fn wait_ready(&mut self) -> Result<(), String> {
-        let client = plain_client(1)?;
-        let url = format!("{}/healthz", self.base);
-        let until = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < until {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!("the server exited during start-up ({status})"));
-            }
-            if let Ok(r) = client.get(&url).send().await {
-                if r.status().is_success() {
-                    return Ok(());
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Err("the server did not answer /healthz within 30 s".into())
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.dir.join("tmproxy.log")).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
-    /// Kills the server by its PID, waits for it, removes the directory.
-    async fn stop(mut self) -> Result<(), String> {
-        let killed = self.child.kill().await;
-        let _ = std::fs::remove_dir_all(&self.dir);
-        killed.map_err(|e| format!("cannot stop the server (pid {}): {e}", self.pid))
-    }
 }
 
 /// A client holding at most `idle` idle connections, never following redirects (a TimeGate's 302
@@ -686,106 +523,6 @@ async fn connection(
         }
     }
     tally
-}
-
-/// The server's VmRSS in KiB, from `/proc/<pid>/status`.
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-}
-
-/// (seconds since `started`, KiB) once a second until `end`.
-async fn sample_rss(pid: u32, started: Instant, end: Instant) -> Vec<(f64, u64)> {
-    let mut samples = Vec::new();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let now = Instant::now();
-        if now >= end {
-            break;
-        }
-        if let Some(kib) = rss_kib(pid) {
-            samples.push((now.duration_since(started).as_secs_f64(), kib));
-        }
-    }
-    samples
-}
-
-fn rss_report(samples: &[(f64, u64)], duration: f64, misses_second_half: f64) -> Rss {
-    let to_mib = |kib: u64| kib as f64 / 1024.0;
-    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
-        // No /proc (not Linux) or the server vanished: nothing shows the memory flat.
-        return Rss::default();
-    };
-    let half = duration / 2.0;
-    let at_half = samples
-        .iter()
-        .min_by(|a, b| (a.0 - half).abs().total_cmp(&(b.0 - half).abs()))
-        .map_or(first.1, |s| s.1);
-    let max_second_half = samples
-        .iter()
-        .filter(|s| s.0 >= half)
-        .map(|s| s.1)
-        .max()
-        .unwrap_or(last.1);
-    let at_half_mib = to_mib(at_half);
-    let growth_mib = trend_mib(samples.iter().filter(|s| s.0 >= half));
-    let tolerance_mib = RSS_TOLERANCE_MIB.max(at_half_mib * RSS_TOLERANCE_SHARE);
-    Rss {
-        start_mib: to_mib(first.1),
-        at_half_mib,
-        end_mib: to_mib(last.1),
-        max_second_half_mib: to_mib(max_second_half),
-        growth_mib,
-        tolerance_mib,
-        hidden_leak_per_miss_bytes: tolerance_mib * 1_048_576.0 / misses_second_half.max(1.0),
-        flat: growth_mib <= tolerance_mib,
-        samples_mib: samples.iter().map(|s| to_mib(s.1)).collect(),
-    }
-}
-
-/// The least-squares slope of RSS over time, times the span of the samples: how much the
-/// memory climbed across them, with a passing spike weighing little. 0 for fewer than 2 samples.
-fn trend_mib<'a>(samples: impl Iterator<Item = &'a (f64, u64)>) -> f64 {
-    let points: Vec<(f64, f64)> = samples.map(|&(t, kib)| (t, kib as f64 / 1024.0)).collect();
-    let n = points.len() as f64;
-    if points.len() < 2 {
-        return 0.0;
-    }
-    let mean_t = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let mean_m = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let var_t: f64 = points.iter().map(|p| (p.0 - mean_t).powi(2)).sum();
-    if var_t == 0.0 {
-        return 0.0;
-    }
-    let cov: f64 = points.iter().map(|p| (p.0 - mean_t) * (p.1 - mean_m)).sum();
-    let span = points[points.len() - 1].0 - points[0].0;
-    cov / var_t * span
-}
-
-/// `/admin/stats` at the end of the run (hits, misses, fan-outs, the tiers' bytes and entries);
-/// an error is recorded in its place rather than failing a run that has measured everything.
-async fn admin_stats(server: &Server) -> serde_json::Value {
-    let fetched = async {
-        let client = plain_client(1)?;
-        let resp = client
-            .get(format!("{}/admin/stats", server.base))
-            .bearer_auth(&server.token)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let body = resp.bytes().await.map_err(|e| e.to_string())?;
-        serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())
-    };
-    match fetched.await {
-        Ok(v) => v,
-        Err(e) => serde_json::json!({ "error": e }),
-    }
 }
 
 #[cfg(test)]

@@ -8,21 +8,21 @@
 //!
 //! A panic here is the finding: either the parser panicked itself or a property below failed.
 
-use crate::config::{format_duration, format_size, parse_duration, parse_size};
-use crate::http::timegate::split_path_datetime;
-use crate::sampling::cdx::{self, CdxRow, Dialect};
-use crate::sampling::index::{self, IndexLine};
-use crate::sampling::surt;
-use crate::timemap::aggregate::Aggregate;
-use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution};
-use crate::timemap::datetime::{
-    format_14digit, format_rfc1123, format_rfc3339, parse_14digit, parse_rfc1123,
-};
-use crate::timemap::parse::parse_link_format;
-use crate::timemap::serialize::{to_cdxj, to_json, to_link_format, SelfLinks, TimeMapFormat};
-use crate::timemap::{LinkMemento, MementoDatetime};
 use chrono::{DateTime, Datelike, TimeZone, Timelike, Utc};
 use std::io::{BufRead, BufReader, Read};
+use tmproxy::config::{format_duration, format_size, parse_duration, parse_size};
+use tmproxy::http::timegate::split_path_datetime;
+use tmproxy::sampling::cdx::{self, CdxRow, Dialect};
+use tmproxy::sampling::index::{self, IndexLine};
+use tmproxy::sampling::surt;
+use tmproxy::timemap::aggregate::Aggregate;
+use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution};
+use tmproxy::timemap::datetime::{
+    format_14digit, format_rfc1123, format_rfc3339, parse_14digit, parse_rfc1123,
+};
+use tmproxy::timemap::parse::parse_link_format;
+use tmproxy::timemap::serialize::{to_cdxj, to_json, to_link_format, SelfLinks, TimeMapFormat};
+use tmproxy::timemap::{LinkMemento, MementoDatetime};
 
 /// The URI-T the fuzzed TimeMaps are read as, so relative URIs have something to resolve against.
 const URI_T: &str = "http://arxiv.example.net/timemap/link/http://a.example.org/";
@@ -57,12 +57,12 @@ pub fn link_format(data: &[u8]) {
         );
         // It may become a `Location`: absolute http(s), and already escaped (so a valid header).
         assert!(
-            crate::uri_text::is_servable_uri_m(&m.uri_m),
+            tmproxy::uri_text::is_servable_uri_m(&m.uri_m),
             "URI-M {:?} is not servable",
             m.uri_m
         );
         assert_eq!(
-            crate::uri_text::escape_uri(&m.uri_m),
+            tmproxy::uri_text::escape_uri(&m.uri_m),
             m.uri_m.as_str(),
             "URI-M kept unescaped"
         );
