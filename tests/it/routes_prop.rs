@@ -549,6 +549,7 @@ fn raw_bytes_are_never_5xx_and_never_hang() {
 
 /// Reads one HTTP/1.1 answer: to the end of its head, then its `content-length` bytes (none
 /// for a HEAD's answer or a 304), or to the end of a chunked body, or until the server closes.
+/// Whatever follows the first answer (the answer to a pipelined second request) is dropped.
 async fn read_answer(s: &mut tokio::net::TcpStream, head_only: bool) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -561,7 +562,14 @@ async fn read_answer(s: &mut tokio::net::TcpStream, head_only: bool) -> std::io:
                 .find_map(|l| l.strip_prefix("content-length:"))
                 .and_then(|v| v.trim().parse::<usize>().ok());
             let no_body = head.starts_with("http/1.1 304") || head.starts_with("http/1.1 1");
-            if head_only || no_body || length.is_some_and(|n| body >= n) {
+            if head_only || no_body {
+                buf.truncate(end + 4);
+                return Ok(buf);
+            }
+            if let Some(n) = length.filter(|&n| body >= n) {
+                // A bare LF can end the head early, so the rest of the bytes are a second,
+                // pipelined request whose answer may arrive in the same read: keep the first.
+                buf.truncate(end + 4 + n);
                 return Ok(buf);
             }
             if head.contains("transfer-encoding: chunked") && buf.ends_with(b"0\r\n\r\n") {
