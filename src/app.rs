@@ -159,6 +159,18 @@ pub async fn build_with_lookup(
             None
         }
     };
+    let connections = Arc::new(crate::serve::connections::Connections::new(
+        config.server.max_connections,
+    ));
+    let admin_separate = config.admin.listen.is_some();
+    let metrics = Arc::new(crate::http::metrics::Metrics::new(
+        crate::http::metrics::Scraped {
+            cache: cache.clone(),
+            upstream: upstream.clone(),
+            connections: connections.clone(),
+            admin_separate,
+        },
+    ));
     let state = Arc::new(AppState {
         upstream,
         cache,
@@ -174,10 +186,10 @@ pub async fn build_with_lookup(
                 crate::http::rate::MAX_CLIENTS,
             ))
         }),
-        admin_separate: config.admin.listen.is_some(),
-        connections: Arc::new(crate::serve::connections::Connections::new(
-            config.server.max_connections,
-        )),
+        admin_separate,
+        connections,
+        metrics,
+        archive_list: config.archives.clone(),
     });
     let public = router(state.clone());
     Ok((state, public))

@@ -11,6 +11,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod http;
+pub mod logs;
 pub mod sampling;
 pub mod serve;
 pub mod upstream;

@@ -85,15 +85,23 @@ fn purge_freed_memory_at_once() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
 }
 
+/// The log format the command's config asks for (`[log] format`, `TMPROXY_LOG_FORMAT`). A
+/// config that cannot be read is reported by the command itself; the log is text meanwhile.
+fn log_format(command: &Command) -> tmproxy::config::LogFormat {
+    let path = match command {
+        Command::Serve { config, .. } | Command::Timemap { config, .. } => config.as_deref(),
+        Command::Sample { .. } | Command::Demo { .. } => None,
+    };
+    tmproxy::config::Config::load(path)
+        .map(|(config, _)| config.log.format)
+        .unwrap_or_default()
+}
+
 fn main() -> ExitCode {
     purge_freed_memory_at_once();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Held to the end: dropping it writes out the log lines still queued.
+    let _log = tmproxy::logs::init(log_format(&cli.command));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(tmproxy::app::MAX_BLOCKING_THREADS)

@@ -93,25 +93,7 @@ pub fn aggregate_of(entry: &Entry) -> Aggregate {
     Aggregate::of(&entry.uri_r, entry.fetched_at, &entry.contributions)
 }
 
-/// How an answer came about, as `X-Cache` says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheStatus {
-    Hit,
-    Miss,
-    Refresh,
-    Stale,
-}
-
-impl CacheStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CacheStatus::Hit => "HIT",
-            CacheStatus::Miss => "MISS",
-            CacheStatus::Refresh => "REFRESH",
-            CacheStatus::Stale => "STALE",
-        }
-    }
-}
+pub use super::status::CacheStatus;
 
 /// An answer for the routes: what to serve and the facts its headers need.
 #[derive(Debug)]
@@ -246,6 +228,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
 
     /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh.
     pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {
+        let served = self.answer(uri_r, req).await;
+        self.stats.count_served(served.status);
+        served
+    }
+
+    async fn answer(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.

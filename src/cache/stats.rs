@@ -1,10 +1,10 @@
 //! The cache's counters: hits, misses, refreshes by Table 1 case and action, fetches per archive.
-//! Read by `GET /admin/stats` (JSON) and `GET /metrics` (Prometheus text).
+//! Read by `GET /admin/stats` (JSON) and `GET /metrics` (`crate::http::metrics`).
 
 use super::policy::{Action, ChangeCase};
+use super::status::CacheStatus;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const ACTIONS: [Action; 6] = [
@@ -28,6 +28,8 @@ pub struct CacheStats {
     /// [case 0 = none, 1..=7][action]
     decisions: [[AtomicU64; 6]; 8],
     fan_outs: AtomicU64,
+    /// Answers served, by [`CacheStatus`] (as `X-Cache` said).
+    served: [AtomicU64; 4],
 }
 
 /// A point-in-time copy, as the admin API shows it.
@@ -40,6 +42,8 @@ pub struct StatsSnapshot {
     /// `{"case_6": {"kept": 3}, "none": {"stored": 10}}`, zero counts left out.
     pub decisions: BTreeMap<String, BTreeMap<&'static str, u64>>,
     pub fetches_per_archive: BTreeMap<String, u64>,
+    /// Answers served by result: `hit`, `miss`, `refresh`, `stale`, every one listed.
+    pub served: BTreeMap<&'static str, u64>,
 }
 
 impl CacheStats {
@@ -50,7 +54,13 @@ impl CacheStats {
             stale: AtomicU64::new(0),
             decisions: Default::default(),
             fan_outs: AtomicU64::new(0),
+            served: Default::default(),
         }
+    }
+
+    /// One answer served, whatever its route: `tmproxy_cache_requests_total{result}`.
+    pub fn count_served(&self, status: CacheStatus) {
+        self.served[status as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn count_hit(&self) {
@@ -101,67 +111,12 @@ impl CacheStats {
             fan_outs: self.fan_outs.load(Ordering::Relaxed),
             decisions,
             fetches_per_archive: fetches.into_iter().collect(),
+            served: CacheStatus::ALL
+                .iter()
+                .map(|s| (s.label(), self.served[*s as usize].load(Ordering::Relaxed)))
+                .collect(),
         }
     }
-}
-
-/// The Prometheus text exposition of a snapshot plus the tiers' sizes.
-pub fn prometheus(s: &StatsSnapshot, tiers: &[(&str, u64, u64)]) -> String {
-    let mut out = String::new();
-    let mut counter = |name: &str, help: &str, v: u64| {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
-        );
-    };
-    counter(
-        "tmproxy_cache_hits_total",
-        "TimeMaps served from a fresh cache entry.",
-        s.hits,
-    );
-    counter(
-        "tmproxy_cache_misses_total",
-        "TimeMaps fetched with no cache entry.",
-        s.misses,
-    );
-    counter(
-        "tmproxy_cache_stale_total",
-        "Expired entries served (stale-if-error, stale-while-revalidate).",
-        s.stale,
-    );
-    counter(
-        "tmproxy_fan_outs_total",
-        "Fan-outs to the archives.",
-        s.fan_outs,
-    );
-    let _ = writeln!(out, "# HELP tmproxy_cache_decisions_total Policy decisions by Table 1 case and action.\n# TYPE tmproxy_cache_decisions_total counter");
-    for (case, actions) in &s.decisions {
-        for (action, n) in actions {
-            let _ = writeln!(
-                out,
-                "tmproxy_cache_decisions_total{{case=\"{case}\",action=\"{action}\"}} {n}"
-            );
-        }
-    }
-    let _ = writeln!(out, "# HELP tmproxy_archive_fetches_total Requests for a TimeMap made to each archive.\n# TYPE tmproxy_archive_fetches_total counter");
-    for (archive, n) in &s.fetches_per_archive {
-        let _ = writeln!(
-            out,
-            "tmproxy_archive_fetches_total{{archive=\"{archive}\"}} {n}"
-        );
-    }
-    let _ = writeln!(out, "# HELP tmproxy_cache_tier_bytes Bytes held by each cache tier.\n# TYPE tmproxy_cache_tier_bytes gauge");
-    for (tier, bytes, _) in tiers {
-        let _ = writeln!(out, "tmproxy_cache_tier_bytes{{tier=\"{tier}\"}} {bytes}");
-    }
-    let _ = writeln!(out, "# HELP tmproxy_cache_tier_entries Entries held by each cache tier.\n# TYPE tmproxy_cache_tier_entries gauge");
-    for (tier, _, entries) in tiers {
-        let _ = writeln!(
-            out,
-            "tmproxy_cache_tier_entries{{tier=\"{tier}\"}} {entries}"
-        );
-    }
-    out
 }
 
 impl Default for CacheStats {

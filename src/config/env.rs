@@ -23,6 +23,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_ADMIN_TOKEN", "admin.token"),
     ("TMPROXY_ADMIN_LISTEN", "admin.listen"),
     ("TMPROXY_OBSERVE_LOG", "observe.log"),
+    ("TMPROXY_LOG_FORMAT", "log.format"),
 ];
 
 impl Config {
@@ -88,6 +89,9 @@ impl Config {
         )? {
             self.admin.listen = v;
         }
+        if let Some(v) = env_override(&get, "TMPROXY_LOG_FORMAT", "log.format", parse_log_format)? {
+            self.log.format = v;
+        }
         let known: Vec<&str> = self.archives.iter().map(|a| a.id.as_str()).collect();
         if let Some(ids) = env_override(&get, "TMPROXY_ARCHIVES", "archives.enabled", |s| {
             parse_id_list(s, &known)
@@ -97,6 +101,14 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+fn parse_log_format(s: &str) -> Result<super::LogFormat, String> {
+    match s {
+        "text" => Ok(super::LogFormat::Text),
+        "json" => Ok(super::LogFormat::Json),
+        _ => Err(format!("{s:?} is not \"text\" or \"json\"")),
     }
 }
 

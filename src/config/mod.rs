@@ -16,8 +16,8 @@ mod values;
 pub use archives::ArchiveConfig;
 pub use env::ENV_OVERRIDES;
 pub use sections::{
-    AdminConfig, CacheConfig, ObserveConfig, SamplingConfig, ServerConfig, UpstreamConfig,
-    CACHE_MATCHES, CACHE_POLICIES,
+    AdminConfig, CacheConfig, LogConfig, LogFormat, ObserveConfig, SamplingConfig, ServerConfig,
+    UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES,
 };
 pub use values::{format_duration, format_size, parse_duration, parse_size};
 
@@ -46,6 +46,7 @@ pub struct Config {
     pub admin: AdminConfig,
     pub observe: ObserveConfig,
     pub sampling: SamplingConfig,
+    pub log: LogConfig,
 }
 
 /// A configuration problem: which source, which key, what is wrong.
@@ -79,6 +80,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             observe: ObserveConfig::default(),
             sampling: SamplingConfig::default(),
+            log: LogConfig::default(),
         }
     }
 }

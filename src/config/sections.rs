@@ -181,6 +181,22 @@ pub struct ObserveConfig {
     pub log: String,
 }
 
+/// `[log]`: how the process log is written (always to stderr; `RUST_LOG` picks the levels).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    pub format: LogFormat,
+}
+
+/// A log line as text for people, or one JSON object per line for a log pipeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
 /// `[sampling]`: the boundary of sampling jobs submitted over HTTP, and their CDX budget.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

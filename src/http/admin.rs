@@ -6,7 +6,6 @@
 use super::{raw_after, SharedState};
 use crate::cache::entry::Entry;
 use crate::cache::service::Request;
-use crate::cache::stats::prometheus;
 use crate::cache::store::Store;
 use crate::error::AppError;
 use crate::timemap::datetime::format_rfc3339;
@@ -60,7 +59,7 @@ pub fn routes(simulated_clock: bool) -> Router<SharedState> {
 /// not exist then: GET and PUT are our 404 before any token is looked at (so no one can move
 /// real time, and a client without the token learns nothing new), other methods our 405.
 pub fn open_routes(simulated_clock: bool) -> Router<SharedState> {
-    let routes = Router::new().route("/metrics", get(metrics));
+    let routes = Router::new().route("/metrics", get(super::metrics::metrics));
     if simulated_clock {
         routes
     } else {
@@ -235,40 +234,6 @@ async fn stats(State(state): State<SharedState>) -> Result<Response, AppError> {
         "connections": state.connections.json(state.admin_separate),
     }))
     .into_response())
-}
-
-async fn metrics(State(state): State<SharedState>) -> Response {
-    let snapshot = state.cache.stats_snapshot();
-    let stores = state.cache.store().map(|s| {
-        (
-            s.hot().stats(),
-            s.persistent().stats(),
-            s.persistent().degraded(),
-        )
-    });
-    let tiers: Vec<(&str, u64, u64)> = match &stores {
-        Some((hot, persistent, _)) => vec![
-            ("hot", hot.bytes, hot.entries),
-            ("persistent", persistent.bytes, persistent.entries),
-        ],
-        None => Vec::new(),
-    };
-    let mut text = prometheus(&snapshot, &tiers);
-    if let Some((_, persistent, degraded)) = &stores {
-        text.push_str(&crate::cache::store::metrics::prometheus(
-            persistent,
-            degraded.is_some(),
-        ));
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text + &state.upstream.budget().prometheus()
-            + &state.connections.prometheus(state.admin_separate),
-    )
-        .into_response()
 }
 
 #[derive(Deserialize)]

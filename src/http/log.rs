@@ -1,36 +1,119 @@
-//! The layer that logs our own faults (every router has it): at ERROR with the request's method
-//! and path, which `AppError::into_response` cannot know. It takes the detail out of the
-//! response, so whatever wraps the router never sees it.
+//! The outermost layer of every router: a span per request holding its id (echoed as
+//! `X-Request-Id`), method, route and URI-R; one INFO line when it is answered (status, cache
+//! result, duration); the request counted in `/metrics`; and our own faults logged at ERROR with
+//! the request, taking the detail out of the response so nothing outside ever sees it.
 //!
 //! Hand-written rather than `axum::middleware::from_fn`, which boxes a future and a `Next` for
-//! every request, cache hits included (BENCHMARKS.md, [refactor]): here a request costs a clone
-//! of its method and URI.
+//! every request, cache hits included (BENCHMARKS.md, [refactor]).
 
+use super::metrics::Metrics;
 use crate::error::take_internal_detail;
 use axum::extract::Request;
-use axum::http::{Method, Uri};
+use axum::http::{HeaderValue, Method};
 use axum::response::Response;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::Instant;
 use tower::{Layer, Service};
+use tracing::Span;
 
-/// Logs each internal error with the request it answers.
-#[derive(Clone, Copy)]
-pub struct LogInternalErrors;
+/// The log target of the per-request line: `RUST_LOG=info,tmproxy::request=warn` silences it.
+pub const TARGET: &str = "tmproxy::request";
 
-impl<S> Layer<S> for LogInternalErrors {
-    type Service = Logged<S>;
-
-    fn layer(&self, inner: S) -> Logged<S> {
-        Logged { inner }
+/// The route a path belongs to, from a fixed set: a metric label and a log field no client can
+/// multiply by inventing paths.
+pub fn route_of(path: &str) -> &'static str {
+    if path == "/" {
+        return "root";
+    }
+    let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
+    match first.unwrap_or("") {
+        "timemap" => "timemap",
+        "timegate" => "timegate",
+        "memento" => "memento",
+        "api" => "api",
+        "archives" => "archives",
+        "about" => "about",
+        "ui" => "ui",
+        "healthz" => "healthz",
+        "metrics" => "metrics",
+        "admin" => "admin",
+        _ => "other",
     }
 }
 
-/// A service whose internal errors are logged.
+/// A client's own `X-Request-Id` is kept when it is short and plain (a load balancer's id ties
+/// its log to ours); anything else gets ours, so no header can forge a log line.
+fn client_id(req: &Request) -> Option<String> {
+    let v = req.headers().get("x-request-id")?.to_str().ok()?;
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
+    (!v.is_empty() && v.len() <= 64 && v.chars().all(plain)).then(|| v.to_owned())
+}
+
+/// Ids unique to this process: a prefix drawn at start (so two runs' logs do not collide) and
+/// a counter.
+struct Ids {
+    prefix: u32,
+    next: AtomicU64,
+}
+
+impl Ids {
+    fn new() -> Ids {
+        use std::hash::{BuildHasher, Hasher};
+        // RandomState is seeded from the OS's randomness: good enough to tell runs apart.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        Ids {
+            prefix: h.finish() as u32,
+            next: AtomicU64::new(1),
+        }
+    }
+
+    fn next(&self) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{:08x}-{n:x}", self.prefix)
+    }
+}
+
+/// Logs and counts every request.
+#[derive(Clone)]
+pub struct RequestLog {
+    metrics: Arc<Metrics>,
+    ids: Arc<Ids>,
+}
+
+impl RequestLog {
+    pub fn new(metrics: Arc<Metrics>) -> RequestLog {
+        RequestLog {
+            metrics,
+            ids: Arc::new(Ids::new()),
+        }
+    }
+}
+
+impl<S> Layer<S> for RequestLog {
+    type Service = Logged<S>;
+
+    fn layer(&self, inner: S) -> Logged<S> {
+        Logged {
+            inner,
+            log: self.clone(),
+        }
+    }
+}
+
+/// A service whose requests are logged and counted.
 #[derive(Clone)]
 pub struct Logged<S> {
     inner: S,
+    log: RequestLog,
 }
 
 impl<S> Service<Request> for Logged<S>
@@ -46,24 +129,48 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        // The URI is cheap to keep (its parts are shared bytes). Only its path is logged: a
-        // query is the URI-R's or the client's (`?timeout=`) and says nothing about our fault.
-        let (method, uri) = (req.method().clone(), req.uri().clone());
+        let started = Instant::now();
+        let id = client_id(&req).unwrap_or_else(|| self.log.ids.next());
+        let route = route_of(req.uri().path());
+        // The URI-R is recorded by the route once it has read one (`super::read_lookup`). Only
+        // the path goes to an ERROR line: a query is the URI-R's or the client's.
+        let span = tracing::info_span!(target: TARGET, "request", %id, method = %req.method(), route, uri_r = tracing::field::Empty);
+        let method = req.method().clone();
+        let path = route_fault_path(&req);
+        let inner = {
+            let _entered = span.enter();
+            self.inner.call(req)
+        };
         Logging {
-            inner: self.inner.call(req),
+            inner,
+            span,
+            started,
+            id,
+            route,
             method,
-            uri,
+            path,
+            metrics: self.log.metrics.clone(),
         }
     }
 }
 
+/// The path an internal error is logged with, clipped: it is the client's.
+fn route_fault_path(req: &Request) -> String {
+    crate::uri_r::clip(req.uri().path())
+}
+
 pin_project_lite::pin_project! {
-    /// The response on its way out, its internal error (if any) logged.
+    /// The response on its way out: logged, counted, its internal error (if any) logged.
     pub struct Logging<F> {
         #[pin]
         inner: F,
+        span: Span,
+        started: Instant,
+        id: String,
+        route: &'static str,
         method: Method,
-        uri: Uri,
+        path: String,
+        metrics: Arc<Metrics>,
     }
 }
 
@@ -75,60 +182,27 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let _entered = this.span.enter();
         let mut response = ready!(this.inner.poll(cx))?;
         if let Some(detail) = take_internal_detail(&mut response) {
-            tracing::error!(method = %this.method, path = %this.uri.path(), %detail, "internal error");
+            tracing::error!(method = %this.method, path = %this.path, %detail, "internal error");
+        }
+        let elapsed = this.started.elapsed();
+        let status = response.status().as_u16();
+        let cache = response
+            .headers()
+            .get("x-cache")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        let ms = elapsed.as_secs_f64() * 1000.0;
+        tracing::info!(target: TARGET, status, cache, ms = format_args!("{ms:.2}"), "answered");
+        this.metrics.observe(this.route, status, elapsed);
+        if let Ok(v) = HeaderValue::from_str(this.id) {
+            response.headers_mut().insert("x-request-id", v);
         }
         Poll::Ready(Ok(response))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::AppError;
-    use crate::http::captured_log::CapturedLog;
-    use axum::body::Body;
-    use axum::http::StatusCode;
-    use axum::routing::get;
-    use axum::Router;
-    use tower::ServiceExt;
-
-    async fn broken() -> AppError {
-        AppError::Internal("the secret detail".into())
-    }
-
-    #[tokio::test]
-    async fn internal_detail_goes_to_the_log_not_the_client() {
-        let log = CapturedLog::default();
-        // Current-thread test runtime: the handler and the layer run on this thread.
-        let _guard = tracing::subscriber::set_default(log.subscriber("info"));
-        let app = Router::new()
-            .route("/broken/{*rest}", get(broken))
-            .layer(LogInternalErrors);
-        let req = Request::builder()
-            .method("GET")
-            .uri("/broken/x?q=1")
-            .body(Body::empty())
-            .expect("request");
-        let mut response = app.oneshot(req).await.expect("infallible");
-        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(take_internal_detail(&mut response).is_none());
-        let body = axum::body::to_bytes(response.into_body(), 1024)
-            .await
-            .expect("body");
-        assert_eq!(&body[..], b"500 internal error\n");
-        let logged = log.text();
-        assert_eq!(logged.lines().count(), 1, "{logged}");
-        for part in [
-            "ERROR",
-            "internal error",
-            "method=GET",
-            "path=/broken/x",
-            "the secret detail",
-        ] {
-            assert!(logged.contains(part), "{part} in {logged}");
-        }
-        assert!(!logged.contains("q=1"), "{logged}");
-    }
-}
+mod tests;

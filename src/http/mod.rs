@@ -3,10 +3,12 @@
 
 pub mod admin;
 pub mod api;
+pub mod archives;
 #[cfg(test)]
 mod captured_log;
 pub mod gate;
 pub mod log;
+pub mod metrics;
 pub mod rate;
 pub mod sampling;
 pub mod timegate;
@@ -56,6 +58,10 @@ pub struct AppState {
     pub admin_separate: bool,
     /// Connections open and refused per listener, counted by the serve loop (`crate::serve`).
     pub connections: Arc<crate::serve::connections::Connections>,
+    /// `/metrics`: requests counted as they are answered, the rest read at each scrape.
+    pub metrics: Arc<metrics::Metrics>,
+    /// Every configured archive, enabled or not, in configured order (`/archives`, `/about`).
+    pub archive_list: Vec<crate::config::ArchiveConfig>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -110,13 +116,17 @@ pub fn router(state: SharedState) -> Router {
         Some(limiter) => memento.route_layer(GateLayer(limiter.clone())),
         None => memento,
     };
-    let mut routes = memento.route("/healthz", get(healthz));
+    let mut routes = memento
+        .route("/healthz", get(healthz))
+        .route("/archives", get(archives::archives))
+        .route("/about", get(archives::about));
     if !state.admin_separate {
         routes = routes.merge(admin_api(&state));
     }
     // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
     // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
-    traced(finish(routes, state).layer(cors()))
+    let log = log::RequestLog::new(state.metrics.clone());
+    traced(finish(routes, state).layer(cors()).layer(log))
 }
 
 /// The admin listener's router (`[admin] listen`): `/admin/*`, `/metrics` and `/healthz`. No
@@ -125,7 +135,8 @@ pub fn admin_router(state: SharedState) -> Router {
     let routes = Router::new()
         .route("/healthz", get(healthz))
         .merge(admin_api(&state));
-    traced(finish(routes, state))
+    let log = log::RequestLog::new(state.metrics.clone());
+    traced(finish(routes, state).layer(log))
 }
 
 /// The admin API: every `/admin/*` route (the cache's, the stats, the simulated clock, the
@@ -145,8 +156,8 @@ fn admin_api(state: &SharedState) -> Router<SharedState> {
         .merge(admin::open_routes(simulated_clock))
 }
 
-/// What every listener's router ends with: our 404 and 405, the header size limit, and the log
-/// of internal errors.
+/// What every listener's router ends with: our 404 and 405 and the header size limit (the
+/// request log goes outside everything else, CORS included, so every answer is logged).
 fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
     let limit = state.max_header_bytes;
     routes
@@ -154,8 +165,6 @@ fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
         // After every route is in: axum applies this to the routes present when it is called.
         .method_not_allowed_fallback(method_not_allowed)
         .layer(GateLayer(HeaderLimit(limit)))
-        // Outside every route and gate, so each internal error is logged once, with its request.
-        .layer(log::LogInternalErrors)
         .with_state(state)
 }
 
@@ -232,6 +241,8 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
     let uri_r = UriR::parse(&raw)?;
+    // Into the request's log line (`log::RequestLog`): the URI-R as parsed, Debug-escaped.
+    tracing::Span::current().record("uri_r", tracing::field::debug(uri_r.as_str()));
     Ok(Lookup { uri_r, deadline })
 }
 

@@ -2,7 +2,6 @@
 //! and `/admin/stats` show.
 
 use serde_json::json;
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -77,35 +76,13 @@ impl Connections {
         }
     }
 
-    fn listeners(&self, admin_separate: bool) -> Vec<(&'static str, &ListenerConnections)> {
+    /// The listeners in use, by name.
+    pub fn listeners(&self, admin_separate: bool) -> Vec<(&'static str, &ListenerConnections)> {
         let mut all = vec![("public", &*self.public)];
         if admin_separate {
             all.push(("admin", &*self.admin));
         }
         all
-    }
-
-    /// The Prometheus text of the counts, one series per listener in use.
-    pub fn prometheus(&self, admin_separate: bool) -> String {
-        let listeners = self.listeners(admin_separate);
-        let mut out = String::new();
-        let _ = writeln!(out, "# HELP tmproxy_connections_open Connections open on each listener.\n# TYPE tmproxy_connections_open gauge");
-        for (name, l) in &listeners {
-            let _ = writeln!(
-                out,
-                "tmproxy_connections_open{{listener=\"{name}\"}} {}",
-                l.open()
-            );
-        }
-        let _ = writeln!(out, "# HELP tmproxy_connections_refused_total Connections closed at once because max_connections were open.\n# TYPE tmproxy_connections_refused_total counter");
-        for (name, l) in &listeners {
-            let _ = writeln!(
-                out,
-                "tmproxy_connections_refused_total{{listener=\"{name}\"}} {}",
-                l.refused()
-            );
-        }
-        out
     }
 
     /// `{"public": {"open": 3, "refused": 0}, …}` for `/admin/stats`.
@@ -143,21 +120,13 @@ mod tests {
     }
 
     #[test]
-    fn the_metrics_name_each_listener_in_use() {
+    fn the_counts_name_each_listener_in_use() {
         let c = Connections::new(1);
         let _open = c.public.admit();
         let _ = c.public.admit();
-        let text = c.prometheus(false);
-        assert!(
-            text.contains("tmproxy_connections_open{listener=\"public\"} 1\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("tmproxy_connections_refused_total{listener=\"public\"} 1\n"),
-            "{text}"
-        );
-        assert!(!text.contains("admin"), "{text}");
-        assert!(c.prometheus(true).contains("listener=\"admin\"} 0"));
+        let names: Vec<_> = c.listeners(false).iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["public"]);
+        assert_eq!(c.listeners(true).len(), 2);
         assert_eq!(c.json(false)["public"]["refused"], 1);
     }
 }

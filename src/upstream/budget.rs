@@ -65,24 +65,6 @@ impl Budget {
         self.limit
     }
 
-    /// The gauges in the Prometheus text format, for `/metrics`.
-    pub fn prometheus(&self) -> String {
-        format!(
-            "# HELP tmproxy_upstream_buffered_bytes Bytes of archive bodies held now, every fan-out together.\n\
-             # TYPE tmproxy_upstream_buffered_bytes gauge\n\
-             tmproxy_upstream_buffered_bytes {}\n\
-             # HELP tmproxy_upstream_buffered_bytes_high_water The most bytes of archive bodies ever held at once.\n\
-             # TYPE tmproxy_upstream_buffered_bytes_high_water gauge\n\
-             tmproxy_upstream_buffered_bytes_high_water {}\n\
-             # HELP tmproxy_upstream_max_buffered_bytes The limit on them ([upstream] max_buffered).\n\
-             # TYPE tmproxy_upstream_max_buffered_bytes gauge\n\
-             tmproxy_upstream_max_buffered_bytes {}\n",
-            self.buffered(),
-            self.high_water(),
-            self.limit
-        )
-    }
-
     fn take(&self, n: u64) -> Result<(), OverBudget> {
         let over = || OverBudget {
             wanted: n,

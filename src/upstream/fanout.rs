@@ -2,12 +2,14 @@
 //! archive's contribution to the fetch (merged where it is served, not here).
 
 use super::budget::Budget;
+use super::failure::FailureKind;
 use super::fetch::{fetch_archive, ArchiveFetch, FetchLimits, Route};
-use super::registry::{Archive, Health};
+use super::ledger::{Ledger, Outcome};
+use super::registry::{Archive, Health, Transition};
 use super::resolve::Lookup;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::timemap::answer::{ArchiveStatus, Contribution, Fetch};
+use crate::timemap::answer::{Contribution, Fetch};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +27,8 @@ pub struct Upstream {
     health: Vec<Mutex<Health>>,
     /// Requests actually sent to each archive (a dormant archive is skipped, not asked).
     fetches: Vec<AtomicU64>,
+    /// What each archive did since start, for `/archives` and `/metrics`.
+    ledgers: Vec<Ledger>,
     limits: FetchLimits,
     deadline: Duration,
     failures_before_dormant: u32,
@@ -65,6 +69,7 @@ impl Upstream {
                 .map(|_| Mutex::new(Health::default()))
                 .collect(),
             fetches: archives.iter().map(|_| AtomicU64::new(0)).collect(),
+            ledgers: archives.iter().map(|_| Ledger::default()).collect(),
             archives,
             limits: FetchLimits {
                 max_body: config.upstream.max_body,
@@ -116,9 +121,10 @@ impl Upstream {
                     .dormant_until
                     .map(|t| t.to_rfc3339())
                     .unwrap_or_default();
+                self.ledgers[i].record(Outcome::Skipped, None, now);
                 results[i] = Some((
                     ArchiveFetch::failed(
-                        ArchiveStatus::Error,
+                        FailureKind::Dormant,
                         None,
                         format!(
                             "dormant after {} consecutive failures; asked again after {until}",
@@ -139,7 +145,7 @@ impl Upstream {
                 .await;
                 let fetch = one.unwrap_or_else(|_| {
                     ArchiveFetch::failed(
-                        ArchiveStatus::Timeout,
+                        FailureKind::Timeout,
                         None,
                         format!(
                             "no answer within its timeout ({}s)",
@@ -157,9 +163,7 @@ impl Upstream {
             tokio::select! {
                 Some((i, fetch, elapsed)) = pending.next() => {
                     // Our own memory budget running out says nothing about the archive.
-                    if !fetch.over_budget {
-                        self.record_health(i, fetch.answer.status.answered());
-                    }
+                    self.settle(i, &fetch, elapsed, !fetch.over_budget());
                     results[i] = Some((fetch, elapsed));
                 }
                 _ = &mut deadline_passed => break,
@@ -172,20 +176,16 @@ impl Upstream {
         let cut_by_client = deadline < self.deadline;
         for (i, slot) in results.iter_mut().enumerate() {
             if slot.is_none() {
-                if !cut_by_client {
-                    self.record_health(i, false);
-                }
-                *slot = Some((
-                    ArchiveFetch::failed(
-                        ArchiveStatus::Timeout,
-                        None,
-                        format!(
-                            "no answer within the request deadline ({}s)",
-                            deadline.as_secs_f64()
-                        ),
+                let fetch = ArchiveFetch::failed(
+                    FailureKind::Timeout,
+                    None,
+                    format!(
+                        "no answer within the request deadline ({}s)",
+                        deadline.as_secs_f64()
                     ),
-                    deadline,
-                ));
+                );
+                self.settle(i, &fetch, deadline, !cut_by_client);
+                *slot = Some((fetch, deadline));
             }
         }
 
@@ -223,14 +223,57 @@ impl Upstream {
             .unwrap_or_else(|p| p.into_inner().clone())
     }
 
-    fn record_health(&self, i: usize, answered: bool) {
+    /// What each archive did since start, in configured order (as [`Upstream::archives`]).
+    pub fn ledgers(&self) -> &[Ledger] {
+        &self.ledgers
+    }
+
+    /// Now, on the clock the archives' health is judged by.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
+    /// Each archive's health now, in configured order.
+    pub fn health(&self) -> Vec<Health> {
+        (0..self.archives.len())
+            .map(|i| self.health_of(i))
+            .collect()
+    }
+
+    /// An asked archive's turn is over: it is counted, a failure is logged, and (when
+    /// `blame`: the archive's own doing, not our budget or a client's short deadline) its
+    /// health takes the answer, which may put it to sleep or wake it.
+    fn settle(&self, i: usize, fetch: &ArchiveFetch, elapsed: Duration, blame: bool) {
         let now = self.clock.now();
-        let mut h = self.health[i].lock().unwrap_or_else(|p| p.into_inner());
-        h.record(
-            answered,
-            now,
-            self.failures_before_dormant,
-            self.dormant_for,
-        );
+        let id = &self.archives[i].id;
+        let status = fetch.answer.status;
+        self.ledgers[i].record(Outcome::Asked(status), Some(elapsed), now);
+        let elapsed_ms = elapsed.as_millis() as u64;
+        if let Some(kind) = fetch.failure_kind() {
+            // Debug-formatted: the detail quotes what the archive sent, escaped on one line.
+            let detail = fetch.answer.detail.as_deref().unwrap_or("");
+            if blame {
+                tracing::warn!(archive = %id, %kind, elapsed_ms, ?detail, "archive failed");
+            } else {
+                tracing::debug!(archive = %id, %kind, elapsed_ms, ?detail, "archive cut off");
+            }
+        }
+        if !blame {
+            return;
+        }
+        let transition = {
+            let mut h = self.health[i].lock().unwrap_or_else(|p| p.into_inner());
+            let (threshold, span) = (self.failures_before_dormant, self.dormant_for);
+            h.record(status.answered(), now, threshold, span)
+        };
+        match transition {
+            Transition::Slept { until } => {
+                let until = until.map(|t| t.to_rfc3339()).unwrap_or_default();
+                let failures = self.failures_before_dormant;
+                tracing::warn!(archive = %id, failures, %until, "archive dormant: not asked until then");
+            }
+            Transition::Woke => tracing::info!(archive = %id, "archive back: answered again"),
+            Transition::None => {}
+        }
     }
 }

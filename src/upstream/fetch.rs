@@ -1,9 +1,10 @@
 //! Asking one archive for its TimeMap: one request per page, a body cap, no parse of error bodies.
 
 use super::budget::{Budget, Held};
+use super::failure::{classify, FailureKind};
 use super::guard::HopRules;
 use super::registry::Archive;
-use super::resolve::{refusal_in, GuardedResolver, Lookup};
+use super::resolve::{GuardedResolver, Lookup};
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use crate::timemap::parse::parse_link_format;
@@ -40,23 +41,48 @@ pub struct ArchiveFetch {
     /// The bytes this answer holds against `max_buffered`, given back when the last clone of
     /// this fetch is dropped (once the fan-out has made it a contribution).
     pub held: Option<Arc<Held>>,
-    /// Failed on our own memory budget, not the archive's fault: no step towards dormancy.
-    pub over_budget: bool,
-    /// Failed because the archive sent us where its hop rules do not allow.
-    pub refused_hop: bool,
+    /// Why it failed, when it did (a malformed answer is judged later, from its status).
+    pub failure: Option<FailureKind>,
 }
 
 impl ArchiveFetch {
+    /// A failure of `kind`; the kind decides the status the answer reports.
     pub fn failed(
-        status: ArchiveStatus,
+        kind: FailureKind,
         http_status: Option<u16>,
         detail: impl Into<String>,
     ) -> ArchiveFetch {
-        ArchiveFetch::answered(ArchiveAnswer::failed(
+        let status = match kind {
+            FailureKind::Timeout => ArchiveStatus::Timeout,
+            FailureKind::Malformed => ArchiveStatus::Malformed,
+            _ => ArchiveStatus::Error,
+        };
+        let mut fetch = ArchiveFetch::answered(ArchiveAnswer::failed(
             status,
             http_status,
             Some(detail.into()),
-        ))
+        ));
+        fetch.failure = Some(kind);
+        fetch
+    }
+
+    /// Failed on our own memory budget, not the archive's fault: no step towards dormancy.
+    pub fn over_budget(&self) -> bool {
+        self.failure == Some(FailureKind::Budget)
+    }
+
+    /// Failed because the archive sent us where its hop rules do not allow.
+    fn refused_hop(&self) -> bool {
+        self.failure == Some(FailureKind::RefusedRedirect)
+    }
+
+    /// Why this answer is a failure, or None when the archive answered (ok, empty, 404).
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        match self.answer.status {
+            ArchiveStatus::Malformed => Some(FailureKind::Malformed),
+            s if s.answered() => None,
+            _ => Some(self.failure.unwrap_or(FailureKind::Other)),
+        }
     }
 
     fn answered(answer: ArchiveAnswer) -> ArchiveFetch {
@@ -64,8 +90,7 @@ impl ArchiveFetch {
             answer,
             mementos: Vec::new(),
             held: None,
-            over_budget: false,
-            refused_hop: false,
+            failure: None,
         }
     }
 }
@@ -128,7 +153,7 @@ pub async fn fetch_archive(
     let first = match archive.timemap_for(uri_r) {
         Ok(uri_t) => uri_t,
         // Never sent: the URL would reach outside what this archive is configured as.
-        Err(why) => return ArchiveFetch::failed(ArchiveStatus::Error, None, why),
+        Err(why) => return ArchiveFetch::failed(FailureKind::RefusedRedirect, None, why),
     };
     let mut queue = vec![first];
     let mut seen: HashSet<String> = HashSet::new();
@@ -160,7 +185,7 @@ pub async fn fetch_archive(
         let page = match fetch_page(route, &uri_t, cap, budget).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
-            Err(failure) if result.answer.pages == 0 || failure.refused_hop => return failure,
+            Err(failure) if result.answer.pages == 0 || failure.refused_hop() => return failure,
             Err(failure) => {
                 // A later page failed: keep what the earlier pages gave, and say so.
                 notes.push(format!(
@@ -250,9 +275,7 @@ async fn fetch_page(
     budget: &Arc<Budget>,
 ) -> Result<Page, ArchiveFetch> {
     let refused = |http_status: Option<u16>, why: String| {
-        let mut failed = ArchiveFetch::failed(ArchiveStatus::Error, http_status, why);
-        failed.refused_hop = true;
-        failed
+        ArchiveFetch::failed(FailureKind::RefusedRedirect, http_status, why)
     };
     let mut url = Url::parse(uri_t)
         .map_err(|_| refused(None, format!("{} refused: not a URL", clip(uri_t))))?;
@@ -275,7 +298,7 @@ async fn fetch_page(
         redirects += 1;
         if redirects > MAX_REDIRECTS {
             return Err(ArchiveFetch::failed(
-                ArchiveStatus::Error,
+                FailureKind::Redirects,
                 Some(code),
                 format!("more than {MAX_REDIRECTS} redirects (a redirect loop?)"),
             ));
@@ -285,7 +308,7 @@ async fn fetch_page(
             .and_then(|l| url.join(l).ok())
             .ok_or_else(|| {
                 ArchiveFetch::failed(
-                    ArchiveStatus::Error,
+                    FailureKind::Redirects,
                     Some(code),
                     "a redirect with an unreadable Location",
                 )
@@ -304,7 +327,7 @@ async fn fetch_page(
             });
         }
         return Err(ArchiveFetch::failed(
-            ArchiveStatus::Error,
+            FailureKind::HttpStatus(http_status),
             Some(http_status),
             format!("HTTP {http_status}"),
         ));
@@ -313,7 +336,7 @@ async fn fetch_page(
     if let Some(len) = announced {
         if len > max_body {
             return Err(ArchiveFetch::failed(
-                ArchiveStatus::Error,
+                FailureKind::TooLarge,
                 Some(http_status),
                 format!("body of {len} bytes is over what max_body leaves ({max_body})"),
             ));
@@ -331,7 +354,7 @@ async fn fetch_page(
                 let need = body.len() + chunk.len();
                 if need as u64 > max_body {
                     return Err(ArchiveFetch::failed(
-                        ArchiveStatus::Error,
+                        FailureKind::TooLarge,
                         Some(http_status),
                         format!("body over what max_body leaves ({max_body} bytes)"),
                     ));
@@ -343,13 +366,11 @@ async fn fetch_page(
                         .max(need);
                     let more = (target as u64).saturating_sub(held.bytes());
                     if let Err(over) = held.grow(more) {
-                        let mut failed = ArchiveFetch::failed(
-                            ArchiveStatus::Error,
+                        return Err(ArchiveFetch::failed(
+                            FailureKind::Budget,
                             Some(http_status),
                             over.to_string(),
-                        );
-                        failed.over_budget = true;
-                        return Err(failed);
+                        ));
                     }
                     body.reserve_exact(target - body.len());
                 }
@@ -366,39 +387,11 @@ async fn fetch_page(
     })
 }
 
+/// A request that failed before an answer was read whole: its kind and root cause (a name
+/// our resolver refused is a refused hop, made before any connection).
 fn request_failure(e: &reqwest::Error, http_status: Option<u16>) -> ArchiveFetch {
-    if let Some(refusal) = refusal_in(e) {
-        // Our resolver refused the name before any connection was made.
-        let mut failed = ArchiveFetch::failed(
-            ArchiveStatus::Error,
-            http_status,
-            clip(&refusal.to_string()),
-        );
-        failed.refused_hop = true;
-        return failed;
-    }
-    let (status, detail) = if e.is_timeout() {
-        (ArchiveStatus::Timeout, "timed out".to_string())
-    } else if e.is_connect() {
-        (ArchiveStatus::Error, "connection failed".to_string())
-    } else if e.is_body() || e.is_decode() {
-        (
-            ArchiveStatus::Error,
-            "connection broke while reading the body".to_string(),
-        )
-    } else {
-        (ArchiveStatus::Error, "request failed".to_string())
-    };
-    // The error's own chain names the cause (refused, reset…) without any secrets of ours.
-    let cause = std::error::Error::source(e).map(|s| s.to_string());
-    ArchiveFetch::failed(
-        status,
-        http_status,
-        match cause {
-            Some(c) => format!("{detail}: {c}"),
-            None => detail,
-        },
-    )
+    let (kind, detail) = classify(e);
+    ArchiveFetch::failed(kind, http_status, detail)
 }
 
 /// Parses a body, off the async workers when it is large. The body's charge travels with it and

@@ -79,18 +79,23 @@ impl Health {
         self.dormant_until.is_some_and(|until| now < until)
     }
 
-    /// Records an answer (`answered`: it said what it holds, even "nothing") or a failure.
-    /// `threshold` 0 means never dormant.
+    /// Records an answer (`answered`: it said what it holds, even "nothing") or a failure, and
+    /// says whether that put the archive to sleep or woke it. `threshold` 0 means never dormant.
     pub fn record(
         &mut self,
         answered: bool,
         now: DateTime<Utc>,
         threshold: u32,
         dormant_for: Duration,
-    ) {
+    ) -> Transition {
         if answered {
+            let was_dormant = self.dormant_until.is_some();
             *self = Health::default();
-            return;
+            return if was_dormant {
+                Transition::Woke
+            } else {
+                Transition::None
+            };
         }
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         if threshold > 0 && self.consecutive_failures >= threshold {
@@ -98,8 +103,24 @@ impl Health {
             self.dormant_until = now.checked_add_signed(span);
             // After the sleep it gets one try; one more failure puts it back to sleep.
             self.consecutive_failures = threshold.saturating_sub(1);
+            return Transition::Slept {
+                until: self.dormant_until,
+            };
         }
+        Transition::None
     }
+}
+
+/// What one recorded answer did to an archive's health: what an operator is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    None,
+    /// It has failed the threshold's times in a row and is left alone until `until`.
+    Slept {
+        until: Option<DateTime<Utc>>,
+    },
+    /// It answered after having been dormant.
+    Woke,
 }
 
 #[cfg(test)]
@@ -127,6 +148,25 @@ mod tests {
         // One more failure after waking puts it straight back to sleep.
         h.record(false, t(62), 3, Duration::from_secs(60));
         assert!(h.is_dormant(t(63)));
+    }
+
+    #[test]
+    fn falling_asleep_and_waking_are_said_once_each() {
+        let mut h = Health::default();
+        let span = Duration::from_secs(60);
+        assert_eq!(h.record(false, t(0), 2, span), Transition::None);
+        let slept = h.record(false, t(1), 2, span);
+        assert_eq!(slept, Transition::Slept { until: Some(t(61)) });
+        // Its one try after the sleep fails: asleep again.
+        let again = h.record(false, t(62), 2, span);
+        assert_eq!(
+            again,
+            Transition::Slept {
+                until: Some(t(122))
+            }
+        );
+        assert_eq!(h.record(true, t(123), 2, span), Transition::Woke);
+        assert_eq!(h.record(true, t(124), 2, span), Transition::None);
     }
 
     #[test]

@@ -52,6 +52,15 @@ pub struct AddressRefused {
     pub kind: &'static str,
 }
 
+/// A name the lookup could not resolve: the detail an operator needs ("dns: failed to resolve
+/// web.archive.org: …"), found in reqwest's error chain by [`super::failure::classify`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed to resolve {name}: {cause}")]
+pub struct NameNotResolved {
+    pub name: String,
+    pub cause: String,
+}
+
 /// The resolver of one archive's client: `lookup`, then refuse a name other than the archive's
 /// own configured hosts when any of its addresses is forbidden (one bad address is enough: a
 /// name pointing at both a public and a private address is not trusted with either).
@@ -90,25 +99,16 @@ impl Resolve for GuardedResolver {
         let lookup = (self.lookup)(name.clone());
         let own = self.own_names.clone();
         Box::pin(async move {
-            let ips = lookup.await?;
+            let ips = lookup.await.map_err(|e| NameNotResolved {
+                name: name.clone(),
+                cause: e.to_string(),
+            })?;
             let ips = judge(&name, ips, &own)?;
             // Port 0: reqwest puts the URL's port in.
             let addrs: Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
             Ok(addrs)
         })
     }
-}
-
-/// The refusal somewhere in an error's chain of causes, if that is what the error was.
-pub fn refusal_in<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a AddressRefused> {
-    let mut cur: Option<&'a (dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(r) = err.downcast_ref::<AddressRefused>() {
-            return Some(r);
-        }
-        cur = err.source();
-    }
-    None
 }
 
 #[cfg(test)]
@@ -139,6 +139,19 @@ mod tests {
         let r = GuardedResolver::new(lookup, Vec::new());
         let name: Name = "metadata.test".parse().expect("name");
         let err = r.resolve(name).await.err().expect("refused");
-        assert!(refusal_in(&*err).is_some(), "{err}");
+        let found = crate::upstream::failure::find_in_chain::<AddressRefused>(&*err);
+        assert!(found.is_some(), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_name_that_does_not_resolve_says_which_and_why() {
+        let r = GuardedResolver::new(fixed_lookup(HashMap::new()), Vec::new());
+        let name: Name = "web.archive.test".parse().expect("name");
+        let err = r.resolve(name).await.err().expect("unresolved");
+        let found = crate::upstream::failure::find_in_chain::<NameNotResolved>(&*err);
+        assert_eq!(found.map(|n| n.name.as_str()), Some("web.archive.test"));
+        assert!(err
+            .to_string()
+            .starts_with("failed to resolve web.archive.test"));
     }
 }

@@ -13,6 +13,7 @@ mod faults;
 mod fuzz_corpus;
 mod injection;
 mod load;
+mod ops;
 mod process_bounds;
 mod pywb;
 mod redirects;

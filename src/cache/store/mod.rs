@@ -18,7 +18,6 @@ mod envelope;
 #[cfg(test)]
 mod fault_tests;
 mod hot;
-pub mod metrics;
 mod open;
 mod persistent;
 mod record;

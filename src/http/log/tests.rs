@@ -1,0 +1,134 @@
+//! The request log layer: its line, its id, its counts, and internal errors kept from clients.
+
+use super::*;
+use crate::error::AppError;
+use crate::http::captured_log::CapturedLog;
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use tower::ServiceExt;
+
+async fn broken() -> AppError {
+    AppError::Internal("the secret detail".into())
+}
+
+async fn hit() -> ([(&'static str, &'static str); 1], &'static str) {
+    tracing::Span::current().record("uri_r", "http://example.com/");
+    ([("x-cache", "HIT")], "ok")
+}
+
+fn app(metrics: &Arc<Metrics>) -> Router {
+    Router::new()
+        .route("/broken/{*rest}", get(broken))
+        .route("/timemap/{*rest}", get(hit))
+        .layer(RequestLog::new(metrics.clone()))
+}
+
+async fn get_with(app: Router, uri: &str, id: Option<&str>) -> Response {
+    let mut req = Request::builder().method("GET").uri(uri);
+    if let Some(id) = id {
+        req = req.header("x-request-id", id);
+    }
+    let req = req.body(Body::empty()).expect("request");
+    app.oneshot(req).await.expect("infallible")
+}
+
+#[tokio::test]
+async fn internal_detail_goes_to_the_log_not_the_client() {
+    let log = CapturedLog::default();
+    // Current-thread test runtime: the handler and the layer run on this thread.
+    let _guard = tracing::subscriber::set_default(log.subscriber("warn"));
+    let metrics = Arc::new(Metrics::requests_only());
+    let mut response = get_with(app(&metrics), "/broken/x?q=1", None).await;
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(take_internal_detail(&mut response).is_none());
+    let body = axum::body::to_bytes(response.into_body(), 1024)
+        .await
+        .expect("body");
+    assert_eq!(&body[..], b"500 internal error\n");
+    let logged = log.text();
+    assert_eq!(logged.lines().count(), 1, "{logged}");
+    for part in [
+        "ERROR",
+        "internal error",
+        "method=GET",
+        "path=/broken/x",
+        "the secret detail",
+    ] {
+        assert!(logged.contains(part), "{part} in {logged}");
+    }
+    assert!(!logged.contains("q=1"), "{logged}");
+}
+
+#[tokio::test]
+async fn every_request_is_one_info_line_with_its_id_and_is_counted() {
+    let log = CapturedLog::default();
+    let _guard = tracing::subscriber::set_default(log.subscriber("info"));
+    let metrics = Arc::new(Metrics::requests_only());
+    let response = get_with(app(&metrics), "/timemap/link/http://example.com/", None).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let id = response.headers()["x-request-id"].to_str().expect("ascii");
+    let logged = log.text();
+    assert_eq!(logged.lines().count(), 1, "{logged}");
+    for part in [
+        " INFO ",
+        &format!("id={id}"),
+        "method=GET",
+        "route=\"timemap\"",
+        "uri_r=\"http://example.com/\"",
+        "answered",
+        "status=200",
+        "cache=\"HIT\"",
+        "ms=",
+    ] {
+        assert!(logged.contains(part), "{part} in {logged}");
+    }
+    let second = get_with(app(&metrics), "/nowhere", None).await;
+    let other = second.headers()["x-request-id"].to_str().expect("ascii");
+    assert_ne!(id, other, "each request its own id");
+    let text = metrics.render();
+    for line in [
+        "tmproxy_http_requests_total{route=\"timemap\",status=\"200\"} 1",
+        "tmproxy_http_requests_total{route=\"other\",status=\"404\"} 1",
+        "tmproxy_http_request_duration_seconds_count{route=\"timemap\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_plain_client_id_is_kept_and_any_other_replaced() {
+    let metrics = Arc::new(Metrics::requests_only());
+    let kept = get_with(app(&metrics), "/timemap/x", Some("lb-42.a:b_c")).await;
+    assert_eq!(kept.headers()["x-request-id"], "lb-42.a:b_c");
+    for hostile in [
+        "a b",
+        "x\u{7f}",
+        "\"quoted\"",
+        &"y".repeat(65),
+        "a=1 status=500",
+    ] {
+        let Ok(value) = HeaderValue::from_str(hostile) else {
+            continue;
+        };
+        let req = Request::builder()
+            .uri("/timemap/x")
+            .header("x-request-id", value)
+            .body(Body::empty())
+            .expect("request");
+        let answer = app(&metrics).oneshot(req).await.expect("infallible");
+        assert_ne!(answer.headers()["x-request-id"], hostile);
+    }
+}
+
+#[test]
+fn routes_come_from_a_fixed_set() {
+    assert_eq!(route_of("/"), "root");
+    assert_eq!(route_of("/timemap/link/http://e.com/"), "timemap");
+    assert_eq!(route_of("/api/json/2015/http://e.com/"), "api");
+    assert_eq!(route_of("/admin/jobs/1"), "admin");
+    for made_up in ["/x", "/%00", "/timemapx/1", "/../timemap", "//"] {
+        assert_eq!(route_of(made_up), "other", "{made_up}");
+    }
+}
