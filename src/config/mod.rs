@@ -117,17 +117,29 @@ impl Config {
                 None => Some(cwd.join(DEFAULT_FILE)).filter(|p| p.is_file()),
             },
         };
-        let (mut cfg, origin) = match path {
+        let (mut cfg, origin, text) = match path {
             Some(p) => {
                 let origin = p.display().to_string();
                 let text = std::fs::read_to_string(&p).map_err(|e| {
                     ConfigError::new(&origin, "(file)", format!("cannot read: {e}"))
                 })?;
-                (Config::from_toml_str(&text, &origin)?, origin)
+                (Config::from_toml_str(&text, &origin)?, origin, text)
             }
-            None => (Config::default(), BUILTIN_ORIGIN.to_owned()),
+            None => (Config::default(), BUILTIN_ORIGIN.to_owned(), String::new()),
         };
-        cfg.apply_env(get)?;
+        // Where each timeout was set, if anywhere (the variable wins over the file, as in
+        // apply_env): the error names the key, these name the file or the variable.
+        let set_by = |var: &str, key: &str| -> Option<String> {
+            if get(var).is_some() {
+                Some(format!("env {var}"))
+            } else {
+                file_sets(&text, "upstream", key).then(|| origin.clone())
+            }
+        };
+        let connect_from = set_by("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "connect_timeout");
+        let timeout_from = set_by("TMPROXY_UPSTREAM_TIMEOUT", "timeout");
+        cfg.apply_env(&get)?;
+        cfg.settle_connect_timeout(connect_from.as_deref(), timeout_from.as_deref())?;
         cfg.check(&origin)?;
         Ok((cfg, origin))
     }
@@ -145,6 +157,14 @@ impl Config {
     pub fn archive_timeout(&self, a: &ArchiveConfig) -> Duration {
         a.timeout.unwrap_or(self.upstream.timeout)
     }
+}
+
+/// Whether the file's text sets `[table] key` (it has parsed already, so a parse failure is "no").
+fn file_sets(text: &str, table: &str, key: &str) -> bool {
+    text.parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get(table).and_then(|v| v.get(key)).map(|_| ()))
+        .is_some()
 }
 
 #[cfg(test)]

@@ -635,3 +635,70 @@ fn connection_limits_parse_with_their_defaults() {
     assert_eq!(c.server.max_connections, 20);
     c.validate().expect("valid");
 }
+
+#[test]
+fn an_unset_connect_timeout_follows_a_shorter_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    // The file sets only the timeout: the connect timeout it never named follows it down.
+    let p = write(cwd, "short.toml", "[upstream]\ntimeout = \"1s\"\n");
+    let (cfg, _) = Config::load_from(Some(&p), vars(&[]), cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_secs(1));
+    // Likewise the variable alone.
+    let get = vars(&[("TMPROXY_UPSTREAM_TIMEOUT", "1s")]);
+    let (cfg, _) = Config::load_from(None, get, cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_secs(1));
+    // A timeout longer than the default leaves the default connect timeout.
+    let get = vars(&[("TMPROXY_UPSTREAM_TIMEOUT", "1m")]);
+    let (cfg, _) = Config::load_from(None, get, cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_secs(3));
+}
+
+#[test]
+fn a_connect_timeout_set_beyond_the_timeout_names_both_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    // Both in the file: the file is the origin, and the reason names the timeout's value.
+    let p = write(
+        cwd,
+        "both.toml",
+        "[upstream]\nconnect_timeout = \"2s\"\ntimeout = \"1s\"\n",
+    );
+    let e = Config::load_from(Some(&p), vars(&[]), cwd).unwrap_err();
+    let file = p.display().to_string();
+    assert_eq!(
+        (e.origin.as_str(), e.key.as_str()),
+        (file.as_str(), "upstream.connect_timeout")
+    );
+    assert!(
+        e.reason.starts_with(&format!(
+            "2s is longer than upstream.timeout (1s, from {file})"
+        )),
+        "{e}"
+    );
+    // The connect timeout from the environment, the timeout from the file.
+    let p = write(cwd, "timeout.toml", "[upstream]\ntimeout = \"1s\"\n");
+    let get = vars(&[("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "2s")]);
+    let e = Config::load_from(Some(&p), get, cwd).unwrap_err();
+    assert_eq!(e.origin, "env TMPROXY_UPSTREAM_CONNECT_TIMEOUT");
+    assert!(
+        e.reason.contains(&format!("(1s, from {})", p.display())),
+        "{e}"
+    );
+    // Both from the environment: each variable named.
+    let get = vars(&[
+        ("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "2s"),
+        ("TMPROXY_UPSTREAM_TIMEOUT", "1s"),
+    ]);
+    let e = Config::load_from(Some(&p), get, cwd).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "config env TMPROXY_UPSTREAM_CONNECT_TIMEOUT: upstream.connect_timeout: 2s is longer than \
+         upstream.timeout (1s, from env TMPROXY_UPSTREAM_TIMEOUT); a connect cannot outlast the \
+         request it belongs to"
+    );
+    // Equal is fine, and a connect timeout set under the timeout is kept as set.
+    let get = vars(&[("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "500ms")]);
+    let (cfg, _) = Config::load_from(Some(&p), get, cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_millis(500));
+}

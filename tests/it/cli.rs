@@ -34,11 +34,21 @@ fn config_file(
 
 /// Runs the binary off the async runtime, with no inherited TMPROXY_* settings.
 async fn run(args: Vec<String>) -> std::process::Output {
+    run_with_env(args, &[]).await
+}
+
+/// As [`run`], with these environment variables set.
+async fn run_with_env(args: Vec<String>, env: &[(&str, &str)]) -> std::process::Output {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     tokio::task::spawn_blocking(move || {
         Command::new(BIN)
             .args(&args)
             .env_remove("TMPROXY_CONFIG")
             .env("RUST_LOG", "warn")
+            .envs(env)
             .output()
             .expect("tmproxy runs")
     })
@@ -187,5 +197,56 @@ async fn serve_answers_and_stops_on_sigterm() {
     assert!(
         status.success(),
         "graceful shutdown exits 0, got {status:?}"
+    );
+}
+
+/// A config that only shortens `[upstream] timeout` (in the file, or by its variable) starts: the
+/// connect timeout it never set follows the timeout instead of refusing the start.
+#[tokio::test]
+async fn serve_starts_with_only_a_short_timeout_in_the_file_or_the_env() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache").display().to_string();
+    let with_timeout = dir.path().join("timeout.toml");
+    std::fs::write(
+        &with_timeout,
+        format!("[upstream]\ntimeout = \"1s\"\n\n[cache]\npath = {cache:?}\n\n[[archives]]\nid = \"a\"\ntimemap = \"http://127.0.0.1:9/tm/\"\ntimegate = \"http://127.0.0.1:9/tg/\"\n"),
+    )
+    .expect("write");
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, format!("[cache]\npath = {cache:?}\n")).expect("write");
+    for (config, env) in [
+        (&with_timeout, &[][..]),
+        (&plain, &[("TMPROXY_UPSTREAM_TIMEOUT", "1s")][..]),
+    ] {
+        // start_with panics unless the server says where it listens, i.e. it started.
+        let mut server = ServeProcess::start_with(config, &[], env);
+        let resp = client()
+            .get(format!("{}/healthz", server.base))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(resp.status(), 200, "{}", server.log());
+        server.term();
+        assert!(server.exit_within(Duration::from_secs(60)).await.success());
+    }
+    // Both set, the connect timeout the longer: refused, naming the variable and the file.
+    let file = with_timeout.display().to_string();
+    let out = run_with_env(
+        vec![
+            "serve".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--config".into(),
+            file.clone(),
+        ],
+        &[("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "2s")],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("config env TMPROXY_UPSTREAM_CONNECT_TIMEOUT: upstream.connect_timeout: 2s")
+            && err.contains(&format!("upstream.timeout (1s, from {file})")),
+        "{err}"
     );
 }
