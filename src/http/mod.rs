@@ -6,6 +6,7 @@ pub mod api;
 #[cfg(test)]
 mod captured_log;
 pub mod gate;
+pub mod json;
 pub mod log;
 pub mod rate;
 pub mod sampling;
@@ -73,6 +74,7 @@ pub const EXPOSED_HEADERS: &[&str] = &[
     "x-memento-archives",
     "etag",
     "x-cache",
+    "x-memento-partial",
 ];
 
 fn cors() -> CorsLayer {

@@ -182,7 +182,7 @@ async fn serve_answers_and_stops_on_sigterm() {
         .expect("request");
     assert_eq!(
         read.text().await.expect("body"),
-        r#"{"now":"2012-05-01T00:00:00Z"}"#
+        "{\"now\":\"2012-05-01T00:00:00Z\"}\n"
     );
     let bad = client()
         .put(format!("{base}/admin/clock"))

@@ -307,7 +307,13 @@ async fn cors_exposes_the_memento_headers() {
         .to_str()
         .expect("ascii")
         .to_ascii_lowercase();
-    for h in ["link", "location", "x-memento-count", "memento-datetime"] {
+    for h in [
+        "link",
+        "location",
+        "x-memento-count",
+        "memento-datetime",
+        "x-memento-partial",
+    ] {
         assert!(exposed.contains(h), "{h} in {exposed}");
     }
 }
