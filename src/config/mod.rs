@@ -153,6 +153,35 @@ impl Config {
         }
     }
 
+    /// `serve` writes links with the public URL; with no `public_url` that is `http://{listen}`,
+    /// and an unspecified listen address (`0.0.0.0`, `::`) would put that address in every link,
+    /// which no client can follow. Such a start is refused, naming the settings that fix it.
+    pub fn check_links_reachable(&self) -> Result<(), String> {
+        let listen = self.server.listen;
+        if self.server.public_url.is_empty() && listen.ip().is_unspecified() {
+            return Err(format!(
+                "listening on {listen} (every interface) but no public URL is set, so links would \
+                 say http://{listen}/: set TMPROXY_PUBLIC_URL (or [server] public_url) to the URL \
+                 clients reach tmproxy at, e.g. TMPROXY_PUBLIC_URL=http://localhost:{}",
+                listen.port()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The URL of this host's own listener (`tmproxy health`): `http://{listen}`, with an
+    /// unspecified address replaced by the loopback address of its family, where it also answers.
+    pub fn local_url(&self) -> String {
+        let mut addr = self.server.listen;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr.ip() {
+                std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        format!("http://{addr}")
+    }
+
     /// The archive's own timeout, else `upstream.timeout`.
     pub fn archive_timeout(&self, a: &ArchiveConfig) -> Duration {
         a.timeout.unwrap_or(self.upstream.timeout)

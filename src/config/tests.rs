@@ -702,3 +702,25 @@ fn a_connect_timeout_set_beyond_the_timeout_names_both_sources() {
     let (cfg, _) = Config::load_from(Some(&p), get, cwd).expect("starts");
     assert_eq!(cfg.upstream.connect_timeout, Duration::from_millis(500));
 }
+
+#[test]
+fn an_unspecified_listen_address_needs_a_public_url() {
+    let mut c = Config::default();
+    assert_eq!(c.check_links_reachable(), Ok(()));
+    assert_eq!(c.local_url(), "http://127.0.0.1:7089");
+    for (listen, local) in [
+        ("0.0.0.0:7089", "http://127.0.0.1:7089"),
+        ("[::]:8080", "http://[::1]:8080"),
+    ] {
+        c.server.listen = listen.parse().unwrap();
+        c.server.public_url = String::new();
+        let e = c.check_links_reachable().unwrap_err();
+        assert!(
+            e.contains("TMPROXY_PUBLIC_URL") && e.contains("[server] public_url"),
+            "{e}"
+        );
+        assert_eq!(c.local_url(), local);
+        c.server.public_url = "https://tm.example.org".into();
+        assert_eq!(c.check_links_reachable(), Ok(()));
+    }
+}

@@ -1,4 +1,5 @@
-//! The `tmproxy` binary itself: `timemap`, `serve` (start, refuse a bad config, stop on SIGTERM).
+//! The `tmproxy` binary itself: `timemap`, `serve` (start, refuse a bad config or a link-less
+//! listen address, stop on SIGTERM), `health`.
 
 use crate::support::{client, ServeProcess};
 use std::io::Write;
@@ -249,4 +250,71 @@ async fn serve_starts_with_only_a_short_timeout_in_the_file_or_the_env() {
             && err.contains(&format!("upstream.timeout (1s, from {file})")),
         "{err}"
     );
+}
+
+/// `tmproxy health`: 0 and the body against a running server (by --url, and by the listen
+/// address of a config, as a container's HEALTHCHECK runs it); 1 and a one-line reason against
+/// a port nothing listens on.
+#[tokio::test]
+async fn health_exits_0_on_a_running_server_and_1_on_a_closed_port() {
+    let (cfg, _cache) = config_file(&[]);
+    let mut server = ServeProcess::start(cfg.path());
+    let base = server.base.clone();
+    let out = run(vec!["health".into(), "--url".into(), base.clone()]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+
+    // No --url: the address `serve` would listen on with this config.
+    let port = base.rsplit(':').next().expect("port").to_string();
+    let mut listening = tempfile::NamedTempFile::new().expect("temp file");
+    writeln!(listening, "[server]\nlisten = \"127.0.0.1:{port}\"").expect("write");
+    let config = listening.path().display().to_string();
+    let out = run(vec!["health".into(), "--config".into(), config]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.term();
+    assert!(server.exit_within(Duration::from_secs(60)).await.success());
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let out = run(vec!["health".into(), "--url".into(), url.clone()]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("tmproxy: unhealthy: GET {url}/healthz: ")),
+        "{err}"
+    );
+}
+
+/// An unspecified listen address with no public URL would write `http://0.0.0.0:…` into every
+/// link: `serve` refuses to start and names the setting that fixes it.
+#[tokio::test]
+async fn serve_refuses_an_unspecified_address_without_a_public_url() {
+    let (cfg, _cache) = config_file(&[]);
+    let config = cfg.path().display().to_string();
+    for listen in ["0.0.0.0:0", "[::]:0"] {
+        let args = vec![
+            "serve".into(),
+            "--config".into(),
+            config.clone(),
+            "--listen".into(),
+            listen.into(),
+        ];
+        let out = run(args).await;
+        assert_eq!(out.status.code(), Some(1), "{listen}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("TMPROXY_PUBLIC_URL") && err.contains("[server] public_url"),
+            "{err}"
+        );
+    }
 }
