@@ -236,14 +236,14 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     let archives = demo::start_archives()
         .await
         .map_err(|e| format!("cannot start the simulated archives: {e}"))?;
-    let config = demo::demo_config(&archives, listen);
+    let token = demo::random_token().map_err(|e| format!("cannot make an admin token: {e}"))?;
+    let mut config = demo::demo_config(&archives, listen, &token);
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e} (try --listen 127.0.0.1:0)"))?;
-    let base = listener
-        .local_addr()
-        .map(|a| format!("http://{a}"))
-        .map_err(|e| e.to_string())?;
+    // The bound port (for :0), and never 0.0.0.0 in a link: local_url puts loopback there.
+    config.server.listen = listener.local_addr().map_err(|e| e.to_string())?;
+    let base = config.local_url();
     let (state, router) = app::build(&config, Some(base.clone())).await?;
     println!(
         "tmproxy demo: {} simulated archives on loopback, the proxy on {base}",
@@ -252,10 +252,11 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     for (id, a) in &archives {
         println!("  archive {id:<7} {}", a.timemap_prefix());
     }
+    println!("  admin token {token} (new each run)");
     println!(
         "\nTry (alpha, beta and gamma overlap; slow misses the 3 s deadline; broken answers 500):"
     );
-    for line in demo::curl_lines(&base) {
+    for line in demo::curl_lines(&base, &token) {
         println!("  {line}");
     }
     println!("\nctrl-c to stop.");
