@@ -7,7 +7,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The values `[cache] policy` accepts (the policies of cache-policy.md).
+/// The values `[cache] policy` accepts (the policies of docs/cache-policy.md).
 pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
 /// The values `[cache] match` accepts.
 pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
@@ -94,7 +94,7 @@ impl Default for UpstreamConfig {
     }
 }
 
-/// `[cache]`: the conditional TimeMap cache (cache-policy.md). Defaults are the paper's:
+/// `[cache]`: the conditional TimeMap cache (docs/cache-policy.md). Defaults are the paper's:
 /// conditional replacement under loose matching with a 15-day TTL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
