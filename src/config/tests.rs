@@ -90,6 +90,28 @@ fn every_env_override_is_documented_in_config_toml() {
     assert!(SHIPPED.contains(CONFIG_ENV));
 }
 
+/// README's Configuration section names exactly the variables the code reads.
+#[test]
+fn readme_lists_exactly_the_env_overrides() {
+    let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+    let section = readme
+        .split("## Configuration")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Configuration section");
+    let named: std::collections::BTreeSet<&str> = section
+        .split('`')
+        .map(|w| w.trim_start_matches('$'))
+        .filter(|w| {
+            w.starts_with("TMPROXY_") && w.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+        })
+        .collect();
+    let mut read: std::collections::BTreeSet<&str> =
+        ENV_OVERRIDES.iter().map(|(var, _)| *var).collect();
+    read.insert(CONFIG_ENV);
+    assert_eq!(named, read);
+}
+
 #[test]
 fn parse_duration_accepts_units_and_combinations() {
     let ok = [
