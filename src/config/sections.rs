@@ -57,6 +57,8 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UpstreamConfig {
+    /// Left unset by the file and the environment, `Config::load` makes it the shorter of its
+    /// default and `timeout`; set, it may not exceed `timeout`.
     #[serde(with = "duration_field")]
     pub connect_timeout: Duration,
     /// Per archive, covering every page of its TimeMap.
