@@ -3,6 +3,11 @@
 
 FROM rust:1-bookworm AS build
 WORKDIR /src
+# No debug info in the image's binary: Cargo.toml keeps `debug = 1` in the release profile for
+# profiling benchmarks, which would make the shipped binary several times larger. Set before the
+# first build so the dependencies are built once, with the same profile.
+ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
+    CARGO_PROFILE_RELEASE_STRIP=debuginfo
 # Dependencies first, so a source change does not rebuild them.
 COPY Cargo.toml Cargo.lock ./
 # The workspace names core/, simulations/ and testkit/, so cargo needs their manifests and
@@ -38,9 +43,26 @@ COPY --from=build /src/target/release/tmproxy /usr/local/bin/tmproxy
 COPY config.toml /etc/tmproxy/config.toml
 USER tmproxy
 WORKDIR /var/lib/tmproxy
+# Everything a restart must find lives in /var/lib/tmproxy: the cache (sled) in cache/, sampling
+# jobs beside it in sampling/jobs/, and [sampling] input_dir (data/sampling/input, relative to
+# this working directory). A volume keeps them across containers; a bind mount must be writable
+# by the image's `tmproxy` user.
+#
+# TMPROXY_PUBLIC_URL is the URL clients reach the proxy at, written into every link it serves.
+# Listening on 0.0.0.0 without it would put http://0.0.0.0:7089 in those links, so tmproxy refuses
+# to start then. The default suits `docker run -p 7089:7089` on your own machine; anywhere else
+# set yours: docker run -e TMPROXY_PUBLIC_URL=https://tm.example.org ...
 ENV TMPROXY_CONFIG=/etc/tmproxy/config.toml \
-    TMPROXY_LISTEN=0.0.0.0:7089
+    TMPROXY_LISTEN=0.0.0.0:7089 \
+    TMPROXY_PUBLIC_URL=http://localhost:7089 \
+    TMPROXY_CACHE_PATH=/var/lib/tmproxy/cache
+VOLUME ["/var/lib/tmproxy"]
 EXPOSE 7089
+# The slim image has no curl: the binary checks itself. `tmproxy health` reads the same config
+# and environment as `serve`, asks http://127.0.0.1:7089/healthz within 5 s, and exits 0 on 200
+# (also while the cache is degraded: the proxy still answers), 1 with the reason otherwise.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/tmproxy", "health"]
 # On SIGTERM tmproxy drains requests, checkpoints sampling jobs and flushes the cache, taking at
 # most [upstream] deadline + 13 s (28 s by default): run with `docker run --stop-timeout 30`
 # (Docker's default of 10 s would SIGKILL it sooner; that loses work in progress, never an

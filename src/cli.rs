@@ -1,4 +1,5 @@
-//! The subcommands behind the thin binary: serve, print one TimeMap, run the demo, sample.
+//! The subcommands behind the thin binary: serve, check a server's health, print one TimeMap,
+//! run the demo, sample.
 
 use crate::app;
 use crate::config::Config;
@@ -29,6 +30,7 @@ pub async fn serve(
     if let Some(listen) = listen {
         config.server.listen = listen;
     }
+    config.check_links_reachable()?;
     let listener = TcpListener::bind(config.server.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;
@@ -128,6 +130,64 @@ pub const DRAIN_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
 /// unwind once `serve` returns, before the process exits without them.
 pub const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long `tmproxy health` waits for the whole answer: a container's HEALTHCHECK must not hang.
+pub const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `tmproxy health [--url URL]`: GET `{url}/healthz`; Ok (printing its body) on 200, otherwise
+/// the one-line reason. Without `--url`, this host's listener as `serve` would bind it from the
+/// same config and environment.
+pub async fn health(url: Option<&str>, config_path: Option<&Path>) -> Result<(), String> {
+    let base = match url {
+        Some(u) => u.trim_end_matches('/').to_owned(),
+        None => Config::load(config_path)
+            .map_err(|e| e.to_string())?
+            .0
+            .local_url(),
+    };
+    let target = format!("{base}/healthz");
+    // No proxy: HTTP_PROXY in a container's environment must not reroute a loopback check.
+    let client = reqwest::Client::builder()
+        .timeout(HEALTH_TIMEOUT)
+        .no_proxy()
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let resp = client
+        .get(&target)
+        .send()
+        .await
+        .map_err(|e| format!("unhealthy: GET {target}: {}", one_line(&e)))?;
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    // One line on stderr, whatever answered: its first line, cut short.
+    let body: String = text
+        .trim()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect();
+    if status != reqwest::StatusCode::OK {
+        return Err(format!("unhealthy: GET {target}: {status} {body}"));
+    }
+    println!("{body}");
+    Ok(())
+}
+
+/// An error's causes on one line: reqwest's own message only repeats the URL, and hides the
+/// cause ("Connection refused") in its sources.
+fn one_line(e: &dyn std::error::Error) -> String {
+    let top = e.source().unwrap_or(e);
+    let mut text = top.to_string();
+    let mut source = top.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text.replace('\n', " ")
+}
+
 /// `tmproxy timemap URI-R`: one aggregate to stdout; exit 1 with a reason when nothing was found.
 pub async fn timemap(
     uri_r: &str,
@@ -176,14 +236,14 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     let archives = demo::start_archives()
         .await
         .map_err(|e| format!("cannot start the simulated archives: {e}"))?;
-    let config = demo::demo_config(&archives, listen);
+    let token = demo::random_token().map_err(|e| format!("cannot make an admin token: {e}"))?;
+    let mut config = demo::demo_config(&archives, listen, &token);
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e} (try --listen 127.0.0.1:0)"))?;
-    let base = listener
-        .local_addr()
-        .map(|a| format!("http://{a}"))
-        .map_err(|e| e.to_string())?;
+    // The bound port (for :0), and never 0.0.0.0 in a link: local_url puts loopback there.
+    config.server.listen = listener.local_addr().map_err(|e| e.to_string())?;
+    let base = config.local_url();
     let (state, router) = app::build(&config, Some(base.clone())).await?;
     println!(
         "tmproxy demo: {} simulated archives on loopback, the proxy on {base}",
@@ -192,10 +252,11 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     for (id, a) in &archives {
         println!("  archive {id:<7} {}", a.timemap_prefix());
     }
+    println!("  admin token {token} (new each run)");
     println!(
         "\nTry (alpha, beta and gamma overlap; slow misses the 3 s deadline; broken answers 500):"
     );
-    for line in demo::curl_lines(&base) {
+    for line in demo::curl_lines(&base, &token) {
         println!("  {line}");
     }
     println!("\nctrl-c to stop.");

@@ -16,7 +16,8 @@ use tmproxy::timemap::serialize::TimeMapFormat;
 #[command(
     name = "tmproxy",
     version,
-    about = "A Memento aggregator: one TimeMap from many web archives"
+    about = "A Memento aggregator: one TimeMap from many web archives",
+    after_help = env_help()
 )]
 struct Cli {
     #[command(subcommand)]
@@ -26,24 +27,40 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the proxy.
+    #[command(after_help = env_help())]
     Serve {
         /// Config file (else $TMPROXY_CONFIG, else ./config.toml, else built-in defaults).
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Address to listen on (overrides [server] listen).
+        /// Address to listen on, IP:port (overrides [server] listen and TMPROXY_LISTEN).
         #[arg(long)]
         listen: Option<SocketAddr>,
         /// Run on a simulated clock (starting now) that PUT /admin/clock sets: for simulations.
         #[arg(long)]
         sim_clock: bool,
     },
+    /// Check a running proxy: GET URL/healthz; exit 0 on 200, else 1 with the reason on stderr
+    /// (waits at most 5 s). For container health checks.
+    Health {
+        /// Base URL of the proxy, e.g. http://127.0.0.1:7089 (default: the address `serve` would
+        /// listen on with the same config and environment, an unspecified one as loopback).
+        #[arg(long)]
+        url: Option<String>,
+        /// Config file to read the listen address from when --url is not given (else
+        /// $TMPROXY_CONFIG, else ./config.toml, else built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Print one aggregated TimeMap and exit (1 when no archive has a memento).
+    #[command(after_help = env_help())]
     Timemap {
         /// The URL whose mementos to list.
         uri_r: String,
         /// The TimeMap format.
         #[arg(long, default_value = "link", value_parser = format_parser())]
         format: TimeMapFormat,
+        /// Config file naming the archives (else $TMPROXY_CONFIG, else ./config.toml, else
+        /// built-in defaults).
         #[arg(long)]
         config: Option<PathBuf>,
     },
@@ -55,14 +72,32 @@ enum Command {
         /// collect_timemaps, hydrate_revisits.
         #[arg(long)]
         spec: PathBuf,
+        /// Output directory (DIR): created if missing; the checkpoint a second run resumes from.
         #[arg(long)]
         out: PathBuf,
     },
     /// Start simulated archives on loopback and the proxy in front of them; prints curl commands.
     Demo {
+        /// Address for the demo proxy, IP:port (127.0.0.1:0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:7089")]
         listen: SocketAddr,
     },
+}
+
+/// The environment variables, listed under `--help` from the same table `apply_env` documents
+/// itself by, so the list cannot drift from the code.
+fn env_help() -> String {
+    let mut text = String::from("Environment:\n");
+    let mut line = |var: &str, what: &str| text.push_str(&format!("  {var:<34} {what}\n"));
+    line(
+        tmproxy::config::CONFIG_ENV,
+        "the config file, when --config is not given",
+    );
+    for (var, key) in tmproxy::config::ENV_OVERRIDES {
+        line(var, &format!("overrides {key}"));
+    }
+    line("RUST_LOG", "log filter (default: info), e.g. tmproxy=debug");
+    text
 }
 
 /// The formats `--format` takes: every one the server serves, by its path segment.
@@ -120,6 +155,9 @@ fn main() -> ExitCode {
                 listen,
                 sim_clock,
             } => tmproxy::cli::serve(config.as_deref(), listen, sim_clock).await,
+            Command::Health { url, config } => {
+                tmproxy::cli::health(url.as_deref(), config.as_deref()).await
+            }
             Command::Timemap {
                 uri_r,
                 format,
@@ -137,5 +175,42 @@ fn main() -> ExitCode {
             eprintln!("tmproxy: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `--help` describes every option and argument of every subcommand.
+    #[test]
+    fn every_option_has_help() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            assert!(sub.get_about().is_some(), "{} has no about", sub.get_name());
+            for arg in sub.get_arguments() {
+                assert!(
+                    arg.get_help().is_some(),
+                    "{} {} has no help",
+                    sub.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+        cli.debug_assert();
+    }
+
+    /// Every environment variable the config reads is listed under `serve --help`.
+    #[test]
+    fn serve_help_lists_every_environment_variable() {
+        let mut cli = Cli::command();
+        let serve = cli.find_subcommand_mut("serve").expect("serve");
+        let help = serve.render_long_help().to_string();
+        for (var, key) in tmproxy::config::ENV_OVERRIDES {
+            assert!(help.contains(&format!("{var} ")), "{var} missing");
+            assert!(help.contains(key), "{key} missing");
+        }
+        assert!(help.contains(tmproxy::config::CONFIG_ENV));
     }
 }

@@ -1,4 +1,4 @@
-//! What a series looks like, measured the way `design/cache-policy.md` states the paper's facts,
+//! What a series looks like, measured the way `docs/cache-policy.md` states the paper's facts,
 //! so a generated series can be set beside the paper's figures (and a real one described).
 //!
 //! Definitions (ours, where the paper's wording leaves room):

@@ -1,6 +1,6 @@
 //! `jcdl2013`: the calibrated SYNTHETIC stand-in for the paper's data set (4,000 URI-Rs observed
 //! daily for 92 days from 2012-05-01), which is not available. Every TimeMap here is made up by a
-//! seeded PRNG; the knobs are set so that the facts listed in `design/cache-policy.md` hold in
+//! seeded PRNG; the knobs are set so that the facts listed in `docs/cache-policy.md` hold in
 //! shape, and [`crate::calibration`] measures what they achieved on the generated series.
 //!
 //! The model, per URI-R (each with its own PRNG stream, so URI-Rs can be generated alone):

@@ -1,5 +1,5 @@
 //! MemDays/Q simulation harness: replays daily TimeMap series through tmproxy's own cache policy
-//! (`tmproxy_core::policy`) and reports the measures of `design/cache-policy.md`.
+//! (`tmproxy_core::policy`) and reports the measures of `docs/cache-policy.md`.
 
 pub mod calibration;
 #[cfg(feature = "e2e")]

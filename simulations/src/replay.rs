@@ -1,6 +1,6 @@
 //! Replays a series through one cache policy — tmproxy's own `Policy::freshness` and
 //! `Policy::decide`, never a re-implementation — and measures MemDays and Q as
-//! `design/cache-policy.md` ("Measures") defines them.
+//! `docs/cache-policy.md` ("MemDays and Q") defines them.
 
 use crate::series::{LiveDay, LiveReader, SeriesError};
 use chrono::{DateTime, Duration, TimeZone, Utc};

@@ -1,6 +1,6 @@
 //! `memsim sweep`: every caching policy at every TTL (0..D-1 and ∞, loose match) over one series
 //! held in memory, written as `sweep.csv`, and `summary.md` setting our numbers beside the
-//! paper's table (`design/cache-policy.md`, "What the paper reports").
+//! paper's table (`docs/cache-policy.md`, "What the paper reports").
 //!
 //! Every policy is in the grid, `none` included (the issue: "every policy (none excluded)"): it
 //! caches nothing, so its rows are the same at every TTL (Q = N·D), and they are the no-cache

@@ -1,4 +1,4 @@
-//! The findings the harness must reproduce in shape on any data set (cache-policy.md, "What the
+//! The findings the harness must reproduce in shape on any data set (docs/cache-policy.md, "What the
 //! paper reports"), checked on SYNTHETIC presets, and the `memsim` binary end to end.
 
 use simulations::generate::{generate, Preset};

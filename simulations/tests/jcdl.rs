@@ -1,4 +1,4 @@
-//! The calibrated SYNTHETIC preset `jcdl2013` against the facts of `design/cache-policy.md`,
+//! The calibrated SYNTHETIC preset `jcdl2013` against the facts of `docs/cache-policy.md`,
 //! measured by `calibration` on a slice of its URI-Rs (the whole preset is for release builds).
 
 use simulations::calibration::Calibration;

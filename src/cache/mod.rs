@@ -3,7 +3,7 @@
 //! in `tmproxy-core` (shared with `simulations/`); where entries live (`store`: moka bounded by
 //! bytes over sled, behind the `Store` trait), and the service that puts them in front of the
 //! fan-out (`service`, over any store, HTTP-free), with its counters (`stats`) and the
-//! observation log (`observe`). See `design/cache-policy.md` for the spec.
+//! observation log (`observe`). See `docs/cache-policy.md` for the rules.
 
 pub mod observe;
 pub mod service;

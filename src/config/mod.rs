@@ -119,17 +119,29 @@ impl Config {
                 None => Some(cwd.join(DEFAULT_FILE)).filter(|p| p.is_file()),
             },
         };
-        let (mut cfg, origin) = match path {
+        let (mut cfg, origin, text) = match path {
             Some(p) => {
                 let origin = p.display().to_string();
                 let text = std::fs::read_to_string(&p).map_err(|e| {
                     ConfigError::new(&origin, "(file)", format!("cannot read: {e}"))
                 })?;
-                (Config::from_toml_str(&text, &origin)?, origin)
+                (Config::from_toml_str(&text, &origin)?, origin, text)
             }
-            None => (Config::default(), BUILTIN_ORIGIN.to_owned()),
+            None => (Config::default(), BUILTIN_ORIGIN.to_owned(), String::new()),
         };
-        cfg.apply_env(get)?;
+        // Where each timeout was set, if anywhere (the variable wins over the file, as in
+        // apply_env): the error names the key, these name the file or the variable.
+        let set_by = |var: &str, key: &str| -> Option<String> {
+            if get(var).is_some() {
+                Some(format!("env {var}"))
+            } else {
+                file_sets(&text, "upstream", key).then(|| origin.clone())
+            }
+        };
+        let connect_from = set_by("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "connect_timeout");
+        let timeout_from = set_by("TMPROXY_UPSTREAM_TIMEOUT", "timeout");
+        cfg.apply_env(&get)?;
+        cfg.settle_connect_timeout(connect_from.as_deref(), timeout_from.as_deref())?;
         cfg.check(&origin)?;
         Ok((cfg, origin))
     }
@@ -143,10 +155,47 @@ impl Config {
         }
     }
 
+    /// `serve` writes links with the public URL; with no `public_url` that is `http://{listen}`,
+    /// and an unspecified listen address (`0.0.0.0`, `::`) would put that address in every link,
+    /// which no client can follow. Such a start is refused, naming the settings that fix it.
+    pub fn check_links_reachable(&self) -> Result<(), String> {
+        let listen = self.server.listen;
+        if self.server.public_url.is_empty() && listen.ip().is_unspecified() {
+            return Err(format!(
+                "listening on {listen} (every interface) but no public URL is set, so links would \
+                 say http://{listen}/: set TMPROXY_PUBLIC_URL (or [server] public_url) to the URL \
+                 clients reach tmproxy at, e.g. TMPROXY_PUBLIC_URL=http://localhost:{}",
+                listen.port()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The URL of this host's own listener (`tmproxy health`): `http://{listen}`, with an
+    /// unspecified address replaced by the loopback address of its family, where it also answers.
+    pub fn local_url(&self) -> String {
+        let mut addr = self.server.listen;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr.ip() {
+                std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        format!("http://{addr}")
+    }
+
     /// The archive's own timeout, else `upstream.timeout`.
     pub fn archive_timeout(&self, a: &ArchiveConfig) -> Duration {
         a.timeout.unwrap_or(self.upstream.timeout)
     }
+}
+
+/// Whether the file's text sets `[table] key` (it has parsed already, so a parse failure is "no").
+fn file_sets(text: &str, table: &str, key: &str) -> bool {
+    text.parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get(table).and_then(|v| v.get(key)).map(|_| ()))
+        .is_some()
 }
 
 #[cfg(test)]

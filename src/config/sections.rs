@@ -7,7 +7,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The values `[cache] policy` accepts (the policies of cache-policy.md).
+/// The values `[cache] policy` accepts (the policies of docs/cache-policy.md).
 pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
 /// The values `[cache] match` accepts.
 pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
@@ -57,6 +57,8 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UpstreamConfig {
+    /// Left unset by the file and the environment, `Config::load` makes it the shorter of its
+    /// default and `timeout`; set, it may not exceed `timeout`.
     #[serde(with = "duration_field")]
     pub connect_timeout: Duration,
     /// Per archive, covering every page of its TimeMap.
@@ -94,7 +96,7 @@ impl Default for UpstreamConfig {
     }
 }
 
-/// `[cache]`: the conditional TimeMap cache (cache-policy.md). Defaults are the paper's:
+/// `[cache]`: the conditional TimeMap cache (docs/cache-policy.md). Defaults are the paper's:
 /// conditional replacement under loose matching with a 15-day TTL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

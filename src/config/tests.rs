@@ -90,6 +90,28 @@ fn every_env_override_is_documented_in_config_toml() {
     assert!(SHIPPED.contains(CONFIG_ENV));
 }
 
+/// README's Configuration section names exactly the variables the code reads.
+#[test]
+fn readme_lists_exactly_the_env_overrides() {
+    let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+    let section = readme
+        .split("## Configuration")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Configuration section");
+    let named: std::collections::BTreeSet<&str> = section
+        .split('`')
+        .map(|w| w.trim_start_matches('$'))
+        .filter(|w| {
+            w.starts_with("TMPROXY_") && w.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+        })
+        .collect();
+    let mut read: std::collections::BTreeSet<&str> =
+        ENV_OVERRIDES.iter().map(|(var, _)| *var).collect();
+    read.insert(CONFIG_ENV);
+    assert_eq!(named, read);
+}
+
 #[test]
 fn parse_duration_accepts_units_and_combinations() {
     let ok = [
@@ -634,4 +656,93 @@ fn connection_limits_parse_with_their_defaults() {
     assert_eq!(c.server.idle_timeout, Duration::from_secs(5));
     assert_eq!(c.server.max_connections, 20);
     c.validate().expect("valid");
+}
+
+#[test]
+fn an_unset_connect_timeout_follows_a_shorter_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    // The file sets only the timeout: the connect timeout it never named follows it down.
+    let p = write(cwd, "short.toml", "[upstream]\ntimeout = \"1s\"\n");
+    let (cfg, _) = Config::load_from(Some(&p), vars(&[]), cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_secs(1));
+    // Likewise the variable alone.
+    let get = vars(&[("TMPROXY_UPSTREAM_TIMEOUT", "1s")]);
+    let (cfg, _) = Config::load_from(None, get, cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_secs(1));
+    // A timeout longer than the default leaves the default connect timeout.
+    let get = vars(&[("TMPROXY_UPSTREAM_TIMEOUT", "1m")]);
+    let (cfg, _) = Config::load_from(None, get, cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_secs(3));
+}
+
+#[test]
+fn a_connect_timeout_set_beyond_the_timeout_names_both_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    // Both in the file: the file is the origin, and the reason names the timeout's value.
+    let p = write(
+        cwd,
+        "both.toml",
+        "[upstream]\nconnect_timeout = \"2s\"\ntimeout = \"1s\"\n",
+    );
+    let e = Config::load_from(Some(&p), vars(&[]), cwd).unwrap_err();
+    let file = p.display().to_string();
+    assert_eq!(
+        (e.origin.as_str(), e.key.as_str()),
+        (file.as_str(), "upstream.connect_timeout")
+    );
+    assert!(
+        e.reason.starts_with(&format!(
+            "2s is longer than upstream.timeout (1s, from {file})"
+        )),
+        "{e}"
+    );
+    // The connect timeout from the environment, the timeout from the file.
+    let p = write(cwd, "timeout.toml", "[upstream]\ntimeout = \"1s\"\n");
+    let get = vars(&[("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "2s")]);
+    let e = Config::load_from(Some(&p), get, cwd).unwrap_err();
+    assert_eq!(e.origin, "env TMPROXY_UPSTREAM_CONNECT_TIMEOUT");
+    assert!(
+        e.reason.contains(&format!("(1s, from {})", p.display())),
+        "{e}"
+    );
+    // Both from the environment: each variable named.
+    let get = vars(&[
+        ("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "2s"),
+        ("TMPROXY_UPSTREAM_TIMEOUT", "1s"),
+    ]);
+    let e = Config::load_from(Some(&p), get, cwd).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "config env TMPROXY_UPSTREAM_CONNECT_TIMEOUT: upstream.connect_timeout: 2s is longer than \
+         upstream.timeout (1s, from env TMPROXY_UPSTREAM_TIMEOUT); a connect cannot outlast the \
+         request it belongs to"
+    );
+    // Equal is fine, and a connect timeout set under the timeout is kept as set.
+    let get = vars(&[("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "500ms")]);
+    let (cfg, _) = Config::load_from(Some(&p), get, cwd).expect("starts");
+    assert_eq!(cfg.upstream.connect_timeout, Duration::from_millis(500));
+}
+
+#[test]
+fn an_unspecified_listen_address_needs_a_public_url() {
+    let mut c = Config::default();
+    assert_eq!(c.check_links_reachable(), Ok(()));
+    assert_eq!(c.local_url(), "http://127.0.0.1:7089");
+    for (listen, local) in [
+        ("0.0.0.0:7089", "http://127.0.0.1:7089"),
+        ("[::]:8080", "http://[::1]:8080"),
+    ] {
+        c.server.listen = listen.parse().unwrap();
+        c.server.public_url = String::new();
+        let e = c.check_links_reachable().unwrap_err();
+        assert!(
+            e.contains("TMPROXY_PUBLIC_URL") && e.contains("[server] public_url"),
+            "{e}"
+        );
+        assert_eq!(c.local_url(), local);
+        c.server.public_url = "https://tm.example.org".into();
+        assert_eq!(c.check_links_reachable(), Ok(()));
+    }
 }

@@ -1,14 +1,60 @@
 //! The cross-field rules serde cannot express, checked once the file and the environment are merged.
 
-use super::sections::{CACHE_MATCHES, CACHE_POLICIES};
+use super::sections::{UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES};
 use super::values::{check_http_url, format_duration};
-use super::{Config, ConfigError};
+use super::{Config, ConfigError, BUILTIN_ORIGIN};
 use std::collections::HashMap;
 
 impl Config {
     /// Checks cross-field rules serde cannot express. Having no archive enabled is allowed (tests do it).
+    /// A config built in code sets every key itself, so both timeouts count as explicit.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.check("(validation)")
+        self.check("(validation)")?;
+        let origin = Some("(validation)");
+        self.connect_within_timeout(origin, origin)
+    }
+
+    /// Settles `upstream.connect_timeout` once the file and the environment are merged. Unset, it
+    /// follows `upstream.timeout` down (the shorter of its default and the timeout), so a config
+    /// that only shortens the timeout starts. Set, it may not outlast the timeout; the error
+    /// names where each value came from. `None` = not set by the file nor the environment.
+    pub(super) fn settle_connect_timeout(
+        &mut self,
+        connect_from: Option<&str>,
+        timeout_from: Option<&str>,
+    ) -> Result<(), ConfigError> {
+        if connect_from.is_none() {
+            let u = &mut self.upstream;
+            u.connect_timeout = UpstreamConfig::default().connect_timeout.min(u.timeout);
+            return Ok(());
+        }
+        self.connect_within_timeout(connect_from, timeout_from)
+    }
+
+    /// A connect cannot outlast the request it belongs to. Checked only for a connect timeout
+    /// someone set: a default one is settled to fit (see [`Config::settle_connect_timeout`]).
+    fn connect_within_timeout(
+        &self,
+        connect_from: Option<&str>,
+        timeout_from: Option<&str>,
+    ) -> Result<(), ConfigError> {
+        let u = &self.upstream;
+        let Some(connect_from) = connect_from else {
+            return Ok(());
+        };
+        if u.connect_timeout <= u.timeout {
+            return Ok(());
+        }
+        let timeout_from = timeout_from.unwrap_or(BUILTIN_ORIGIN);
+        Err(ConfigError::new(
+            connect_from,
+            "upstream.connect_timeout",
+            format!(
+                "{} is longer than upstream.timeout ({}, from {timeout_from}); a connect cannot outlast the request it belongs to",
+                format_duration(u.connect_timeout),
+                format_duration(u.timeout)
+            ),
+        ))
     }
 
     pub(super) fn check(&self, origin: &str) -> Result<(), ConfigError> {
@@ -83,24 +129,16 @@ impl Config {
             }
         }
         let u = &self.upstream;
+        // The timeout before the connect timeout: an unset connect timeout follows it, so a zero
+        // timeout must be blamed on the key the user wrote.
         for (key, d) in [
-            ("upstream.connect_timeout", u.connect_timeout),
             ("upstream.timeout", u.timeout),
             ("upstream.deadline", u.deadline),
+            ("upstream.connect_timeout", u.connect_timeout),
         ] {
             if d.is_zero() {
                 return fail(key, "must be greater than 0".into());
             }
-        }
-        if u.connect_timeout > u.timeout {
-            return fail(
-                "upstream.connect_timeout",
-                format!(
-                    "{} is longer than upstream.timeout ({}); a connect cannot outlast the request it belongs to",
-                    format_duration(u.connect_timeout),
-                    format_duration(u.timeout)
-                ),
-            );
         }
         if u.max_body == 0 {
             return fail("upstream.max_body", "must be greater than 0".into());

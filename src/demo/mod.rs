@@ -66,13 +66,16 @@ pub async fn start_archives() -> std::io::Result<Vec<(&'static str, SimulatedArc
     ])
 }
 
-/// A config that points at the simulated archives, with a short deadline so `slow` times out.
+/// A config that points at the simulated archives, with a short deadline so `slow` times out,
+/// and `admin_token` guarding the admin API.
 pub fn demo_config(
     archives: &[(&'static str, SimulatedArchive)],
     listen: std::net::SocketAddr,
+    admin_token: &str,
 ) -> Config {
     let mut config = Config::default();
     config.server.listen = listen;
+    config.admin.token = admin_token.to_owned();
     config.upstream.deadline = Duration::from_secs(3);
     config.upstream.timeout = Duration::from_secs(3);
     config.upstream.connect_timeout = Duration::from_secs(1);
@@ -103,9 +106,25 @@ pub fn demo_cache_dir_of(pid: u32) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("tmproxy-demo-{pid}"))
 }
 
-/// The lines the demo prints: commands a newcomer can paste.
-pub fn curl_lines(base: &str) -> Vec<String> {
+/// A fresh admin token: 16 bytes from the OS's generator, hex-encoded. The demo prints it, so
+/// it is new each run rather than a fixed word anyone could guess.
+pub fn random_token() -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(hex(&bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The lines the demo prints: commands a newcomer can paste. The admin ones carry the token; the
+/// `?timeout=` one asks for a URI-R nothing has cached yet, with less time than `slow` takes, so
+/// its answer is partial (`X-Memento-Partial: slow, broken`).
+pub fn curl_lines(base: &str, admin_token: &str) -> Vec<String> {
     let uri = "http://example.com/";
+    let auth = format!("-H \"Authorization: Bearer {admin_token}\"");
     vec![
         format!("curl -s {base}/timemap/link/{uri}"),
         format!("curl -s {base}/timemap/json/{uri}"),
@@ -115,6 +134,25 @@ pub fn curl_lines(base: &str) -> Vec<String> {
         ),
         format!("curl -si {base}/memento/2007/{uri}"),
         format!("curl -s {base}/api/json/20070531/{uri}"),
-        format!("curl -si '{base}/timemap/link/{uri}?timeout=1s'"),
+        format!("curl -si '{base}/timemap/link/http://example.org/?timeout=1s'"),
+        format!("curl -s {auth} {base}/admin/cache/{uri}"),
+        format!("curl -s {auth} {base}/admin/stats"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_32_hex_digits_and_differ() {
+        assert_eq!(hex(&[0, 0x0f, 0xa0, 0xff]), "000fa0ff");
+        let (a, b) = (
+            random_token().expect("urandom"),
+            random_token().expect("urandom"),
+        );
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()), "{a}");
+        assert_ne!(a, b);
+    }
 }

@@ -3,6 +3,7 @@
 //! (and the sampling routes) by [`require_admin`] in `crate::http`'s admin group. `/metrics` is
 //! public, as Prometheus scrapes it, and holds only counts.
 
+use super::json::JsonBody;
 use super::{raw_after, SharedState};
 use crate::cache::entry::Entry;
 use crate::cache::service::Request;
@@ -15,7 +16,7 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -158,7 +159,7 @@ async fn inspect(State(state): State<SharedState>, uri: Uri) -> Result<Response,
             .freshness(Some(&cached.entry), state.clock.now()),
         crate::cache::policy::Freshness::Fresh
     );
-    Ok(Json(describe(&cached.entry, fresh)).into_response())
+    Ok(JsonBody(describe(&cached.entry, fresh)).into_response())
 }
 
 async fn purge(State(state): State<SharedState>, uri: Uri) -> Result<Response, AppError> {
@@ -184,7 +185,7 @@ async fn refresh(State(state): State<SharedState>, uri: Uri) -> Result<Response,
         )
         .await;
     let entry = state.cache.entry(uri_r.as_str()).await;
-    Ok(Json(json!({
+    Ok(JsonBody(json!({
         "uri_r": uri_r.as_str(),
         "x_cache": served.status.as_str(),
         "case": served.case.map(|c| c.number()),
@@ -205,7 +206,7 @@ async fn stats(State(state): State<SharedState>) -> Result<Response, AppError> {
         .cache
         .store()
         .map(|s| (s.hot().stats(), s.persistent().stats()));
-    Ok(Json(json!({
+    Ok(JsonBody(json!({
         "policy": state.cache.policy().kind.as_str(),
         "match": state.cache.policy().matching.as_str(),
         "hits": snapshot.hits,
@@ -243,7 +244,7 @@ struct ClockBody {
 
 /// Routed only with `--sim-clock` ([`routes`]).
 async fn get_clock(State(state): State<SharedState>) -> Response {
-    Json(json!({"now": format_rfc3339(state.clock.now())})).into_response()
+    JsonBody(json!({"now": format_rfc3339(state.clock.now())})).into_response()
 }
 
 async fn set_clock(
@@ -269,7 +270,7 @@ async fn set_clock(
         })?
         .with_timezone(&chrono::Utc);
     sim.set(now);
-    Ok(Json(json!({"now": format_rfc3339(state.clock.now())})).into_response())
+    Ok(JsonBody(json!({"now": format_rfc3339(state.clock.now())})).into_response())
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `/api/json/{DATETIME}/{URI-R}`: Time Travel's description of the mementos around a datetime.
 
+use super::json::JsonBody;
 use super::timegate::split_path_datetime;
 use super::{check_found, raw_after, read_lookup, serve_lookup, SharedState};
 use crate::error::AppError;
@@ -9,7 +10,6 @@ use crate::timemap::merge::closest;
 use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
-use axum::Json;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -33,13 +33,13 @@ pub async fn api_json(
     State(state): State<SharedState>,
     uri: Uri,
     headers: HeaderMap,
-) -> Result<Json<ApiAnswer>, AppError> {
+) -> Result<JsonBody<ApiAnswer>, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/api/json/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
     let served = serve_lookup(&state, &lookup, &headers, None).await;
     let agg = &served.view.aggregate;
     check_found(agg)?;
-    Ok(Json(describe(&state.public_url, agg, target)))
+    Ok(JsonBody(describe(&state.public_url, agg, target)))
 }
 
 fn describe(

@@ -7,6 +7,7 @@ pub mod archives;
 #[cfg(test)]
 mod captured_log;
 pub mod gate;
+pub mod json;
 pub mod log;
 pub mod metrics;
 pub mod rate;
@@ -79,6 +80,7 @@ pub const EXPOSED_HEADERS: &[&str] = &[
     "x-memento-archives",
     "etag",
     "x-cache",
+    "x-memento-partial",
 ];
 
 fn cors() -> CorsLayer {

@@ -3,6 +3,7 @@
 //! group's route layer); a bad spec is a 400 naming the field.
 
 use super::admin::read_body;
+use super::json::JsonBody;
 use super::SharedState;
 use crate::error::AppError;
 use crate::sampling::engine::Spec;
@@ -13,7 +14,7 @@ use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use std::sync::Arc;
 
 pub fn routes() -> Router<SharedState> {
@@ -52,16 +53,16 @@ async fn submit(State(state): State<SharedState>, body: Body) -> Result<Response
     let spec = jobs.admit(spec)?;
     let now = crate::timemap::datetime::format_rfc3339(state.clock.now());
     let id = jobs.submit(spec, &now).map_err(AppError::Internal)?;
-    Ok((StatusCode::CREATED, Json(serde_json::json!({"id": id}))).into_response())
+    Ok((StatusCode::CREATED, JsonBody(serde_json::json!({"id": id}))).into_response())
 }
 
 async fn list(State(state): State<SharedState>) -> Result<Response, AppError> {
-    Ok(Json(serde_json::json!({"jobs": jobs(&state)?.list()})).into_response())
+    Ok(JsonBody(serde_json::json!({"jobs": jobs(&state)?.list()})).into_response())
 }
 
 async fn status(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
     let s = jobs(&state)?.status(&id).ok_or(AppError::NoSuchJob(id))?;
-    Ok(Json(s).into_response())
+    Ok(JsonBody(s).into_response())
 }
 
 async fn cancel(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
@@ -70,7 +71,7 @@ async fn cancel(State(state): State<SharedState>, JobId(id): JobId) -> Result<Re
         return Err(AppError::NoSuchJob(id));
     }
     let s = jobs.status(&id).ok_or(AppError::NoSuchJob(id))?;
-    Ok(Json(s).into_response())
+    Ok(JsonBody(s).into_response())
 }
 
 fn job_error(id: &str, e: JobError) -> AppError {
@@ -181,5 +182,5 @@ async fn feed(
     let fed = jobs
         .feed(&id, req.warm, observe_secs)
         .map_err(|e| job_error(&id, e))?;
-    Ok((StatusCode::ACCEPTED, Json(fed)).into_response())
+    Ok((StatusCode::ACCEPTED, JsonBody(fed)).into_response())
 }

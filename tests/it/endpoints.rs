@@ -307,7 +307,13 @@ async fn cors_exposes_the_memento_headers() {
         .to_str()
         .expect("ascii")
         .to_ascii_lowercase();
-    for h in ["link", "location", "x-memento-count", "memento-datetime"] {
+    for h in [
+        "link",
+        "location",
+        "x-memento-count",
+        "memento-datetime",
+        "x-memento-partial",
+    ] {
         assert!(exposed.contains(h), "{h} in {exposed}");
     }
 }
@@ -392,6 +398,43 @@ async fn demo_prints_curl_lines_that_work() {
         Some(url) => Some(get_json(url).await),
         None => None,
     };
+    // The admin line, run as printed: its URL with the token of its Authorization header.
+    let admin = lines.iter().find_map(|l| {
+        let token = l
+            .split("Authorization: Bearer ")
+            .nth(1)?
+            .split('"')
+            .next()?;
+        let url = l.split_whitespace().find(|w| w.contains("/admin/"))?;
+        Some((url.to_string(), token.to_string()))
+    });
+    let admin_status = match &admin {
+        Some((url, token)) => Some(
+            client()
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .map(|r| r.status().as_u16()),
+        ),
+        None => None,
+    };
+    // The ?timeout= line: a URI-R not yet cached, with less time than the slow archive takes.
+    let timeout_url = lines.iter().find_map(|l| {
+        l.split_whitespace()
+            .find(|w| w.contains("?timeout="))
+            .map(|w| w.trim_matches('\'').to_string())
+    });
+    let partial = match &timeout_url {
+        Some(url) => Some(client().get(url).send().await.map(|r| {
+            let partial = r
+                .headers()
+                .get("x-memento-partial")
+                .map(|v| v.to_str().unwrap_or("").to_string());
+            (r.status().as_u16(), partial)
+        })),
+        None => None,
+    };
     // Stop it as a user would (SIGTERM, by PID): the demo then removes its temporary cache.
     let pid = child.get().id();
     let _ = Command::new("kill")
@@ -411,6 +454,15 @@ async fn demo_prints_curl_lines_that_work() {
         !tmproxy::demo::demo_cache_dir_of(pid).exists(),
         "the demo removes its cache directory on the way out"
     );
+    let admin_status =
+        admin_status.unwrap_or_else(|| panic!("no admin curl line with a token in {lines:?}"));
+    assert_eq!(admin_status.expect("admin request"), 200, "{admin:?}");
+    let (status, partial) = partial
+        .unwrap_or_else(|| panic!("no ?timeout= curl line in {lines:?}"))
+        .expect("timeout request");
+    assert_eq!(status, 200, "{timeout_url:?}");
+    let partial = partial.unwrap_or_else(|| panic!("{timeout_url:?} answered in full"));
+    assert!(partial.contains("slow"), "X-Memento-Partial: {partial}");
     let (status, json) =
         result.unwrap_or_else(|| panic!("no /timemap/json/ curl line in {lines:?}"));
     assert_eq!(status, 200);

@@ -299,7 +299,8 @@ fn write_reports(
     counts: &BTreeMap<String, DomainCounts>,
 ) -> Result<(), String> {
     let text = serde_json::to_string_pretty(funnel).map_err(|e| e.to_string())?;
-    std::fs::write(out.join("funnel.json"), text).map_err(|e| e.to_string())?;
+    // Ends with a newline: the file is also an admin answer, and every JSON answer has one.
+    std::fs::write(out.join("funnel.json"), text + "\n").map_err(|e| e.to_string())?;
     std::fs::write(out.join("report.md"), super::report::report(funnel, counts))
         .map_err(|e| e.to_string())?;
     std::fs::write(out.join("ccdf.svg"), super::report::ccdf_svg(counts))

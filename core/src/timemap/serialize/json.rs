@@ -81,6 +81,8 @@ pub fn to_json(agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
         archives: &agg.outcomes,
     };
     // Serialising plain structs of strings and numbers cannot fail; an empty body would be the
-    // only fallback, and it is unreachable.
-    serde_json::to_vec(&doc).unwrap_or_default()
+    // only fallback, and it is unreachable. A newline ends it, as every JSON answer of ours.
+    let mut body = serde_json::to_vec(&doc).unwrap_or_default();
+    body.push(b'\n');
+    body
 }

@@ -90,7 +90,10 @@ fn link_format_single_memento_is_first_last() {
 #[test]
 fn json_has_list_first_last_and_archives() {
     let a = agg(&[("ia", "20000620180259"), ("pt", "20050101000000")]);
-    let v: serde_json::Value = serde_json::from_slice(&to_json(&a, &links())).expect("valid json");
+    let body = to_json(&a, &links());
+    // One line: the document, then a newline, as every JSON answer of ours.
+    assert_eq!(body.iter().position(|&b| b == b'\n'), Some(body.len() - 1));
+    let v: serde_json::Value = serde_json::from_slice(&body).expect("valid json");
     assert_eq!(v["original_uri"], "http://example.com/");
     assert_eq!(
         v["self"],
