@@ -124,7 +124,9 @@ fn purge_freed_memory_at_once() {
 /// config that cannot be read is reported by the command itself; the log is text meanwhile.
 fn log_format(command: &Command) -> tmproxy::config::LogFormat {
     let path = match command {
-        Command::Serve { config, .. } | Command::Timemap { config, .. } => config.as_deref(),
+        Command::Serve { config, .. }
+        | Command::Timemap { config, .. }
+        | Command::Health { config, .. } => config.as_deref(),
         Command::Sample { .. } | Command::Demo { .. } => None,
     };
     tmproxy::config::Config::load(path)

@@ -2,6 +2,7 @@
 //! `GET /about`: the same in MemGator's plain-text shape (its endpoints, its archives with any
 //! dormancy or run of failures, its settings), for the clients and people used to that page.
 
+use super::json::JsonBody;
 use super::SharedState;
 use crate::config::ArchiveConfig;
 use crate::timemap::datetime::format_rfc3339;
@@ -107,10 +108,8 @@ pub fn current(state: &SharedState) -> Vec<ArchiveReport> {
     reports(&state.archive_list, observed, upstream.now())
 }
 
-pub async fn archives(State(state): State<SharedState>) -> Response {
-    let mut body = serde_json::to_vec_pretty(&current(&state)).unwrap_or_default();
-    body.push(b'\n');
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+pub async fn archives(State(state): State<SharedState>) -> JsonBody<Vec<ArchiveReport>> {
+    JsonBody(current(&state))
 }
 
 pub async fn about(State(state): State<SharedState>) -> Response {
