@@ -3,7 +3,9 @@
 # both, alternating, beside nginx serving the same bytes) and cache misses (examples/miss_burst
 # against each, alternating).
 #   bash benches/ab.sh A_BINARY B_BINARY [ROUNDS=3] [SECONDS=10] [CONNECTIONS=64]
-# PARTS="hits" or PARTS="misses" runs one part only (default: both).
+# PARTS="hits" or PARTS="misses" runs one part only (default: both). LOG_A and LOG_B set each
+# server's RUST_LOG for the hits (default "warn"; "info" is what an operator runs: a log line per
+# request, written to a file here).
 # e.g. a build of an older commit in its own worktree against this one:
 #   git worktree add ../before <commit> && (cd ../before && cargo build --release --bin tmproxy)
 #   cargo build --release --bin tmproxy && bash benches/ab.sh ../before/target/release/tmproxy target/release/tmproxy
@@ -11,6 +13,7 @@
 # stopped by its PID at the end; each wrk run lasts SECONDS, each miss burst a bounded count.
 set -euo pipefail
 PARTS=${PARTS:-hits misses}
+LOG_A=${LOG_A:-warn}; LOG_B=${LOG_B:-warn}
 A=$(realpath "$1"); B=$(realpath "$2"); ROUNDS=${3:-3}; SECS=${4:-10}; CONNS=${5:-64}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source benches/nginx.sh
@@ -27,7 +30,7 @@ echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xarg
 if [[ " $PARTS " == *" hits "* ]]; then
 target/release/examples/e2e_bench archive --captures 100 --port 18201 >"$WORK/archive.log" 2>&1 &
 pids+=($!)
-start_proxy() { # NAME BINARY PORT
+start_proxy() { # NAME BINARY PORT RUST_LOG
     cat >"$WORK/$1.toml" <<TOML
 [[archives]]
 id = "sim"
@@ -37,14 +40,14 @@ timegate = "http://127.0.0.1:18201/timegate/"
 [cache]
 path = "$WORK/cache-$1"
 TOML
-    RUST_LOG=warn "$2" serve --config "$WORK/$1.toml" --listen "127.0.0.1:$3" >"$WORK/$1.log" 2>&1 &
+    RUST_LOG="$4" "$2" serve --config "$WORK/$1.toml" --listen "127.0.0.1:$3" >"$WORK/$1.log" 2>&1 &
     pids+=($!)
     local url="http://127.0.0.1:$3/timemap/link/http://example.com/"
     for _ in $(seq 50); do curl -sf -o "$WORK/body-$1" "$url" && break; sleep 0.2; done
     curl -s -D - -o "$WORK/body-$1" "$url" | grep -qi '^x-cache: HIT' || { echo "$1: not a HIT" >&2; exit 1; }
 }
-start_proxy a "$A" 18202
-start_proxy b "$B" 18203
+start_proxy a "$A" 18202 "$LOG_A"
+start_proxy b "$B" 18203 "$LOG_B"
 # The same bytes but for the port in their own links.
 cmp <(sed 's/:18202\//:PORT\//g' "$WORK/body-a") <(sed 's/:18203\//:PORT\//g' "$WORK/body-b") \
     && echo "A and B serve the same TimeMap ($(wc -c <"$WORK/body-a") bytes)"

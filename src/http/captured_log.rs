@@ -31,9 +31,30 @@ impl CapturedLog {
             .finish()
     }
 
+    /// Makes [`CapturedLog::subscriber`] at `filter` this thread's default until the result is
+    /// dropped. Tests that capture a log take turns: tracing caches whether a callsite is on
+    /// across every subscriber alive, and one test's `warn` subscriber registering a callsite
+    /// while another test's `info` one is being set up could leave that callsite off for both.
+    pub(crate) async fn install(&self, filter: &str) -> Installed {
+        static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let turn = TURN.lock().await;
+        let default = tracing::subscriber::set_default(self.subscriber(filter));
+        tracing::callsite::rebuild_interest_cache();
+        Installed {
+            _default: default,
+            _turn: turn,
+        }
+    }
+
     /// Everything written so far.
     pub(crate) fn text(&self) -> String {
         let bytes = self.0.lock().map(|v| v.clone()).unwrap_or_default();
         String::from_utf8_lossy(&bytes).into_owned()
     }
+}
+
+/// A captured log in force (see [`CapturedLog::install`]).
+pub(crate) struct Installed {
+    _default: tracing::subscriber::DefaultGuard,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }

@@ -9,7 +9,7 @@
 use super::metrics::Metrics;
 use crate::error::take_internal_detail;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method};
+use axum::http::{HeaderValue, Method, Uri};
 use axum::response::Response;
 use std::future::Future;
 use std::pin::Pin;
@@ -23,26 +23,39 @@ use tracing::Span;
 /// The log target of the per-request line: `RUST_LOG=info,tmproxy::request=warn` silences it.
 pub const TARGET: &str = "tmproxy::request";
 
-/// The route a path belongs to, from a fixed set: a metric label and a log field no client can
-/// multiply by inventing paths.
-pub fn route_of(path: &str) -> &'static str {
+/// Every route a request is counted under: a metric label and a log field from a fixed set,
+/// which no client can multiply by inventing paths.
+pub const ROUTES: [&str; 12] = [
+    "root", "timemap", "timegate", "memento", "api", "archives", "about", "ui", "healthz",
+    "metrics", "admin", "other",
+];
+
+/// One of [`ROUTES`], by its place there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route(usize);
+
+impl Route {
+    pub fn name(self) -> &'static str {
+        ROUTES[self.0]
+    }
+
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// The route a path belongs to: its first segment when that is one of ours, else `other`.
+pub fn route_of(path: &str) -> Route {
     if path == "/" {
-        return "root";
+        return Route(0);
     }
     let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
-    match first.unwrap_or("") {
-        "timemap" => "timemap",
-        "timegate" => "timegate",
-        "memento" => "memento",
-        "api" => "api",
-        "archives" => "archives",
-        "about" => "about",
-        "ui" => "ui",
-        "healthz" => "healthz",
-        "metrics" => "metrics",
-        "admin" => "admin",
-        _ => "other",
-    }
+    // "root" and "other" are names, never paths.
+    let named = ROUTES[1..ROUTES.len() - 1]
+        .iter()
+        .position(|r| Some(*r) == first)
+        .map(|i| i + 1);
+    Route(named.unwrap_or(ROUTES.len() - 1))
 }
 
 /// A client's own `X-Request-Id` is kept when it is short and plain (a load balancer's id ties
@@ -134,9 +147,9 @@ where
         let route = route_of(req.uri().path());
         // The URI-R is recorded by the route once it has read one (`super::read_lookup`). Only
         // the path goes to an ERROR line: a query is the URI-R's or the client's.
-        let span = tracing::info_span!(target: TARGET, "request", %id, method = %req.method(), route, uri_r = tracing::field::Empty);
-        let method = req.method().clone();
-        let path = route_fault_path(&req);
+        let span = tracing::info_span!(target: TARGET, "request", %id, method = %req.method(), route = route.name(), uri_r = tracing::field::Empty);
+        // Cheap to keep (shared bytes); only an internal error reads them.
+        let (method, uri) = (req.method().clone(), req.uri().clone());
         let inner = {
             let _entered = span.enter();
             self.inner.call(req)
@@ -148,15 +161,10 @@ where
             id,
             route,
             method,
-            path,
+            uri,
             metrics: self.log.metrics.clone(),
         }
     }
-}
-
-/// The path an internal error is logged with, clipped: it is the client's.
-fn route_fault_path(req: &Request) -> String {
-    crate::uri_r::clip(req.uri().path())
 }
 
 pin_project_lite::pin_project! {
@@ -167,9 +175,9 @@ pin_project_lite::pin_project! {
         span: Span,
         started: Instant,
         id: String,
-        route: &'static str,
+        route: Route,
         method: Method,
-        path: String,
+        uri: Uri,
         metrics: Arc<Metrics>,
     }
 }
@@ -185,7 +193,9 @@ where
         let _entered = this.span.enter();
         let mut response = ready!(this.inner.poll(cx))?;
         if let Some(detail) = take_internal_detail(&mut response) {
-            tracing::error!(method = %this.method, path = %this.path, %detail, "internal error");
+            // Only the path, clipped: a query is the URI-R's or the client's.
+            let path = crate::uri_r::clip(this.uri.path());
+            tracing::error!(method = %this.method, %path, %detail, "internal error");
         }
         let elapsed = this.started.elapsed();
         let status = response.status().as_u16();
@@ -196,7 +206,7 @@ where
             .unwrap_or("-");
         let ms = elapsed.as_secs_f64() * 1000.0;
         tracing::info!(target: TARGET, status, cache, ms = format_args!("{ms:.2}"), "answered");
-        this.metrics.observe(this.route, status, elapsed);
+        this.metrics.observe(*this.route, status, elapsed);
         if let Ok(v) = HeaderValue::from_str(this.id) {
             response.headers_mut().insert("x-request-id", v);
         }

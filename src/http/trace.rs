@@ -52,7 +52,7 @@ mod tests {
     async fn logged_under(filter: &str) -> String {
         let log = CapturedLog::default();
         // Current-thread test runtime: building the router and serving run on this thread.
-        let _guard = tracing::subscriber::set_default(log.subscriber(filter));
+        let _guard = log.install(filter).await;
         let app = traced(Router::new().route("/x", get(|| async { "ok" })));
         let req = Request::builder()
             .uri("/x")
