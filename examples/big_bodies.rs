@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 mod common;
 use common::{captures, rss_mib};

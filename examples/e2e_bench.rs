@@ -40,7 +40,7 @@ fn live_bytes() -> usize {
     LIVE.load(std::sync::atomic::Ordering::Relaxed)
 }
 use tmproxy::config::{ArchiveConfig, Config};
-use tmproxy::demo::archive::{timemap_body, Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{timemap_body, Behaviour, SimulatedArchive, TimeMapSpec};
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
     args.iter()

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 mod common;
 use common::{captures, rss_mib};

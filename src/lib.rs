@@ -9,13 +9,13 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod demo;
-pub mod error;
+pub(crate) mod error;
 pub mod http;
 pub mod logs;
 pub mod sampling;
 pub mod serve;
 pub mod upstream;
-pub mod uri_r;
+pub(crate) mod uri_r;
 
 // The pure core, under the paths the rest of the crate (and its users) have always used.
 pub use tmproxy_core::{timemap, uri_text};

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tmproxy::demo::archive::SimulatedArchive;
+use tmproxy_testkit::archive::SimulatedArchive;
 
 /// The server's VmRSS in MiB.
 pub fn rss_mib(pid: u32) -> f64 {

@@ -7,8 +7,8 @@
 
 pub mod observe;
 pub mod service;
-pub mod stats;
-pub mod status;
+pub(crate) mod stats;
+pub(crate) mod status;
 pub mod store;
 
 // The policy and what an entry holds are pure: they live in tmproxy-core, shared with memsim.

@@ -4,12 +4,12 @@
 pub mod archive;
 
 use crate::config::{ArchiveConfig, Config};
-use archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use archive::{DemoAnswer, DemoArchive, TimeMapSpec};
 use std::time::Duration;
 
 /// The simulated archives the demo runs: overlapping captures, a duplicate, newest-first order,
 /// a paged TimeMap, one archive slower than the deadline and one that fails.
-pub async fn start_archives() -> std::io::Result<Vec<(&'static str, SimulatedArchive)>> {
+pub async fn start_archives() -> std::io::Result<Vec<(&'static str, DemoArchive)>> {
     let alpha = TimeMapSpec {
         duplicate_first: true,
         ..TimeMapSpec::of(&[
@@ -45,23 +45,17 @@ pub async fn start_archives() -> std::io::Result<Vec<(&'static str, SimulatedArc
     Ok(vec![
         (
             "alpha",
-            SimulatedArchive::start(Behaviour::TimeMap(alpha)).await?,
+            DemoArchive::start(DemoAnswer::TimeMap(alpha)).await?,
         ),
-        (
-            "beta",
-            SimulatedArchive::start(Behaviour::TimeMap(beta)).await?,
-        ),
+        ("beta", DemoArchive::start(DemoAnswer::TimeMap(beta)).await?),
         (
             "gamma",
-            SimulatedArchive::start(Behaviour::TimeMap(gamma)).await?,
+            DemoArchive::start(DemoAnswer::TimeMap(gamma)).await?,
         ),
-        (
-            "slow",
-            SimulatedArchive::start(Behaviour::TimeMap(slow)).await?,
-        ),
+        ("slow", DemoArchive::start(DemoAnswer::TimeMap(slow)).await?),
         (
             "broken",
-            SimulatedArchive::start(Behaviour::Status(500, "<html>oops</html>".into())).await?,
+            DemoArchive::start(DemoAnswer::Status(500, "<html>oops</html>".into())).await?,
         ),
     ])
 }
@@ -69,7 +63,7 @@ pub async fn start_archives() -> std::io::Result<Vec<(&'static str, SimulatedArc
 /// A config that points at the simulated archives, with a short deadline so `slow` times out,
 /// and `admin_token` guarding the admin API.
 pub fn demo_config(
-    archives: &[(&'static str, SimulatedArchive)],
+    archives: &[(&'static str, DemoArchive)],
     listen: std::net::SocketAddr,
     admin_token: &str,
 ) -> Config {

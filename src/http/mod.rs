@@ -1,19 +1,19 @@
 //! The public routes: what they read from a request, and the router with CORS and a request span
 //! around them.
 
-pub mod admin;
-pub mod api;
-pub mod archives;
+pub(crate) mod admin;
+pub(crate) mod api;
+pub(crate) mod archives;
 #[cfg(test)]
 mod captured_log;
-pub mod gate;
-pub mod json;
-pub mod log;
-pub mod metrics;
-pub mod rate;
-pub mod sampling;
+pub(crate) mod gate;
+pub(crate) mod json;
+pub(crate) mod log;
+pub(crate) mod metrics;
+pub(crate) mod rate;
+pub(crate) mod sampling;
 pub mod timegate;
-pub mod timemap;
+pub(crate) mod timemap;
 mod trace;
 pub mod view;
 

@@ -6,12 +6,12 @@
 pub mod cdx;
 pub mod downsample;
 pub mod engine;
-pub mod filters;
+pub(crate) mod filters;
 pub mod index;
-pub mod jobs;
+pub(crate) mod jobs;
 pub mod offline;
-pub mod report;
-pub mod revisit;
+pub(crate) mod report;
+pub(crate) mod revisit;
 pub mod surt;
 
 use serde::Serialize;

@@ -1,12 +1,12 @@
 //! The archives behind us: who they are, how we ask them, and the fan-out with its deadline.
 
-pub mod budget;
-pub mod failure;
-pub mod fanout;
-pub mod fetch;
-pub mod guard;
-pub mod ledger;
-pub mod registry;
+pub(crate) mod budget;
+pub(crate) mod failure;
+pub(crate) mod fanout;
+pub(crate) mod fetch;
+pub(crate) mod guard;
+pub(crate) mod ledger;
+pub(crate) mod registry;
 pub mod resolve;
 
 pub use fanout::Upstream;

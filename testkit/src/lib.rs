@@ -1,8 +1,10 @@
 //! What tmproxy's tests, examples, benchmarks and fuzz targets share, kept out of the library's
-//! API: the load generator ([`load`]), the parsers' properties as panicking checks
+//! API: fake archives that fail in every way a network can ([`archive`]), the load generator
+//! ([`load`]), the parsers' properties as panicking checks
 //! ([`invariants`], also run by `fuzz/`), and SYNTHETIC Wayback index lines ([`synthetic`]).
 //! A dev-dependency only: the server never links it.
 
+pub mod archive;
 pub mod invariants;
 pub mod load;
 pub mod synthetic;

@@ -2,7 +2,7 @@
 
 use crate::support::{client, config_for, get_json, memento_uris, outcome, start_proxy};
 use std::time::Duration;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://example.com/";
 

@@ -161,14 +161,14 @@ async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
 
 /// The high-water mark of a proxy that was asked for `URI_R` once, and that archive's outcome.
 async fn high_water_after_one_fetch(
-    behaviour: tmproxy::demo::archive::Behaviour,
+    behaviour: tmproxy_testkit::archive::Behaviour,
     max_body: u64,
 ) -> (u64, serde_json::Value) {
-    let fake = tmproxy::demo::archive::SimulatedArchive::start(behaviour)
+    let fake = tmproxy_testkit::archive::SimulatedArchive::start(behaviour)
         .await
         .expect("simulated archive starts");
-    let good = tmproxy::demo::archive::SimulatedArchive::start(
-        tmproxy::demo::archive::Behaviour::TimeMap(tmproxy::demo::archive::TimeMapSpec::of(&[
+    let good = tmproxy_testkit::archive::SimulatedArchive::start(
+        tmproxy_testkit::archive::Behaviour::TimeMap(tmproxy_testkit::archive::TimeMapSpec::of(&[
             "20010101000000",
         ])),
     )
@@ -189,7 +189,7 @@ async fn high_water_after_one_fetch(
 /// never inflated. The budget's high-water mark is what was really held.
 #[tokio::test]
 async fn an_oversized_body_is_never_held_whole_and_gzip_is_never_inflated() {
-    use tmproxy::demo::archive::Behaviour;
+    use tmproxy_testkit::archive::Behaviour;
     let max_body = 1 << 20;
     let (high, o) = high_water_after_one_fetch(Behaviour::Oversized(32 << 20), max_body).await;
     assert_eq!(o["status"], "error", "{o}");

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tmproxy::app::ClockChoice;
 use tmproxy::clock::SimClock;
 use tmproxy::config::Config;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://example.com/";
 const TOKEN: &str = "test-admin-token";

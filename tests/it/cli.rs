@@ -5,7 +5,7 @@ use crate::support::{client, ServeProcess};
 use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tmproxy");
 

@@ -10,7 +10,7 @@ use crate::support::{
 };
 use crate::support::{Proxy, ServeProcess};
 use std::time::{Duration, Instant};
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -8,7 +8,7 @@ use crate::disk_faults::{captures, healthz, timemap};
 use crate::support::{admin_stats, ServeProcess};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const TOKEN: &str = "damaged-store-token";
 /// Each test's whole run, far above what it needs, so only a hang reaches it.

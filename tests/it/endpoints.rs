@@ -1,7 +1,7 @@
 //! The public endpoints' contract: redirects, Link headers, statuses, CORS, HEAD and 304.
 
 use crate::support::{client, config_for, get_json, start_proxy, Proxy};
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://example.com/";
 

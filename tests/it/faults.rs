@@ -8,7 +8,7 @@
 use crate::support::{client, config_for, start_proxy};
 use serde_json::Value;
 use std::time::Duration;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://faults.example/";
 const TOKEN: &str = "faults-token";

@@ -5,7 +5,7 @@
 use crate::support::{archive_config, client, config_for, ServeProcess};
 use std::time::Duration;
 use tmproxy::config::Config;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 /// A port nothing listens on: bound, then let go.
 fn closed_port() -> u16 {

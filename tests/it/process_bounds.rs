@@ -6,7 +6,7 @@ use crate::support::{client, ChildGuard, ServeProcess};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 /// A config for the real binary: these archives, the cache under `dir`.
 fn write_config(dir: &Path, archive: &SimulatedArchive) -> std::path::PathBuf {

@@ -14,8 +14,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tmproxy::config::Config;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tmproxy::upstream::resolve::fixed_lookup;
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://example.com/";
 

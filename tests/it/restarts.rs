@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tmproxy::sampling::engine::{run, Progress, SampledUrl};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const TOKEN: &str = "restarts-token";
 const CAPTURES: &[&str] = &["19990101000000", "20050505050505", "20200101000000"];

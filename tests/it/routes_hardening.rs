@@ -8,7 +8,7 @@ use crate::support::{
 };
 use std::collections::BTreeSet;
 use std::time::Duration;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const URI_R: &str = "http://example.com/";

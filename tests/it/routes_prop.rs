@@ -10,7 +10,7 @@ use proptest::test_runner::{
     Config as RunnerConfig, RngAlgorithm, TestCaseError, TestRng, TestRunner,
 };
 use std::time::Duration;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TOKEN: &str = "prop-admin-token";

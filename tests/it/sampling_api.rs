@@ -248,7 +248,7 @@ async fn a_restart_resumes_a_job_and_a_cancelled_one_stays_cancelled() {
 /// aggregator into the cache), then refetched each simulated day into the observation log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fed_sample_warms_the_cache_and_is_observed_each_day() {
-    use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+    use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
     let (cdx, _fake, task) = fake_cdx().await;
     let archive = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
         "20010101000000",

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tmproxy::config::{ArchiveConfig, Config};
-use tmproxy::demo::archive::SimulatedArchive;
+use tmproxy_testkit::archive::SimulatedArchive;
 use tokio::sync::oneshot;
 
 /// A running proxy; dropping it shuts it down.

@@ -5,10 +5,10 @@
 use super::*;
 use crate::clock::SimClock;
 use crate::config::{ArchiveConfig, Config};
-use crate::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use crate::timemap::datetime::parse_14digit;
 use crate::timemap::model::MementoDatetime;
 use crate::upstream::resolve::system_lookup;
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 /// The tests' view: the aggregate and how many times a format was prepared.
 #[derive(Debug)]

@@ -7,8 +7,8 @@
 //! (a few seconds, in CI) call [`run`], so the benchmark and the test exercise the same code.
 //! Linux only for the memory figures (they come from `/proc/<pid>/status`).
 
+use crate::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tmproxy::config::{ArchiveConfig, Config};
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 mod memory;
 mod server;
 
