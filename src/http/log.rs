@@ -7,6 +7,7 @@
 //! every request, cache hits included (BENCHMARKS.md, [refactor]).
 
 use super::metrics::Metrics;
+use super::route::{route_of, Route};
 use crate::error::take_internal_detail;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, Uri};
@@ -22,41 +23,6 @@ use tracing::Span;
 
 /// The log target of the per-request line: `RUST_LOG=info,tmproxy::request=warn` silences it.
 pub const TARGET: &str = "tmproxy::request";
-
-/// Every route a request is counted under: a metric label and a log field from a fixed set,
-/// which no client can multiply by inventing paths.
-pub const ROUTES: [&str; 12] = [
-    "root", "timemap", "timegate", "memento", "api", "archives", "about", "ui", "healthz",
-    "metrics", "admin", "other",
-];
-
-/// One of [`ROUTES`], by its place there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Route(usize);
-
-impl Route {
-    pub fn name(self) -> &'static str {
-        ROUTES[self.0]
-    }
-
-    pub fn index(self) -> usize {
-        self.0
-    }
-}
-
-/// The route a path belongs to: its first segment when that is one of ours, else `other`.
-pub fn route_of(path: &str) -> Route {
-    if path == "/" {
-        return Route(0);
-    }
-    let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
-    // "root" and "other" are names, never paths.
-    let named = ROUTES[1..ROUTES.len() - 1]
-        .iter()
-        .position(|r| Some(*r) == first)
-        .map(|i| i + 1);
-    Route(named.unwrap_or(ROUTES.len() - 1))
-}
 
 /// A client's own `X-Request-Id` is kept when it is short and plain (a load balancer's id ties
 /// its log to ours); anything else gets ours, so no header can forge a log line.

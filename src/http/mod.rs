@@ -11,6 +11,7 @@ pub(crate) mod json;
 pub(crate) mod log;
 pub(crate) mod metrics;
 pub(crate) mod rate;
+pub(crate) mod route;
 pub(crate) mod sampling;
 pub mod timegate;
 pub(crate) mod timemap;

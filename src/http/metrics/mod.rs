@@ -4,7 +4,7 @@
 
 mod cache;
 
-use super::log::{Route, ROUTES};
+use super::route::{Route, ROUTES};
 use super::{Cache, SharedState};
 use crate::upstream::ledger::{Outcome, BUCKETS};
 use crate::upstream::Upstream;
@@ -42,7 +42,7 @@ fn request_histogram() -> Histogram {
 }
 
 /// One server's registry. Labels come from fixed sets only (a route is one of
-/// [`super::log::ROUTES`], never a path a client made up), so no client can grow it.
+/// [`super::route::ROUTES`], never a path a client made up), so no client can grow it.
 pub struct Metrics {
     registry: Registry,
     requests: Family<RouteStatus, Counter>,
