@@ -50,11 +50,12 @@ WORKDIR /var/lib/tmproxy
 #
 # TMPROXY_PUBLIC_URL is the URL clients reach the proxy at, written into every link it serves.
 # Listening on 0.0.0.0 without it would put http://0.0.0.0:7089 in those links, so tmproxy refuses
-# to start then. The default suits `docker run -p 7089:7089` on your own machine; anywhere else
-# set yours: docker run -e TMPROXY_PUBLIC_URL=https://tm.example.org ...
+# to start and says to set it. The image sets none on purpose: a default such as localhost would
+# be wrong links on every server that forgot it. Run with yours, e.g.
+#   docker run -p 7089:7089 -e TMPROXY_PUBLIC_URL=http://localhost:7089 ...   (your own machine)
+#   docker run -e TMPROXY_PUBLIC_URL=https://tm.example.org ...                 (a server)
 ENV TMPROXY_CONFIG=/etc/tmproxy/config.toml \
     TMPROXY_LISTEN=0.0.0.0:7089 \
-    TMPROXY_PUBLIC_URL=http://localhost:7089 \
     TMPROXY_CACHE_PATH=/var/lib/tmproxy/cache
 VOLUME ["/var/lib/tmproxy"]
 EXPOSE 7089
