@@ -303,6 +303,49 @@ async fn a_uri_r_no_archive_holds_is_a_404_page_that_says_so() {
     proxy.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_box_refuses_what_is_not_a_web_address_and_the_lookup_is_rate_limited() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("archive");
+    let mut config = config_for(&[("a", &a)]);
+    config.server.rate_limit = 0.01;
+    config.server.rate_burst = 1;
+    let proxy = start_proxy(config).await;
+    let base = &proxy.base;
+    let get = |path: &str| client().get(format!("{base}{path}")).send();
+    let r = get("/ui?url=javascript%3Aalert(1)").await.expect("search");
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.headers()["content-type"], "text/html; charset=utf-8");
+    let body = r.text().await.expect("body");
+    assert!(body.contains("<h1>400 Bad Request</h1>"), "{body}");
+    let r = get("/ui?url=").await.expect("empty search");
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/");
+    let r = get("/ui?url=example.com%2Fa%20b%3Fq%3D%22x%22")
+        .await
+        .expect("search");
+    assert_eq!(r.status(), 303);
+    assert_eq!(
+        r.headers()["location"],
+        "/ui/http://example.com/a%20b?q=%22x%22"
+    );
+    // The lookup can fan out, so it is limited like /timemap; the other pages are not.
+    assert_eq!(
+        get("/ui/http://example.com/").await.expect("page").status(),
+        200
+    );
+    assert_eq!(
+        get("/ui/http://example.com/").await.expect("page").status(),
+        429
+    );
+    for path in ["/", "/ui/admin", "/ui?url=example.com"] {
+        let status = get(path).await.expect("page").status().as_u16();
+        assert!([200, 303].contains(&status), "{path}: {status}");
+    }
+    proxy.stop().await;
+}
+
 /// A cached entry whose every outside value is crafted: the URI-R, an archive id, a detail, URI-Ms.
 fn hostile_entry(uri_r: &str) -> Entry {
     let at = |ts: &str| parse_14digit(ts).expect("timestamp");
