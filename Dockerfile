@@ -31,6 +31,8 @@ RUN mkdir -p src benches tests/it core/src simulations/src testkit/src \
 COPY src ./src
 COPY core/src core/src
 COPY simulations/src simulations/src
+# The web pages' templates, stylesheet and script: compiled into the binary (askama, include_bytes).
+COPY templates ./templates
 # Touch so cargo sees the real sources as newer than the placeholder build.
 RUN touch src/main.rs src/lib.rs core/src/lib.rs && cargo build --release --locked --bin tmproxy
 

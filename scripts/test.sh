@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, then runs the whole suite.
 #   bash scripts/test.sh
-# Needs cargo (rustup) and python3 (3.11); run as root on a fresh Debian machine it adds
-# any missing Debian packages itself. Re-runs skip installs that are already done.
+# Needs cargo (rustup), python3 (3.11) and chromium; run as root on a fresh Debian machine it
+# adds any missing Debian packages itself. Re-runs skip installs that are already done.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +39,8 @@ elif ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
         exit 1
     fi
 fi
+# tests/it/ui.rs drives a real headless Chromium (and its screenshots need a font with text).
+command -v chromium >/dev/null || apt_install chromium fonts-dejavu-core
 
 # --- fast checks first --------------------------------------------------------------------
 log "cargo fmt --check"

@@ -16,6 +16,7 @@ pub(crate) mod sampling;
 pub mod timegate;
 pub(crate) mod timemap;
 mod trace;
+pub mod ui;
 pub mod view;
 
 use crate::cache::service::{CacheStatus, CachedTimeMap, Request, Served, TimeMapCache};
@@ -104,7 +105,7 @@ fn cors() -> CorsLayer {
         .max_age(Duration::from_secs(86400))
 }
 
-/// The public router: the Memento routes and `/healthz`, plus `/admin/*` and `/metrics` unless
+/// The public router: the Memento routes, `/healthz`, the web pages (`/`, `/ui/…`), plus `/admin/*` and `/metrics` unless
 /// `[admin] listen` puts them on their own listener. Tests call it directly; `app::serve` puts it
 /// on a listener.
 pub fn router(state: SharedState) -> Router {
@@ -122,7 +123,8 @@ pub fn router(state: SharedState) -> Router {
     let mut routes = memento
         .route("/healthz", get(healthz))
         .route("/archives", get(archives::archives))
-        .route("/about", get(archives::about));
+        .route("/about", get(archives::about))
+        .merge(ui::routes(&state));
     if !state.admin_separate {
         routes = routes.merge(admin_api(&state));
     }
@@ -132,12 +134,14 @@ pub fn router(state: SharedState) -> Router {
     traced(finish(routes, state).layer(cors()).layer(log))
 }
 
-/// The admin listener's router (`[admin] listen`): `/admin/*`, `/metrics` and `/healthz`. No
-/// CORS: the admin API is not for browsers.
+/// The admin listener's router (`[admin] listen`): `/admin/*`, `/metrics`, `/healthz` and the
+/// admin page (`/ui/admin`, whose script asks this same origin). No CORS: no other origin's
+/// page may read the admin API.
 pub fn admin_router(state: SharedState) -> Router {
     let routes = Router::new()
         .route("/healthz", get(healthz))
-        .merge(admin_api(&state));
+        .merge(admin_api(&state))
+        .merge(ui::admin_routes());
     let log = log::RequestLog::new(state.metrics.clone());
     traced(finish(routes, state).layer(log))
 }

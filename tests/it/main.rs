@@ -24,3 +24,4 @@ mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;
 mod support;
+mod ui;

@@ -40,6 +40,9 @@ const PREFIXES: &[&str] = &[
     "/admin/sampling/jobs/x/sample",
     "/metrics",
     "/healthz",
+    "/ui/",
+    "/ui?url=",
+    "/ui/admin",
     "/",
     "//",
     "/nowhere/",
@@ -323,9 +326,12 @@ fn request_body() -> impl Strategy<Value = Vec<u8>> {
 /// The response contract for a request a well-behaved HTTP client could send: no 5xx (but a
 /// 504 when the client itself shortened the deadline: that is the documented answer), and a
 /// 4xx is `text/plain` whose first line is the status and a reason; only a 404 for an aggregate
-/// without mementos goes on, with one documented line per archive.
+/// without mementos goes on, with one documented line per archive. The web pages (`page`) say
+/// the same in HTML, a page whose heading is the status (or whose problem says why there is no
+/// memento); what refuses a request before the page is reached (431) stays plain text.
 fn check_answer(
     what: &str,
+    page: bool,
     method: &reqwest::Method,
     client_deadline: bool,
     status: u16,
@@ -336,7 +342,14 @@ fn check_answer(
         status < 500 || (status == 504 && client_deadline),
         "{what}: {status} {body}"
     );
-    if (400..500).contains(&status) && method != reqwest::Method::HEAD {
+    let html = content_type == Some("text/html; charset=utf-8");
+    if page && html && (400..500).contains(&status) && method != reqwest::Method::HEAD {
+        let heading = format!("<h1>{status} ");
+        prop_assert!(
+            body.contains(&heading) || (status == 404 && body.contains("id=\"problem\"")),
+            "{what}: {status} page without its status: {body:?}"
+        );
+    } else if (400..500).contains(&status) && method != reqwest::Method::HEAD {
         let mut lines = body.lines();
         let first = lines.next().unwrap_or("");
         prop_assert!(
@@ -410,6 +423,7 @@ fn random_requests_are_never_5xx_never_hang_and_4xx_say_why() {
             url.contains("timeout=") || headers.iter().any(|(n, _)| *n == "prefer");
         check_answer(
             &what,
+            prefix.starts_with("/ui") && method == reqwest::Method::GET,
             &method,
             client_deadline,
             status,

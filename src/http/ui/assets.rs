@@ -1,0 +1,91 @@
+//! The page's stylesheet and script, compiled into the binary and served from `/ui/assets/` under
+//! names that carry a hash of their content: a browser may keep them for a year, and a new build
+//! with a changed file is a new name. No page loads anything from anywhere else.
+
+use crate::error::AppError;
+use axum::extract::Path;
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use std::sync::LazyLock;
+
+/// One embedded file.
+pub struct Asset {
+    /// `style-0123456789abcdef.css`: the name it is served under.
+    pub name: String,
+    pub content_type: &'static str,
+    pub body: &'static [u8],
+}
+
+impl Asset {
+    fn new(stem: &str, ext: &str, content_type: &'static str, body: &'static [u8]) -> Asset {
+        Asset {
+            name: format!("{stem}-{:016x}.{ext}", fnv1a(body)),
+            content_type,
+            body,
+        }
+    }
+
+    /// Its URL on this server.
+    pub fn url(&self) -> String {
+        format!("/ui/assets/{}", self.name)
+    }
+}
+
+pub static STYLE: LazyLock<Asset> = LazyLock::new(|| {
+    Asset::new(
+        "style",
+        "css",
+        "text/css; charset=utf-8",
+        include_bytes!("../../../templates/assets/style.css"),
+    )
+});
+
+pub static ADMIN_JS: LazyLock<Asset> = LazyLock::new(|| {
+    Asset::new(
+        "admin",
+        "js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../templates/assets/admin.js"),
+    )
+});
+
+/// `GET /ui/assets/{name}`: an embedded file by its hashed name; any other name is our 404.
+pub async fn asset(Path(name): Path<String>) -> Result<Response, AppError> {
+    let found = [&*STYLE, &*ADMIN_JS]
+        .into_iter()
+        .find(|a| a.name == name)
+        .ok_or(AppError::NoSuchRoute)?;
+    let mut response = found.body.into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(found.content_type),
+    );
+    // The name changes with the content, so the content under a name never does.
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    super::security_headers(h);
+    Ok(response)
+}
+
+/// A 64-bit FNV-1a: stable across builds and restarts, unlike std's seeded hasher.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_the_content_hash() {
+        assert!(STYLE.name.starts_with("style-") && STYLE.name.ends_with(".css"));
+        assert_eq!(STYLE.name.len(), "style-".len() + 16 + ".css".len());
+        assert_ne!(fnv1a(b"a{}"), fnv1a(b"b{}"));
+        assert_eq!(ADMIN_JS.url(), format!("/ui/assets/{}", ADMIN_JS.name));
+    }
+}

@@ -1,0 +1,155 @@
+//! The web pages: `/` (a search box and the archives' state), `/ui/{URI-R}` (the aggregated
+//! TimeMap as a timeline, each archive's answer, the mementos by year) and `/ui/admin` (the cache
+//! statistics and sampling jobs, fetched by the page's script with the token typed in).
+//! Rendered here with askama; the stylesheet and script are in the binary, nothing is loaded
+//! from anywhere else, and every page carries a strict Content-Security-Policy.
+
+mod assets;
+mod pages;
+pub mod timeline;
+
+use super::gate::GateLayer;
+use super::{cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState};
+use crate::error::AppError;
+use crate::uri_r::UriR;
+use crate::uri_text::escape_uri;
+use askama::Template;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+/// Only this server's own stylesheet, script and (the admin page's) API; no inline script or
+/// style, no framing, no form posting elsewhere. A memento link is a plain navigation, which
+/// the policy does not restrict.
+const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; \
+connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// The public listener's pages. `/ui/{URI-R}` can fan out, so it goes behind the rate limit
+/// like the Memento routes; the others only read what the server holds.
+pub fn routes(state: &SharedState) -> Router<SharedState> {
+    let lookup = Router::new().route("/ui/{*rest}", get(timemap_page));
+    let lookup = match &state.rate_limiter {
+        Some(limiter) => lookup.route_layer(GateLayer(limiter.clone())),
+        None => lookup,
+    };
+    Router::new()
+        .route("/", get(home))
+        .route("/ui", get(search))
+        .route("/ui/admin", get(admin_public))
+        .route("/ui/assets/{name}", get(assets::asset))
+        .merge(lookup)
+}
+
+/// The admin listener's page (`[admin] listen`): the admin page where its API is, so its
+/// script's requests stay same-origin (the admin listener sends no CORS headers).
+pub fn admin_routes() -> Router<SharedState> {
+    Router::new()
+        .route("/ui/admin", get(admin_here))
+        .route("/ui/assets/{name}", get(assets::asset))
+}
+
+/// The headers every page and asset carries.
+fn security_headers(h: &mut HeaderMap) {
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+}
+
+/// A rendered page with `status` and the headers in `h`; a template that fails to render is our
+/// own fault, a logged 500.
+fn page(status: StatusCode, template: &impl Template, mut h: HeaderMap) -> Response {
+    let body = match template.render() {
+        Ok(body) => body,
+        Err(e) => return AppError::Internal(format!("rendering a page: {e}")).into_response(),
+    };
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    security_headers(&mut h);
+    (status, h, body).into_response()
+}
+
+/// An error as a page: the status and reason `error.rs` gives it.
+fn error_page(e: AppError) -> Response {
+    page(e.status(), &pages::error(&e), HeaderMap::new())
+}
+
+/// Pages that change with the server's state are never cached by the browser.
+fn no_store() -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h
+}
+
+async fn home(State(state): State<SharedState>) -> Response {
+    let reports = super::archives::current(&state);
+    page(StatusCode::OK, &pages::home(&reports), no_store())
+}
+
+/// `GET /ui?url=…`: the search form's target. A form cannot put the URL in the path, so this
+/// reads it from the query and sends the browser to `/ui/{URI-R}` (303), the URI-R parsed as
+/// every route parses it and escaped for the path. Without a URL, back to the search box.
+async fn search(uri: Uri) -> Response {
+    let asked = uri.query().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "url")
+            .map(|(_, v)| v.into_owned())
+    });
+    let Some(asked) = asked.filter(|u| !u.trim().is_empty()) else {
+        return see_other("/");
+    };
+    match UriR::parse(&asked) {
+        Ok(uri_r) => see_other(&format!("/ui/{}", escape_uri(uri_r.as_str()))),
+        Err(e) => error_page(e.into()),
+    }
+}
+
+fn see_other(location: &str) -> Response {
+    match HeaderValue::from_str(location) {
+        Ok(v) => (StatusCode::SEE_OTHER, [(header::LOCATION, v)]).into_response(),
+        Err(_) => AppError::Internal(format!("unsendable location {location:?}")).into_response(),
+    }
+}
+
+/// `GET /ui/{URI-R}`: read and looked up exactly as `/timemap/…` does (the same cache entry),
+/// answered with the status the TimeMap would have: 200, or 404/502/504 with the page saying why.
+async fn timemap_page(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Response {
+    let lookup = match read_lookup(&state, raw_after(&uri, "/ui/"), &headers) {
+        Ok(lookup) => lookup,
+        Err(e) => return error_page(e),
+    };
+    let served = serve_lookup(&state, &lookup, &headers, None).await;
+    let agg = &served.view.aggregate;
+    let (status, problem) = match check_found(agg) {
+        Ok(()) => (StatusCode::OK, None),
+        Err(e) => (e.status(), Some(e.reason())),
+    };
+    let mut h = served.view.content_headers();
+    cache_headers(&mut h, &served, state.clock.now());
+    page(status, &pages::timemap(agg, served.status, problem), h)
+}
+
+async fn admin_public(State(state): State<SharedState>) -> Response {
+    page(
+        StatusCode::OK,
+        &pages::admin(state.admin_separate),
+        no_store(),
+    )
+}
+
+async fn admin_here() -> Response {
+    page(StatusCode::OK, &pages::admin(false), no_store())
+}
