@@ -15,7 +15,7 @@ pub mod logs;
 pub mod sampling;
 pub mod serve;
 pub mod upstream;
-pub(crate) mod uri_r;
+pub mod uri_r;
 
 // The pure core, under the paths the rest of the crate (and its users) have always used.
 pub use tmproxy_core::{timemap, uri_text};

@@ -16,7 +16,7 @@ pub(crate) mod sampling;
 pub mod timegate;
 pub(crate) mod timemap;
 mod trace;
-pub mod ui;
+pub(crate) mod ui;
 pub mod view;
 
 use crate::cache::service::{CacheStatus, CachedTimeMap, Request, Served, TimeMapCache};

@@ -18,10 +18,10 @@ use std::time::Duration;
 use tmproxy::cache::entry::{Entry, ENTRY_FORMAT_VERSION};
 use tmproxy::cache::service::CachedTimeMap;
 use tmproxy::cache::store::Store;
-use tmproxy::demo::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tmproxy::http::view::View;
 use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, ListedMemento};
 use tmproxy::timemap::datetime::parse_14digit;
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const TOKEN: &str = "ui-admin-token";
 
