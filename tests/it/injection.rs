@@ -11,9 +11,7 @@ use axum::Router;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tmproxy::cache::entry::{Entry, ENTRY_FORMAT_VERSION};
-use tmproxy::cache::service::CachedTimeMap;
 use tmproxy::cache::store::Store;
-use tmproxy::http::view::View;
 use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, ListedMemento};
 use tmproxy::timemap::datetime::parse_14digit;
 use tmproxy::timemap::parse::parse_link_format;
@@ -523,18 +521,7 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
         archives: 1,
         history: Default::default(),
     };
-    let store = proxy
-        .state
-        .as_ref()
-        .and_then(|s| s.cache.store())
-        .expect("a store");
-    store
-        .put(
-            "http://old.example/",
-            Arc::new(CachedTimeMap::<View>::new(entry)),
-        )
-        .await
-        .expect("put");
+    proxy.store_entry("http://old.example/", entry).await;
     let locations = assert_timegate_locations_are_http(&proxy, "http://old.example/").await;
     assert!(locations
         .iter()

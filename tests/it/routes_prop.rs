@@ -532,11 +532,19 @@ fn raw_bytes_are_never_5xx_and_never_hang() {
             "{what}: {text}"
         );
         let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let ours = head
-            .to_ascii_lowercase()
-            .contains("content-type: text/plain; charset=utf-8");
+        let head_lower = head.to_ascii_lowercase();
+        let ours = head_lower.contains("content-type: text/plain; charset=utf-8");
+        // A web page (`/ui…`) says the same in HTML: a page headed by its status.
+        let page = head_lower.contains("content-type: text/html; charset=utf-8");
         if (400..500).contains(&status) && !request.starts_with(b"HEAD ") {
-            if body.is_empty() {
+            if page {
+                prop_assert!(
+                    request.starts_with(b"GET /ui")
+                        && (body.contains(&format!("<h1>{status} "))
+                            || (status == 404 && body.contains("id=\"problem\""))),
+                    "{what}: {status} page without its status: {body:?}"
+                );
+            } else if body.is_empty() {
                 // hyper refuses what it cannot parse before any route sees it, with no body.
                 prop_assert!(
                     !ours && [400, 414, 431].contains(&status),

@@ -48,6 +48,24 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// Puts `entry` under `key` in the proxy's own store, as if a fan-out had stored it: for
+    /// entries no archive would send (hostile URI-Ms, an old format).
+    pub async fn store_entry(&self, key: &str, entry: tmproxy::cache::entry::Entry) {
+        use tmproxy::cache::store::Store;
+        let store = self
+            .state
+            .as_ref()
+            .and_then(|s| s.cache.store())
+            .expect("a store");
+        let value = tmproxy::cache::service::CachedTimeMap::<tmproxy::http::view::View>::new(entry);
+        store
+            .put(key, std::sync::Arc::new(value))
+            .await
+            .expect("put");
+    }
+}
+
 impl Drop for Proxy {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {

@@ -16,9 +16,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tmproxy::cache::entry::{Entry, ENTRY_FORMAT_VERSION};
-use tmproxy::cache::service::CachedTimeMap;
-use tmproxy::cache::store::Store;
-use tmproxy::http::view::View;
 use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, ListedMemento};
 use tmproxy::timemap::datetime::parse_14digit;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
@@ -409,18 +406,9 @@ async fn hostile_uris_ids_and_details_inject_nothing() {
     let encoded = "http%3A%2F%2Fe.com%2F%22%3E%3Cscript%3Ewindow.pwned%3D6%3C%2Fscript%3E";
     let uri_r = tmproxy::uri_r::UriR::parse(encoded).expect("a URI-R");
     assert!(uri_r.as_str().contains("<script>"));
-    let store = proxy
-        .state
-        .as_ref()
-        .and_then(|s| s.cache.store())
-        .expect("a store");
-    store
-        .put(
-            uri_r.as_str(),
-            Arc::new(CachedTimeMap::<View>::new(hostile_entry(uri_r.as_str()))),
-        )
-        .await
-        .expect("put");
+    proxy
+        .store_entry(uri_r.as_str(), hostile_entry(uri_r.as_str()))
+        .await;
     let url = format!("{}/ui/{encoded}", proxy.base);
     let r = client().get(&url).send().await.expect("page");
     assert_eq!(r.status(), 200);
