@@ -33,9 +33,10 @@ fn series(text: &str, series: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
-/// Waits (bounded) until the log holds `part`: the log is written by a thread of its own.
+/// Waits (at most 10 s, for a loaded machine) until the log holds `part`: the log is written
+/// by a thread of its own.
 async fn logged(server: &ServeProcess, part: &str) -> String {
-    for _ in 0..100 {
+    for _ in 0..500 {
         let log = server.log();
         if log.contains(part) {
             return log;
