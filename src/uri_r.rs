@@ -16,6 +16,9 @@ pub enum UriRError {
     /// A control character (CR, LF, NUL, tab, …) in the URI-R once decoded: it could only ever
     /// be an attempt to break the lines and headers the URI-R is written into.
     Control(String),
+    /// An unencoded trailing `*`: to pywb and the Wayback CDX server a prefix query (every URL
+    /// that starts so), which is not one URL's TimeMap and is heavy on a large archive.
+    PrefixQuery(String),
 }
 
 impl fmt::Display for UriRError {
@@ -34,6 +37,11 @@ impl fmt::Display for UriRError {
                 clip(s)
             ),
             UriRError::Invalid(s) => write!(f, "URI-R is not a valid URL: {:?}", clip(s)),
+            UriRError::PrefixQuery(s) => write!(
+                f,
+                "a trailing * asks archives for a prefix query (every URL starting so), not a TimeMap: {:?}; write %2A for the character itself",
+                clip(s)
+            ),
             UriRError::Control(s) => write!(
                 f,
                 "URI-R holds a control character (CR, LF, NUL, tab…) once decoded: {:?}",
@@ -84,6 +92,9 @@ impl UriR {
         let raw = raw.trim();
         if raw.is_empty() {
             return Err(UriRError::Empty);
+        }
+        if raw.ends_with('*') {
+            return Err(UriRError::PrefixQuery(raw.to_string()));
         }
         let decoded = if starts_with_ci(raw, "http%3a") || starts_with_ci(raw, "https%3a") {
             percent_encoding::percent_decode_str(raw)
@@ -136,7 +147,14 @@ impl UriR {
         if parsed.host_str().is_none_or(str::is_empty) {
             return Err(UriRError::Invalid(with_scheme));
         }
-        Ok(UriR(resolve_uri_r_path(&with_scheme).into_owned()))
+        let mut resolved = resolve_uri_r_path(&with_scheme).into_owned();
+        // Only a URI-R sent encoded whole can end in `*` by now, and that star was `%2A`: sent
+        // as written, so no archive reads it as a prefix query.
+        if resolved.ends_with('*') {
+            resolved.pop();
+            resolved.push_str("%2A");
+        }
+        Ok(UriR(resolved))
     }
 }
 
@@ -202,6 +220,27 @@ mod tests {
         UriR::parse(raw)
             .map(UriR::into_string)
             .unwrap_or_else(|e| panic!("{raw}: {e}"))
+    }
+
+    #[test]
+    fn a_trailing_star_is_a_prefix_query_and_refused_but_an_encoded_one_stays_encoded() {
+        for raw in [
+            "http://example.com/*",
+            "example.com/a*",
+            "http://e.com/?q=a*",
+            "http://e.com/ * ",
+        ] {
+            let err = UriR::parse(raw).expect_err(raw);
+            assert!(matches!(err, UriRError::PrefixQuery(_)), "{raw}: {err}");
+            assert!(err.to_string().contains("prefix query"), "{err}");
+        }
+        assert_eq!(ok("http://example.com/a%2A"), "http://example.com/a%2A");
+        assert_eq!(ok("http://example.com/a*b"), "http://example.com/a*b");
+        // Encoded whole, the star decodes with the rest: it is sent as %2A again.
+        assert_eq!(
+            ok("http%3A%2F%2Fexample.com%2Fa%2A"),
+            "http://example.com/a%2A"
+        );
     }
 
     #[test]

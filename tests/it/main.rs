@@ -5,6 +5,7 @@ mod aggregate;
 mod budget;
 mod cache;
 mod cli;
+mod compat;
 mod connections;
 mod damaged_store;
 mod disk_faults;
