@@ -51,6 +51,9 @@ pub async fn timemap(
     if let Some(v) = rendered.etag_header {
         h.insert(header::ETAG, v);
     }
+    if let Some(v) = rendered.link_header {
+        h.insert(header::LINK, v);
+    }
     if if_none_match(&headers, &rendered.etag) {
         return Ok((StatusCode::NOT_MODIFIED, h).into_response());
     }

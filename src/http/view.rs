@@ -21,12 +21,13 @@ pub struct View {
     headers: OnceLock<HeaderMap>,
 }
 
-/// One format's body and its ETag.
+/// One format's body, its ETag and its `Link` header.
 #[derive(Debug, Clone)]
 pub struct Rendered {
     pub body: Bytes,
     pub etag: String,
     pub etag_header: Option<HeaderValue>,
+    pub link_header: Option<HeaderValue>,
 }
 
 impl ServedView for View {
@@ -101,10 +102,34 @@ impl View {
                     body: Bytes::from(body),
                     etag_header: HeaderValue::from_str(&etag).ok(),
                     etag,
+                    link_header: link_header(&self.aggregate, &self.links, format),
                 }
             })
             .clone()
     }
+}
+
+/// RFC 7089's `Link` on a TimeMap answer, as archives send it (pywb does): the original, our
+/// TimeGate, and this TimeMap as `self` with the span of its mementos. A client that reads
+/// the original from a TimeMap URL's headers then finds the URI-R, not the TimeMap itself.
+/// Every URI is escaped by [`SelfLinks`]; a value that still could not be a header is left out.
+fn link_header(agg: &Aggregate, links: &SelfLinks, format: TimeMapFormat) -> Option<HeaderValue> {
+    let mut value = format!(
+        "<{}>; rel=\"original\", <{}>; rel=\"timegate\", <{}>; rel=\"self\"; type=\"{}\"",
+        links.uri_r,
+        links.timegate(),
+        links.timemap(format),
+        format.content_type()
+    );
+    let ms = &agg.timemap.mementos;
+    if let (Some(first), Some(last)) = (ms.first(), ms.last()) {
+        value.push_str(&format!(
+            "; from=\"{}\"; until=\"{}\"",
+            format_rfc1123(first.datetime),
+            format_rfc1123(last.datetime)
+        ));
+    }
+    HeaderValue::from_str(&value).ok()
 }
 
 /// A 64-bit FNV-1a: a stable ETag across restarts, unlike std's seeded hasher.

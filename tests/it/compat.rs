@@ -73,3 +73,40 @@ async fn a_trailing_star_is_refused_and_an_encoded_one_is_sent_encoded() {
     );
     proxy.stop().await;
 }
+
+/// A TimeMap answer carries RFC 7089's `Link` header as archives' do: the original (so a client
+/// asking a TimeMap URL for its original gets the URI-R, not the TimeMap), our TimeGate, and
+/// this TimeMap as `self` with the span of its mementos, in each format's own type.
+#[tokio::test]
+async fn a_timemap_answer_links_its_original_timegate_and_self() {
+    use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
+        "20010101000000",
+        "20150615120000",
+    ])))
+    .await
+    .expect("archive");
+    let proxy = start_proxy(config_for(&[("a", &a)])).await;
+    for (format, content_type) in [
+        ("link", "application/link-format"),
+        ("json", "application/json"),
+        ("cdxj", "application/cdxj+ors"),
+    ] {
+        let url = format!("{}/timemap/{format}/http://example.com/a b", proxy.base);
+        let r = client().get(&url).send().await.expect("GET");
+        assert_eq!(r.status(), 200, "{format}");
+        let link = r.headers()["link"].to_str().expect("ascii").to_owned();
+        let base = &proxy.base;
+        for part in [
+            "<http://example.com/a%20b>; rel=\"original\"".to_string(),
+            format!("<{base}/timegate/http://example.com/a%20b>; rel=\"timegate\""),
+            format!(
+                "<{base}/timemap/{format}/http://example.com/a%20b>; rel=\"self\"; type=\"{content_type}\"; \
+                 from=\"Mon, 01 Jan 2001 00:00:00 GMT\"; until=\"Mon, 15 Jun 2015 12:00:00 GMT\""
+            ),
+        ] {
+            assert!(link.contains(&part), "{format}: {part} in {link}");
+        }
+    }
+    proxy.stop().await;
+}
