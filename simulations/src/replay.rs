@@ -263,6 +263,7 @@ pub fn outcome(day: &LiveDay, now: DateTime<Utc>) -> Fetch {
         answer: ArchiveAnswer::failed(status, Some(http_status), None),
         fetched_at: now,
         mementos: Vec::new(),
+        last_error: None,
     };
     let mut archives: Vec<Contribution> = Vec::new();
     for x in &day.mementos {

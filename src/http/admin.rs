@@ -129,6 +129,12 @@ fn describe(entry: &Entry, fresh: bool) -> serde_json::Value {
                 "mementos": c.mementos.len(),
                 "absent": c.mementos.iter().filter(|m| m.absent.is_some()).count(),
                 "fetched_at": format_rfc3339(c.fetched_at),
+                "last_error": c.last_error.as_ref().map(|e| json!({
+                    "at": format_rfc3339(e.at),
+                    "status": e.status,
+                    "http_status": e.http_status,
+                    "detail": e.detail,
+                })),
             })
         })
         .collect();

@@ -10,7 +10,7 @@ use tmproxy::config::Config;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://example.com/";
-const TOKEN: &str = "test-admin-token";
+pub(crate) const TOKEN: &str = "test-admin-token";
 
 fn tm(captures: &[&str]) -> Behaviour {
     Behaviour::TimeMap(TimeMapSpec::of(captures))
@@ -21,11 +21,11 @@ async fn archive(b: Behaviour) -> SimulatedArchive {
 }
 
 /// 2012-05-01T00:00:00Z, the first day of the paper's observations.
-fn day0() -> chrono::DateTime<chrono::Utc> {
+pub(crate) fn day0() -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::from_timestamp(1_335_830_400, 0).expect("valid")
 }
 
-async fn sim_proxy(mut config: Config) -> Proxy {
+pub(crate) async fn sim_proxy(mut config: Config) -> Proxy {
     config.admin.token = TOKEN.to_string();
     start_proxy_with(
         config,
@@ -35,7 +35,7 @@ async fn sim_proxy(mut config: Config) -> Proxy {
 }
 
 /// Moves the proxy's simulated clock to `days` after day 0, through the admin API.
-async fn set_day(proxy: &Proxy, days: i64) {
+pub(crate) async fn set_day(proxy: &Proxy, days: i64) {
     let now = (day0() + chrono::Duration::days(days))
         .format("%Y-%m-%dT%H:%M:%SZ")
         .to_string();

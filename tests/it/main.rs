@@ -12,6 +12,7 @@ mod disk_faults;
 mod endpoints;
 mod faults;
 mod fuzz_corpus;
+mod honest_answers;
 mod injection;
 mod load;
 mod ops;

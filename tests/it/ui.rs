@@ -374,6 +374,7 @@ fn hostile_entry(uri_r: &str) -> Entry {
                         "2004",
                     ),
                 ],
+                last_error: None,
             },
             Contribution {
                 archive: "<i>worse</i>".to_string(),
@@ -384,6 +385,7 @@ fn hostile_entry(uri_r: &str) -> Entry {
                 ),
                 fetched_at: at("20240101"),
                 mementos: Vec::new(),
+                last_error: None,
             },
         ],
         fetched_at: chrono::Utc::now(),

@@ -90,11 +90,8 @@ impl Policy {
                         self.refresh_contribution(c, r, now)
                     } else {
                         // We could not learn what it holds: what it held still stands, and
-                        // the answer says it failed this time.
-                        Contribution {
-                            answer: r.answer.clone(),
-                            ..c.clone()
-                        }
+                        // its last_error says it failed this time.
+                        c.after_failure(&r.answer, fresh.at)
                     }
                 }
                 None => r.clone(),
@@ -173,6 +170,7 @@ impl Policy {
             answer: fresh.answer.clone(),
             fetched_at: fresh.fetched_at,
             mementos,
+            last_error: None,
         }
     }
 }

@@ -111,12 +111,19 @@ impl Entry {
     }
 
     /// Records what each archive of `fresh` said on this check without touching the content:
-    /// status, HTTP status and report follow the latest answer, mementos and their fetch time
-    /// stay. Archives the entry does not hold are left out (they contribute nothing served).
+    /// a usable answer becomes the archive's answer (status, HTTP status, report); a failure is
+    /// its `last_error` while its earlier answer, whose mementos are still served, stays
+    /// ([`Contribution::after_failure`]). Archives the entry does not hold are left out (they
+    /// contribute nothing served).
     pub fn note_answers(&mut self, fresh: &Fetch) {
         for c in &mut self.contributions {
             if let Some(r) = fresh.archives.iter().find(|r| r.archive == c.archive) {
-                c.answer = r.answer.clone();
+                if r.answer.status.answered() {
+                    c.answer = r.answer.clone();
+                    c.last_error = None;
+                } else {
+                    *c = c.after_failure(&r.answer, fresh.at);
+                }
             }
         }
     }
@@ -164,6 +171,7 @@ mod tests {
                             }),
                         },
                     ],
+                    last_error: None,
                 },
                 Contribution {
                     archive: "pt".to_string(),
@@ -174,6 +182,7 @@ mod tests {
                         datetime: at("20000101000000"),
                         absent: None,
                     }],
+                    last_error: None,
                 },
             ],
             fetched_at: at("20240101000000"),

@@ -34,6 +34,7 @@ fn answered(archive: &str, answer: ArchiveAnswer, mementos: Vec<ListedMemento>) 
         answer,
         fetched_at: day(0),
         mementos,
+        last_error: None,
     }
 }
 
@@ -336,9 +337,12 @@ fn keeping_restarts_the_ttl() {
 }
 
 #[test]
-fn a_kept_entry_names_the_failure_of_the_refetch_not_the_old_outcome() {
+fn a_kept_entry_names_the_failure_of_the_refetch_beside_the_answer_it_serves() {
     // Found in [hardening]: a case 6 refetch kept the TimeMap and went on reporting the
-    // failed archive as `ok`, so the answer hid that it had just timed out.
+    // failed archive as `ok` with nothing else, so the answer hid that it had just timed out.
+    // Found in [compat]: reporting it as `timeout` instead made every hit for 15 days call the
+    // archive missing (X-Memento-Partial) although all its mementos were served. Now its answer
+    // stays `ok` with its own fetched_at, and the failure is its `last_error`.
     let p = policy(PolicyKind::Conditional);
     let e = first(&p, vec![ok("ia", 0..5), ok("pt", 10..13)]);
     let d = decide_on(
@@ -349,15 +353,39 @@ fn a_kept_entry_names_the_failure_of_the_refetch_not_the_old_outcome() {
     );
     assert_eq!((d.case(), d.action()), (Some(ChangeCase::C6), Action::Kept));
     let kept = stored(&d);
-    assert_eq!(kept.contributions[1].answer.status, ArchiveStatus::Timeout);
-    assert_eq!(kept.contributions[1].mementos, e.contributions[1].mementos);
-    assert_eq!(
-        kept.contributions[1].fetched_at,
-        e.contributions[1].fetched_at
-    );
+    let pt = &kept.contributions[1];
+    assert_eq!(pt.answer.status, ArchiveStatus::Ok);
+    assert_eq!(pt.mementos, e.contributions[1].mementos);
+    assert_eq!(pt.fetched_at, e.contributions[1].fetched_at);
+    let last = pt.last_error.as_ref().expect("the failure is told");
+    assert_eq!((last.status, last.at), (ArchiveStatus::Timeout, day(20)));
     assert_eq!(kept.contributions[0].answer.status, ArchiveStatus::Ok);
+    assert_eq!(kept.contributions[0].last_error, None);
     assert_eq!(served_m(kept), 8, "the content is unchanged");
     assert_eq!(kept.fetched_at, day(0));
+
+    // Its next answer clears the failure.
+    let d = decide_on(&p, kept, 40, vec![ok("ia", 0..5), ok("pt", 10..13)]);
+    assert_eq!(stored(&d).contributions[1].last_error, None);
+}
+
+#[test]
+fn an_archive_that_failed_before_and_fails_again_stays_failed_without_last_error() {
+    let p = policy(PolicyKind::Conditional);
+    let e = first(&p, vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Error)]);
+    let d = decide_on(
+        &p,
+        &e,
+        20,
+        vec![ok("ia", 0..5), failed("pt", ArchiveStatus::Timeout)],
+    );
+    let pt = &stored(&d).contributions[1];
+    assert_eq!(
+        pt.answer.status,
+        ArchiveStatus::Timeout,
+        "nothing of it is served"
+    );
+    assert_eq!(pt.last_error, None);
 }
 
 // ---- outages, none, first store ------------------------------------------------------
@@ -626,10 +654,13 @@ fn merge_keeps_a_failed_archives_mementos_and_reports_its_failure() {
     );
     assert_eq!((d.case(), d.action()), (Some(ChangeCase::C6), Action::Kept));
     let m = stored(&d);
-    // Its mementos and their fetch time stand; its status says it failed this time.
+    // Its mementos, their answer and fetch time stand; its last_error says it failed this time.
     assert_eq!(m.contributions[1].mementos, e.contributions[1].mementos);
     assert_eq!(m.contributions[1].fetched_at, e.contributions[1].fetched_at);
-    assert_eq!(m.contributions[1].answer.status, ArchiveStatus::Timeout);
+    assert_eq!(m.contributions[1].answer.status, ArchiveStatus::Ok);
+    let last = m.contributions[1].last_error.as_ref().expect("last_error");
+    assert_eq!((last.status, last.at), (ArchiveStatus::Timeout, day(20)));
+    assert_eq!(m.contributions[0].last_error, None);
     assert_eq!(m.contributions[0].fetched_at, day(20));
     assert_eq!(m.fetched_at, day(0), "served TimeMap unchanged");
     assert_eq!(m.checked_at, day(20));

@@ -1,7 +1,8 @@
 //! What is served for a URI-R: the merged TimeMap and each archive's outcome, honest about
 //! failures. Built once, from a fetch or a stored entry's contributions, where it is served.
 
-use super::answer::{ArchiveAnswer, ArchiveStatus, Contribution};
+use super::answer::{ArchiveAnswer, ArchiveStatus, Contribution, LastError};
+use super::datetime::format_rfc3339;
 use super::merge::merge;
 use super::model::{MementoDatetime, TimeMap};
 use serde::ser::SerializeStruct;
@@ -15,14 +16,19 @@ pub struct ArchiveOutcome {
     pub answer: ArchiveAnswer,
     /// Mementos of the served TimeMap that are this archive's.
     pub mementos: usize,
+    /// When the answer above (and the mementos it gave) came.
+    pub fetched_at: MementoDatetime,
+    /// A later ask that failed while this answer is still served.
+    pub last_error: Option<LastError>,
 }
 
 /// As clients read it in `archives[]`: `{id, status, http_status, mementos, elapsed_ms,
-/// detail?, pages, skipped}`.
+/// detail?, pages, skipped, fetched_at, last_error?}` (`last_error`: `{at, status,
+/// http_status?, detail?}`).
 impl Serialize for ArchiveOutcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let a = &self.answer;
-        let mut s = serializer.serialize_struct("ArchiveOutcome", 8)?;
+        let mut s = serializer.serialize_struct("ArchiveOutcome", 10)?;
         s.serialize_field("id", &self.id)?;
         s.serialize_field("status", &a.status)?;
         s.serialize_field("http_status", &a.http_status)?;
@@ -34,8 +40,32 @@ impl Serialize for ArchiveOutcome {
         }
         s.serialize_field("pages", &a.pages)?;
         s.serialize_field("skipped", &a.skipped)?;
+        s.serialize_field("fetched_at", &format_rfc3339(self.fetched_at))?;
+        match &self.last_error {
+            Some(e) => s.serialize_field(
+                "last_error",
+                &LastErrorOut {
+                    at: format_rfc3339(e.at),
+                    status: e.status,
+                    http_status: e.http_status,
+                    detail: e.detail.as_deref(),
+                },
+            )?,
+            None => s.skip_field("last_error")?,
+        }
         s.end()
     }
+}
+
+/// `last_error` as clients read it: the time in the same RFC 3339 form as `fetched_at`.
+#[derive(Serialize)]
+struct LastErrorOut<'a> {
+    at: String,
+    status: ArchiveStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
 }
 
 /// The answer to one TimeMap request.
@@ -83,6 +113,8 @@ impl Aggregate {
                 id: c.archive.clone(),
                 answer: c.answer.clone(),
                 mementos: per_archive.get(c.archive.as_str()).copied().unwrap_or(0),
+                fetched_at: c.fetched_at,
+                last_error: c.last_error.clone(),
             })
             .collect();
         Aggregate {

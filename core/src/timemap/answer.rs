@@ -121,6 +121,21 @@ pub struct Contribution {
     /// When `mementos` were last answered by this archive.
     pub fetched_at: DateTime<Utc>,
     pub mementos: Vec<ListedMemento>,
+    /// The archive's latest answer when that was a failure and this older answer is served
+    /// anyway (a kept entry): the answer above stays what the served mementos came from, so the
+    /// archive is not reported missing, and the failure is still told. None once it answers.
+    pub last_error: Option<LastError>,
+}
+
+/// A failed ask of an archive whose earlier contribution is still served: when, and what came.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastError {
+    pub at: DateTime<Utc>,
+    pub status: ArchiveStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Contribution {
@@ -141,6 +156,30 @@ impl Contribution {
             answer,
             fetched_at,
             mementos: mementos.into_iter().map(ListedMemento::from).collect(),
+            last_error: None,
+        }
+    }
+
+    /// This contribution after its archive was asked again at `at` and failed (`failure`,
+    /// whose status is not [`ArchiveStatus::answered`]). An earlier usable answer stays the
+    /// served one, with the failure as its `last_error`: its mementos are all there, so
+    /// calling the archive missing would be false. An earlier failure is simply replaced.
+    pub fn after_failure(&self, failure: &ArchiveAnswer, at: DateTime<Utc>) -> Contribution {
+        if !self.answer.status.answered() {
+            return Contribution {
+                answer: failure.clone(),
+                last_error: None,
+                ..self.clone()
+            };
+        }
+        Contribution {
+            last_error: Some(LastError {
+                at,
+                status: failure.status,
+                http_status: failure.http_status,
+                detail: failure.detail.clone(),
+            }),
+            ..self.clone()
         }
     }
 }
@@ -151,7 +190,7 @@ impl Contribution {
 impl Serialize for Contribution {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let a = &self.answer;
-        let mut s = serializer.serialize_struct("Contribution", 6)?;
+        let mut s = serializer.serialize_struct("Contribution", 7)?;
         s.serialize_field("archive", &self.archive)?;
         s.serialize_field("status", &a.status)?;
         s.serialize_field("http_status", &a.http_status)?;
@@ -166,6 +205,10 @@ impl Serialize for Contribution {
                 elapsed_ms: a.elapsed_ms,
             },
         )?;
+        match &self.last_error {
+            Some(e) => s.serialize_field("last_error", e)?,
+            None => s.skip_field("last_error")?,
+        }
         s.end()
     }
 }
@@ -179,6 +222,8 @@ struct StoredContribution {
     mementos: Vec<ListedMemento>,
     #[serde(default)]
     report: StoredReport,
+    #[serde(default)]
+    last_error: Option<LastError>,
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -207,6 +252,7 @@ impl From<StoredContribution> for Contribution {
             },
             fetched_at: s.fetched_at,
             mementos: s.mementos,
+            last_error: s.last_error,
         }
     }
 }
@@ -250,6 +296,7 @@ impl Fetch {
                     answer: c.answer.clone(),
                     fetched_at: c.fetched_at,
                     mementos: Vec::new(),
+                    last_error: c.last_error.clone(),
                 })
                 .collect(),
         }
@@ -297,6 +344,7 @@ mod tests {
             answer,
             fetched_at: at,
             mementos: vec![lm("http://pt/1", "20010101000000").into()],
+            last_error: None,
         };
         let json = serde_json::to_value(&c).expect("serialise");
         assert_eq!(json["status"], "timeout");

@@ -4,12 +4,16 @@ use super::answer::Contribution;
 use super::model::{Memento, MementoDatetime, TimeMap};
 use std::sync::Arc;
 
-/// The union of the contributions, sorted oldest first, ties in archive order, with exact
-/// duplicates and repeated loose keys (archive, datetime) removed: the first seen wins.
+/// The union of the contributions, sorted oldest first, ties in archive order, with repeated
+/// loose keys (archive, datetime) and exact duplicates across archives (same URI-M, same
+/// datetime) removed: the first seen wins.
 ///
 /// MemGator and pywb list duplicates (an archive often lists a memento as both `first memento`
 /// and `memento`); a client counting mementos would be misled, so we keep one per loose key
 /// (a fetch's contributions are already deduplicated so; a stored one may not be sorted).
+/// Two archives can also list the very same URI-M (a mirror, or an aggregator configured as an
+/// archive): it is one memento, listed once under the first archive. Distinct URI-Ms at one
+/// datetime all stay.
 /// Sorting is O(n log n) whatever the input order, so newest-first TimeMaps cost the same.
 /// The contributions are kept (they are the cache entry), so each URI-M served is copied once.
 pub fn merge(contributions: &[Contribution]) -> TimeMap {
@@ -23,7 +27,29 @@ pub fn merge(contributions: &[Contribution]) -> TimeMap {
         }
     }
     order.sort_unstable();
-    order.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
+    let uri_m = |&(_, rank, pos): &(MementoDatetime, u32, u32)| {
+        contributions[rank as usize].mementos[pos as usize]
+            .uri_m
+            .as_str()
+    };
+    // Only entries of one datetime can share a loose key or be exact duplicates, and a datetime
+    // rarely has more than a few (one per archive), so comparing within its run is cheap. An
+    // exact duplicate goes first, so an archive whose first entry at a datetime repeats another
+    // archive's URI-M still contributes its own distinct one there.
+    let mut run_start = 0;
+    let mut kept: Vec<(MementoDatetime, u32, u32)> = Vec::with_capacity(order.len());
+    for key in order {
+        if kept.get(run_start).is_some_and(|k| k.0 != key.0) {
+            run_start = kept.len();
+        }
+        let repeated = kept[run_start..]
+            .iter()
+            .any(|k| k.1 == key.1 || uri_m(k) == uri_m(&key));
+        if !repeated {
+            kept.push(key);
+        }
+    }
+    let order = kept;
 
     // One shared id per archive: a large TimeMap repeats it on every memento.
     let ids: Vec<Arc<str>> = contributions
@@ -116,6 +142,7 @@ mod tests {
             answer: ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None),
             fetched_at: parse_14digit("20240101000000").expect("ts"),
             mementos: mementos.into_iter().map(Into::into).collect(),
+            last_error: None,
         }
     }
 
@@ -165,6 +192,38 @@ mod tests {
         );
         assert_eq!(merged.first().map(|m| &*m.archive), Some("ia"));
         assert_eq!(merged.last().map(|m| &*m.archive), Some("arquivo"));
+    }
+
+    #[test]
+    fn the_same_uri_m_from_two_archives_is_listed_once() {
+        let shared = "http://mirror.example/20100101000000/http://e.com/";
+        let ia = vec![
+            lm(shared, "20100101000000"),
+            lm("http://ia/2011", "20110101000000"),
+        ];
+        let pt = vec![
+            lm(shared, "20100101000000"),
+            // Same datetime, another URI-M: a distinct memento, kept.
+            lm("http://pt/2010", "20100101000000"),
+            // Same URI-M at another datetime: not an exact duplicate, kept.
+            lm(shared, "20120101000000"),
+        ];
+        let merged = merge(&[contribution("ia", ia), contribution("pt", pt)]);
+        let got: Vec<(&str, &str)> = merged
+            .mementos
+            .iter()
+            .map(|m| (&*m.archive, m.uri_m.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("ia", shared),
+                ("pt", "http://pt/2010"),
+                ("ia", "http://ia/2011"),
+                ("pt", shared),
+            ],
+            "the shared URI-M once, pt's own 2010 memento and its 2012 one kept"
+        );
     }
 
     #[test]

@@ -209,7 +209,23 @@ pub fn timemap(agg: &Aggregate, cache: CacheStatus, problem: Option<String>) -> 
                     .map_or_else(|| "none".to_string(), |s| s.to_string()),
                 mementos: o.mementos,
                 elapsed: format!("{} ms", o.answer.elapsed_ms),
-                detail: o.answer.detail.clone().unwrap_or_default(),
+                // A kept answer whose archive failed since: say both, so the page is as honest
+                // as archives[] (askama escapes it, like every archive text).
+                detail: match &o.last_error {
+                    Some(e) => format!(
+                        "{}{}served from {}; asked again {} and got {}{}",
+                        o.answer.detail.as_deref().unwrap_or_default(),
+                        if o.answer.detail.is_some() { "; " } else { "" },
+                        o.fetched_at.format("%Y-%m-%d %H:%M UTC"),
+                        e.at.format("%Y-%m-%d %H:%M UTC"),
+                        e.status.as_str(),
+                        e.detail
+                            .as_deref()
+                            .map(|d| format!(": {d}"))
+                            .unwrap_or_default(),
+                    ),
+                    None => o.answer.detail.clone().unwrap_or_default(),
+                },
             })
             .collect(),
         years,

@@ -29,6 +29,8 @@ fn agg(entries: &[(&str, &str)]) -> Aggregate {
                 ..ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None)
             },
             mementos: entries.len(),
+            fetched_at: parse_14digit("20261122").expect("ts"),
+            last_error: None,
         }],
         fetched_at: parse_14digit("20261122").expect("ts"),
     }
