@@ -33,6 +33,8 @@ pub enum AppError {
     AdminDisabled,
     /// Admin lookup of a URI-R that has no cache entry.
     NotCached(String),
+    /// `Cache-Control: only-if-cached` and nothing fitting is cached (RFC 9111 §5.2.1.7: 504).
+    NotInCache,
     /// A sampling job spec (or request body) that cannot run: the field and why.
     BadSpec(String),
     /// No sampling job with this id.
@@ -96,7 +98,8 @@ impl AppError {
             AppError::AdminDisabled => StatusCode::FORBIDDEN,
             AppError::Upstream {
                 timed_out: true, ..
-            } => StatusCode::GATEWAY_TIMEOUT,
+            }
+            | AppError::NotInCache => StatusCode::GATEWAY_TIMEOUT,
             AppError::Upstream {
                 timed_out: false, ..
             } => StatusCode::BAD_GATEWAY,
@@ -147,6 +150,7 @@ impl AppError {
             AppError::Unauthorized => "admin API: send Authorization: Bearer <token>".to_string(),
             AppError::AdminDisabled => "admin API disabled: set [admin] token in the config or TMPROXY_ADMIN_TOKEN".to_string(),
             AppError::NotCached(u) => format!("no cache entry for {u}"),
+            AppError::NotInCache => "not in the cache, and Cache-Control: only-if-cached forbids asking the archives (an expired entry is served only within max-stale; no-cache with it can never be served)".to_string(),
             AppError::BadSpec(why) => format!("bad sampling job: {}", clip(why)),
             AppError::NoSuchJob(id) => format!("no sampling job {}", clip(id)),
             AppError::JobNotDone(id, state) => {

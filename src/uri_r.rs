@@ -186,29 +186,47 @@ fn has_other_scheme(s: &str) -> bool {
 /// a client whose URI-R really has such a parameter percent-encodes the URI-R, or uses
 /// `Prefer: wait=N` instead. Returns the raw text without it, and the value when present.
 pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
+    split_param(raw, "timeout=", |v| {
+        crate::config::parse_duration(v).is_ok()
+    })
+}
+
+/// Splits our `archives=ia,arquivo` parameter (the archives a client wants asked) off the
+/// URI-R's query, when `names_archives` accepts its value: like `timeout`, a value that names
+/// no archive of ours is the URI-R's own parameter and stays in it.
+pub fn split_archives_param(
+    raw: &str,
+    names_archives: impl Fn(&str) -> bool,
+) -> (String, Option<String>) {
+    split_param(raw, "archives=", names_archives)
+}
+
+/// The URI-R without the `{key}value` pairs of its query that `ours` accepts, and the last such
+/// value.
+fn split_param(raw: &str, key: &str, ours: impl Fn(&str) -> bool) -> (String, Option<String>) {
     let Some(q) = raw.find('?') else {
         return (raw.to_string(), None);
     };
     let (base, query) = (&raw[..q], &raw[q + 1..]);
-    let mut timeout = None;
+    let mut taken = None;
     let kept: Vec<&str> = query
         .split('&')
-        .filter(|pair| match pair.strip_prefix("timeout=") {
-            Some(v) if crate::config::parse_duration(v).is_ok() => {
-                timeout = Some(v.to_string());
+        .filter(|pair| match pair.strip_prefix(key) {
+            Some(v) if ours(v) => {
+                taken = Some(v.to_string());
                 false
             }
             _ => true,
         })
         .collect();
-    if timeout.is_none() {
+    if taken.is_none() {
         return (raw.to_string(), None);
     }
     let rest = kept.join("&");
     if rest.is_empty() {
-        (base.to_string(), timeout)
+        (base.to_string(), taken)
     } else {
-        (format!("{base}?{rest}"), timeout)
+        (format!("{base}?{rest}"), taken)
     }
 }
 
@@ -372,6 +390,26 @@ mod tests {
         assert_eq!(
             split_timeout_param("http://example.com/"),
             ("http://example.com/".to_string(), None)
+        );
+    }
+
+    #[test]
+    fn archives_param_is_ours_only_when_it_names_our_archives() {
+        let ours = |v: &str| v.split(',').all(|id| ["ia", "pt"].contains(&id));
+        assert_eq!(
+            split_archives_param("http://e.com/?a=1&archives=ia,pt", ours),
+            ("http://e.com/?a=1".to_string(), Some("ia,pt".to_string()))
+        );
+        assert_eq!(
+            split_archives_param("http://e.com/?archives=x", ours),
+            ("http://e.com/?archives=x".to_string(), None)
+        );
+        assert_eq!(
+            split_archives_param("http://e.com/?archives=ia&archives=x", ours),
+            (
+                "http://e.com/?archives=x".to_string(),
+                Some("ia".to_string())
+            ),
         );
     }
 }

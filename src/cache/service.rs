@@ -20,6 +20,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+mod chosen;
 mod first_store;
 mod refresh;
 #[cfg(test)]

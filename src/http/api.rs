@@ -36,7 +36,7 @@ pub async fn api_json(
 ) -> Result<JsonBody<ApiAnswer>, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/api/json/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let served = serve_lookup(&state, &lookup, &headers, None).await;
+    let served = serve_lookup(&state, &lookup, None).await?;
     let agg = &served.view.aggregate;
     check_found(agg)?;
     Ok(JsonBody(describe(&state.public_url, agg, target)))

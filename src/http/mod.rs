@@ -6,6 +6,7 @@ pub(crate) mod api;
 pub(crate) mod archives;
 #[cfg(test)]
 mod captured_log;
+mod choices;
 pub(crate) mod gate;
 pub(crate) mod json;
 pub(crate) mod log;
@@ -28,7 +29,7 @@ use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
 use crate::upstream::Upstream;
-use crate::uri_r::{split_timeout_param, UriR, MAX_URI_LEN};
+use crate::uri_r::{split_archives_param, split_timeout_param, UriR, MAX_URI_LEN};
 use axum::extract::Request as HttpRequest;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use axum::response::{IntoResponse, Response};
@@ -83,6 +84,7 @@ pub const EXPOSED_HEADERS: &[&str] = &[
     "etag",
     "x-cache",
     "x-memento-partial",
+    "preference-applied",
 ];
 
 fn cors() -> CorsLayer {
@@ -113,7 +115,8 @@ pub fn router(state: SharedState) -> Router {
         .route("/timemap/{*rest}", get(timemap::timemap))
         .route("/timegate/{*rest}", get(timegate::timegate))
         .route("/memento/{*rest}", get(timegate::memento))
-        .route("/api/json/{*rest}", get(api::api_json));
+        .route("/api/json/{*rest}", get(api::api_json))
+        .route_layer(axum::middleware::from_fn(choices::mark_preferences));
     // Only the routes that can fan out are limited: /healthz must answer a load balancer however
     // busy a client is, and the admin API has its token.
     let memento = match &state.rate_limiter {
@@ -215,18 +218,41 @@ pub fn raw_after<'a>(uri: &'a Uri, prefix: &str) -> &'a str {
     target.strip_prefix(prefix).unwrap_or("")
 }
 
-/// A URI-R and the time the client lets us spend on it (None: the configured deadline).
+/// A URI-R and what the client chose about its answer.
 pub struct Lookup {
     pub uri_r: UriR,
+    /// The time the client lets us spend on it (None: the configured deadline).
     pub deadline: Option<Duration>,
+    /// The archives it wants asked, when not every enabled one (`archives=`, `Prefer:
+    /// archives=`): such an answer is never stored.
+    pub archives: Option<Vec<String>>,
+    pub directives: choices::CacheDirectives,
 }
 
-/// Reads the URI-R and the client's wait limit (`?timeout=5s` or `Prefer: wait=5`).
+/// Reads the URI-R and the client's choices: its wait limit (`?timeout=5s` or `Prefer:
+/// wait=5`), its archives (`?archives=ia,pt` or `Prefer: archives="ia pt"`) and its
+/// `Cache-Control`.
 pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<Lookup, AppError> {
     if raw.len() > MAX_URI_LEN {
         return Err(crate::uri_r::UriRError::TooLong(raw.len()).into());
     }
-    let (raw, timeout) = split_timeout_param(raw);
+    let enabled: Vec<&str> = state.upstream.archives().iter().map(|a| &*a.id).collect();
+    let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
+    // Ours only when every id in it is an archive we know; else it is the URI-R's parameter.
+    let (raw, param) = split_archives_param(raw, |v| {
+        choices::ids_in_param(v)
+            .iter()
+            .all(|id| configured.contains(id))
+    });
+    let param_ids = param.as_deref().map(choices::ids_in_param);
+    let prefer_ids = choices::ids_in_prefer(headers);
+    let archives = choices::chosen_archives(
+        &enabled,
+        &configured,
+        param_ids.as_deref(),
+        prefer_ids.as_deref(),
+    )?;
+    let (raw, timeout) = split_timeout_param(&raw);
     let mut deadline: Option<Duration> = None;
     if let Some(t) = timeout {
         let asked = crate::config::parse_duration(&t).map_err(|_| {
@@ -250,7 +276,12 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     let uri_r = UriR::parse(&raw)?;
     // Into the request's log line (`log::RequestLog`): the URI-R as parsed, Debug-escaped.
     tracing::Span::current().record("uri_r", tracing::field::debug(uri_r.as_str()));
-    Ok(Lookup { uri_r, deadline })
+    Ok(Lookup {
+        uri_r,
+        deadline,
+        archives,
+        directives: choices::cache_directives(headers),
+    })
 }
 
 /// RFC 7240 `Prefer: wait=N` (seconds): the unambiguous way to ask for a shorter deadline.
@@ -286,34 +317,35 @@ pub fn accept_datetime(
     }
 }
 
-/// Looks the URI-R up through the cache, honouring the client's deadline and `no-cache`;
-/// `render` is the TimeMap format the answer will be rendered in, if it is one.
+/// Looks the URI-R up through the cache, honouring the client's deadline, archives and
+/// `Cache-Control`; `render` is the TimeMap format the answer will be rendered in, if it is one.
+/// The one error is `only-if-cached` with nothing (fitting) cached: a 504.
 pub async fn serve_lookup(
     state: &AppState,
     lookup: &Lookup,
-    headers: &HeaderMap,
     render: Option<TimeMapFormat>,
-) -> Served<View> {
+) -> Result<Served<View>, AppError> {
+    let d = lookup.directives;
+    let uri_r = lookup.uri_r.as_str();
+    let only = lookup.archives.as_deref();
+    if d.only_if_cached {
+        // no-cache asks for a check with the archives, which only-if-cached forbids.
+        let cached = match d.no_cache {
+            true => None,
+            false => state.cache.cached_only(uri_r, only, d.max_stale).await,
+        };
+        return cached.ok_or(AppError::NotInCache);
+    }
     let req = Request {
         deadline: lookup.deadline,
-        no_cache: wants_no_cache(headers),
+        no_cache: d.no_cache,
         force: false,
         render,
     };
-    state.cache.lookup(lookup.uri_r.as_str(), req).await
-}
-
-/// `Cache-Control: no-cache` (or the HTTP/1.0 `Pragma: no-cache`) from the client.
-fn wants_no_cache(headers: &HeaderMap) -> bool {
-    let has = |name: header::HeaderName| {
-        headers.get_all(name).iter().any(|v| {
-            v.to_str().is_ok_and(|t| {
-                t.split(',')
-                    .any(|d| d.trim().eq_ignore_ascii_case("no-cache"))
-            })
-        })
-    };
-    has(header::CACHE_CONTROL) || has(header::PRAGMA)
+    Ok(match only {
+        Some(only) => state.cache.lookup_only(uri_r, req, only).await,
+        None => state.cache.lookup(uri_r, req).await,
+    })
 }
 
 /// The error for an aggregate without mementos, or Ok when there are some.

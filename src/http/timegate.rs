@@ -21,7 +21,7 @@ pub async fn timegate(
 ) -> Result<Response, AppError> {
     let target = accept_datetime(&headers, state.clock.now())?;
     let lookup = read_lookup(&state, raw_after(&uri, "/timegate/"), &headers)?;
-    let served = serve_lookup(&state, &lookup, &headers, None).await;
+    let served = serve_lookup(&state, &lookup, None).await?;
     let agg = &served.view.aggregate;
     check_found(agg)?;
     Ok(redirect(&state.public_url, agg, target, true))
@@ -34,7 +34,7 @@ pub async fn memento(
 ) -> Result<Response, AppError> {
     let (target, raw) = split_path_datetime(raw_after(&uri, "/memento/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let served = serve_lookup(&state, &lookup, &headers, None).await;
+    let served = serve_lookup(&state, &lookup, None).await?;
     let agg = &served.view.aggregate;
     check_found(agg)?;
     Ok(redirect(&state.public_url, agg, target, false))

@@ -32,7 +32,7 @@ pub async fn timemap(
 ) -> Result<Response, AppError> {
     let (format, raw) = split_format(raw_after(&uri, "/timemap/"))?;
     let lookup = read_lookup(&state, raw, &headers)?;
-    let served = serve_lookup(&state, &lookup, &headers, Some(format)).await;
+    let served = serve_lookup(&state, &lookup, Some(format)).await?;
     // Content headers are built once per cached view; only the cache's own are per request.
     let mut h = served.view.content_headers();
     cache_headers(&mut h, &served, state.clock.now());

@@ -106,6 +106,23 @@ impl Upstream {
     /// [`Upstream::fetch`] for a request that arrived at `arrived`: the deadline counts from
     /// then, so time the request already spent (reading a huge entry from disk) is not added.
     pub async fn fetch_from(&self, uri_r: &str, deadline: Duration, arrived: Instant) -> Fetch {
+        self.fetch_only(uri_r, deadline, arrived, None).await
+    }
+
+    /// [`Upstream::fetch_from`] asking only the archives whose ids are in `only` (a client's
+    /// `archives=`), or every archive when None. The others are not in the fetch at all.
+    pub async fn fetch_only(
+        &self,
+        uri_r: &str,
+        deadline: Duration,
+        arrived: Instant,
+        only: Option<&[String]>,
+    ) -> Fetch {
+        let asked: Vec<bool> = self
+            .archives
+            .iter()
+            .map(|a| only.is_none_or(|ids| ids.iter().any(|id| **id == *a.id)))
+            .collect();
         let deadline = deadline.min(self.deadline);
         let started = Instant::now();
         let stop_at = arrived + deadline;
@@ -115,6 +132,9 @@ impl Upstream {
             (0..self.archives.len()).map(|_| None).collect();
         let mut pending = FuturesUnordered::new();
         for (i, archive) in self.archives.iter().enumerate() {
+            if !asked[i] {
+                continue;
+            }
             let health = self.health_of(i);
             if health.is_dormant(now) {
                 let until = health
@@ -175,7 +195,7 @@ impl Upstream {
         // not their own slowness: it must not push them towards dormancy for everyone.
         let cut_by_client = deadline < self.deadline;
         for (i, slot) in results.iter_mut().enumerate() {
-            if slot.is_none() {
+            if slot.is_none() && asked[i] {
                 let fetch = ArchiveFetch::failed(
                     FailureKind::Timeout,
                     None,
@@ -192,7 +212,8 @@ impl Upstream {
         let archives = self
             .archives
             .iter()
-            .zip(results.into_iter().flatten())
+            .zip(results)
+            .filter_map(|(a, result)| result.map(|r| (a, r)))
             .map(|(a, (mut f, elapsed))| {
                 f.answer.elapsed_ms = elapsed.as_millis() as u64;
                 // The mementos move; the budget's hold on their bytes ends with `f`.

@@ -131,7 +131,10 @@ async fn timemap_page(State(state): State<SharedState>, uri: Uri, headers: Heade
         Ok(lookup) => lookup,
         Err(e) => return error_page(e),
     };
-    let served = serve_lookup(&state, &lookup, &headers, None).await;
+    let served = match serve_lookup(&state, &lookup, None).await {
+        Ok(served) => served,
+        Err(e) => return error_page(e),
+    };
     let agg = &served.view.aggregate;
     let (status, problem) = match check_found(agg) {
         Ok(()) => (StatusCode::OK, None),
