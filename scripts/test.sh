@@ -57,7 +57,7 @@ else
     rm -rf "$VENV"
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --no-input --quiet --disable-pip-version-check -r "$REQS"
-    "$VENV/bin/python" -c 'import pywb, warcio' # fail here, not in every test
+    "$VENV/bin/python" -c 'import pywb, warcio, memento_client' # fail here, not in every test
     echo "$want" >"$STAMP"
 fi
 export TMPROXY_PYWB_VENV="$VENV"

@@ -1,5 +1,6 @@
 //! What Memento clients written for other aggregators rely on ([compat]): no prefix query is
-//! ever sent to an archive in a URI-R's name.
+//! ever sent to an archive in a URI-R's name (against a fake archive and pywb), and a TimeMap
+//! answer links its original, as py-memento-client reads it.
 
 use crate::support::{archive_config, client, config_for, serve_fake, start_proxy};
 use axum::extract::Request;
@@ -108,5 +109,138 @@ async fn a_timemap_answer_links_its_original_timegate_and_self() {
             assert!(link.contains(&part), "{format}: {part} in {link}");
         }
     }
+    proxy.stop().await;
+}
+
+/// py-memento-client 0.6.1, a client written for Time Travel, run unchanged against us:
+/// `get_original_uri` on our TimeMap URL finds the URI-R (not the TimeMap URL itself), on a
+/// pywb archive's TimeMap URL the same, and `get_memento_info` through our TimeGate gets the
+/// closest memento and the first and last, as pywb's own TimeGate gives them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_memento_client_reads_our_timemap_and_timegate_as_pywbs() {
+    use crate::pywb::{venv_python, Capture, PywbArchive};
+    // The client first asks the original itself (to see whether it is a memento), and 0.6.1
+    // crashes when it cannot connect: the live web here is a loopback server.
+    let live = axum::Router::new().fallback(|| async { "the live page" });
+    let (live, _live_task) = serve_fake(live).await;
+    let uri_r = format!("http://{live}/page");
+    let uri_r = uri_r.as_str();
+    let caps: Vec<Capture> = ["20150101000000", "20180606060606", "20210101000000"]
+        .iter()
+        .map(|ts| Capture::new(uri_r, ts, "<html>page</html>"))
+        .collect::<Vec<_>>();
+    let pywb = tokio::task::spawn_blocking(move || PywbArchive::start("coll", &caps))
+        .await
+        .expect("pywb starts");
+    let mut config = config_for(&[]);
+    config.archives.push(archive_config(
+        "pywb",
+        &pywb.timemap_prefix(),
+        &pywb.timegate_prefix(),
+    ));
+    let proxy = start_proxy(config).await;
+    let script = r#"
+import json, sys
+from memento_client import MementoClient
+ours, theirs, timegate, uri_r = sys.argv[1:5]
+ours_mc = MementoClient(timegate_uri=timegate, check_native_timegate=False)
+info = ours_mc.get_memento_info(uri_r, __import__("datetime").datetime(2018, 6, 1))
+print(json.dumps({
+    "ours": MementoClient().get_original_uri(ours),
+    "theirs": MementoClient().get_original_uri(theirs),
+    "closest": info["mementos"]["closest"]["uri"][0],
+    "first": info["mementos"]["first"]["uri"][0],
+    "last": info["mementos"]["last"]["uri"][0],
+}))
+"#;
+    let ours = format!("{}/timemap/link/{uri_r}", proxy.base);
+    let theirs = format!("{}{uri_r}", pywb.timemap_prefix());
+    let timegate = format!("{}/timegate/", proxy.base);
+    let args = [
+        script.to_string(),
+        ours,
+        theirs,
+        timegate,
+        uri_r.to_string(),
+    ];
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(venv_python())
+            .arg("-c")
+            .args(args)
+            .output()
+            .expect("python runs")
+    })
+    .await
+    .expect("joined");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_str(stdout.trim()).expect("json");
+    assert_eq!(got["ours"], uri_r, "{got}");
+    assert_eq!(got["theirs"], uri_r, "pywb's TimeMap says the same: {got}");
+    let uri_m = |ts: &str| format!("{}/coll/{ts}mp_/{uri_r}", pywb.base_url());
+    assert_eq!(got["closest"], uri_m("20180606060606"), "{got}");
+    assert_eq!(got["first"], uri_m("20150101000000"), "{got}");
+    assert_eq!(got["last"], uri_m("20210101000000"), "{got}");
+    proxy.stop().await;
+}
+
+/// Against pywb, why a trailing `*` is refused: asked directly, pywb answers it with a prefix
+/// search mixing other URLs (here `style.css`); through us it is a 400 and pywb is not asked,
+/// and `%2A` reaches pywb as a literal star (nothing archived under it: 404, no style.css).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pywb_would_run_a_prefix_query_that_we_never_send() {
+    use crate::pywb::{Capture, PywbArchive};
+    let caps = vec![
+        Capture::new("http://example.com/", "20150101000000", "<html>home</html>"),
+        Capture::new("http://example.com/style.css", "20150101000001", "body{}"),
+    ];
+    let pywb = tokio::task::spawn_blocking(move || PywbArchive::start("coll", &caps))
+        .await
+        .expect("pywb starts");
+    let direct = client()
+        .get(format!("{}http://example.com/*", pywb.timemap_prefix()))
+        .send()
+        .await
+        .expect("GET pywb");
+    let direct = direct.text().await.expect("body");
+    assert!(
+        direct.contains("style.css"),
+        "pywb runs the prefix query: {direct}"
+    );
+
+    let mut config = config_for(&[]);
+    config.archives.push(archive_config(
+        "pywb",
+        &pywb.timemap_prefix(),
+        &pywb.timegate_prefix(),
+    ));
+    let proxy = start_proxy(config).await;
+    for path in [
+        "/timemap/link/http://example.com/*",
+        "/timegate/http://example.com/*",
+    ] {
+        let r = client()
+            .get(format!("{}{path}", proxy.base))
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(r.status(), 400, "{path}");
+    }
+    let r = client()
+        .get(format!(
+            "{}/timemap/link/http://example.com/%2A",
+            proxy.base
+        ))
+        .send()
+        .await
+        .expect("GET");
+    let status = r.status();
+    let body = r.text().await.expect("body");
+    assert_eq!(status, 404, "{body}");
+    assert!(!body.contains("style.css"), "{body}");
     proxy.stop().await;
 }

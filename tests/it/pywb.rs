@@ -193,6 +193,12 @@ impl Drop for PywbArchive {
 }
 
 /// `$TMPROXY_PYWB_VENV`, else the repo's `.venv` (where `scripts/test.sh` puts it).
+/// The test venv's Python (pywb, warcio, py-memento-client), for tests that run a Python
+/// Memento client against the proxy.
+pub fn venv_python() -> PathBuf {
+    venv_dir().join("bin").join("python")
+}
+
 fn venv_dir() -> PathBuf {
     match std::env::var_os("TMPROXY_PYWB_VENV") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
