@@ -14,6 +14,7 @@ mod faults;
 mod fuzz_corpus;
 mod injection;
 mod load;
+mod memgator_routes;
 mod ops;
 mod process_bounds;
 mod pywb;
