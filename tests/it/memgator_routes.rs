@@ -479,8 +479,25 @@ async fn memgator_routes_against_pywb() {
         &archive.timemap_prefix(),
         &archive.timegate_prefix(),
     )];
+    let mut memgator = config.clone();
+    memgator.server.compat = Compat::MemGator;
     let proxy = start_proxy(config).await;
     let base = &proxy.base;
+
+    // /api/json: Time Travel's lists by default, MemGator's strings when asked.
+    let (status, _, body) = get(&format!("{base}/api/json/2017/{page}")).await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        v["mementos"]["closest"]["uri"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    let mg = start_proxy(memgator).await;
+    let (status, _, body) = get(&format!("{}/api/json/2017/{page}", mg.base)).await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert!(v["mementos"]["closest"]["uri"].is_string(), "{v}");
 
     let (status, _, body) = get(&format!("{base}/memento/json/2017/{page}")).await;
     assert_eq!(status, 200, "{body}");
