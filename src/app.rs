@@ -190,6 +190,8 @@ pub async fn build_with_lookup(
         connections,
         metrics,
         archive_list: config.archives.clone(),
+        compat: config.server.compat,
+        memento_proxy_max_bytes: config.server.memento_proxy_max_bytes,
     });
     let public = router(state.clone());
     Ok((state, public))

@@ -2,11 +2,14 @@
 //! reason, upstream trouble is 502/504 naming each archive, our own faults are a logged 500.
 
 use crate::sampling::engine::SpecError;
-use crate::timemap::aggregate::Aggregate;
+use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::RFC1123_EXAMPLE;
+use crate::upstream::memento::MementoFailure;
 use crate::uri_r::{clip, UriRError};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Serialize;
 
 /// Everything a request can end in other than its normal answer.
 #[derive(Debug)]
@@ -56,6 +59,10 @@ pub enum AppError {
         rate: f64,
         burst: u32,
     },
+    /// `/memento/proxy`: the closest memento could not be fetched or served (its host is no
+    /// enabled archive's, a redirect off the archive's hosts, over the byte cap, an archive
+    /// 5xx, its timeout).
+    MementoProxy(MementoFailure),
     /// A bug or an exhausted resource on our side; details go to the log, not the client.
     Internal(String),
 }
@@ -103,6 +110,8 @@ impl AppError {
             AppError::Upstream {
                 timed_out: false, ..
             } => StatusCode::BAD_GATEWAY,
+            AppError::MementoProxy(f) if f.timed_out => StatusCode::GATEWAY_TIMEOUT,
+            AppError::MementoProxy(_) => StatusCode::BAD_GATEWAY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -119,6 +128,7 @@ impl AppError {
                 "malformed datetime {:?} in path, expected YYYY[MM[DD[hh[mm[ss]]]]] like \"20070531203500\"",
                 clip(v)
             ),
+            AppError::MementoProxy(f) => format!("memento not proxied: {}", f.reason),
             AppError::UnknownFormat(v) => {
                 format!("unknown TimeMap format {:?}: use link, json or cdxj", clip(v))
             }
@@ -145,7 +155,7 @@ impl AppError {
                     format!("no archive gave a usable answer for {}", aggregate.uri_r)
                 }
             }
-            AppError::NoSuchRoute => "no such endpoint: try /timemap/link/{URI-R}, /timegate/{URI-R}, /memento/{DATETIME}/{URI-R} or /api/json/{DATETIME}/{URI-R}".to_string(),
+            AppError::NoSuchRoute => "no such endpoint: try /timemap/link/{URI-R}, /timegate/{URI-R}, /memento/{DATETIME}/{URI-R}, /memento/{link|json|cdxj|proxy}/{DATETIME}/{URI-R} or /api/json/{DATETIME}/{URI-R}".to_string(),
             AppError::Internal(_) => "internal error".to_string(),
             AppError::Unauthorized => "admin API: send Authorization: Bearer <token>".to_string(),
             AppError::AdminDisabled => "admin API disabled: set [admin] token in the config or TMPROXY_ADMIN_TOKEN".to_string(),
@@ -201,7 +211,8 @@ impl IntoResponse for AppError {
             AppError::Internal(detail) => Some(InternalDetail(detail.clone())),
             _ => None,
         };
-        let mut body = format!("{} {}\n", status.as_u16(), self.reason());
+        let reason = self.reason();
+        let mut body = format!("{} {reason}\n", status.as_u16());
         let aggregate = match &self {
             AppError::NotArchived(agg) | AppError::Upstream { aggregate: agg, .. } => Some(agg),
             _ => None,
@@ -254,8 +265,79 @@ impl IntoResponse for AppError {
         if let Some(detail) = detail {
             response.extensions_mut().insert(detail);
         }
+        // The same error as a JSON route writes it, for [`in_route_format`] to swap in.
+        let archives = aggregate.map_or(&[][..], |agg| &agg.outcomes[..]);
+        let json = JsonError {
+            error: &reason,
+            archives,
+        };
+        // (Not `http::json`, which maps its own failure here: a newline ends it all the same.)
+        if let Ok(mut body) = serde_json::to_vec(&json) {
+            body.push(b'\n');
+            response
+                .extensions_mut()
+                .insert(JsonForm(Bytes::from(body)));
+        }
         response
     }
+}
+
+/// How a route writes its errors: the JSON routes (`/timemap/json/…`, `/memento/json/…`,
+/// `/api/json/…`) in JSON, so a client that parses every answer as JSON can read why; every
+/// other route (link format, CDXJ, redirects, the proxy) as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorFormat {
+    Text,
+    Json,
+}
+
+/// The path prefixes whose answers are JSON (MemGator's and Time Travel's JSON routes).
+const JSON_ROUTES: &[&str] = &["/timemap/json/", "/memento/json/", "/api/json/"];
+
+impl ErrorFormat {
+    /// The error format of the route at `path` (as routed: not decoded). `/api/json` without
+    /// its slash is the same route's mistake.
+    pub fn of_path(path: &str) -> ErrorFormat {
+        let json = JSON_ROUTES
+            .iter()
+            .any(|r| path.starts_with(r) || path == r.trim_end_matches('/'));
+        if json {
+            ErrorFormat::Json
+        } else {
+            ErrorFormat::Text
+        }
+    }
+}
+
+/// `{"error": "<reason>", "archives": [<each archive's outcome, where the error has them>]}`.
+#[derive(Serialize)]
+struct JsonError<'a> {
+    error: &'a str,
+    archives: &'a [ArchiveOutcome],
+}
+
+/// An error's JSON body, carried by every error response until [`in_route_format`] uses it or
+/// drops it: rendered where the error is known, whichever layer or route answered.
+#[derive(Clone)]
+struct JsonForm(Bytes);
+
+/// `response` as the route at `format` writes errors: an error of ours on a JSON route gets its
+/// JSON body (status and every other header kept); anything else passes unchanged. The JSON form
+/// never leaves the server either way.
+pub fn in_route_format(mut response: Response, format: ErrorFormat) -> Response {
+    let Some(JsonForm(body)) = response.extensions_mut().remove::<JsonForm>() else {
+        return response;
+    };
+    if format == ErrorFormat::Text {
+        return response;
+    }
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// What an [`AppError::Internal`] was, on its way from `into_response` to the log. Only

@@ -16,8 +16,8 @@ mod values;
 pub use archives::ArchiveConfig;
 pub use env::ENV_OVERRIDES;
 pub use sections::{
-    AdminConfig, CacheConfig, LogConfig, LogFormat, ObserveConfig, SamplingConfig, ServerConfig,
-    UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES,
+    AdminConfig, CacheConfig, Compat, LogConfig, LogFormat, ObserveConfig, SamplingConfig,
+    ServerConfig, UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES,
 };
 pub use values::{format_duration, format_size, parse_duration, parse_size};
 

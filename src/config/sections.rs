@@ -36,6 +36,23 @@ pub struct ServerConfig {
     pub rate_limit: f64,
     /// How many requests a client may make at once before `rate_limit` applies (the bucket).
     pub rate_burst: u32,
+    /// Whose shape `/api/json` answers in where Time Travel and MemGator disagree.
+    pub compat: Compat,
+    /// The most body bytes `/memento/proxy` passes on from an archive (502 beyond).
+    #[serde(with = "size_field")]
+    pub memento_proxy_max_bytes: u64,
+}
+
+/// `[server] compat`: the aggregator whose clients `/api/json/{DATETIME}/{URI-R}` answers as
+/// they expect. Time Travel lists every URI-M at a datetime (`"uri": [...]`); MemGator answers
+/// its `/memento/json` there (`"uri": "..."`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Compat {
+    #[default]
+    #[serde(rename = "timetravel")]
+    TimeTravel,
+    #[serde(rename = "memgator")]
+    MemGator,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +66,8 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             rate_limit: 0.0,
             rate_burst: 20,
+            compat: Compat::TimeTravel,
+            memento_proxy_max_bytes: 4 * 1024 * 1024,
         }
     }
 }

@@ -746,3 +746,22 @@ fn an_unspecified_listen_address_needs_a_public_url() {
         assert_eq!(c.check_links_reachable(), Ok(()));
     }
 }
+
+#[test]
+fn compat_and_the_memento_proxy_cap_parse_and_validate() {
+    let d = Config::default();
+    assert_eq!(d.server.compat, super::Compat::TimeTravel);
+    assert_eq!(d.server.memento_proxy_max_bytes, 4 * 1024 * 1024);
+    let c = parse("[server]\ncompat = \"memgator\"\nmemento_proxy_max_bytes = \"1MiB\"\n")
+        .expect("parses");
+    assert_eq!(c.server.compat, super::Compat::MemGator);
+    assert_eq!(c.server.memento_proxy_max_bytes, 1024 * 1024);
+    c.validate().expect("valid");
+    let e = parse("[server]\ncompat = \"wayback\"\n").expect_err("refused");
+    assert_eq!(e.key, "server.compat");
+    let e = parse("[server]\nmemento_proxy_max_bytes = 0\n")
+        .expect("parses")
+        .validate()
+        .expect_err("refused");
+    assert_eq!(e.key, "server.memento_proxy_max_bytes");
+}

@@ -106,6 +106,12 @@ impl Config {
                 "must be a number of requests per second >= 0 (0 = off)".into(),
             );
         }
+        if s.memento_proxy_max_bytes == 0 {
+            return fail(
+                "server.memento_proxy_max_bytes",
+                "must be at least 1 byte (a memento's body is never passed on cut short)".into(),
+            );
+        }
         if s.rate_limit > 0.0 && s.rate_burst == 0 {
             return fail(
                 "server.rate_burst",

@@ -7,10 +7,13 @@ pub(crate) mod archives;
 #[cfg(test)]
 mod captured_log;
 mod choices;
+mod errors;
 pub(crate) mod gate;
 pub(crate) mod json;
 pub(crate) mod log;
+mod memento;
 pub(crate) mod metrics;
+mod proxy;
 pub(crate) mod rate;
 pub(crate) mod route;
 pub(crate) mod sampling;
@@ -66,6 +69,10 @@ pub struct AppState {
     pub metrics: Arc<metrics::Metrics>,
     /// Every configured archive, enabled or not, in configured order (`/archives`, `/about`).
     pub archive_list: Vec<crate::config::ArchiveConfig>,
+    /// `[server] compat`: whose shape `/api/json` answers in.
+    pub compat: crate::config::Compat,
+    /// `[server] memento_proxy_max_bytes`: the most body bytes `/memento/proxy` passes on.
+    pub memento_proxy_max_bytes: u64,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -114,8 +121,8 @@ pub fn router(state: SharedState) -> Router {
     let memento = Router::new()
         .route("/timemap/{*rest}", get(timemap::timemap))
         .route("/timegate/{*rest}", get(timegate::timegate))
-        .route("/memento/{*rest}", get(timegate::memento))
-        .route("/api/json/{*rest}", get(api::api_json))
+        .route("/memento/{*rest}", get(memento::memento))
+        .route("/api/{*rest}", get(memento::api))
         .route_layer(axum::middleware::from_fn(choices::mark_preferences));
     // Only the routes that can fan out are limited: /healthz must answer a load balancer however
     // busy a client is, and the admin API has its token.
@@ -175,6 +182,8 @@ fn finish(routes: Router<SharedState>, state: SharedState) -> Router {
         // After every route is in: axum applies this to the routes present when it is called.
         .method_not_allowed_fallback(method_not_allowed)
         .layer(GateLayer(HeaderLimit(limit)))
+        // Outside everything that can answer an error: a JSON route's errors are JSON.
+        .layer(errors::ErrorFormatLayer)
         .with_state(state)
 }
 

@@ -45,6 +45,16 @@ mod tests {
         assert_eq!(route_of("/").name(), "root");
         assert_eq!(route_of("/timemap/link/http://e.com/").name(), "timemap");
         assert_eq!(route_of("/api/json/2015/http://e.com/").name(), "api");
+        // MemGator's routes count under the route they extend: no new series per format.
+        assert_eq!(
+            route_of("/memento/proxy/2015/http://e.com/").name(),
+            "memento"
+        );
+        assert_eq!(
+            route_of("/memento/json/2015/http://e.com/").name(),
+            "memento"
+        );
+        assert_eq!(route_of("/api/link/2015/http://e.com/").name(), "api");
         assert_eq!(route_of("/admin/jobs/1").name(), "admin");
         assert_eq!(route_of("/ui/admin").name(), "ui");
         for made_up in [

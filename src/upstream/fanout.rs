@@ -227,6 +227,27 @@ impl Upstream {
         }
     }
 
+    /// The byte budget, to charge a body read outside a fan-out (`/memento/proxy`) against.
+    pub(crate) fn shared_budget(&self) -> &Arc<Budget> {
+        &self.budget
+    }
+
+    /// The enabled archive we may fetch `uri_m` from, and how (its client and hop rules): the
+    /// one that listed it (`listed_by`) when its rules allow that URL, else the first other
+    /// whose rules do. None when the URL is on no enabled archive's hosts (`/memento/proxy`
+    /// then refuses it: a URI-M is an archive's word, not a host we trust).
+    pub(crate) fn route_for(
+        &self,
+        uri_m: &url::Url,
+        listed_by: &str,
+    ) -> Option<(&Archive, &Route)> {
+        let allows = |i: &usize| self.routes[*i].hops.check(uri_m).is_ok();
+        let own = (0..self.archives.len()).find(|i| &*self.archives[*i].id == listed_by);
+        own.filter(allows)
+            .or_else(|| (0..self.archives.len()).find(allows))
+            .map(|i| (&self.archives[i], &self.routes[i]))
+    }
+
     /// How many times each archive has been asked, by id, in configured order.
     pub fn fetch_counts(&self) -> Vec<(String, u64)> {
         self.archives

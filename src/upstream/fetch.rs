@@ -274,26 +274,58 @@ async fn fetch_page(
     max_body: u64,
     budget: &Arc<Budget>,
 ) -> Result<Page, ArchiveFetch> {
+    let resp = get_within(route, uri_t, "application/link-format").await?;
+    let http_status = resp.status().as_u16();
+    if !resp.status().is_success() {
+        if http_status == 404 || http_status == 410 {
+            return Ok(Page {
+                http_status,
+                body: Vec::new(),
+                held: budget.hold(),
+            });
+        }
+        return Err(ArchiveFetch::failed(
+            FailureKind::HttpStatus(http_status),
+            Some(http_status),
+            format!("HTTP {http_status}"),
+        ));
+    }
+    let (body, held) = read_capped(resp, max_body, "what max_body leaves", budget).await?;
+    Ok(Page {
+        http_status,
+        body,
+        held,
+    })
+}
+
+/// A GET of `target` with `accept`, following redirects hop by hop, each hop (and `target`
+/// itself) only where the route's hop rules allow: the answer that is not a redirect, unread.
+/// A failure says why (refused hop, redirect loop, the request's own error).
+pub(crate) async fn get_within(
+    route: &Route,
+    target: &str,
+    accept: &'static str,
+) -> Result<reqwest::Response, ArchiveFetch> {
     let refused = |http_status: Option<u16>, why: String| {
         ArchiveFetch::failed(FailureKind::RefusedRedirect, http_status, why)
     };
-    let mut url = Url::parse(uri_t)
-        .map_err(|_| refused(None, format!("{} refused: not a URL", clip(uri_t))))?;
+    let mut url = Url::parse(target)
+        .map_err(|_| refused(None, format!("{} refused: not a URL", clip(target))))?;
     // The first URL too: a prefix without a trailing slash could let a URI-R change the host.
     let (client, hops) = (&route.client, &route.hops);
     hops.check(&url).map_err(|why| refused(None, why))?;
     let mut redirects = 0;
-    let mut resp = loop {
+    loop {
         let resp = client
             .get(url.clone())
-            .header(reqwest::header::ACCEPT, "application/link-format")
+            .header(reqwest::header::ACCEPT, accept)
             .send()
             .await
             .map_err(|e| request_failure(&e, None))?;
         let code = resp.status().as_u16();
         let location = resp.headers().get(reqwest::header::LOCATION);
         if !resp.status().is_redirection() || code == 304 || location.is_none() {
-            break resp;
+            return Ok(resp);
         }
         redirects += 1;
         if redirects > MAX_REDIRECTS {
@@ -316,35 +348,30 @@ async fn fetch_page(
         hops.check(&next)
             .map_err(|why| refused(Some(code), format!("redirect to {why}")))?;
         url = next;
-    };
-    let http_status = resp.status().as_u16();
-    if !resp.status().is_success() {
-        if http_status == 404 || http_status == 410 {
-            return Ok(Page {
-                http_status,
-                body: Vec::new(),
-                held: budget.hold(),
-            });
-        }
-        return Err(ArchiveFetch::failed(
-            FailureKind::HttpStatus(http_status),
-            Some(http_status),
-            format!("HTTP {http_status}"),
-        ));
     }
+}
+
+/// The body of `resp`, whole, or a failure once it is over `max_body` bytes (announced or
+/// sent; `limit` names the cap in the reason): never a truncated body. The buffer doubles as bytes arrive, never past the announced
+/// length or the cap, and each growth is charged to `budget` first: an archive that announces a
+/// big body and trickles it holds only about twice what it has sent, here and against the budget.
+pub(crate) async fn read_capped(
+    mut resp: reqwest::Response,
+    max_body: u64,
+    limit: &str,
+    budget: &Arc<Budget>,
+) -> Result<(Vec<u8>, Held), ArchiveFetch> {
+    let http_status = resp.status().as_u16();
     let announced = resp.content_length();
     if let Some(len) = announced {
         if len > max_body {
             return Err(ArchiveFetch::failed(
                 FailureKind::TooLarge,
                 Some(http_status),
-                format!("body of {len} bytes is over what max_body leaves ({max_body})"),
+                format!("body of {len} bytes is over {limit} ({max_body})"),
             ));
         }
     }
-    // The buffer doubles as bytes arrive, never past the announced length or the cap, and each
-    // growth is charged first: an archive that announces a big body and trickles it holds only
-    // about twice what it has sent, here and against the budget.
     let ceiling = announced.unwrap_or(max_body).min(max_body) as usize;
     let mut body: Vec<u8> = Vec::new();
     let mut held = budget.hold();
@@ -356,7 +383,7 @@ async fn fetch_page(
                     return Err(ArchiveFetch::failed(
                         FailureKind::TooLarge,
                         Some(http_status),
-                        format!("body over what max_body leaves ({max_body} bytes)"),
+                        format!("body over {limit} ({max_body} bytes)"),
                     ));
                 }
                 if need > body.capacity() {
@@ -376,15 +403,10 @@ async fn fetch_page(
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok(None) => break,
+            Ok(None) => return Ok((body, held)),
             Err(e) => return Err(request_failure(&e, Some(http_status))),
         }
     }
-    Ok(Page {
-        http_status,
-        body,
-        held,
-    })
 }
 
 /// A request that failed before an answer was read whole: its kind and root cause (a name

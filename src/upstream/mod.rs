@@ -6,6 +6,7 @@ pub(crate) mod fanout;
 pub(crate) mod fetch;
 pub(crate) mod guard;
 pub(crate) mod ledger;
+pub mod memento;
 pub(crate) mod registry;
 pub mod resolve;
 

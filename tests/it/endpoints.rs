@@ -238,10 +238,11 @@ async fn client_mistakes_are_4xx_with_a_reason_and_ask_no_archive() {
             400,
             "must be an http",
         ),
+        // A JSON route: the reason is the JSON `error` (memgator_routes checks the shape).
         (
             format!("/api/json/yesterday/{URI_R}"),
             400,
-            "malformed datetime \"yesterday\"",
+            r#"malformed datetime \"yesterday\""#,
         ),
         ("/nowhere".to_string(), 404, "no such endpoint"),
     ];

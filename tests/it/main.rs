@@ -16,6 +16,7 @@ mod fuzz_corpus;
 mod honest_answers;
 mod injection;
 mod load;
+mod memgator_routes;
 mod ops;
 mod process_bounds;
 mod pywb;

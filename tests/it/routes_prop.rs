@@ -28,9 +28,16 @@ const PREFIXES: &[&str] = &[
     "/memento/",
     "/memento/2003/",
     "/memento/20031301/",
+    "/memento/json/2003/",
+    "/memento/link/2003/",
+    "/memento/cdxj/",
+    "/memento/proxy/2003/",
     "/api/json/",
     "/api/json/20030101/",
     "/api/json/x/",
+    "/api/link/2003/",
+    "/api/proxy/",
+    "/api/",
     "/admin/cache/",
     "/admin/stats",
     "/admin/clock",
@@ -328,10 +335,19 @@ fn request_body() -> impl Strategy<Value = Vec<u8>> {
 /// 4xx is `text/plain` whose first line is the status and a reason; only a 404 for an aggregate
 /// without mementos goes on, with one documented line per archive. The web pages (`page`) say
 /// the same in HTML, a page whose heading is the status (or whose problem says why there is no
-/// memento); what refuses a request before the page is reached (431) stays plain text.
+/// memento); what refuses a request before the page is reached (431) stays plain text. The
+/// JSON routes (`json_route`) say it in JSON: `{"error": "<reason>", "archives": [...]}`.
+/// How a route writes its 4xx: a web page, JSON, or text.
+#[derive(PartialEq)]
+enum Says {
+    Page,
+    Json,
+    Text,
+}
+
 fn check_answer(
     what: &str,
-    page: bool,
+    says: Says,
     method: &reqwest::Method,
     client_deadline: bool,
     status: u16,
@@ -343,7 +359,11 @@ fn check_answer(
         "{what}: {status} {body}"
     );
     let html = content_type == Some("text/html; charset=utf-8");
-    if page && html && (400..500).contains(&status) && method != reqwest::Method::HEAD {
+    let page = says == Says::Page;
+    if says == Says::Json && status >= 400 && method != reqwest::Method::HEAD {
+        prop_assert_eq!(content_type, Some("application/json"), "{}: {}", what, body);
+        check_json_error(what, body)?;
+    } else if page && html && (400..500).contains(&status) && method != reqwest::Method::HEAD {
         let heading = format!("<h1>{status} ");
         prop_assert!(
             body.contains(&heading) || (status == 404 && body.contains("id=\"problem\"")),
@@ -366,6 +386,26 @@ fn check_answer(
     Ok(())
 }
 
+/// Whether the route at `path` (as sent) answers errors in JSON (README, "Errors in the
+/// route's format").
+fn json_route(target: &str) -> bool {
+    let path = target.split(['?', '#']).next().unwrap_or("");
+    ["/timemap/json", "/memento/json", "/api/json"]
+        .iter()
+        .any(|r| path == *r || path.starts_with(&format!("{r}/")))
+}
+
+/// A JSON route's error body: one JSON object with a non-empty `error` and an `archives` list.
+fn check_json_error(what: &str, body: &str) -> Result<(), TestCaseError> {
+    let v: serde_json::Value = serde_json::from_str(body)
+        .map_err(|e| TestCaseError::fail(format!("{what}: error is not JSON ({e}): {body:?}")))?;
+    prop_assert!(
+        v["error"].as_str().is_some_and(|e| !e.is_empty()) && v["archives"].is_array(),
+        "{what}: not an error object: {body:?}"
+    );
+    Ok(())
+}
+
 #[test]
 fn random_requests_are_never_5xx_never_hang_and_4xx_say_why() {
     let rig = Rig::new();
@@ -384,6 +424,7 @@ fn random_requests_are_never_5xx_never_hang_and_4xx_say_why() {
         let Ok(parsed) = reqwest::Url::parse(&url) else {
             return Ok(());
         };
+        let path = parsed.path().to_owned();
         let mut req = rig.client.request(method.clone(), parsed);
         for (name, value) in &headers {
             let Ok(v) = reqwest::header::HeaderValue::from_bytes(value) else {
@@ -423,7 +464,13 @@ fn random_requests_are_never_5xx_never_hang_and_4xx_say_why() {
             url.contains("timeout=") || headers.iter().any(|(n, _)| *n == "prefer");
         check_answer(
             &what,
-            prefix.starts_with("/ui") && method == reqwest::Method::GET,
+            if prefix.starts_with("/ui") && method == reqwest::Method::GET {
+                Says::Page
+            } else if json_route(&path) {
+                Says::Json
+            } else {
+                Says::Text
+            },
             &method,
             client_deadline,
             status,
@@ -534,6 +581,8 @@ fn raw_bytes_are_never_5xx_and_never_hang() {
         let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
         let head_lower = head.to_ascii_lowercase();
         let ours = head_lower.contains("content-type: text/plain; charset=utf-8");
+        // A JSON route's error is a JSON object (README, "Errors in the route's format").
+        let json = head_lower.contains("content-type: application/json");
         // A web page (`/ui…`) says the same in HTML: a page headed by its status.
         let page = head_lower.contains("content-type: text/html; charset=utf-8");
         if (400..500).contains(&status) && !request.starts_with(b"HEAD ") {
@@ -544,6 +593,11 @@ fn raw_bytes_are_never_5xx_and_never_hang() {
                             || (status == 404 && body.contains("id=\"problem\""))),
                     "{what}: {status} page without its status: {body:?}"
                 );
+            } else if json && !body.is_empty() {
+                let line = String::from_utf8_lossy(&request);
+                let path = line.split(' ').nth(1).unwrap_or("");
+                prop_assert!(json_route(path), "{what}: JSON error off a JSON route");
+                check_json_error(&what, body)?;
             } else if body.is_empty() {
                 // hyper refuses what it cannot parse before any route sees it, with no body.
                 prop_assert!(

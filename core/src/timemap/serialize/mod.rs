@@ -5,10 +5,12 @@
 mod cdxj;
 mod json;
 mod link;
+mod nav;
 
 pub use cdxj::{to_cdxj, Cdxj};
 pub use json::{to_json, Json};
 pub use link::{to_link_format, Link};
+pub use nav::render_closest;
 
 use super::aggregate::Aggregate;
 use crate::uri_text::escape_uri;

@@ -232,3 +232,122 @@ fn every_document_links_every_format_in_order() {
         "{cdxj}"
     );
 }
+
+/// The neighbourhood of 2005 in a TimeMap of four: first, prev, closest, next, last.
+fn around_2005() -> (Aggregate, crate::timemap::merge::Closest) {
+    let a = agg(&[
+        ("ia", "20000101000000"),
+        ("ia", "20030101000000"),
+        ("pt", "20050101000000"),
+        ("ia", "20070101000000"),
+        ("ia", "20090101000000"),
+        ("ia", "20110101000000"),
+    ]);
+    let c = crate::timemap::merge::closest(&a.timemap, parse_14digit("2005").expect("ts"))
+        .expect("closest");
+    (a, c)
+}
+
+#[test]
+fn closest_in_json_is_memgators_shape_with_one_uri_each() {
+    let (a, c) = around_2005();
+    let body = render_closest(TimeMapFormat::JSON, &a, &links(), &c);
+    assert_eq!(body.last(), Some(&b'\n'));
+    let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(v["original_uri"], "http://example.com/");
+    let m = &v["mementos"];
+    for (rel, ts) in [
+        ("first", "2000"),
+        ("prev", "2003"),
+        ("closest", "2005"),
+        ("next", "2007"),
+        ("last", "2011"),
+    ] {
+        let uri = m[rel]["uri"].as_str().expect(rel);
+        assert!(uri.contains(&format!("/{ts}0101000000/")), "{rel}: {uri}");
+        assert_eq!(m[rel]["datetime"], format!("{ts}-01-01T00:00:00Z"), "{rel}");
+    }
+    assert_eq!(m["closest"]["archive"], "pt");
+    // Only the neighbourhood: the 2009 memento is in none of the relations, and there is no list.
+    assert!(m.get("list").is_none());
+    assert!(!String::from_utf8_lossy(&body).contains("2009"));
+    assert_eq!(
+        v["timegate_uri"],
+        "http://proxy.test/timegate/http://example.com/"
+    );
+    assert_eq!(
+        v["timemap_uri"]["cdxj_format"],
+        "http://proxy.test/timemap/cdxj/http://example.com/"
+    );
+    assert!(v["archives"].is_array());
+}
+
+#[test]
+fn closest_in_link_format_parses_and_has_no_closest_relation() {
+    let (a, c) = around_2005();
+    let text =
+        String::from_utf8(render_closest(TimeMapFormat::LINK, &a, &links(), &c)).expect("utf-8");
+    let back = crate::timemap::parse::parse_link_format(&text, "http://proxy.test/");
+    assert_eq!(back.skipped, 0);
+    assert_eq!(back.original.as_deref(), Some("http://example.com/"));
+    assert_eq!(back.mementos.len(), 5);
+    assert!(text.contains("rel=\"first memento\""), "{text}");
+    assert!(text.contains("rel=\"prev memento\""), "{text}");
+    assert!(text.contains("rel=\"next memento\""), "{text}");
+    assert!(text.contains("rel=\"last memento\""), "{text}");
+    assert!(!text.contains("closest"), "{text}");
+    assert!(text.contains("<http://proxy.test/timegate/http://example.com/>; rel=\"timegate\""));
+    for f in TimeMapFormat::all() {
+        assert!(
+            text.contains(&format!("type=\"{}\"", f.content_type())),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn closest_in_cdxj_keeps_closest_and_one_line_per_neighbour() {
+    let (a, c) = around_2005();
+    let text =
+        String::from_utf8(render_closest(TimeMapFormat::CDXJ, &a, &links(), &c)).expect("utf-8");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('!')).collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(lines[2].starts_with("20050101000000 {"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(lines[2].split_once(' ').expect("key").1).expect("json");
+    assert_eq!(v["rel"], "closest memento");
+    assert!(!text.contains("!id"), "{text}");
+    // The closest being also the first: both words on one line.
+    let one = agg(&[("ia", "20000101000000")]);
+    let c = crate::timemap::merge::closest(&one.timemap, parse_14digit("2020").expect("ts"))
+        .expect("closest");
+    let text =
+        String::from_utf8(render_closest(TimeMapFormat::CDXJ, &one, &links(), &c)).expect("utf-8");
+    assert!(
+        text.contains("\"rel\": \"first last closest memento\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn closest_escapes_hostile_uri_ms_in_every_format() {
+    let mut a = agg(&[("ia", "20000101000000")]);
+    a.timemap.mementos[0].uri_m = "http://x.example/a>; rel=\"original\"\n<http://evil/".into();
+    let c = crate::timemap::merge::closest(&a.timemap, parse_14digit("2000").expect("ts"))
+        .expect("closest");
+    let link =
+        String::from_utf8(render_closest(TimeMapFormat::LINK, &a, &links(), &c)).expect("utf-8");
+    let back = crate::timemap::parse::parse_link_format(&link, "http://proxy.test/");
+    assert_eq!(back.mementos.len(), 1, "{link}");
+    assert_eq!(back.original.as_deref(), Some("http://example.com/"));
+    let cdxj =
+        String::from_utf8(render_closest(TimeMapFormat::CDXJ, &a, &links(), &c)).expect("utf-8");
+    assert_eq!(
+        cdxj.lines().filter(|l| !l.starts_with('!')).count(),
+        1,
+        "{cdxj}"
+    );
+    let json = render_closest(TimeMapFormat::JSON, &a, &links(), &c);
+    let v: serde_json::Value = serde_json::from_slice(&json).expect("json");
+    assert_eq!(v["mementos"]["first"]["uri"], a.timemap.mementos[0].uri_m);
+}

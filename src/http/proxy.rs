@@ -1,0 +1,204 @@
+//! `/memento/proxy/{DATETIME}/{URI-R}`: the closest memento's own bytes, readable by any page
+//! (CORS), as MemGator serves them. The URI-M is an archive's word, so it is fetched only from
+//! an enabled archive's hosts (`upstream::memento`), and what comes back is archive content on
+//! our origin: it is served so that it can never run as our page, script or stylesheet.
+
+use super::timegate::split_path_datetime;
+use super::{check_found, read_lookup, serve_lookup, SharedState};
+use crate::error::AppError;
+use crate::timemap::datetime::format_rfc1123;
+use crate::timemap::merge::closest;
+use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
+use crate::upstream::budget::Held;
+use crate::upstream::memento::fetch_memento;
+use crate::uri_text::escape_uri;
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Archive HTML served from our origin runs nothing and reaches nothing: `sandbox` gives it an
+/// opaque origin with scripts, forms and plugins off, and `default-src 'none'` loads nothing.
+const CSP: &str = "sandbox; default-src 'none'";
+
+/// Types a browser would run as script, style or a transform when one of our pages (or a page
+/// anywhere, as our origin) includes the URL: served as `text/plain`, which `nosniff` then keeps
+/// from running. The bytes are unchanged.
+const ACTIVE_TYPES: &[&str] = &[
+    "javascript",
+    "ecmascript",
+    "jscript",
+    "livescript",
+    "text/css",
+    "wasm",
+    "xsl",
+];
+
+/// The `Content-Type` we send for an archive's: its own when it is a plain `type/subtype`
+/// (parameters kept), `text/plain` for active types, `application/octet-stream` when missing or
+/// unreadable.
+fn served_type(archive_type: Option<&str>) -> HeaderValue {
+    let Some(t) = archive_type else {
+        return HeaderValue::from_static("application/octet-stream");
+    };
+    let essence = t
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+    };
+    let plain = essence
+        .split_once('/')
+        .is_some_and(|(a, b)| token(a) && token(b));
+    if !plain {
+        return HeaderValue::from_static("application/octet-stream");
+    }
+    if ACTIVE_TYPES.iter().any(|a| essence.contains(a)) {
+        return HeaderValue::from_static("text/plain");
+    }
+    HeaderValue::from_str(t).unwrap_or(HeaderValue::from_static("application/octet-stream"))
+}
+
+pub async fn proxy(
+    state: &SharedState,
+    raw: &str,
+    headers: &HeaderMap,
+) -> Result<Response, AppError> {
+    let (target, raw) = split_path_datetime(raw)?;
+    let lookup = read_lookup(state, raw, headers)?;
+    let served = serve_lookup(state, &lookup, None).await?;
+    let agg = &served.view.aggregate;
+    check_found(agg)?;
+    let Some(c) = closest(&agg.timemap, target) else {
+        return Err(AppError::Internal("closest on an empty TimeMap".into()));
+    };
+    let m = &agg.timemap.mementos[c.closest];
+    let max = state.memento_proxy_max_bytes;
+    let got = fetch_memento(&state.upstream, &m.uri_m, &m.archive, max)
+        .await
+        .map_err(AppError::MementoProxy)?;
+
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::CONTENT_TYPE,
+        served_type(got.content_type.as_deref()),
+    );
+    // An encoding the archive applied uninvited (we ask for none): the bytes still need it.
+    if let Some(v) = got
+        .content_encoding
+        .as_deref()
+        .and_then(|e| HeaderValue::from_str(e).ok())
+    {
+        h.insert(header::CONTENT_ENCODING, v);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format_rfc1123(m.datetime)) {
+        h.insert("memento-datetime", v);
+    }
+    let links = SelfLinks::new(&state.public_url, &agg.uri_r);
+    let link = format!(
+        "<{}>; rel=\"original\", <{}>; rel=\"memento\"; datetime=\"{}\", <{}>; rel=\"timegate\", <{}>; rel=\"timemap\"; type=\"{}\"",
+        links.uri_r,
+        escape_uri(&m.uri_m),
+        format_rfc1123(m.datetime),
+        links.timegate(),
+        links.timemap(TimeMapFormat::LINK),
+        TimeMapFormat::LINK.content_type()
+    );
+    if let Ok(v) = HeaderValue::from_str(&link) {
+        h.insert(header::LINK, v);
+    }
+    let status = StatusCode::from_u16(got.http_status).unwrap_or(StatusCode::OK);
+    let body = Body::new(Charged {
+        bytes: Some(Bytes::from(got.body)),
+        _held: got.held,
+    });
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    *response.headers_mut() = h;
+    Ok(response)
+}
+
+/// A body that keeps its bytes charged to the budget (`[upstream] max_buffered`) until it is
+/// sent: many slow readers of big mementos make the next proxy fetch fail, not memory grow.
+struct Charged {
+    bytes: Option<Bytes>,
+    _held: Held,
+}
+
+impl http_body::Body for Charged {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.bytes.take().map(|b| Ok(http_body::Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.bytes.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.bytes.as_ref().map_or(0, |b| b.len() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn active_types_are_served_as_text_and_odd_ones_as_bytes() {
+        let t = |v: Option<&str>| served_type(v).to_str().expect("ascii").to_owned();
+        assert_eq!(
+            t(Some("text/html; charset=utf-8")),
+            "text/html; charset=utf-8"
+        );
+        assert_eq!(t(Some("image/png")), "image/png");
+        for active in [
+            "application/javascript",
+            "text/JavaScript; charset=utf-8",
+            "application/x-ecmascript",
+            "text/css",
+            "application/wasm",
+            "text/xsl",
+        ] {
+            assert_eq!(t(Some(active)), "text/plain", "{active}");
+        }
+        for odd in [
+            None,
+            Some(""),
+            Some("html"),
+            Some("text/ht ml"),
+            Some("a/b/c"),
+        ] {
+            assert_eq!(t(odd), "application/octet-stream", "{odd:?}");
+        }
+    }
+}
