@@ -13,7 +13,7 @@ mod sections;
 mod validate;
 mod values;
 
-pub use archives::ArchiveConfig;
+pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
 pub use env::ENV_OVERRIDES;
 pub use sections::{
     AdminConfig, CacheConfig, LogConfig, LogFormat, ObserveConfig, SamplingConfig, ServerConfig,

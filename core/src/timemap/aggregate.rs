@@ -18,11 +18,12 @@ pub struct ArchiveOutcome {
 }
 
 /// As clients read it in `archives[]`: `{id, status, http_status, mementos, elapsed_ms,
-/// detail?, pages, skipped}`.
+/// detail?, pages, skipped, fallback?}`; `fallback` (`"timegate"`) only when its listing failed
+/// and its few mementos came from there (its `status` still says how the listing failed).
 impl Serialize for ArchiveOutcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let a = &self.answer;
-        let mut s = serializer.serialize_struct("ArchiveOutcome", 8)?;
+        let mut s = serializer.serialize_struct("ArchiveOutcome", 9)?;
         s.serialize_field("id", &self.id)?;
         s.serialize_field("status", &a.status)?;
         s.serialize_field("http_status", &a.http_status)?;
@@ -34,6 +35,10 @@ impl Serialize for ArchiveOutcome {
         }
         s.serialize_field("pages", &a.pages)?;
         s.serialize_field("skipped", &a.skipped)?;
+        match a.fallback {
+            Some(f) => s.serialize_field("fallback", f.as_str())?,
+            None => s.skip_field("fallback")?,
+        }
         s.end()
     }
 }
