@@ -12,6 +12,7 @@
 //! `Memento-Datetime`).
 
 use super::budget::Budget;
+use super::cdx::fetch_cdx;
 use super::failure::{classify, FailureKind};
 use super::fetch::{fetch_archive, ArchiveFetch, FetchLimits, Route};
 use super::guard::HopRules;
@@ -63,8 +64,7 @@ pub async fn ask_archive(
             archive.timeout.as_secs_f64()
         )
     };
-    let listing = fetch_archive(route, archive, uri_r, limits, budget);
-    let listed = match timeout_at(until, listing).await {
+    let listed = match timeout_at(until, list(route, archive, uri_r, limits, budget)).await {
         Ok(listed) => listed,
         Err(_) => return ArchiveFetch::failed(FailureKind::Timeout, None, timed_out()),
     };
@@ -76,6 +76,21 @@ pub async fn ask_archive(
         Err(_) => Err(timed_out()),
     };
     with_fallback(listed, gate)
+}
+
+/// What an archive lists for `uri_r`: its TimeMap, or for a `kind = "cdx"` archive its CDX
+/// API's captures.
+async fn list(
+    route: &Route,
+    archive: &Archive,
+    uri_r: &str,
+    limits: &FetchLimits,
+    budget: &Arc<Budget>,
+) -> ArchiveFetch {
+    match &archive.cdx {
+        Some(source) => fetch_cdx(route, source, uri_r, limits, budget).await,
+        None => fetch_archive(route, archive, uri_r, limits, budget).await,
+    }
 }
 
 /// The failed listing with what the TimeGate gave (its mementos, a note), or why it gave

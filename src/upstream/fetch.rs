@@ -143,25 +143,10 @@ pub fn build_client(
         .build()
 }
 
-/// Fetches what an archive lists for `uri_r`: its TimeMap, or for a `kind = "cdx"` archive its
-/// CDX API's captures ([`super::cdx::fetch_cdx`]). The caller bounds it in time.
-pub async fn fetch_archive(
-    route: &Route,
-    archive: &Archive,
-    uri_r: &str,
-    limits: &FetchLimits,
-    budget: &Arc<Budget>,
-) -> ArchiveFetch {
-    match &archive.cdx {
-        Some(source) => super::cdx::fetch_cdx(route, source, uri_r, limits, budget).await,
-        None => fetch_timemap(route, archive, uri_r, limits, budget).await,
-    }
-}
-
 /// Fetches an archive's whole TimeMap for `uri_r`, following `rel="timemap"` pages up to
 /// `max_pages`, each visited once, and only where the archive's hop rules allow. The bodies are
-/// charged to `budget`.
-async fn fetch_timemap(
+/// charged to `budget`. The caller bounds it in time.
+pub async fn fetch_archive(
     route: &Route,
     archive: &Archive,
     uri_r: &str,

@@ -338,12 +338,14 @@ async fn a_failing_timemap_falls_back_to_the_timegate() {
         )
     })
     .await;
-    let proxy = start_proxy(config(vec![archive_config(
+    let mut config = config(vec![archive_config(
         "gate",
         &format!("{gate_base}/tm/"),
         &format!("{gate_base}/tg/"),
-    )]))
-    .await;
+    )]);
+    // A TimeGate standing in keeps the archive awake: one failure would otherwise put it to sleep.
+    config.upstream.failures_before_dormant = 1;
+    let proxy = start_proxy(config).await;
     let resp = client()
         .get(format!("{}/timemap/json/{URI_R}", proxy.base))
         .send()
@@ -382,6 +384,10 @@ async fn a_failing_timemap_falls_back_to_the_timegate() {
             .contains("TimeGate fallback (HTTP 302): 3 mementos"),
         "{o}"
     );
+    // Another URI-R (a cache miss): the archive was not put to sleep, its TimeGate answers again.
+    let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}&again", proxy.base)).await;
+    assert_eq!(status, 200, "{json}");
+    assert_eq!(outcome(&json, "gate")["fallback"], "timegate", "{json}");
     task.abort();
 }
 
