@@ -91,10 +91,16 @@ impl Policy {
                     } else {
                         // We could not learn what it holds: what it held still stands, and
                         // the answer says it failed this time.
-                        Contribution {
+                        let mut kept = Contribution {
                             answer: r.answer.clone(),
                             ..c.clone()
+                        };
+                        if r.answer.fallback.is_some() {
+                            // A fallback's few mementos are real: added, never a reason to mark
+                            // the others absent.
+                            add_new(&mut kept.mementos, &r.mementos);
                         }
+                        kept
                     }
                 }
                 None => r.clone(),
@@ -174,6 +180,16 @@ impl Policy {
             fetched_at: fresh.fetched_at,
             mementos,
         }
+    }
+}
+
+/// Adds to `kept` (oldest first, one per datetime) the mementos of `more` at datetimes it lacks.
+fn add_new(kept: &mut Vec<ListedMemento>, more: &[ListedMemento]) {
+    let have: FxHashSet<MementoDatetime> = kept.iter().map(|m| m.datetime).collect();
+    let before = kept.len();
+    kept.extend(more.iter().filter(|m| !have.contains(&m.datetime)).cloned());
+    if kept.len() > before {
+        kept.sort_by_key(|m| m.datetime);
     }
 }
 
