@@ -132,6 +132,7 @@ async fn fanout(args: &[String]) {
                 timeout: None,
                 enabled: true,
                 redirect_hosts: Vec::new(),
+                ..ArchiveConfig::timemap_default()
             })
             .collect(),
         cache: tmproxy::config::CacheConfig {

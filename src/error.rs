@@ -191,12 +191,19 @@ impl AppError {
 }
 
 /// `X-Memento-Archives: ia=ok;n=12, arquivo=timeout;n=0`: each archive's outcome in one header,
-/// so a client reading only headers can still tell what is missing.
+/// so a client reading only headers can still tell what is missing. An archive whose few
+/// mementos came from a fallback says so: `ia=error;n=2;fallback=timegate`.
 pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
     let text = agg
         .outcomes
         .iter()
-        .map(|o| format!("{}={};n={}", o.id, o.answer.status.as_str(), o.mementos))
+        .map(|o| {
+            let status = o.answer.status.as_str();
+            match o.answer.fallback {
+                Some(f) => format!("{}={status};n={};fallback={}", o.id, o.mementos, f.as_str()),
+                None => format!("{}={status};n={}", o.id, o.mementos),
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ");
     HeaderValue::from_str(&text).ok()

@@ -5,6 +5,7 @@
 //! values, so the server and `memsim` run the very same code.
 
 pub mod archives;
+pub mod cdx;
 pub mod policy;
 pub mod timemap;
 pub mod uri_text;

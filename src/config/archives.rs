@@ -12,7 +12,11 @@ pub struct ArchiveConfig {
     /// Empty in the file means "same as id".
     #[serde(default)]
     pub name: String,
-    /// TimeMap URL prefix; the URI-R is appended verbatim.
+    /// How its mementos are listed: a link-format TimeMap (`timemap`) or a CDX API (`cdx`).
+    #[serde(default, skip_serializing_if = "ArchiveKind::is_timemap")]
+    pub kind: ArchiveKind,
+    /// TimeMap URL prefix; the URI-R is appended verbatim. Required for `kind = "timemap"`.
+    #[serde(default)]
     pub timemap: String,
     /// TimeGate URL prefix; the URI-R is appended verbatim.
     pub timegate: String,
@@ -29,6 +33,78 @@ pub struct ArchiveConfig {
     /// `rel="timemap"` pages may lead to, e.g. where it moved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirect_hosts: Vec<String>,
+    /// `kind = "cdx"`: the CDX API endpoint (`https://host/cdx/search/cdx`, `http://host/coll/cdx`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cdx: String,
+    /// `kind = "cdx"`: the CDX API's dialect, or `auto` to tell it from the answers.
+    #[serde(default, skip_serializing_if = "CdxDialect::is_auto")]
+    pub dialect: CdxDialect,
+    /// `kind = "cdx"`: the URI-M of a capture, with `{timestamp}` and `{url}` put in.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub replay: String,
+}
+
+/// `[[archives]] kind`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArchiveKind {
+    /// Asked for its link-format TimeMap at `timemap` + URI-R.
+    #[default]
+    Timemap,
+    /// Asked through its CDX API at `cdx`; URI-Ms are built from `replay`.
+    Cdx,
+}
+
+impl ArchiveKind {
+    fn is_timemap(&self) -> bool {
+        *self == ArchiveKind::Timemap
+    }
+}
+
+/// `[[archives]] dialect` of a CDX API.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CdxDialect {
+    /// Told from the answers (IA's page count is a bare number, its rows an array of arrays).
+    #[default]
+    Auto,
+    Ia,
+    Pywb,
+}
+
+impl CdxDialect {
+    fn is_auto(&self) -> bool {
+        *self == CdxDialect::Auto
+    }
+
+    /// The dialect to read answers in, or None to tell it from them.
+    pub fn known(self) -> Option<tmproxy_core::cdx::Dialect> {
+        match self {
+            CdxDialect::Auto => None,
+            CdxDialect::Ia => Some(tmproxy_core::cdx::Dialect::Ia),
+            CdxDialect::Pywb => Some(tmproxy_core::cdx::Dialect::Pywb),
+        }
+    }
+}
+
+impl ArchiveConfig {
+    /// An enabled `kind = "timemap"` archive with every optional key at its default, to fill
+    /// the rest of an entry built in code (`..ArchiveConfig::timemap_default()`).
+    pub fn timemap_default() -> ArchiveConfig {
+        ArchiveConfig {
+            id: String::new(),
+            name: String::new(),
+            kind: ArchiveKind::Timemap,
+            timemap: String::new(),
+            timegate: String::new(),
+            timeout: None,
+            enabled: true,
+            redirect_hosts: Vec::new(),
+            cdx: String::new(),
+            dialect: CdxDialect::Auto,
+            replay: String::new(),
+        }
+    }
 }
 
 fn enabled_default() -> bool {
@@ -47,6 +123,7 @@ pub(super) fn default_archives() -> Vec<ArchiveConfig> {
             timeout: None,
             enabled: true,
             redirect_hosts: Vec::new(),
+            ..ArchiveConfig::timemap_default()
         })
         .collect()
 }

@@ -13,7 +13,7 @@ mod sections;
 mod validate;
 mod values;
 
-pub use archives::ArchiveConfig;
+pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
 pub use env::ENV_OVERRIDES;
 pub use sections::{
     AdminConfig, CacheConfig, Compat, LogConfig, LogFormat, ObserveConfig, SamplingConfig,

@@ -765,3 +765,92 @@ fn compat_and_the_memento_proxy_cap_parse_and_validate() {
         .expect_err("refused");
     assert_eq!(e.key, "server.memento_proxy_max_bytes");
 }
+
+const CDX_ARCHIVE: &str = r#"
+[[archives]]
+id = "c"
+kind = "cdx"
+cdx = "http://cdx.example/coll/cdx"
+dialect = "pywb"
+replay = "http://cdx.example/coll/{timestamp}mp_/{url}"
+timegate = "http://cdx.example/coll/"
+"#;
+
+#[test]
+fn a_cdx_archive_is_read_and_checked() {
+    let c = parse(CDX_ARCHIVE).expect("parses");
+    c.validate().expect("validates");
+    let a = &c.archives[0];
+    assert_eq!(a.kind, ArchiveKind::Cdx);
+    assert_eq!(a.dialect, CdxDialect::Pywb);
+    assert_eq!(a.timemap, "");
+    // An entry without the new keys is a TimeMap archive, as before.
+    let t = parse(ONE_ARCHIVE).expect("parses");
+    assert_eq!(t.archives[0].kind, ArchiveKind::Timemap);
+    assert_eq!(t.archives[0].dialect, CdxDialect::Auto);
+    let refused = |text: &str, key: &str, says: &str| {
+        let e = parse(text)
+            .and_then(|c| c.validate().map(|_| c))
+            .expect_err(text);
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.reason.contains(says), "{e}");
+    };
+    let edit = |from: &str, to: &str| CDX_ARCHIVE.replace(from, to);
+    refused(
+        &edit("cdx = \"http://cdx.example/coll/cdx\"\n", ""),
+        "archives[0].cdx",
+        "not an absolute URL",
+    );
+    refused(
+        &edit("cdx = \"http", "cdx = \"ftp"),
+        "archives[0].cdx",
+        "http",
+    );
+    refused(
+        &edit(
+            "replay = \"http://cdx.example/coll/{timestamp}mp_/{url}\"\n",
+            "",
+        ),
+        "archives[0].replay",
+        "{timestamp} and {url}",
+    );
+    refused(
+        &edit("/{url}", "/"),
+        "archives[0].replay",
+        "{timestamp} and {url}",
+    );
+    refused(
+        &edit("http://cdx.example/coll/{timestamp}", "{timestamp}"),
+        "archives[0].replay",
+        "must start with http",
+    );
+    refused(
+        &edit("mp_/{url}", "mp_/{url}<script>"),
+        "archives[0].replay",
+        "quote, < or >",
+    );
+    refused(
+        &format!("{CDX_ARCHIVE}timemap = \"http://cdx.example/tm/\"\n"),
+        "archives[0].timemap",
+        "kind = \"cdx\"",
+    );
+    refused(
+        &format!("{ONE_ARCHIVE}replay = \"http://x.example/{{timestamp}}/{{url}}\"\n"),
+        "archives[0].replay",
+        "only for kind = \"cdx\"",
+    );
+    refused(
+        &format!("{ONE_ARCHIVE}dialect = \"ia\"\n"),
+        "archives[0].dialect",
+        "only for kind = \"cdx\"",
+    );
+    refused(
+        &format!("{ONE_ARCHIVE}cdx = \"http://x.example/cdx\"\n"),
+        "archives[0].cdx",
+        "kind = \"timemap\"",
+    );
+    let e = parse(&edit("kind = \"cdx\"", "kind = \"warc\"")).unwrap_err();
+    assert!(e.key.starts_with("archives"), "{e}");
+    let e = parse(&edit("dialect = \"pywb\"", "dialect = \"wayback\"")).unwrap_err();
+    assert!(e.key.starts_with("archives"), "{e}");
+}

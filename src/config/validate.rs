@@ -2,7 +2,7 @@
 
 use super::sections::{UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES};
 use super::values::{check_http_url, format_duration};
-use super::{Config, ConfigError, BUILTIN_ORIGIN};
+use super::{ArchiveKind, CdxDialect, Config, ConfigError, BUILTIN_ORIGIN};
 use std::collections::HashMap;
 
 impl Config {
@@ -236,10 +236,39 @@ impl Config {
                     format!("duplicate id {:?} (also archives[{first}])", a.id),
                 );
             }
-            for (field, value) in [("timemap", &a.timemap), ("timegate", &a.timegate)] {
+            let (listing, other) = match a.kind {
+                ArchiveKind::Timemap => (("timemap", &a.timemap), ("cdx", &a.cdx)),
+                ArchiveKind::Cdx => (("cdx", &a.cdx), ("timemap", &a.timemap)),
+            };
+            for (field, value) in [listing, ("timegate", &a.timegate)] {
                 if let Err(r) = check_http_url(value) {
                     return fail(&key(field), r);
                 }
+            }
+            if !other.1.is_empty() {
+                return fail(
+                    &key(other.0),
+                    format!("is not used by kind = {:?}: remove it", kind_name(a.kind)),
+                );
+            }
+            match a.kind {
+                ArchiveKind::Cdx => {
+                    if let Err(r) = tmproxy_core::cdx::replay::Replay::parse(&a.replay) {
+                        return fail(&key("replay"), r);
+                    }
+                }
+                ArchiveKind::Timemap if !a.replay.is_empty() || a.dialect != CdxDialect::Auto => {
+                    let field = if a.replay.is_empty() {
+                        "dialect"
+                    } else {
+                        "replay"
+                    };
+                    return fail(
+                        &key(field),
+                        "is only for kind = \"cdx\" archives: remove it".into(),
+                    );
+                }
+                ArchiveKind::Timemap => {}
             }
             if a.timeout.is_some_and(|t| t.is_zero()) {
                 return fail(&key("timeout"), "must be greater than 0".into());
@@ -251,5 +280,13 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+/// `kind` as the file spells it.
+fn kind_name(kind: ArchiveKind) -> &'static str {
+    match kind {
+        ArchiveKind::Timemap => "timemap",
+        ArchiveKind::Cdx => "cdx",
     }
 }

@@ -85,6 +85,7 @@ pub fn demo_config(
             timeout: None,
             enabled: true,
             redirect_hosts: Vec::new(),
+            ..ArchiveConfig::timemap_default()
         })
         .collect();
     config

@@ -167,6 +167,7 @@ mod tests {
             timeout: None,
             enabled,
             redirect_hosts: Vec::new(),
+            ..ArchiveConfig::timemap_default()
         }
     }
 

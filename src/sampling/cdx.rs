@@ -8,143 +8,16 @@
 //!
 //! 429, 5xx, timeouts and connection failures are retried with exponential backoff, honouring
 //! `Retry-After`; a 403 whose body says "Blocked Site Error" is `Blocked`; an empty answer is
-//! `NotArchived`. Parsing and the retry decision are pure; the HTTP is the thin edge.
+//! `NotArchived`. Parsing and the retry decision are pure; the HTTP is the thin edge. The
+//! dialects' parsing is [`tmproxy_core::cdx`], shared with the upstream's `kind = "cdx"` archives.
 
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+pub use tmproxy_core::cdx::{
+    detect_dialect, parse_num_pages, parse_rows, CdxRow, Dialect, ParseError,
+};
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::Instant;
-
-/// Which CDX server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dialect {
-    /// The Internet Archive's (also wayback-cdx-server).
-    Ia,
-    /// pywb's.
-    Pywb,
-}
-
-impl std::str::FromStr for Dialect {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "ia" => Ok(Dialect::Ia),
-            "pywb" => Ok(Dialect::Pywb),
-            other => Err(format!("unknown dialect `{other}`: expected ia or pywb")),
-        }
-    }
-}
-
-/// One CDX row, whichever the dialect.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct CdxRow {
-    pub urlkey: String,
-    pub timestamp: String,
-    pub original: String,
-    pub mime: String,
-    pub status: String,
-    pub digest: String,
-}
-
-/// An answer that is not a CDX answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseError(pub String);
-
-/// Rows of an `output=json` answer. An empty body or `[]` is no rows.
-pub fn parse_rows(dialect: Dialect, body: &str) -> Result<Vec<CdxRow>, ParseError> {
-    let body = body.trim();
-    if body.is_empty() {
-        return Ok(Vec::new());
-    }
-    match dialect {
-        Dialect::Ia => {
-            let v: Vec<Vec<Value>> = serde_json::from_str(body)
-                .map_err(|e| ParseError(format!("not an IA CDX JSON array: {e}")))?;
-            let Some((header, rows)) = v.split_first() else {
-                return Ok(Vec::new());
-            };
-            let col = |name: &str| header.iter().position(|h| h.as_str() == Some(name));
-            let idx = [
-                col("urlkey"),
-                col("timestamp"),
-                col("original"),
-                col("mimetype"),
-                col("statuscode"),
-                col("digest"),
-            ];
-            let field = |row: &[Value], i: Option<usize>| {
-                i.and_then(|i| row.get(i))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            if idx[1].is_none() {
-                return Err(ParseError("IA CDX header row without `timestamp`".into()));
-            }
-            Ok(rows
-                .iter()
-                .map(|r| CdxRow {
-                    urlkey: field(r, idx[0]),
-                    timestamp: field(r, idx[1]),
-                    original: field(r, idx[2]),
-                    mime: field(r, idx[3]),
-                    status: field(r, idx[4]),
-                    digest: field(r, idx[5]),
-                })
-                .collect())
-        }
-        Dialect::Pywb => body
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                let v: Value = serde_json::from_str(l)
-                    .map_err(|e| ParseError(format!("not a pywb CDX JSON line: {e}")))?;
-                let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                if v.get("timestamp").is_none() {
-                    return Err(ParseError("pywb CDX line without `timestamp`".into()));
-                }
-                Ok(CdxRow {
-                    urlkey: s("urlkey"),
-                    timestamp: s("timestamp"),
-                    original: s("url"),
-                    mime: s("mime"),
-                    status: s("status"),
-                    digest: s("digest"),
-                })
-            })
-            .collect(),
-    }
-}
-
-/// The number of pages a `showNumPages=true` answer gives.
-pub fn parse_num_pages(dialect: Dialect, body: &str) -> Result<u64, ParseError> {
-    let body = body.trim();
-    match dialect {
-        Dialect::Ia => body.parse::<u64>().map_err(|_| {
-            ParseError(format!(
-                "IA showNumPages answer is not a number: {body:.60}"
-            ))
-        }),
-        Dialect::Pywb => serde_json::from_str::<Value>(body)
-            .ok()
-            .and_then(|v| v.get("pages").and_then(Value::as_u64))
-            .ok_or_else(|| ParseError(format!("pywb showNumPages answer lacks pages: {body:.60}"))),
-    }
-}
-
-/// Which dialect an `output=json` answer is in: an array of arrays is IA's, objects are pywb's.
-pub fn detect_dialect(body: &str) -> Option<Dialect> {
-    let t = body.trim_start();
-    if t.starts_with('[') {
-        Some(Dialect::Ia)
-    } else if t.starts_with('{') {
-        Some(Dialect::Pywb)
-    } else {
-        None
-    }
-}
 
 /// What to do with one HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -502,39 +375,6 @@ pub async fn detect(endpoint: &str, probe_url: &str) -> Result<Dialect, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ia_json_is_an_array_with_a_header_row() {
-        let body = r#"[["urlkey","timestamp","original","mimetype","statuscode","digest","length"],
-            ["com,example)/","19970126045828","http://www.example.com:80/","text/html","200","AAA","1234"]]"#;
-        let rows = parse_rows(Dialect::Ia, body).expect("IA rows");
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].timestamp, "19970126045828");
-        assert_eq!(
-            (rows[0].mime.as_str(), rows[0].status.as_str()),
-            ("text/html", "200")
-        );
-        assert_eq!(parse_rows(Dialect::Ia, "[]").expect("empty"), vec![]);
-        assert_eq!(parse_rows(Dialect::Ia, "").expect("empty"), vec![]);
-        assert!(parse_rows(Dialect::Ia, "<html>").is_err());
-        assert_eq!(parse_num_pages(Dialect::Ia, "17\n"), Ok(17));
-        assert_eq!(detect_dialect(body), Some(Dialect::Ia));
-    }
-
-    #[test]
-    fn pywb_json_is_one_object_per_line() {
-        let body = "{\"urlkey\": \"com,example)/\", \"timestamp\": \"20200101000000\", \"url\": \"http://example.com/\", \"mime\": \"text/html\", \"status\": \"200\", \"digest\": \"X\"}\n\
-                    {\"urlkey\": \"com,example)/\", \"timestamp\": \"20210101000000\", \"url\": \"http://example.com/\", \"mime\": \"warc/revisit\", \"status\": \"-\", \"digest\": \"X\"}\n";
-        let rows = parse_rows(Dialect::Pywb, body).expect("pywb rows");
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[1].mime, "warc/revisit");
-        assert_eq!(
-            parse_num_pages(Dialect::Pywb, r#"{"blocks": 1, "pages": 3, "pageSize": 5}"#),
-            Ok(3)
-        );
-        assert!(parse_num_pages(Dialect::Pywb, "3").is_err());
-        assert_eq!(detect_dialect(body), Some(Dialect::Pywb));
-    }
 
     #[test]
     fn the_retry_decision() {

@@ -3,7 +3,8 @@
 
 use super::budget::Budget;
 use super::failure::FailureKind;
-use super::fetch::{fetch_archive, ArchiveFetch, FetchLimits, Route};
+use super::fallback::ask_archive;
+use super::fetch::{ArchiveFetch, FetchLimits, Route};
 use super::ledger::{Ledger, Outcome};
 use super::registry::{Archive, Health, Transition};
 use super::resolve::Lookup;
@@ -51,9 +52,10 @@ impl Upstream {
             .collect();
         let routes = enabled
             .iter()
-            .map(|a| {
+            .zip(&archives)
+            .map(|(a, archive)| {
                 Route::new(
-                    &[a.timemap.as_str(), a.timegate.as_str()],
+                    &archive.prefixes(),
                     &a.redirect_hosts,
                     config.upstream.connect_timeout,
                     &config.upstream.user_agent,
@@ -158,21 +160,8 @@ impl Upstream {
             self.fetches[i].fetch_add(1, Ordering::Relaxed);
             let (route, limits, budget) = (&self.routes[i], &self.limits, &self.budget);
             pending.push(async move {
-                let one = tokio::time::timeout(
-                    archive.timeout,
-                    fetch_archive(route, archive, uri_r, limits, budget),
-                )
-                .await;
-                let fetch = one.unwrap_or_else(|_| {
-                    ArchiveFetch::failed(
-                        FailureKind::Timeout,
-                        None,
-                        format!(
-                            "no answer within its timeout ({}s)",
-                            archive.timeout.as_secs_f64()
-                        ),
-                    )
-                });
+                // Its listing, and its TimeGate if that failed, within its own timeout.
+                let fetch = ask_archive(route, archive, uri_r, limits, budget).await;
                 (i, fetch, started.elapsed())
             });
         }
@@ -306,7 +295,10 @@ impl Upstream {
         let transition = {
             let mut h = self.health[i].lock().unwrap_or_else(|p| p.into_inner());
             let (threshold, span) = (self.failures_before_dormant, self.dormant_for);
-            h.record(status.answered(), now, threshold, span)
+            // A TimeGate that stood in for a failed listing shows the archive is up: it is
+            // not put to sleep while it gives mementos that way.
+            let alive = status.answered() || fetch.answer.fallback.is_some();
+            h.record(alive, now, threshold, span)
         };
         match transition {
             Transition::Slept { until } => {

@@ -16,7 +16,10 @@ use url::Url;
 
 /// Bodies larger than this are parsed off the async workers, so one huge TimeMap does not stall
 /// every other request on the same thread.
-const PARSE_INLINE_LIMIT: usize = 1 << 20;
+pub(super) const PARSE_INLINE_LIMIT: usize = 1 << 20;
+
+/// What a TimeMap request accepts.
+const ACCEPT_LINK_FORMAT: &str = "application/link-format";
 
 /// Redirects followed for one page (pywb answers with one 307).
 const MAX_REDIRECTS: usize = 10;
@@ -85,7 +88,7 @@ impl ArchiveFetch {
         }
     }
 
-    fn answered(answer: ArchiveAnswer) -> ArchiveFetch {
+    pub(super) fn answered(answer: ArchiveAnswer) -> ArchiveFetch {
         ArchiveFetch {
             answer,
             mementos: Vec::new(),
@@ -182,7 +185,7 @@ pub async fn fetch_archive(
         // max_body bounds the archive's whole answer, every page together, so one archive's
         // share of a fan-out's memory is max_body however it pages.
         let cap = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(route, &uri_t, cap, budget).await {
+        let page = match fetch_page(route, &uri_t, cap, budget, ACCEPT_LINK_FORMAT).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if result.answer.pages == 0 || failure.refused_hop() => return failure,
@@ -258,23 +261,24 @@ pub async fn fetch_archive(
     result
 }
 
-struct Page {
-    http_status: u16,
-    body: Vec<u8>,
+pub(super) struct Page {
+    pub(super) http_status: u16,
+    pub(super) body: Vec<u8>,
     /// The body buffer's charge against the budget.
-    held: Held,
+    pub(super) held: Held,
 }
 
 /// One GET, following redirects hop by hop where `hops` allows, its body read up to the cap and
 /// charged to `budget` as it grows. Non-2xx bodies are never read: an HTML 404 page is not a
-/// TimeMap.
-async fn fetch_page(
+/// TimeMap (nor a CDX answer).
+pub(super) async fn fetch_page(
     route: &Route,
     uri_t: &str,
     max_body: u64,
     budget: &Arc<Budget>,
+    accept: &'static str,
 ) -> Result<Page, ArchiveFetch> {
-    let resp = get_within(route, uri_t, "application/link-format").await?;
+    let resp = get_within(route, uri_t, accept).await?;
     let http_status = resp.status().as_u16();
     if !resp.status().is_success() {
         if http_status == 404 || http_status == 410 {

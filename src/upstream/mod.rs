@@ -1,7 +1,9 @@
 //! The archives behind us: who they are, how we ask them, and the fan-out with its deadline.
 
 pub(crate) mod budget;
+pub(crate) mod cdx;
 pub(crate) mod failure;
+pub(crate) mod fallback;
 pub(crate) mod fanout;
 pub(crate) mod fetch;
 pub(crate) mod guard;

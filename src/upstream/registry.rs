@@ -1,11 +1,13 @@
 //! The configured archives and their health: an archive that keeps failing is left alone a while.
 
-use crate::config::{ArchiveConfig, Config};
+use crate::config::{ArchiveConfig, ArchiveKind, Config};
 use crate::timemap::model::ArchiveId;
 use crate::uri_text::resolve_uri_r_path;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
+use tmproxy_core::cdx::replay::Replay;
+use tmproxy_core::cdx::Dialect;
 
 /// One enabled archive, as the fan-out uses it.
 #[derive(Debug, Clone)]
@@ -16,6 +18,19 @@ pub struct Archive {
     pub timemap: String,
     pub timegate: String,
     pub timeout: Duration,
+    /// Set for a `kind = "cdx"` archive: asked through its CDX API instead of `timemap`.
+    pub cdx: Option<CdxSource>,
+}
+
+/// How a `kind = "cdx"` archive is asked and its URI-Ms made.
+#[derive(Debug, Clone)]
+pub struct CdxSource {
+    pub endpoint: String,
+    /// None: told from its answers.
+    pub dialect: Option<Dialect>,
+    /// The checked template, or why it was refused (config validation refuses it first; a
+    /// config built in code may skip that, and then every fetch fails saying so).
+    pub replay: Result<Replay, String>,
 }
 
 impl Archive {
@@ -26,7 +41,33 @@ impl Archive {
             timemap: a.timemap.clone(),
             timegate: a.timegate.clone(),
             timeout: config.archive_timeout(a),
+            cdx: (a.kind == ArchiveKind::Cdx).then(|| CdxSource {
+                endpoint: a.cdx.clone(),
+                dialect: a.dialect.known(),
+                replay: Replay::parse(&a.replay),
+            }),
         }
+    }
+
+    /// The URLs this archive is configured on: where its requests and redirects may go (its
+    /// replay host too, where its TimeGate's mementos live).
+    pub fn prefixes(&self) -> Vec<&str> {
+        let mut out = vec![self.timegate.as_str()];
+        match &self.cdx {
+            Some(c) => {
+                out.push(c.endpoint.as_str());
+                if let Ok(r) = &c.replay {
+                    out.push(r.prefix());
+                }
+            }
+            None => out.push(self.timemap.as_str()),
+        }
+        out
+    }
+
+    /// The TimeGate URL for a URI-R, checked as [`Archive::timemap_for`] checks a URI-T.
+    pub fn timegate_for(&self, uri_r: &str) -> Result<String, String> {
+        uri_t_within(&self.timegate, uri_r)
     }
 
     /// The URI-T for a URI-R, as the exact URL to send. Because the prefix carries the scheme
@@ -191,6 +232,7 @@ mod tests {
             timemap: "https://web.archive.org/web/timemap/link/".into(),
             timegate: "https://web.archive.org/web/".into(),
             timeout: Duration::from_secs(1),
+            cdx: None,
         };
         assert_eq!(
             a.timemap_for("http://evil.example@other.host/").as_deref(),

@@ -4,6 +4,7 @@ mod against_pywb;
 mod aggregate;
 mod budget;
 mod cache;
+mod cdx_archives;
 mod chosen_archives;
 mod cli;
 mod compat;

@@ -96,6 +96,7 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
         timeout: None,
         enabled: true,
         redirect_hosts: Vec::new(),
+        ..ArchiveConfig::timemap_default()
     }
 }
 

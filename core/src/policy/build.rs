@@ -91,7 +91,13 @@ impl Policy {
                     } else {
                         // We could not learn what it holds: what it held still stands, and
                         // its last_error says it failed this time.
-                        c.after_failure(&r.answer, fresh.at)
+                        let mut kept = c.after_failure(&r.answer, fresh.at);
+                        if r.answer.fallback.is_some() {
+                            // A fallback's few mementos are real: added, never a reason to mark
+                            // the others absent.
+                            add_new(&mut kept.mementos, &r.mementos);
+                        }
+                        kept
                     }
                 }
                 None => r.clone(),
@@ -172,6 +178,16 @@ impl Policy {
             mementos,
             last_error: None,
         }
+    }
+}
+
+/// Adds to `kept` (oldest first, one per datetime) the mementos of `more` at datetimes it lacks.
+fn add_new(kept: &mut Vec<ListedMemento>, more: &[ListedMemento]) {
+    let have: FxHashSet<MementoDatetime> = kept.iter().map(|m| m.datetime).collect();
+    let before = kept.len();
+    kept.extend(more.iter().filter(|m| !have.contains(&m.datetime)).cloned());
+    if kept.len() > before {
+        kept.sort_by_key(|m| m.datetime);
     }
 }
 

@@ -668,6 +668,27 @@ fn merge_keeps_a_failed_archives_mementos_and_reports_its_failure() {
 }
 
 #[test]
+fn merge_adds_a_fallbacks_mementos_without_marking_the_others_absent() {
+    let p = policy(PolicyKind::Merge);
+    let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..3)]);
+    // pt's TimeMap failed; its TimeGate gave memento 2 (known) and 7 (new).
+    let mut fell = failed("pt", ArchiveStatus::Error);
+    fell.answer.fallback = Some(crate::timemap::answer::Fallback::Timegate);
+    fell.mementos = vec![lm("pt", 7), lm("pt", 2)];
+    let d = decide_on(&p, &e, 20, vec![ok("ia", 0..5), fell]);
+    let m = stored(&d);
+    let pt = &m.contributions[1];
+    let keys: Vec<MementoDatetime> = pt.mementos.iter().map(|m| m.datetime).collect();
+    assert_eq!(keys, [mdt(0), mdt(1), mdt(2), mdt(7)]);
+    assert!(pt.mementos.iter().all(|m| m.absent.is_none()));
+    // Its earlier TimeMap answer is still what it is served under ([compat] item 6); the
+    // failed listing, fallback and all, is its last_error.
+    assert_eq!(pt.answer.status, ArchiveStatus::Ok);
+    let last = pt.last_error.as_ref().expect("last_error");
+    assert_eq!(last.status, ArchiveStatus::Error);
+}
+
+#[test]
 fn merge_case_4_keeps_the_lost_archive_and_the_new_mementos() {
     let p = policy(PolicyKind::Merge);
     let e = first(&p, vec![ok("ia", 0..5), ok("pt", 0..3)]);

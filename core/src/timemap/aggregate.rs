@@ -23,12 +23,14 @@ pub struct ArchiveOutcome {
 }
 
 /// As clients read it in `archives[]`: `{id, status, http_status, mementos, elapsed_ms,
-/// detail?, pages, skipped, fetched_at, last_error?}` (`last_error`: `{at, status,
-/// http_status?, detail?}`).
+/// detail?, pages, skipped, fallback?, fetched_at, last_error?}`; `fallback` (`"timegate"`)
+/// only when its listing failed and its few mementos came from there (its `status` still says
+/// how the listing failed); `last_error` (`{at, status, http_status?, detail?}`) when a later
+/// ask failed while this answer is still served.
 impl Serialize for ArchiveOutcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let a = &self.answer;
-        let mut s = serializer.serialize_struct("ArchiveOutcome", 10)?;
+        let mut s = serializer.serialize_struct("ArchiveOutcome", 11)?;
         s.serialize_field("id", &self.id)?;
         s.serialize_field("status", &a.status)?;
         s.serialize_field("http_status", &a.http_status)?;
@@ -40,6 +42,10 @@ impl Serialize for ArchiveOutcome {
         }
         s.serialize_field("pages", &a.pages)?;
         s.serialize_field("skipped", &a.skipped)?;
+        match a.fallback {
+            Some(f) => s.serialize_field("fallback", f.as_str())?,
+            None => s.skip_field("fallback")?,
+        }
         s.serialize_field("fetched_at", &format_rfc3339(self.fetched_at))?;
         match &self.last_error {
             Some(e) => s.serialize_field(

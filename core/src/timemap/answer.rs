@@ -60,6 +60,24 @@ pub struct ArchiveAnswer {
     /// TimeMap pages fetched from it (1 unless it pages).
     pub pages: usize,
     pub elapsed_ms: u64,
+    /// Set when its listing failed and its mementos came from elsewhere: a few, not its TimeMap.
+    pub fallback: Option<Fallback>,
+}
+
+/// Where the mementos of an archive whose TimeMap (or CDX API) failed came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// Its TimeGate: the memento it chose and the first/last/prev/next its `Link` header named.
+    Timegate,
+}
+
+impl Fallback {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fallback::Timegate => "timegate",
+        }
+    }
 }
 
 impl ArchiveAnswer {
@@ -76,6 +94,7 @@ impl ArchiveAnswer {
             skipped: 0,
             pages: 0,
             elapsed_ms: 0,
+            fallback: None,
         }
     }
 }
@@ -203,6 +222,7 @@ impl Serialize for Contribution {
                 skipped: a.skipped,
                 pages: a.pages,
                 elapsed_ms: a.elapsed_ms,
+                fallback: a.fallback,
             },
         )?;
         match &self.last_error {
@@ -236,6 +256,8 @@ struct StoredReport {
     pages: usize,
     #[serde(default)]
     elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fallback: Option<Fallback>,
 }
 
 impl From<StoredContribution> for Contribution {
@@ -249,6 +271,7 @@ impl From<StoredContribution> for Contribution {
                 skipped: s.report.skipped,
                 pages: s.report.pages,
                 elapsed_ms: s.report.elapsed_ms,
+                fallback: s.report.fallback,
             },
             fetched_at: s.fetched_at,
             mementos: s.mementos,
@@ -339,6 +362,7 @@ mod tests {
         let mut answer = ArchiveAnswer::failed(ArchiveStatus::Timeout, None, Some("slow".into()));
         answer.pages = 2;
         answer.elapsed_ms = 1500;
+        answer.fallback = Some(Fallback::Timegate);
         let c = Contribution {
             archive: "pt".into(),
             answer,
@@ -350,6 +374,7 @@ mod tests {
         assert_eq!(json["status"], "timeout");
         assert_eq!(json["report"]["detail"], "slow");
         assert_eq!(json["report"]["pages"], 2);
+        assert_eq!(json["report"]["fallback"], "timegate");
         let back: Contribution = serde_json::from_value(json).expect("deserialise");
         assert_eq!(back, c);
         // An entry written before reports were kept has none: the answer's details are zero.
@@ -358,5 +383,6 @@ mod tests {
         let back: Contribution = serde_json::from_str(old).expect("old layout");
         assert_eq!(back.answer.pages, 0);
         assert_eq!(back.answer.detail, None);
+        assert_eq!(back.answer.fallback, None);
     }
 }

@@ -61,6 +61,7 @@ fn cache_for(archive: &SimulatedArchive, policy: Policy) -> (Arc<MemoryCache>, A
         timeout: None,
         enabled: true,
         redirect_hosts: Vec::new(),
+        ..ArchiveConfig::timemap_default()
     }];
     let clock = Arc::new(SimClock::new(start()));
     let upstream = Upstream::new(&config, clock.clone(), system_lookup()).expect("upstream");

@@ -68,6 +68,7 @@ impl Server {
                 timeout: None,
                 enabled: true,
                 redirect_hosts: Vec::new(),
+                ..ArchiveConfig::timemap_default()
             })
             .collect();
         let text = toml::to_string(&config).map_err(|e| format!("cannot write the config: {e}"))?;

@@ -1,0 +1,198 @@
+//! Asking a `kind = "cdx"` archive: its CDX API, paged as the sampling client pages it
+//! (`showNumPages=true`, then `page=0` … `n-1`, or one unpaged query when the index is not
+//! paged), every request through the archive's guarded route under a TimeMap's limits
+//! (`max_pages` pages, `max_body` bytes over all of them, the shared budget), every row made a
+//! memento by the archive's replay template. Rows that cannot be one are skipped and counted.
+
+use super::budget::{Budget, Held};
+use super::failure::FailureKind;
+use super::fetch::{fetch_page, ArchiveFetch, FetchLimits, Route, PARSE_INLINE_LIMIT};
+use super::registry::CdxSource;
+use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
+use crate::timemap::model::LinkMemento;
+use std::sync::Arc;
+use tmproxy_core::cdx::replay::Replay;
+use tmproxy_core::cdx::{detect_dialect, paging, query_url, read_rows, Dialect, Paging};
+
+/// What a CDX request accepts.
+const ACCEPT_JSON: &str = "application/json";
+
+/// What one page of rows gave.
+struct PageRows {
+    mementos: Vec<LinkMemento>,
+    skipped: usize,
+    /// The dialect the page was read in (None for an empty page).
+    dialect: Option<Dialect>,
+}
+
+/// Fetches every capture of `uri_r` from a CDX archive. Statuses as for a TimeMap: `ok` with
+/// mementos; `not_found` for a 404/410 or an answer with no capture; `malformed` when nothing
+/// could be read (not the dialect's JSON, or no row usable).
+pub async fn fetch_cdx(
+    route: &Route,
+    source: &CdxSource,
+    uri_r: &str,
+    limits: &FetchLimits,
+    budget: &Arc<Budget>,
+) -> ArchiveFetch {
+    let replay = match &source.replay {
+        Ok(r) => r,
+        Err(why) => {
+            return ArchiveFetch::failed(FailureKind::Other, None, format!("replay: {why}"))
+        }
+    };
+    let url = |extra: &[(&str, &str)]| query_url(&source.endpoint, uri_r, extra);
+    let not_found = |http_status: u16, pages: usize| {
+        let mut answer = ArchiveAnswer::failed(ArchiveStatus::NotFound, Some(http_status), None);
+        answer.pages = pages;
+        ArchiveFetch::answered(answer)
+    };
+
+    // How many pages: IA answers a number, pywb over a ZipNum index `{"pages": n}`, pywb over a
+    // plain index the captures themselves (then one unpaged query follows).
+    let first = match url(&[("showNumPages", "true")]) {
+        Ok(u) => u,
+        Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
+    };
+    let page = match fetch_page(route, &first, limits.max_body, budget, ACCEPT_JSON).await {
+        Ok(page) => page,
+        Err(failure) => return failure,
+    };
+    if page.http_status == 404 || page.http_status == 410 {
+        return not_found(page.http_status, 0);
+    }
+    let mut body_bytes = page.body.len() as u64;
+    let mut dialect = source.dialect;
+    let mut notes: Vec<String> = Vec::new();
+    let queries: Vec<Option<u64>> = match paging(&String::from_utf8_lossy(&page.body)) {
+        Paging::NoCaptures | Paging::Pages(0, _) => return not_found(page.http_status, 0),
+        Paging::Pages(n, said) => {
+            dialect.get_or_insert(said);
+            let asked = n.min(limits.max_pages as u64);
+            if asked < n {
+                notes.push(format!("stopped after {asked} of {n} pages (max_pages)"));
+            }
+            (0..asked).map(Some).collect()
+        }
+        Paging::Unpaged => vec![None],
+    };
+    drop(page);
+
+    let mut result =
+        ArchiveFetch::answered(ArchiveAnswer::failed(ArchiveStatus::Empty, None, None));
+    let mut held = budget.hold();
+    let mut unreadable = false;
+    for (i, number) in queries.into_iter().enumerate() {
+        let page_no = number.map(|n| n.to_string());
+        let mut extra = vec![("output", "json")];
+        if let Some(n) = &page_no {
+            extra.push(("page", n.as_str()));
+        }
+        let uri = match url(&extra) {
+            Ok(u) => u,
+            Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
+        };
+        let cap = limits.max_body.saturating_sub(body_bytes);
+        let page = match fetch_page(route, &uri, cap, budget, ACCEPT_JSON).await {
+            Ok(page) => page,
+            // A refused hop is the archive sending us where it must not: nothing it gave counts.
+            Err(failure) if i == 0 || failure.failure == Some(FailureKind::RefusedRedirect) => {
+                return failure
+            }
+            Err(failure) => {
+                // A later page failed: keep what the earlier pages gave, and say so.
+                notes.push(format!("page {} failed: {}", i + 1, detail(&failure)));
+                break;
+            }
+        };
+        result.answer.pages += 1;
+        result.answer.http_status = Some(page.http_status);
+        if page.http_status == 404 || page.http_status == 410 {
+            if i == 0 {
+                return not_found(page.http_status, 1);
+            }
+            notes.push(format!("page {} answered {}", i + 1, page.http_status));
+            continue;
+        }
+        body_bytes += page.body.len() as u64;
+        let (read, page_held) = read_page(page.body, page.held, dialect, replay.clone()).await;
+        held.absorb(page_held);
+        match read {
+            Ok(rows) => {
+                dialect = dialect.or(rows.dialect);
+                result.answer.skipped += rows.skipped;
+                result.mementos.extend(rows.mementos);
+            }
+            Err(why) => {
+                unreadable = true;
+                notes.push(format!("page {}: {why}", i + 1));
+            }
+        }
+    }
+
+    if result.answer.skipped > 0 {
+        notes.push(format!(
+            "skipped {} unreadable CDX rows",
+            result.answer.skipped
+        ));
+    }
+    result.answer.status = if !result.mementos.is_empty() {
+        ArchiveStatus::Ok
+    } else if unreadable || result.answer.skipped > 0 {
+        ArchiveStatus::Malformed
+    } else {
+        ArchiveStatus::NotFound
+    };
+    result.answer.detail = (!notes.is_empty()).then(|| notes.join("; "));
+    result.held = Some(Arc::new(held));
+    result
+}
+
+fn detail(failure: &ArchiveFetch) -> String {
+    failure.answer.detail.clone().unwrap_or_default()
+}
+
+/// Reads one page of rows into mementos, off the async workers when it is large. The body's
+/// charge travels with it and comes back with the result, as for a TimeMap page.
+async fn read_page(
+    body: Vec<u8>,
+    held: Held,
+    dialect: Option<Dialect>,
+    replay: Replay,
+) -> (Result<PageRows, String>, Held) {
+    let inline = body.len() <= PARSE_INLINE_LIMIT;
+    let read = move || {
+        let text = String::from_utf8_lossy(&body);
+        let rows = match dialect.or_else(|| detect_dialect(&text)) {
+            None if text.trim().is_empty() => Ok(PageRows {
+                mementos: Vec::new(),
+                skipped: 0,
+                dialect: None,
+            }),
+            None => Err("not CDX JSON in either dialect".to_string()),
+            Some(d) => read_rows(d, &text).map_err(|e| e.0).map(|rows| {
+                let (mementos, bad) = replay.mementos(&rows.rows);
+                PageRows {
+                    mementos,
+                    skipped: rows.skipped + bad,
+                    dialect: Some(d),
+                }
+            }),
+        };
+        drop(text);
+        drop(body);
+        (rows, held)
+    };
+    if inline {
+        read()
+    } else {
+        match tokio::task::spawn_blocking(read).await {
+            Ok(done) => done,
+            // The read panicked: its charge was given back when it unwound.
+            Err(_) => (
+                Err("reading the rows failed".to_string()),
+                Budget::new(0).hold(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! One archive's turn in a fan-out: its listing (TimeMap or CDX API) and, when that failed in a
+//! way its TimeGate may not share, its TimeGate once, for at least the memento it picks and the
+//! first/last/prev/next its `Link` header names. Such an answer keeps the listing's failure as
+//! its status (the archive stays partial: a few mementos, not its TimeMap) and says
+//! `fallback = timegate`.
+//!
+//! The TimeGate is asked without `Accept-Datetime` (its latest memento) and its redirect is not
+//! followed: only its headers are read, never its body. Its `Location` and `Link` URIs are the
+//! archive's word: each must be http(s) on the archive's hosts (or `redirect_hosts`), at most
+//! [`MAX_LINK_BYTES`] of `Link` and [`MAX_LINK_MEMENTOS`] mementos are taken, and the
+//! `Location` is listed only when something dates it (its entry in `Link`, or a
+//! `Memento-Datetime`).
+
+use super::budget::Budget;
+use super::cdx::fetch_cdx;
+use super::failure::{classify, FailureKind};
+use super::fetch::{fetch_archive, ArchiveFetch, FetchLimits, Route};
+use super::guard::HopRules;
+use super::registry::Archive;
+use crate::timemap::answer::Fallback;
+use crate::timemap::datetime::parse_rfc1123;
+use crate::timemap::model::{LinkMemento, MementoDatetime};
+use crate::timemap::parse::parse_link_format;
+use crate::uri_r::clip;
+use crate::uri_text::{escape_uri, is_servable_uri_m};
+use std::sync::Arc;
+use tokio::time::{timeout_at, Instant};
+use url::Url;
+
+/// The most `Link` header text read from a TimeGate (IA's is about a kilobyte).
+pub const MAX_LINK_BYTES: usize = 64 * 1024;
+
+/// The most mementos taken from a TimeGate's `Link` header.
+pub const MAX_LINK_MEMENTOS: usize = 16;
+
+/// Whether a listing that failed so may leave the TimeGate working: an error status (not 429,
+/// which asks us to slow down), a body that is not a listing or is too large, a body that broke,
+/// a redirect loop. Not a timeout (the archive's `timeout` is spent), not a host that cannot be
+/// reached, not a refused hop (the archive sent us somewhere it must not), not our own budget.
+pub fn worth_a_fallback(kind: FailureKind) -> bool {
+    match kind {
+        FailureKind::HttpStatus(code) => code != 429,
+        FailureKind::Malformed
+        | FailureKind::TooLarge
+        | FailureKind::Body
+        | FailureKind::Redirects => true,
+        _ => false,
+    }
+}
+
+/// Asks `archive` for `uri_r` within its `timeout`: its listing, then, if that failed in a way
+/// [`worth_a_fallback`], its TimeGate in the time left.
+pub async fn ask_archive(
+    route: &Route,
+    archive: &Archive,
+    uri_r: &str,
+    limits: &FetchLimits,
+    budget: &Arc<Budget>,
+) -> ArchiveFetch {
+    let until = Instant::now() + archive.timeout;
+    let timed_out = || {
+        format!(
+            "no answer within its timeout ({}s)",
+            archive.timeout.as_secs_f64()
+        )
+    };
+    let listed = match timeout_at(until, list(route, archive, uri_r, limits, budget)).await {
+        Ok(listed) => listed,
+        Err(_) => return ArchiveFetch::failed(FailureKind::Timeout, None, timed_out()),
+    };
+    if !listed.failure_kind().is_some_and(worth_a_fallback) {
+        return listed;
+    }
+    let gate = match timeout_at(until, ask_timegate(route, archive, uri_r)).await {
+        Ok(gate) => gate,
+        Err(_) => Err(timed_out()),
+    };
+    with_fallback(listed, gate)
+}
+
+/// What an archive lists for `uri_r`: its TimeMap, or for a `kind = "cdx"` archive its CDX
+/// API's captures.
+async fn list(
+    route: &Route,
+    archive: &Archive,
+    uri_r: &str,
+    limits: &FetchLimits,
+    budget: &Arc<Budget>,
+) -> ArchiveFetch {
+    match &archive.cdx {
+        Some(source) => fetch_cdx(route, source, uri_r, limits, budget).await,
+        None => fetch_archive(route, archive, uri_r, limits, budget).await,
+    }
+}
+
+/// The failed listing with what the TimeGate gave (its mementos, a note), or why it gave
+/// nothing. Its status stays the listing's.
+pub fn with_fallback(mut listed: ArchiveFetch, gate: Result<Gate, String>) -> ArchiveFetch {
+    let note = match gate {
+        Ok(gate) if !gate.mementos.is_empty() => {
+            let mut note = format!(
+                "TimeGate fallback (HTTP {}): {} mementos",
+                gate.http_status,
+                gate.mementos.len()
+            );
+            for n in &gate.notes {
+                note.push_str("; ");
+                note.push_str(n);
+            }
+            listed.mementos = gate.mementos;
+            listed.answer.fallback = Some(Fallback::Timegate);
+            note
+        }
+        Ok(gate) => {
+            let why = if gate.notes.is_empty() {
+                "no dated memento".to_string()
+            } else {
+                gate.notes.join("; ")
+            };
+            format!(
+                "TimeGate fallback (HTTP {}) gave nothing: {why}",
+                gate.http_status
+            )
+        }
+        Err(why) => format!("TimeGate fallback failed: {why}"),
+    };
+    listed.answer.detail = Some(match listed.answer.detail.take() {
+        Some(d) => format!("{d}; {note}"),
+        None => note,
+    });
+    listed
+}
+
+/// What a TimeGate's headers gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    pub http_status: u16,
+    pub mementos: Vec<LinkMemento>,
+    /// What was left out and why.
+    pub notes: Vec<String>,
+}
+
+/// One GET of the archive's TimeGate for `uri_r`, its headers read, its body never.
+async fn ask_timegate(route: &Route, archive: &Archive, uri_r: &str) -> Result<Gate, String> {
+    let url = archive.timegate_for(uri_r)?;
+    let url = Url::parse(&url).map_err(|_| format!("{} refused: not a URL", clip(&url)))?;
+    route.hops.check(&url)?;
+    let resp = route
+        .client
+        .get(url.clone())
+        .send()
+        .await
+        .map_err(|e| classify(&e).1)?;
+    let http_status = resp.status().as_u16();
+    if !(resp.status().is_success() || resp.status().is_redirection()) {
+        return Err(format!("HTTP {http_status}"));
+    }
+    let h = resp.headers();
+    let text = |name: reqwest::header::HeaderName| {
+        h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    };
+    let mut link = String::new();
+    let mut notes = Vec::new();
+    for v in h.get_all(reqwest::header::LINK) {
+        let v = String::from_utf8_lossy(v.as_bytes());
+        if link.len() + v.len() + 2 > MAX_LINK_BYTES {
+            notes.push(format!(
+                "Link header over {MAX_LINK_BYTES} bytes: the rest ignored"
+            ));
+            break;
+        }
+        if !link.is_empty() {
+            link.push_str(", ");
+        }
+        link.push_str(&v);
+    }
+    let location =
+        text(reqwest::header::LOCATION).or_else(|| text(reqwest::header::CONTENT_LOCATION));
+    let dated = text(reqwest::header::HeaderName::from_static("memento-datetime"))
+        .and_then(|d| parse_rfc1123(&d));
+    // The body is never read: dropping the answer closes its connection.
+    drop(resp);
+    let mut gate = timegate_mementos(&url, location.as_deref(), &link, dated, &route.hops);
+    gate.http_status = http_status;
+    notes.append(&mut gate.notes);
+    gate.notes = notes;
+    Ok(gate)
+}
+
+/// The mementos a TimeGate's headers give, pure: the dated mementos of `link` (relative URIs
+/// resolved against `base`), then `location` when `link` or `dated` dates it. Every URI must be
+/// servable and allowed by `hops`; the others are named in the notes (clipped).
+pub fn timegate_mementos(
+    base: &Url,
+    location: Option<&str>,
+    link: &str,
+    dated: Option<MementoDatetime>,
+    hops: &HopRules,
+) -> Gate {
+    let mut notes = Vec::new();
+    let allowed = |uri: &str, notes: &mut Vec<String>| -> bool {
+        let checked = Url::parse(uri)
+            .map_err(|_| format!("{} refused: not a URL", clip(uri)))
+            .and_then(|u| hops.check(&u));
+        match checked {
+            Ok(()) if is_servable_uri_m(uri) => true,
+            Ok(()) => {
+                notes.push(format!("{} refused: not servable", clip(uri)));
+                false
+            }
+            Err(why) => {
+                notes.push(format!("ignored {why}"));
+                false
+            }
+        }
+    };
+    let parsed = parse_link_format(link, base.as_str());
+    if parsed.mementos.len() > MAX_LINK_MEMENTOS {
+        notes.push(format!(
+            "Link header named {} mementos: the first {MAX_LINK_MEMENTOS} taken",
+            parsed.mementos.len()
+        ));
+    }
+    let mut mementos: Vec<LinkMemento> = Vec::new();
+    for m in parsed.mementos.into_iter().take(MAX_LINK_MEMENTOS) {
+        if !mementos.iter().any(|k| k.uri_m == m.uri_m) && allowed(&m.uri_m, &mut notes) {
+            mementos.push(m);
+        }
+    }
+    if let Some(loc) = location {
+        match base.join(loc) {
+            Ok(u) => {
+                let uri = escape_uri(u.as_str()).into_owned();
+                if !mementos.iter().any(|m| m.uri_m == uri) && allowed(&uri, &mut notes) {
+                    match dated {
+                        Some(datetime) => mementos.push(LinkMemento {
+                            uri_m: uri,
+                            datetime,
+                        }),
+                        None => notes.push(format!(
+                            "its Location {} is not dated by its Link header: not listed",
+                            clip(&uri)
+                        )),
+                    }
+                }
+            }
+            Err(_) => notes.push(format!("its Location {} is not a URL", clip(loc))),
+        }
+    }
+    Gate {
+        http_status: 0,
+        mementos,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests;
