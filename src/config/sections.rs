@@ -78,6 +78,9 @@ pub struct UpstreamConfig {
     pub failures_before_dormant: u32,
     #[serde(with = "duration_field")]
     pub dormant_for: Duration,
+    /// An archive list in MemGator's `archives.json` shape that replaces the built-in one
+    /// (`config::archives_file`); empty = none.
+    pub archives_file: String,
 }
 
 impl Default for UpstreamConfig {
@@ -92,6 +95,7 @@ impl Default for UpstreamConfig {
             user_agent: "tmproxy/0.1 (Memento aggregator)".to_owned(),
             failures_before_dormant: 5,
             dormant_for: Duration::from_secs(5 * 60),
+            archives_file: String::new(),
         }
     }
 }
