@@ -133,6 +133,9 @@ pub struct CacheConfig {
     /// the answer says `not_stored` (the write may still land) and the tier is marked degraded.
     #[serde(with = "duration_field")]
     pub write_timeout: Duration,
+    /// One entry per URL however spelled: keyed by the URI-R's canonical (SURT) form; false =
+    /// by its exact text.
+    pub canonical: bool,
 }
 
 impl Default for CacheConfig {
@@ -150,6 +153,7 @@ impl Default for CacheConfig {
             redaction_confirmations: 2,
             redaction_grace: Duration::from_secs(7 * 86_400),
             write_timeout: Duration::from_secs(5),
+            canonical: true,
         }
     }
 }

@@ -4,6 +4,7 @@ mod against_pywb;
 mod aggregate;
 mod budget;
 mod cache;
+mod canonical;
 mod cli;
 mod compat;
 mod connections;

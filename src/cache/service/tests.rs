@@ -36,6 +36,12 @@ impl ServedView for Plain {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    fn respell(&self, uri_r: &str, _: &()) -> Plain {
+        let mut aggregate = self.aggregate.clone();
+        aggregate.uri_r = uri_r.to_owned();
+        Plain::build(aggregate, &())
+    }
+
     fn approx_bytes(_: &Entry) -> usize {
         0
     }
@@ -66,6 +72,7 @@ fn cache_for(archive: &SimulatedArchive, policy: Policy) -> (Arc<MemoryCache>, A
     let upstream = Upstream::new(&config, clock.clone(), system_lookup()).expect("upstream");
     let settings = Settings {
         min_refresh_interval: Duration::from_secs(60),
+        canonical: true,
     };
     let store = super::super::store::HotTier::new(64 << 20);
     let cache = TimeMapCache::new(
