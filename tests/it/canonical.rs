@@ -368,3 +368,45 @@ fn foreign_entry(uri_r: &str) -> tmproxy::cache::entry::Entry {
         history: Default::default(),
     }
 }
+
+/// pywb keys its index by SURT itself: asked once with the first spelling, its TimeMap serves
+/// every other spelling from the cache, each named as asked, with pywb's mementos.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_pywb_one_fan_out_serves_every_spelling() {
+    use crate::pywb::{Capture, PywbArchive};
+    let captures = vec![
+        Capture::new("http://example.com/", "20200101120000", "<html>a</html>"),
+        Capture::new("http://example.com/", "20210615083000", "<html>b</html>"),
+    ];
+    let pywb = tokio::task::spawn_blocking(move || PywbArchive::start("coll", &captures))
+        .await
+        .expect("pywb starts");
+    let mut config = Config::default();
+    config.upstream.deadline = std::time::Duration::from_secs(10);
+    config.upstream.timeout = std::time::Duration::from_secs(10);
+    config.archives = vec![archive_config(
+        "pywb",
+        &pywb.timemap_prefix(),
+        &pywb.timegate_prefix(),
+    )];
+    let proxy = start_proxy(config).await;
+    let first = "https://www.example.com/";
+    for (spelling, uri_r) in [(first, first), SPELLINGS[0], SPELLINGS[1]] {
+        let (status, x_cache, link, body) = timemap(&proxy, "json", spelling).await;
+        assert_eq!(status, 200, "{spelling}: {body}");
+        assert_eq!(x_cache, if spelling == first { "MISS" } else { "HIT" });
+        let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(json["original_uri"], uri_r);
+        assert!(
+            link.starts_with(&format!("<{uri_r}>; rel=\"original\"")),
+            "{link}"
+        );
+        let uris = crate::support::memento_uris(&json);
+        assert_eq!(uris.len(), 2, "{json}");
+        assert!(
+            uris.iter().all(|u| u.starts_with(&pywb.base_url())),
+            "{uris:?}"
+        );
+    }
+    proxy.stop().await;
+}
