@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 mod first_store;
+mod keys;
 mod refresh;
 #[cfg(test)]
 mod tests;
@@ -89,25 +90,6 @@ impl<V: ServedView> CachedTimeMap<V> {
         self.view
             .get_or_init(|| Arc::new(V::build(aggregate_of(&self.entry), context)))
             .clone()
-    }
-
-    /// The view naming `uri_r`: the entry's own when it is the stored spelling (a hit as fast as
-    /// ever), else one respelled from it, kept for the next request so spelled.
-    pub fn view_for(&self, uri_r: &str, context: &V::Context) -> Arc<V> {
-        let view = self.view(context);
-        if view.aggregate().uri_r == uri_r {
-            return view;
-        }
-        let mut aliases = self.aliases.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(alias) = aliases.iter().find(|a| a.aggregate().uri_r == uri_r) {
-            return alias.clone();
-        }
-        let alias = Arc::new(view.respell(uri_r, context));
-        if aliases.len() >= ALIAS_VIEWS {
-            aliases.remove(0);
-        }
-        aliases.push(alias.clone());
-        alias
     }
 }
 
@@ -272,15 +254,6 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         self.store.as_ref()
     }
 
-    /// The key `uri_r`'s entry is stored and coalesced under: its canonical form with
-    /// `[cache] canonical` (the exact text when it has none), else its exact text.
-    pub fn key_of(&self, uri_r: &str) -> String {
-        match self.settings.canonical {
-            true => tmproxy_core::surt::canonical_key(uri_r).unwrap_or_else(|| uri_r.to_owned()),
-            false => uri_r.to_owned(),
-        }
-    }
-
     /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh. It
     /// names `uri_r` as given, whichever spelling of it the entry was stored under.
     pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {
@@ -394,35 +367,6 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let _ = self.shared_refresh(key, uri_r, begun, None).await;
     }
 
-    /// The entry under `key`. With canonical keys, an entry written before them under the
-    /// URI-R's exact text (an older version, or `canonical = false`) is moved to `key` when
-    /// asked so spelled, so an upgrade keeps what it had; other spellings of it miss.
-    async fn read(&self, store: &S, key: &str, uri_r: &str) -> Option<Arc<CachedTimeMap<V>>> {
-        if let Some(cached) = store.get(key).await {
-            return Some(cached);
-        }
-        if key == uri_r {
-            return None;
-        }
-        let old = store.get(uri_r).await?;
-        // A value under an exact key that is not this URI-R's entry is left alone.
-        if old.entry.uri_r != uri_r {
-            return None;
-        }
-        let moved = Arc::new(CachedTimeMap::new(old.entry.clone()));
-        match store.put(key, moved.clone()).await {
-            Ok(()) => {
-                if let Err(e) = store.remove(uri_r).await {
-                    tracing::warn!(uri_r, error = %e, "cannot remove an entry moved to its canonical key");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(uri_r, error = %e, "cannot move an entry to its canonical key")
-            }
-        }
-        Some(moved)
-    }
-
     /// Whether a client's `no-cache` may force a refresh now (and records that it did).
     fn may_force(&self, key: &str, now: MementoDatetime) -> bool {
         let interval =
@@ -518,33 +462,5 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// The counters, with each archive's request count from the fan-out.
     pub fn stats_snapshot(&self) -> StatsSnapshot {
         self.stats.snapshot(self.upstream.fetch_counts())
-    }
-
-    /// Drops the entry for `uri_r` (any spelling of it) from both tiers, and one left under its
-    /// exact text from before canonical keys, which would otherwise be moved back when asked.
-    pub async fn purge(&self, uri_r: &str) -> Result<bool, String> {
-        let Some(store) = &self.store else {
-            return Ok(false);
-        };
-        let key = self.key_of(uri_r);
-        let mut existed = store.get(&key).await.is_some();
-        store.remove(&key).await.map_err(|e| e.to_string())?;
-        if key != uri_r {
-            existed |= store.get(uri_r).await.is_some();
-            store.remove(uri_r).await.map_err(|e| e.to_string())?;
-        }
-        Ok(existed)
-    }
-
-    /// The stored entry for `uri_r` (any spelling of it), if any (for the admin API); one left
-    /// under its exact text from before canonical keys is read, not moved.
-    pub async fn entry(&self, uri_r: &str) -> Option<Arc<CachedTimeMap<V>>> {
-        let store = self.store.as_ref()?;
-        let key = self.key_of(uri_r);
-        match store.get(&key).await {
-            Some(cached) => Some(cached),
-            None if key != uri_r => store.get(uri_r).await.filter(|c| c.entry.uri_r == uri_r),
-            None => None,
-        }
     }
 }
