@@ -114,6 +114,7 @@ pub async fn build_with_lookup(
     };
     let settings = Settings {
         min_refresh_interval: config.cache.min_refresh_interval,
+        canonical: config.cache.canonical,
     };
     let cache = Arc::new(TimeMapCache::new(
         policy,

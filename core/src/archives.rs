@@ -12,7 +12,10 @@ pub struct KnownArchive {
     pub timegate: &'static str,
 }
 
-/// In the order the default configuration lists them.
+/// In the order the default configuration lists them. The prefixes are those of the list
+/// MemGator's maintainers keep (`docs/archives.json` of oduwsdl/MemGator, 2026-04-09, commit
+/// 6a22246), except where `config.toml` says why ours differ; the archives MemGator marks
+/// `ignore` are not listed. `[upstream] archives_file` loads that list itself.
 pub const KNOWN: &[KnownArchive] = &[
     KnownArchive {
         id: "ia",
@@ -47,8 +50,8 @@ pub const KNOWN: &[KnownArchive] = &[
     KnownArchive {
         id: "is",
         name: "Icelandic Web Archive (vefsafn.is)",
-        timemap: "http://wayback.vefsafn.is/wayback/timemap/link/",
-        timegate: "http://wayback.vefsafn.is/wayback/",
+        timemap: "https://vefsafn.is/timemap/link/",
+        timegate: "https://vefsafn.is/",
     },
     KnownArchive {
         id: "ukwa",
@@ -59,13 +62,13 @@ pub const KNOWN: &[KnownArchive] = &[
     KnownArchive {
         id: "parliament.uk",
         name: "UK Parliament Web Archive",
-        timemap: "http://webarchive.parliament.uk/timemap/",
+        timemap: "http://webarchive.parliament.uk/timemap/link/",
         timegate: "http://webarchive.parliament.uk/timegate/",
     },
     KnownArchive {
         id: "nrs",
         name: "National Records of Scotland Web Archive",
-        timemap: "https://webarchive.nrscotland.gov.uk/timemap/",
+        timemap: "https://webarchive.nrscotland.gov.uk/timemap/link/",
         timegate: "https://webarchive.nrscotland.gov.uk/timegate/",
     },
     KnownArchive {

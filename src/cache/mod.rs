@@ -13,3 +13,5 @@ pub mod store;
 
 // The policy and what an entry holds are pure: they live in tmproxy-core, shared with memsim.
 pub use tmproxy_core::policy::{self, entry};
+// What an entry is stored under with `[cache] canonical`: pure too, beside the SURT rules.
+pub use tmproxy_core::surt::canonical_key;

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 mod chosen;
 mod first_store;
+mod keys;
 mod refresh;
 #[cfg(test)]
 mod tests;
@@ -40,15 +41,26 @@ pub trait ServedView: Send + Sync + fmt::Debug + Sized + 'static {
     fn prepare(&self, format: TimeMapFormat);
     /// Heap a view of `entry` holds once fully prepared: part of the hot tier's weight.
     fn approx_bytes(entry: &Entry) -> usize;
+    /// The same content served under another spelling of its URI-R (canonical keys: the answer
+    /// names the URI-R as its client asked it). Cheap: nothing is merged or copied but the
+    /// archives' outcomes; each format is rendered again on demand.
+    fn respell(&self, uri_r: &str, context: &Self::Context) -> Self;
 }
 
-/// What the hot tier holds: the stored entry, plus its view, built once per load.
+/// Views of an entry under other spellings of its URI-R kept beside it (the most recent
+/// ones): each holds only the bodies it rendered, so this bounds what they add to the entry.
+pub const ALIAS_VIEWS: usize = 2;
+
+/// What the hot tier holds: the stored entry, plus its view, built once per load, and the
+/// views of other spellings of its URI-R asked lately (at most [`ALIAS_VIEWS`]).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(transparent, bound = "")]
 pub struct CachedTimeMap<V> {
     pub entry: Entry,
     #[serde(skip)]
     view: OnceLock<Arc<V>>,
+    #[serde(skip)]
+    aliases: Mutex<Vec<Arc<V>>>,
 }
 
 impl<V: ServedView> CachedTimeMap<V> {
@@ -56,6 +68,7 @@ impl<V: ServedView> CachedTimeMap<V> {
         CachedTimeMap {
             entry,
             view: OnceLock::new(),
+            aliases: Mutex::default(),
         }
     }
 
@@ -64,6 +77,7 @@ impl<V: ServedView> CachedTimeMap<V> {
         CachedTimeMap {
             entry,
             view: OnceLock::from(view),
+            aliases: Mutex::default(),
         }
     }
 
@@ -121,8 +135,18 @@ impl<V> Clone for Served<V> {
 
 impl<V: ServedView> Served<V> {
     fn stored(cached: &CachedTimeMap<V>, context: &V::Context, status: CacheStatus) -> Served<V> {
+        Self::stored_as(cached, &cached.entry.uri_r, context, status)
+    }
+
+    /// The stored entry, its view naming `uri_r` (the spelling the client asked).
+    fn stored_as(
+        cached: &CachedTimeMap<V>,
+        uri_r: &str,
+        context: &V::Context,
+        status: CacheStatus,
+    ) -> Served<V> {
         Served {
-            view: cached.view(context),
+            view: cached.view_for(uri_r, context),
             status,
             case: None,
             action: None,
@@ -168,6 +192,9 @@ pub struct Request {
 pub struct Settings {
     /// The least time between two refreshes a client's `no-cache` may force for one URI-R.
     pub min_refresh_interval: Duration,
+    /// `[cache] canonical`: entries keyed by the URI-R's canonical form
+    /// ([`tmproxy_core::surt::canonical_key`]), so its spellings share one; else by its exact text.
+    pub canonical: bool,
 }
 
 type SharedRefresh<V> = Shared<BoxFuture<'static, Option<Served<V>>>>;
@@ -182,6 +209,7 @@ pub struct TimeMapCache<S, V: ServedView> {
     clock: Arc<dyn Clock>,
     /// What the views are built with.
     context: Arc<V::Context>,
+    /// Every map below is by cache key ([`TimeMapCache::key_of`]), not by spelling.
     inflight: Mutex<HashMap<String, SharedRefresh<V>>>,
     /// First stores and refreshes still being built or written after their answer went out, by
     /// URI-R, with the answer they gave (a first store's MISS, or the stored entry STALE): a
@@ -227,14 +255,20 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         self.store.as_ref()
     }
 
-    /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh.
+    /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh. It
+    /// names `uri_r` as given, whichever spelling of it the entry was stored under.
     pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {
-        let served = self.answer(uri_r, req).await;
+        let key = self.key_of(uri_r);
+        let mut served = self.answer(&key, uri_r, req).await;
+        // A fan-out shared with, or an answer left by, a request of another spelling.
+        if served.view.aggregate().uri_r != uri_r {
+            served.view = Arc::new(served.view.respell(uri_r, self.context.as_ref()));
+        }
         self.stats.count_served(served.status);
         served
     }
 
-    async fn answer(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {
+    async fn answer(self: &Arc<Self>, key: &str, uri_r: &str, req: Request) -> Served<V> {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
@@ -244,29 +278,35 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             return Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
         };
         let now = self.clock.now();
-        let cached = store.get(uri_r).await;
+        let cached = self.read(store, key, uri_r).await;
         let freshness = self
             .policy
             .freshness(cached.as_ref().map(|c| &c.entry), now);
-        let wants_refresh = req.force || (req.no_cache && self.may_force(uri_r, now));
+        let wants_refresh = req.force || (req.no_cache && self.may_force(key, now));
+        // The archives are asked with the spelling the entry was stored under (its first
+        // asker's), so an entry's URI-R, and its observation log lines, keep one spelling.
+        let asked = cached
+            .as_ref()
+            .map_or(uri_r, |c| c.entry.uri_r.as_str())
+            .to_owned();
         match (&cached, freshness, wants_refresh) {
             (Some(c), Freshness::Fresh, false) => {
                 self.stats.count_hit();
-                return Served::stored(c, self.context.as_ref(), CacheStatus::Hit);
+                return Served::stored_as(c, uri_r, self.context.as_ref(), CacheStatus::Hit);
             }
             // stale-while-revalidate: served now and refreshed behind the client's back,
             // through the same policy.
             (Some(c), Freshness::Stale, false) => {
                 let this = self.clone();
-                let key = uri_r.to_string();
-                tokio::spawn(async move { this.revalidate(&key).await });
+                let key = key.to_string();
+                tokio::spawn(async move { this.revalidate(&key, &asked).await });
                 self.stats.count_stale();
-                return Served::stored(c, self.context.as_ref(), CacheStatus::Stale);
+                return Served::stored_as(c, uri_r, self.context.as_ref(), CacheStatus::Stale);
             }
             _ => {}
         }
         if !req.force {
-            if let Some(served) = self.settling_answer(uri_r) {
+            if let Some(served) = self.settling_answer(key) {
                 return served;
             }
         }
@@ -278,9 +318,9 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let served = match req.deadline {
             Some(d) if d < self.upstream.deadline() => {
                 begun.deadline = Some(d);
-                self.refresh(uri_r, begun, req.render).await
+                self.refresh(key, &asked, begun, req.render).await
             }
-            _ => self.shared_refresh(uri_r, begun, req.render).await,
+            _ => self.shared_refresh(key, &asked, begun, req.render).await,
         };
         served.unwrap_or_else(|| {
             // The refresh task itself failed (a panic in it): serve what we have rather than 500.
@@ -302,12 +342,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// stale-while-revalidate's refresh behind the client: joins one in flight, and starts none
     /// when the entry was refreshed since this request read it. A refresh leaves `inflight`
     /// only after storing, so finding none in flight and then reading the store sees its entry.
-    async fn revalidate(self: &Arc<Self>, uri_r: &str) {
+    async fn revalidate(self: &Arc<Self>, key: &str, uri_r: &str) {
         let in_flight = self
             .inflight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains_key(uri_r);
+            .contains_key(key);
         let mut begun = Begun {
             at: tokio::time::Instant::now(),
             deadline: None,
@@ -315,7 +355,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         };
         if !in_flight {
             if let Some(store) = &self.store {
-                let cached = store.get(uri_r).await;
+                let cached = store.get(key).await;
                 let freshness = self
                     .policy
                     .freshness(cached.as_ref().map(|c| &c.entry), self.clock.now());
@@ -325,50 +365,52 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 begun.cached = cached;
             }
         }
-        let _ = self.shared_refresh(uri_r, begun, None).await;
+        let _ = self.shared_refresh(key, uri_r, begun, None).await;
     }
 
     /// Whether a client's `no-cache` may force a refresh now (and records that it did).
-    fn may_force(&self, uri_r: &str, now: MementoDatetime) -> bool {
+    fn may_force(&self, key: &str, now: MementoDatetime) -> bool {
         let interval =
             chrono::Duration::from_std(self.settings.min_refresh_interval).unwrap_or_default();
         let mut forced = self.forced.lock().unwrap_or_else(|p| p.into_inner());
-        if forced.get(uri_r).is_some_and(|last| now < *last + interval) {
+        if forced.get(key).is_some_and(|last| now < *last + interval) {
             return false;
         }
         // Bounded memory: forget refreshes older than the interval once the map grows.
         if forced.len() > 10_000 {
             forced.retain(|_, last| now < *last + interval);
         }
-        forced.insert(uri_r.to_string(), now);
+        forced.insert(key.to_string(), now);
         true
     }
 
-    /// One fan-out for `uri_r` shared by every request that arrives while it runs. It runs as its
-    /// own task, so a client that hangs up does not cancel it for the others.
+    /// One fan-out for `key` shared by every request that arrives while it runs, whatever its
+    /// spelling: the archives are asked with `uri_r`, the first one's. It runs as its own
+    /// task, so a client that hangs up does not cancel it for the others.
     async fn shared_refresh(
         self: &Arc<Self>,
+        key: &str,
         uri_r: &str,
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
     ) -> Option<Served<V>> {
         let shared = {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(f) = inflight.get(uri_r) {
+            if let Some(f) = inflight.get(key) {
                 f.clone()
             } else {
                 let this = self.clone();
-                let key = uri_r.to_string();
+                let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
                 let task = tokio::spawn(async move {
-                    let served = this.refresh(&key, begun, render).await;
+                    let served = this.refresh(&owned_key, &uri_r, begun, render).await;
                     this.inflight
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .remove(&key);
+                        .remove(&owned_key);
                     served
                 });
                 let f: SharedRefresh<V> = async move { task.await.ok().flatten() }.boxed().shared();
-                inflight.insert(uri_r.to_string(), f.clone());
+                inflight.insert(key.to_string(), f.clone());
                 f
             }
         };
@@ -421,20 +463,5 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// The counters, with each archive's request count from the fan-out.
     pub fn stats_snapshot(&self) -> StatsSnapshot {
         self.stats.snapshot(self.upstream.fetch_counts())
-    }
-
-    /// Drops the entry for `uri_r` from both tiers.
-    pub async fn purge(&self, uri_r: &str) -> Result<bool, String> {
-        let Some(store) = &self.store else {
-            return Ok(false);
-        };
-        let existed = store.get(uri_r).await.is_some();
-        store.remove(uri_r).await.map_err(|e| e.to_string())?;
-        Ok(existed)
-    }
-
-    /// The stored entry for `uri_r`, if any (for the admin API).
-    pub async fn entry(&self, uri_r: &str) -> Option<Arc<CachedTimeMap<V>>> {
-        self.store.as_ref()?.get(uri_r).await
     }
 }

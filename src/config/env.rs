@@ -18,6 +18,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_MAX_BODY", "upstream.max_body"),
     ("TMPROXY_USER_AGENT", "upstream.user_agent"),
     ("TMPROXY_ARCHIVES", "archives.enabled"),
+    ("TMPROXY_ARCHIVES_FILE", "upstream.archives_file"),
     ("TMPROXY_CACHE_POLICY", "cache.policy"),
     ("TMPROXY_CACHE_PATH", "cache.path"),
     ("TMPROXY_ADMIN_TOKEN", "admin.token"),
@@ -74,6 +75,11 @@ impl Config {
                 &mut self.cache.policy,
             ),
             ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
+            (
+                "TMPROXY_ARCHIVES_FILE",
+                "upstream.archives_file",
+                &mut self.upstream.archives_file,
+            ),
             ("TMPROXY_ADMIN_TOKEN", "admin.token", &mut self.admin.token),
             ("TMPROXY_OBSERVE_LOG", "observe.log", &mut self.observe.log),
         ] {

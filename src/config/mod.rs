@@ -6,6 +6,7 @@
 //! so a bad value is reported with the key it sits under, recovered from the span toml gives.
 
 mod archives;
+pub mod archives_file;
 mod diagnostics;
 mod env;
 mod fields;
@@ -140,6 +141,12 @@ impl Config {
         };
         let connect_from = set_by("TMPROXY_UPSTREAM_CONNECT_TIMEOUT", "connect_timeout");
         let timeout_from = set_by("TMPROXY_UPSTREAM_TIMEOUT", "timeout");
+        // The archives file first: `TMPROXY_ARCHIVES` (applied with the other variables) picks
+        // among the archives it lists.
+        if let Some(v) = get("TMPROXY_ARCHIVES_FILE") {
+            cfg.upstream.archives_file = v;
+        }
+        cfg.read_archives_file(cwd, &origin, file_lists_archives(&text))?;
         cfg.apply_env(&get)?;
         cfg.settle_connect_timeout(connect_from.as_deref(), timeout_from.as_deref())?;
         cfg.check(&origin)?;
@@ -188,6 +195,38 @@ impl Config {
     pub fn archive_timeout(&self, a: &ArchiveConfig) -> Duration {
         a.timeout.unwrap_or(self.upstream.timeout)
     }
+}
+
+impl Config {
+    /// With `upstream.archives_file` set (relative to `cwd`), its list replaces the built-in one;
+    /// the `[[archives]]` of the config file, when it has some (`listed`), follow it.
+    fn read_archives_file(
+        &mut self,
+        cwd: &Path,
+        origin: &str,
+        listed: bool,
+    ) -> Result<(), ConfigError> {
+        let name = self.upstream.archives_file.trim();
+        if name.is_empty() {
+            return Ok(());
+        }
+        let path = cwd.join(name);
+        let from_file = archives_file::read(&path)?;
+        let from_config = if listed {
+            std::mem::take(&mut self.archives)
+        } else {
+            Vec::new()
+        };
+        let file_origin = path.display().to_string();
+        self.archives = archives_file::combine(from_file, from_config, &file_origin, origin)?;
+        Ok(())
+    }
+}
+
+/// Whether the config file's text has any `[[archives]]` entry.
+fn file_lists_archives(text: &str) -> bool {
+    text.parse::<toml::Table>()
+        .is_ok_and(|t| t.contains_key("archives"))
 }
 
 /// Whether the file's text sets `[table] key` (it has parsed already, so a parse failure is "no").

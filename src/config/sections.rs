@@ -97,6 +97,9 @@ pub struct UpstreamConfig {
     pub failures_before_dormant: u32,
     #[serde(with = "duration_field")]
     pub dormant_for: Duration,
+    /// An archive list in MemGator's `archives.json` shape that replaces the built-in one
+    /// (`config::archives_file`); empty = none.
+    pub archives_file: String,
 }
 
 impl Default for UpstreamConfig {
@@ -111,6 +114,7 @@ impl Default for UpstreamConfig {
             user_agent: "tmproxy/0.1 (Memento aggregator)".to_owned(),
             failures_before_dormant: 5,
             dormant_for: Duration::from_secs(5 * 60),
+            archives_file: String::new(),
         }
     }
 }
@@ -148,6 +152,9 @@ pub struct CacheConfig {
     /// the answer says `not_stored` (the write may still land) and the tier is marked degraded.
     #[serde(with = "duration_field")]
     pub write_timeout: Duration,
+    /// One entry per URL however spelled: keyed by the URI-R's canonical (SURT) form; false =
+    /// by its exact text.
+    pub canonical: bool,
 }
 
 impl Default for CacheConfig {
@@ -165,6 +172,7 @@ impl Default for CacheConfig {
             redaction_confirmations: 2,
             redaction_grace: Duration::from_secs(7 * 86_400),
             write_timeout: Duration::from_secs(5),
+            canonical: true,
         }
     }
 }

@@ -217,18 +217,8 @@ impl Config {
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, a) in self.archives.iter().enumerate() {
             let key = |field: &str| format!("archives[{i}].{field}");
-            if a.id.is_empty() {
-                return fail(&key("id"), "must not be empty".into());
-            }
-            if !a
-                .id
-                .bytes()
-                .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
-            {
-                return fail(
-                    &key("id"),
-                    format!("{:?} may only contain a-z, 0-9, '.', '_' and '-'", a.id),
-                );
+            if let Err(r) = check_id(&a.id) {
+                return fail(&key("id"), r);
             }
             if let Some(first) = seen.insert(&a.id, i) {
                 return fail(
@@ -289,4 +279,20 @@ fn kind_name(kind: ArchiveKind) -> &'static str {
         ArchiveKind::Timemap => "timemap",
         ArchiveKind::Cdx => "cdx",
     }
+}
+
+/// An archive id: logs, metrics and `TMPROXY_ARCHIVES` name archives by it.
+pub(super) fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if !id
+        .bytes()
+        .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
+    {
+        return Err(format!(
+            "{id:?} may only contain a-z, 0-9, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
 }

@@ -165,7 +165,10 @@ async fn inspect(State(state): State<SharedState>, uri: Uri) -> Result<Response,
             .freshness(Some(&cached.entry), state.clock.now()),
         crate::cache::policy::Freshness::Fresh
     );
-    Ok(JsonBody(describe(&cached.entry, fresh)).into_response())
+    let mut described = describe(&cached.entry, fresh);
+    // What the entry is stored under: every spelling of the URI-R with this key finds it.
+    described["key"] = json!(state.cache.key_of(uri_r.as_str()));
+    Ok(JsonBody(described).into_response())
 }
 
 async fn purge(State(state): State<SharedState>, uri: Uri) -> Result<Response, AppError> {

@@ -58,6 +58,13 @@ impl ServedView for View {
     /// 70–110 bytes of markup each). Calibrated so the weight is at least the live heap an entry holds
     /// once all three formats are rendered (measured with `e2e_bench memory`, see
     /// BENCHMARKS.md), so `hot_capacity` bounds real memory.
+    /// Shares the TimeMap (an `Arc`) and copies the archives' outcomes: no merge, no render.
+    fn respell(&self, uri_r: &str, public_url: &String) -> View {
+        let mut aggregate = self.aggregate.clone();
+        aggregate.uri_r = uri_r.to_owned();
+        View::build(aggregate, public_url)
+    }
+
     fn approx_bytes(entry: &Entry) -> usize {
         let listed = entry.contributions.iter().flat_map(|c| &c.mementos);
         let (mementos, uris) = listed.fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.uri_m.len()));

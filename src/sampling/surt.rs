@@ -126,33 +126,8 @@ pub fn to_url(key: &str) -> Result<String, InvalidSurt> {
     Ok(url)
 }
 
-/// The host with a leading `www`, `www2`, `www1355544`… label removed, but only when at least
-/// two dots remain in the host before stripping, so a name that *is* `wwwN.tld` keeps its label
-/// (the fix proposed upstream for IA's surt library).
-pub fn strip_www(host: &str) -> &str {
-    let lower_starts_www = host.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("www"));
-    if !lower_starts_www || host.bytes().filter(|&b| b == b'.').count() < 2 {
-        return host;
-    }
-    let after = &host[3..];
-    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-    match after[digits..].strip_prefix('.') {
-        Some(rest) => rest,
-        None => host,
-    }
-}
-
-/// The host as IA's surt library keys it: `www\d*.` stripped whatever remains. Used only to
-/// detect the collisions that rule causes.
-pub fn ia_strip_www(host: &str) -> &str {
-    let lower_starts_www = host.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("www"));
-    if !lower_starts_www {
-        return host;
-    }
-    let after = &host[3..];
-    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-    after[digits..].strip_prefix('.').unwrap_or(host)
-}
+// The `www` rule and host keys are shared with the cache's canonical key.
+pub use tmproxy_core::surt::{host_key, ia_strip_www, strip_www};
 
 /// The host of a URL (lower-cased, without port or user info), if it has one.
 pub fn url_host(url: &str) -> Option<String> {
@@ -164,12 +139,6 @@ pub fn url_host(url: &str) -> Option<String> {
         _ => host_port,
     };
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
-}
-
-/// The SURT host key of a host under IA's rule: reversed labels joined by `,`.
-pub fn host_key(host: &str) -> String {
-    let h = ia_strip_www(host);
-    h.rsplit('.').collect::<Vec<_>>().join(",")
 }
 
 /// A SURT key whose host part IA's `www\d*.` rule collapsed from a different host: the

@@ -10,6 +10,7 @@
 
 use chrono::{DateTime, Datelike, TimeZone, Timelike, Utc};
 use std::io::{BufRead, BufReader, Read};
+use tmproxy::cache::canonical_key;
 use tmproxy::config::{format_duration, format_size, parse_duration, parse_size};
 use tmproxy::http::timegate::split_path_datetime;
 use tmproxy::sampling::cdx::{self, CdxRow, Dialect};
@@ -284,10 +285,14 @@ fn pywb_json(rows: &[CdxRow]) -> String {
 ///   [`surt::url_host`] finds again;
 /// - the host keyed by IA's rule ([`surt::host_key`]) parses back to that host minus its `www`;
 /// - our `www` stripping removes no more than IA's, and a collision is reported exactly when the
-///   two differ.
+///   two differ;
+/// - the cache's [`canonical_key`] takes any text without a panic, and gives the URL a key
+///   that its `http://` spelling (no port given) and its host in capitals share.
 pub fn surt(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
+    let _ = canonical_key(&text);
     for key in text.split('\n') {
+        let _ = canonical_key(key);
         surt_key(key);
     }
 }
@@ -313,6 +318,15 @@ fn surt_key(key: &str) {
         Some(parts.host.to_ascii_lowercase()),
         "host of {url:?}"
     );
+    let cache_key = canonical_key(&url);
+    assert!(cache_key.is_some(), "no cache key for {url:?}");
+    if parts.port.is_none() {
+        let http = url.replacen("https://", "http://", 1);
+        assert_eq!(canonical_key(&http), cache_key, "{http:?} vs {url:?}");
+    }
+    let after_host = &url["https://".len() + parts.host.len()..];
+    let upper = format!("HTTPS://{}{after_host}", parts.host.to_ascii_uppercase());
+    assert_eq!(canonical_key(&upper), cache_key, "{upper:?} vs {url:?}");
 
     let host = parts.host.as_str();
     let ours = surt::strip_www(host);

@@ -190,6 +190,17 @@ async fn only_if_cached_answers_from_the_cache_or_504_without_asking() {
     );
     let r = get(&proxy, &format!("{tm_json}?archives=b"), &only).await;
     assert_eq!((r.status, r.archives.clone()), (200, vec!["b".to_string()]));
+    // Another spelling of the URL finds the same entry (canonical keys), named as spelled.
+    let www = "https://www.example.com/";
+    for path in [
+        format!("/timemap/json/{www}"),
+        format!("/timemap/json/{www}?archives=a"),
+    ] {
+        let r = get(&proxy, &path, &only).await;
+        assert_eq!((r.status, r.cache.as_str()), (200, "HIT"), "{path}");
+        let json: serde_json::Value = serde_json::from_str(&r.body).expect("json");
+        assert_eq!(json["original_uri"], www, "{path}: {json}");
+    }
     let r = get(
         &proxy,
         &tm_json,

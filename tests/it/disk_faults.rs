@@ -373,11 +373,10 @@ async fn full_disk() {
     let filler = fill(dir.path());
     for i in 0..3 {
         assert_not_stored(&base, &format!("http://example.com/full/{i}")).await;
-        assert!(store
-            .persistent()
-            .get(&format!("http://example.com/full/{i}"))
-            .await
-            .is_none());
+        // Stored under the URI-R's canonical key (`[cache] canonical`, the default).
+        let key = state.cache.key_of(&format!("http://example.com/full/{i}"));
+        assert_eq!(key, format!("com,example)/full/{i}"));
+        assert!(store.persistent().get(&key).await.is_none());
     }
     let (status, body) = healthz(&base).await;
     assert_eq!(status, 200);
@@ -393,7 +392,11 @@ async fn full_disk() {
             "{uri_r} not stored once space was freed"
         );
         assert!(
-            store.persistent().get(&uri_r).await.is_some(),
+            store
+                .persistent()
+                .get(&state.cache.key_of(&uri_r))
+                .await
+                .is_some(),
             "{uri_r} not on disk"
         );
     }

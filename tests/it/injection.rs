@@ -390,7 +390,14 @@ async fn a_uri_r_cannot_forge_links_or_break_lines() {
             assert!(!r.body.contains(['\r', '\0', '\t']), "{:?}", r.body);
             assert!(r.header("x-cache").is_empty());
         }
-        assert!(store.get(decoded).await.is_none(), "{decoded:?} cached");
+        // Under its exact text or its canonical key (`[cache] canonical`, the default).
+        let cache = &proxy.state.as_ref().expect("state").cache;
+        for key in [decoded.to_string(), cache.key_of(decoded)] {
+            assert!(
+                store.get(&key).await.is_none(),
+                "{decoded:?} cached as {key:?}"
+            );
+        }
     }
     assert!(fake.take().is_empty(), "an archive was asked");
     proxy.stop().await;

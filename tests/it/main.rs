@@ -2,8 +2,10 @@
 
 mod against_pywb;
 mod aggregate;
+mod archives_file;
 mod budget;
 mod cache;
+mod canonical;
 mod cdx_archives;
 mod chosen_archives;
 mod cli;

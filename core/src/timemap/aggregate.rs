@@ -7,6 +7,7 @@ use super::merge::merge;
 use super::model::{MementoDatetime, TimeMap};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
+use std::sync::Arc;
 
 /// One archive's part in a served aggregate: its answer and how many of the served mementos
 /// are its own.
@@ -78,7 +79,9 @@ struct LastErrorOut<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Aggregate {
     pub uri_r: String,
-    pub timemap: TimeMap,
+    /// Shared, so the same TimeMap can be served under another spelling of its URI-R (the
+    /// cache's canonical keys) without a copy of its mementos: a clone costs the outcomes only.
+    pub timemap: Arc<TimeMap>,
     /// In the configured archive order.
     pub outcomes: Vec<ArchiveOutcome>,
     pub fetched_at: MementoDatetime,
@@ -125,7 +128,7 @@ impl Aggregate {
             .collect();
         Aggregate {
             uri_r: uri_r.to_owned(),
-            timemap,
+            timemap: Arc::new(timemap),
             outcomes,
             fetched_at,
         }

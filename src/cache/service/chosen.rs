@@ -30,9 +30,10 @@ pub fn cached_answer(
     }
 }
 
-/// The part of `entry` that the archives in `only` contributed, in the entry's order; None when
-/// one of them has no contribution in it (the entry cannot tell what that archive holds).
-pub fn restricted(entry: &Entry, only: &[String]) -> Option<Aggregate> {
+/// The part of `entry` that the archives in `only` contributed, in the entry's order, naming
+/// `uri_r` (the client's spelling); None when one of them has no contribution in it (the entry
+/// cannot tell what that archive holds).
+pub fn restricted(entry: &Entry, uri_r: &str, only: &[String]) -> Option<Aggregate> {
     if !only
         .iter()
         .all(|id| entry.contributions.iter().any(|c| &c.archive == id))
@@ -45,7 +46,7 @@ pub fn restricted(entry: &Entry, only: &[String]) -> Option<Aggregate> {
         .filter(|c| only.contains(&c.archive))
         .cloned()
         .collect();
-    Some(Aggregate::of(&entry.uri_r, entry.fetched_at, &chosen))
+    Some(Aggregate::of(uri_r, entry.fetched_at, &chosen))
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -57,13 +58,18 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         only: Option<&[String]>,
         max_stale: Option<Duration>,
     ) -> Option<Served<V>> {
-        let cached = self.store.as_ref()?.get(uri_r).await?;
+        // Any spelling of the URI-R (canonical keys), named as the client spelled it.
+        let cached = self.entry(uri_r).await?;
         let now = self.clock.now();
         let freshness = self.policy.freshness(Some(&cached.entry), now);
         let status = cached_answer(freshness, cached.entry.fresh_until, now, max_stale)?;
         let served = match only {
-            None => Served::stored(&cached, self.context.as_ref(), status),
-            Some(only) => self.restricted_answer(&cached, only, status)?,
+            None => {
+                let mut served = Served::stored(&cached, self.context.as_ref(), status);
+                served.view = cached.view_for(uri_r, self.context.as_ref());
+                served
+            }
+            Some(only) => self.restricted_answer(&cached, uri_r, only, status)?,
         };
         self.stats.count_served(status);
         Some(served)
@@ -87,7 +93,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                     Freshness::Fresh
                 );
                 if let Some(served) = fresh
-                    .then(|| self.restricted_answer(&cached, only, CacheStatus::Hit))
+                    .then(|| self.restricted_answer(&cached, uri_r, only, CacheStatus::Hit))
                     .flatten()
                 {
                     self.stats.count_served(CacheStatus::Hit);
@@ -110,10 +116,11 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     fn restricted_answer(
         &self,
         cached: &CachedTimeMap<V>,
+        uri_r: &str,
         only: &[String],
         status: CacheStatus,
     ) -> Option<Served<V>> {
-        let aggregate = restricted(&cached.entry, only)?;
+        let aggregate = restricted(&cached.entry, uri_r, only)?;
         let view = Arc::new(V::build(aggregate, self.context.as_ref()));
         Some(Served {
             view,
@@ -155,10 +162,11 @@ mod tests {
         }))
         .expect("entry");
         entry.contributions = vec![contribution("ia", "2001"), contribution("pt", "2002")];
-        let agg = restricted(&entry, &["pt".to_string()]).expect("pt is in it");
+        let agg = restricted(&entry, "e.com", &["pt".to_string()]).expect("pt is in it");
         assert_eq!(agg.outcomes.len(), 1);
+        assert_eq!(agg.uri_r, "e.com", "named as the client spelled it");
         assert_eq!(agg.timemap.mementos[0].uri_m, "http://pt/2002");
-        assert!(restricted(&entry, &["pt".to_string(), "uk".to_string()]).is_none());
+        assert!(restricted(&entry, "e.com", &["pt".to_string(), "uk".to_string()]).is_none());
     }
 
     #[test]

@@ -29,7 +29,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// and after that says `not_stored`, the write still landing later.
     pub(super) async fn first_store(
         self: &Arc<Self>,
-        uri_r: &str,
+        key: &str,
         fetch: Fetch,
         now: MementoDatetime,
         answer_by: tokio::time::Instant,
@@ -49,7 +49,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         });
         let fresh_until = self.policy.fresh_until(now);
         let settle = {
-            let (this, key, view) = (self.clone(), uri_r.to_string(), view.clone());
+            let (this, key, view) = (self.clone(), key.to_string(), view.clone());
             // Until the entry is stored, a request gets this answer: nothing durable yet.
             let meanwhile = Served {
                 view: view.clone(),
@@ -91,7 +91,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// policy did, or `not_stored` when the write failed.
     async fn store_first(
         &self,
-        uri_r: &str,
+        key: &str,
         fetch: Fetch,
         view: Arc<V>,
         now: MementoDatetime,
@@ -116,8 +116,8 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let (case, mut reported) = (decision.case(), decision.action());
         if let Some(entry) = decision.into_entry() {
             let value = Arc::new(CachedTimeMap::with_view(entry, view));
-            if let Err(e) = store.put(uri_r, value).await {
-                tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
+            if let Err(e) = store.put(key, value.clone()).await {
+                tracing::error!(uri_r = %value.entry.uri_r, error = %e, "cannot store a TimeMap");
                 reported = Action::NotStored;
             }
         }
@@ -125,28 +125,28 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         reported
     }
 
-    /// Takes out the answer a first store (MISS) or a refresh (STALE) left for `uri_r` once it
+    /// Takes out the answer a first store (MISS) or a refresh (STALE) left for `key` once it
     /// is over, not one the other kind left; the lock stays held for whatever must change with it.
     pub(super) fn unsettle(
         &self,
-        uri_r: &str,
+        key: &str,
         left: CacheStatus,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Served<V>>> {
         let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
-        if settling.get(uri_r).is_some_and(|s| s.status == left) {
-            settling.remove(uri_r);
+        if settling.get(key).is_some_and(|s| s.status == left) {
+            settling.remove(key);
         }
         settling
     }
 
-    /// The answer for a URI-R whose first store or refresh is still being written: the one its
+    /// The answer for a key whose first store or refresh is still being written: the one its
     /// own request got (MISS `not_stored` from the fetch, or the stored entry STALE).
-    pub(super) fn settling_answer(&self, uri_r: &str) -> Option<Served<V>> {
+    pub(super) fn settling_answer(&self, key: &str) -> Option<Served<V>> {
         let served = self
             .settling
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(uri_r)?
+            .get(key)?
             .clone();
         if served.status == CacheStatus::Stale {
             self.stats.count_stale();

@@ -39,6 +39,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// time spent reading a huge entry from disk is taken from the archives' time, not added.
     pub(super) async fn refresh(
         self: &Arc<Self>,
+        key: &str,
         uri_r: &str,
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
@@ -65,12 +66,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         // memory only when the request read an entry: reading a huge one from disk again would
         // cost seconds and a second copy, and a refresh racing ours can win either way.
         let cached = match begun.cached {
-            Some(read) => Some(store.get_in_memory(uri_r).await.unwrap_or(read)),
-            None => store.get(uri_r).await,
+            Some(read) => Some(store.get_in_memory(key).await.unwrap_or(read)),
+            None => store.get(key).await,
         };
         let Some(cached) = cached else {
             if fetch.answered() {
-                return Some(self.first_store(uri_r, fetch, now, answer_by, render).await);
+                return Some(self.first_store(key, fetch, now, answer_by, render).await);
             }
             // An outage with nothing cached: nothing to build or write.
             let fetched = Fetched {
@@ -80,7 +81,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 render,
                 big: false,
             };
-            return Some(self.settle(uri_r, fetched).await);
+            return Some(self.settle(key, fetched).await);
         };
         let big = fetch.len() >= BIG_TIMEMAP || is_big(&cached);
         let fetched = Fetched {
@@ -94,7 +95,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         // only while the refresh still runs (it then takes it out).
         let done = Arc::new(AtomicBool::new(false));
         let mut task = {
-            let (this, key, done) = (self.clone(), uri_r.to_string(), done.clone());
+            let (this, key, done) = (self.clone(), key.to_string(), done.clone());
             tokio::spawn(async move {
                 let served = this.settle(&key, fetched).await;
                 let _settling = this.unsettle(&key, CacheStatus::Stale);
@@ -115,7 +116,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         if late {
             let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
             if !done.load(Ordering::SeqCst) {
-                settling.insert(uri_r.to_string(), stale.clone());
+                settling.insert(key.to_string(), stale.clone());
             }
         }
         self.stats.count_stale();
@@ -124,7 +125,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
 
     /// The policy's decision on a fetch, carried out: the entry written, and the answer with its
     /// view ready.
-    async fn settle(self: &Arc<Self>, uri_r: &str, fetched: Fetched<V>) -> Served<V> {
+    async fn settle(self: &Arc<Self>, key: &str, fetched: Fetched<V>) -> Served<V> {
         let Fetched {
             fetch,
             cached,
@@ -172,10 +173,10 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             (Decision::Store { entry, .. }, _) => {
                 let value = Arc::new(CachedTimeMap::new(entry));
                 if let Some(store) = &self.store {
-                    if let Err(e) = store.put(uri_r, value.clone()).await {
+                    if let Err(e) = store.put(key, value.clone()).await {
                         // Serving still works (from memory until the disk is back); the answer
                         // must not claim a durable store that did not happen.
-                        tracing::error!(uri_r, error = %e, "cannot store a TimeMap");
+                        tracing::error!(uri_r = %value.entry.uri_r, error = %e, "cannot store a TimeMap");
                         reported = Action::NotStored;
                     }
                 }

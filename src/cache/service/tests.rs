@@ -36,6 +36,12 @@ impl ServedView for Plain {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    fn respell(&self, uri_r: &str, _: &()) -> Plain {
+        let mut aggregate = self.aggregate.clone();
+        aggregate.uri_r = uri_r.to_owned();
+        Plain::build(aggregate, &())
+    }
+
     fn approx_bytes(_: &Entry) -> usize {
         0
     }
@@ -67,6 +73,7 @@ fn cache_for(archive: &SimulatedArchive, policy: Policy) -> (Arc<MemoryCache>, A
     let upstream = Upstream::new(&config, clock.clone(), system_lookup()).expect("upstream");
     let settings = Settings {
         min_refresh_interval: Duration::from_secs(60),
+        canonical: true,
     };
     let store = super::super::store::HotTier::new(64 << 20);
     let cache = TimeMapCache::new(
@@ -102,6 +109,50 @@ async fn a_miss_is_stored_and_the_next_request_is_a_hit_without_asking_again() {
     // The entry's view is built once and shared by every hit.
     let third = cache.lookup(URI_R, Request::default()).await;
     assert!(Arc::ptr_eq(&second.view, &third.view));
+}
+
+#[tokio::test]
+async fn another_spelling_is_served_from_a_view_of_its_own_kept_beside_the_entry() {
+    let archive = archive_of(&["20010101000000", "20050101000000"]).await;
+    let (cache, _) = cache_for(&archive, Policy::default());
+    let stored = cache.lookup(URI_R, Request::default()).await;
+    let spellings = [
+        "https://www.example.com/",
+        "http://example.com",
+        "HTTP://EXAMPLE.COM:80/",
+    ];
+    let first = cache.lookup(spellings[0], Request::default()).await;
+    assert_eq!(first.status, CacheStatus::Hit);
+    assert_eq!(first.view.aggregate().uri_r, spellings[0]);
+    // The same mementos, not a copy of them.
+    assert!(Arc::ptr_eq(
+        &first.view.aggregate().timemap,
+        &stored.view.aggregate().timemap
+    ));
+    let again = cache.lookup(spellings[0], Request::default()).await;
+    assert!(Arc::ptr_eq(&first.view, &again.view), "kept for the next");
+    // At most ALIAS_VIEWS are kept: the oldest gives way.
+    for s in &spellings[1..] {
+        assert_eq!(
+            cache
+                .lookup(s, Request::default())
+                .await
+                .view
+                .aggregate()
+                .uri_r,
+            *s
+        );
+    }
+    let later = cache.lookup(spellings[0], Request::default()).await;
+    assert!(
+        !Arc::ptr_eq(&first.view, &later.view),
+        "evicted, built again"
+    );
+    assert_eq!(later.view.aggregate().uri_r, spellings[0]);
+    // The stored spelling is still served from the entry's own view.
+    let own = cache.lookup(URI_R, Request::default()).await;
+    assert!(Arc::ptr_eq(&own.view, &stored.view));
+    assert_eq!(archive.requests(), 1);
 }
 
 #[tokio::test]

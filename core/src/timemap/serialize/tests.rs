@@ -20,7 +20,8 @@ fn agg(entries: &[(&str, &str)]) -> Aggregate {
                     archive: Arc::from(*a),
                 })
                 .collect(),
-        },
+        }
+        .into(),
         outcomes: vec![ArchiveOutcome {
             id: "ia".into(),
             answer: ArchiveAnswer {
@@ -125,7 +126,7 @@ fn json_has_list_first_last_and_archives() {
 fn json_escapes_hostile_uris() {
     let mut a = agg(&[("ia", "2000")]);
     let hostile = "http://x/\"},{\"evil\":1\n20010101000000 {\"uri\": \"http://evil\"}\r\\\0";
-    a.timemap.mementos[0].uri_m = hostile.to_string();
+    Arc::make_mut(&mut a.timemap).mementos[0].uri_m = hostile.to_string();
     let v: serde_json::Value =
         serde_json::from_slice(&to_json(&a, &links())).expect("still valid json");
     assert_eq!(v["mementos"]["list"][0]["uri"], hostile);
@@ -144,7 +145,7 @@ fn hostile_uris_stay_one_link_in_link_format() {
     let mut a = agg(&[("ia", "2000"), ("pt", "2001")]);
     let forged = "http://e.com/inj>; rel=\"memento\"; datetime=\"Sat, 01 Jan 2000 00:00:00 GMT\", <https://evil.example/phish";
     a.uri_r = forged.to_string();
-    a.timemap.mementos[0].uri_m =
+    Arc::make_mut(&mut a.timemap).mementos[0].uri_m =
         "http://m.example/a\r\n<https://evil.example/x>; rel=\"memento\"\0\t é".into();
     let links = SelfLinks::new("http://proxy.test/", forged);
     let text = to_link_format(&a, &links);
@@ -332,7 +333,8 @@ fn closest_in_cdxj_keeps_closest_and_one_line_per_neighbour() {
 #[test]
 fn closest_escapes_hostile_uri_ms_in_every_format() {
     let mut a = agg(&[("ia", "20000101000000")]);
-    a.timemap.mementos[0].uri_m = "http://x.example/a>; rel=\"original\"\n<http://evil/".into();
+    std::sync::Arc::make_mut(&mut a.timemap).mementos[0].uri_m =
+        "http://x.example/a>; rel=\"original\"\n<http://evil/".into();
     let c = crate::timemap::merge::closest(&a.timemap, parse_14digit("2000").expect("ts"))
         .expect("closest");
     let link =

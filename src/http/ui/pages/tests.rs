@@ -41,7 +41,8 @@ fn hostile() -> Aggregate {
                     "a",
                 ),
             ],
-        },
+        }
+        .into(),
         outcomes: vec![
             outcome("a", ArchiveStatus::Ok, None, 2),
             outcome(
@@ -95,7 +96,7 @@ fn one_year_group_per_year_and_every_link() {
 #[test]
 fn no_memento_says_why_and_draws_no_chart() {
     let agg = Aggregate {
-        timemap: TimeMap::default(),
+        timemap: TimeMap::default().into(),
         outcomes: vec![outcome("a", ArchiveStatus::NotFound, None, 0)],
         ..hostile()
     };

@@ -1,0 +1,105 @@
+//! What an entry is stored under: the URI-R's canonical key (`[cache] canonical`), so every
+//! spelling of a URL finds one entry; the views naming each spelling; and the entries written
+//! under exact keys before, moved to their canonical key when asked.
+
+use super::{CachedTimeMap, ServedView, TimeMapCache, ALIAS_VIEWS};
+use crate::cache::store::Store;
+use std::sync::Arc;
+
+impl<V: ServedView> CachedTimeMap<V> {
+    /// The view naming `uri_r`: the entry's own when it is the stored spelling (a hit as fast as
+    /// ever), else one respelled from it, kept for the next request so spelled.
+    pub fn view_for(&self, uri_r: &str, context: &V::Context) -> Arc<V> {
+        let view = self.view(context);
+        if view.aggregate().uri_r == uri_r {
+            return view;
+        }
+        let mut aliases = self.aliases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(alias) = aliases.iter().find(|a| a.aggregate().uri_r == uri_r) {
+            return alias.clone();
+        }
+        let alias = Arc::new(view.respell(uri_r, context));
+        if aliases.len() >= ALIAS_VIEWS {
+            aliases.remove(0);
+        }
+        aliases.push(alias.clone());
+        alias
+    }
+}
+
+impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
+    /// The key `uri_r`'s entry is stored and coalesced under: its canonical form with
+    /// `[cache] canonical` (the exact text when it has none), else its exact text.
+    pub fn key_of(&self, uri_r: &str) -> String {
+        match self.settings.canonical {
+            true => tmproxy_core::surt::canonical_key(uri_r).unwrap_or_else(|| uri_r.to_owned()),
+            false => uri_r.to_owned(),
+        }
+    }
+
+    /// The entry under `key`. With canonical keys, an entry written before them under the
+    /// URI-R's exact text (an older version, or `canonical = false`) is moved to `key` when
+    /// asked so spelled, so an upgrade keeps what it had; other spellings of it miss.
+    pub(super) async fn read(
+        &self,
+        store: &S,
+        key: &str,
+        uri_r: &str,
+    ) -> Option<Arc<CachedTimeMap<V>>> {
+        if let Some(cached) = store.get(key).await {
+            return Some(cached);
+        }
+        if key == uri_r {
+            return None;
+        }
+        let old = store.get(uri_r).await?;
+        // A value under an exact key that is not this URI-R's entry is left alone.
+        if old.entry.uri_r != uri_r {
+            return None;
+        }
+        // Read again: a fan-out of another spelling may have stored a newer entry meanwhile,
+        // which the old one must not replace.
+        if let Some(cached) = store.get(key).await {
+            return Some(cached);
+        }
+        match store.put(key, old.clone()).await {
+            Ok(()) => {
+                if let Err(e) = store.remove(uri_r).await {
+                    tracing::warn!(uri_r, error = %e, "cannot remove an entry moved to its canonical key");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(uri_r, error = %e, "cannot move an entry to its canonical key")
+            }
+        }
+        Some(old)
+    }
+
+    /// Drops the entry for `uri_r` (any spelling of it) from both tiers, and one left under its
+    /// exact text from before canonical keys, which would otherwise be moved back when asked.
+    pub async fn purge(&self, uri_r: &str) -> Result<bool, String> {
+        let Some(store) = &self.store else {
+            return Ok(false);
+        };
+        let key = self.key_of(uri_r);
+        let mut existed = store.get(&key).await.is_some();
+        store.remove(&key).await.map_err(|e| e.to_string())?;
+        if key != uri_r {
+            existed |= store.get(uri_r).await.is_some();
+            store.remove(uri_r).await.map_err(|e| e.to_string())?;
+        }
+        Ok(existed)
+    }
+
+    /// The stored entry for `uri_r` (any spelling of it), if any (for the admin API); one left
+    /// under its exact text from before canonical keys is read, not moved.
+    pub async fn entry(&self, uri_r: &str) -> Option<Arc<CachedTimeMap<V>>> {
+        let store = self.store.as_ref()?;
+        let key = self.key_of(uri_r);
+        match store.get(&key).await {
+            Some(cached) => Some(cached),
+            None if key != uri_r => store.get(uri_r).await.filter(|c| c.entry.uri_r == uri_r),
+            None => None,
+        }
+    }
+}
