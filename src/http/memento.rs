@@ -3,11 +3,10 @@
 //! and `/api/{link|json|cdxj|proxy}/…` as aliases, `/api/json` answering as `[server] compat`
 //! says. `/memento/{DATETIME}/{URI-R}` (a datetime, not a format word) stays the redirect.
 
-use super::timegate::split_path_datetime;
-use super::{cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState};
+use super::timegate::closest_served;
+use super::{cache_headers, raw_after, SharedState};
 use crate::config::Compat;
 use crate::error::AppError;
-use crate::timemap::merge::closest;
 use crate::timemap::serialize::{render_closest, SelfLinks, TimeMapFormat};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -82,15 +81,8 @@ async fn describe(
     raw: &str,
     headers: &HeaderMap,
 ) -> Result<Response, AppError> {
-    let (target, raw) = split_path_datetime(raw)?;
-    let lookup = read_lookup(state, raw, headers)?;
-    let served = serve_lookup(state, &lookup, None).await?;
+    let (served, c) = closest_served(state, raw, headers).await?;
     let agg = &served.view.aggregate;
-    check_found(agg)?;
-    // check_found guarantees a non-empty TimeMap; an empty one would be a bug upstream of here.
-    let Some(c) = closest(&agg.timemap, target) else {
-        return Err(AppError::Internal("closest on an empty TimeMap".into()));
-    };
     let links = SelfLinks::new(&state.public_url, &agg.uri_r);
     let body = render_closest(format, agg, &links, &c);
     let mut h = served.view.content_headers();

@@ -3,11 +3,9 @@
 //! an enabled archive's hosts (`upstream::memento`), and what comes back is archive content on
 //! our origin: it is served so that it can never run as our page, script or stylesheet.
 
-use super::timegate::split_path_datetime;
-use super::{check_found, read_lookup, serve_lookup, SharedState};
+use super::SharedState;
 use crate::error::AppError;
 use crate::timemap::datetime::format_rfc1123;
-use crate::timemap::merge::closest;
 use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
 use crate::upstream::budget::Held;
 use crate::upstream::memento::fetch_memento;
@@ -72,14 +70,8 @@ pub async fn proxy(
     raw: &str,
     headers: &HeaderMap,
 ) -> Result<Response, AppError> {
-    let (target, raw) = split_path_datetime(raw)?;
-    let lookup = read_lookup(state, raw, headers)?;
-    let served = serve_lookup(state, &lookup, None).await?;
+    let (served, c) = super::timegate::closest_served(state, raw, headers).await?;
     let agg = &served.view.aggregate;
-    check_found(agg)?;
-    let Some(c) = closest(&agg.timemap, target) else {
-        return Err(AppError::Internal("closest on an empty TimeMap".into()));
-    };
     let m = &agg.timemap.mementos[c.closest];
     let max = state.memento_proxy_max_bytes;
     let got = fetch_memento(&state.upstream, &m.uri_m, &m.archive, max)

@@ -1,7 +1,9 @@
 //! `/timegate/{URI-R}` (RFC 7089 pattern 2.1) and `/memento/{DATETIME}/{URI-R}`: redirects to the
 //! memento closest to a datetime, chosen from the aggregate so prev/next span every archive.
 
+use super::view::View;
 use super::{accept_datetime, check_found, raw_after, read_lookup, serve_lookup, SharedState};
+use crate::cache::service::Served;
 use crate::error::{archives_header, AppError};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::{format_rfc1123, parse_14digit};
@@ -45,6 +47,24 @@ pub fn split_path_datetime(raw: &str) -> Result<(MementoDatetime, &str), AppErro
     let (dt, rest) = raw.split_once('/').unwrap_or((raw, ""));
     let target = parse_14digit(dt).ok_or_else(|| AppError::BadPathDatetime(dt.to_string()))?;
     Ok((target, rest))
+}
+
+/// The answer for `{DATETIME}/{URI-R}` and the memento closest to that datetime in it, or the
+/// error it makes (nothing found, no archive answered…).
+pub(super) async fn closest_served(
+    state: &SharedState,
+    raw: &str,
+    headers: &HeaderMap,
+) -> Result<(Served<View>, Closest), AppError> {
+    let (target, raw) = split_path_datetime(raw)?;
+    let lookup = read_lookup(state, raw, headers)?;
+    let served = serve_lookup(state, &lookup, None).await?;
+    check_found(&served.view.aggregate)?;
+    // check_found guarantees a non-empty TimeMap; an empty one would be a bug upstream of here.
+    match closest(&served.view.aggregate.timemap, target) {
+        Some(c) => Ok((served, c)),
+        None => Err(AppError::Internal("closest on an empty TimeMap".into())),
+    }
 }
 
 /// The 302 to the closest memento, with the Link header of RFC 7089 §4.1.

@@ -37,23 +37,7 @@ pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
         "!id {{\"uri\": {}}}",
         json_str(&links.timemap(TimeMapFormat::CDXJ))
     );
-    out.push_str("!keys [\"memento_datetime_YYYYMMDDhhmmss\"]\n");
-    let _ = writeln!(out, "!meta {{\"original_uri\": {}}}", json_str(&agg.uri_r));
-    let _ = writeln!(
-        out,
-        "!meta {{\"timegate_uri\": {}}}",
-        json_str(&links.timegate())
-    );
-    let _ = writeln!(
-        out,
-        "!meta {{\"timemap_uri\": {}}}",
-        serde_json::to_string(&Uris(links)).unwrap_or_default()
-    );
-    let _ = writeln!(
-        out,
-        "!meta {{\"archives\": {}}}",
-        serde_json::to_string(&agg.outcomes).unwrap_or_default()
-    );
+    write_keys_and_meta(&mut out, agg, links);
     for (i, m) in ms.iter().enumerate() {
         write_14digit(&mut out, m.datetime);
         out.push_str(" {\"uri\": ");
@@ -71,6 +55,28 @@ pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
 
 /// A JSON string literal (quoted and escaped: `"`, `\` and every control, so a CDXJ line stays
 /// one line).
+/// The `!keys` line and the `!meta` lines (original, timegate, timemaps, archives) every CDXJ
+/// answer of ours carries, the TimeMap's and the closest memento's (`nav`).
+pub(super) fn write_keys_and_meta(out: &mut String, agg: &Aggregate, links: &SelfLinks) {
+    out.push_str("!keys [\"memento_datetime_YYYYMMDDhhmmss\"]\n");
+    let _ = writeln!(out, "!meta {{\"original_uri\": {}}}", json_str(&agg.uri_r));
+    let _ = writeln!(
+        out,
+        "!meta {{\"timegate_uri\": {}}}",
+        json_str(&links.timegate())
+    );
+    let _ = writeln!(
+        out,
+        "!meta {{\"timemap_uri\": {}}}",
+        serde_json::to_string(&Uris(links)).unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "!meta {{\"archives\": {}}}",
+        serde_json::to_string(&agg.outcomes).unwrap_or_default()
+    );
+}
+
 fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
 }

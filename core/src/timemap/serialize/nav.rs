@@ -146,23 +146,7 @@ fn closest_cdxj(agg: &Aggregate, links: &SelfLinks, c: &Closest) -> String {
     let json = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
     let mut out = String::with_capacity(1024);
     out.push_str("!context [\"http://tools.ietf.org/html/rfc7089\"]\n");
-    out.push_str("!keys [\"memento_datetime_YYYYMMDDhhmmss\"]\n");
-    let _ = writeln!(out, "!meta {{\"original_uri\": {}}}", json(&agg.uri_r));
-    let _ = writeln!(
-        out,
-        "!meta {{\"timegate_uri\": {}}}",
-        json(&links.timegate())
-    );
-    let _ = writeln!(
-        out,
-        "!meta {{\"timemap_uri\": {}}}",
-        serde_json::to_string(&Uris(links)).unwrap_or_default()
-    );
-    let _ = writeln!(
-        out,
-        "!meta {{\"archives\": {}}}",
-        serde_json::to_string(&agg.outcomes).unwrap_or_default()
-    );
+    super::cdxj::write_keys_and_meta(&mut out, agg, links);
     for (i, words) in relations(c) {
         let m = &ms[i];
         write_14digit(&mut out, m.datetime);
