@@ -1,6 +1,6 @@
 //! `[upstream] archives_file` ([compat] item 10): an archive list in the shape of MemGator's
 //! `archives.json`, loaded through the real config loader and served by the real app in front
-//! of simulated archives: its entries are the archives, `ignore: true` ones listed but never
+//! of simulated archives and pywb: its entries are the archives, `ignore: true` ones listed but never
 //! asked, `[[archives]]` of config.toml after them.
 
 use crate::support::{client, get_json, start_proxy};
@@ -99,4 +99,40 @@ async fn a_hostile_list_stops_the_start_naming_the_entry() {
     let e = Config::load(Some(&config_path)).expect_err("refused");
     assert_eq!(e.key, "archives_file[0].timemap");
     assert!(e.to_string().contains("\"x\""), "{e}");
+}
+
+/// The same with pywb as the listed archive: a list in MemGator's shape naming a pywb
+/// collection's TimeMap and TimeGate is aggregated as the built-in list would be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memgator_shaped_list_naming_pywb_is_aggregated() {
+    use crate::pywb::{Capture, PywbArchive};
+    let caps = vec![
+        Capture::new("http://example.com/", "20150101000000", "<html>a</html>"),
+        Capture::new("http://example.com/", "20190101000000", "<html>b</html>"),
+    ];
+    let pywb = tokio::task::spawn_blocking(move || PywbArchive::start("listed", &caps))
+        .await
+        .expect("pywb starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = format!(
+        r#"[{{"id": "pywb", "name": "A pywb", "timemap": "{}", "timegate": "{}", "ignore": false}}]"#,
+        pywb.timemap_prefix(),
+        pywb.timegate_prefix()
+    );
+    std::fs::write(dir.path().join("archives.json"), list).expect("write list");
+    let toml = format!(
+        "[upstream]\narchives_file = \"{}\"\n",
+        dir.path().join("archives.json").display()
+    );
+    let config_path = dir.path().join("config.toml");
+    std::fs::write(&config_path, toml).expect("write config");
+    let (mut config, _) = Config::load(Some(&config_path)).expect("config loads");
+    config.cache.path = dir.path().join("cache").display().to_string();
+    let proxy = start_proxy(config).await;
+    let (status, json) =
+        get_json(&format!("{}/timemap/json/http://example.com/", proxy.base)).await;
+    assert_eq!(status, 200, "{json}");
+    assert_eq!(crate::support::memento_uris(&json).len(), 2, "{json}");
+    assert_eq!(crate::support::outcome(&json, "pywb")["status"], "ok");
+    proxy.stop().await;
 }
