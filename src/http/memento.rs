@@ -36,9 +36,21 @@ pub async fn memento(
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    match split_word(raw_after(&uri, "/memento/")) {
+    let raw = raw_after(&uri, "/memento/");
+    match split_word(raw) {
         Some((ask, rest)) => answer(&state, ask, rest, &headers).await,
-        None => super::timegate::memento(State(state), uri, headers).await,
+        None => {
+            // A word that is neither a datetime nor one of MemGator's (`/memento/xml/…`):
+            // say which words there are rather than call it a malformed datetime.
+            let first = raw.split('/').next().unwrap_or("");
+            if first.bytes().any(|b| b.is_ascii_alphabetic()) {
+                return Err(AppError::BadParameter(format!(
+                    "{:?} after /memento/ is neither a datetime (YYYY[MM[DD[hh[mm[ss]]]]]) nor one of link, json, cdxj, proxy",
+                    crate::uri_r::clip(first)
+                )));
+            }
+            super::timegate::memento(State(state), uri, headers).await
+        }
     }
 }
 

@@ -221,6 +221,10 @@ async fn memento_formats_describe_the_closest_and_the_redirect_stays() {
     // An unknown word is neither a format nor a datetime.
     let (status, _, body) = get(&format!("{base}/memento/xml/2004/http://page.test/")).await;
     assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("nor one of link, json, cdxj, proxy"),
+        "{body}"
+    );
     let (status, _, _) = get(&format!("{base}/api/xml/2004/http://page.test/")).await;
     assert_eq!(status, 404);
 }
