@@ -1,6 +1,8 @@
 //! `/timemap/{link,json,cdxj}/{URI-R}` and `/timemap/{URI-R}`: the aggregated TimeMap.
 
-use super::{cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState};
+use super::{
+    cache_headers, check_found, encoding, raw_after, read_lookup, serve_lookup, SharedState,
+};
 use crate::error::AppError;
 use crate::timemap::serialize::TimeMapFormat;
 use axum::extract::State;
@@ -48,26 +50,65 @@ pub async fn timemap(
         header::CONTENT_TYPE,
         HeaderValue::from_static(format.content_type()),
     );
-    if let Some(v) = rendered.etag_header {
-        h.insert(header::ETAG, v);
-    }
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     if let Some(v) = rendered.link_header {
         h.insert(header::LINK, v);
     }
+    // Coded once per cached entry, format and coding, off the runtime's threads when it is
+    // big and not coded yet.
+    let coded = match encoding::negotiate(&headers) {
+        None => None,
+        Some(c) if served.view.has_coded(format, c) || rendered.body.len() < 256 * 1024 => {
+            served.view.coded(format, c).map(|b| (c, b))
+        }
+        Some(c) => {
+            let view = served.view.clone();
+            tokio::task::spawn_blocking(move || view.coded(format, c))
+                .await
+                .ok()
+                .flatten()
+                .map(|b| (c, b))
+        }
+    };
+    // Each coding is its own representation: its own strong ETag (RFC 9110 §8.8.3).
+    let etag = match &coded {
+        Some((c, _)) => format!("{}-{}\"", rendered.etag.trim_end_matches('"'), c.token()),
+        None => rendered.etag.clone(),
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    // Any coding of the same content is current: the client has it, in whichever coding.
     if if_none_match(&headers, &rendered.etag) {
         return Ok((StatusCode::NOT_MODIFIED, h).into_response());
     }
-    Ok((StatusCode::OK, h, rendered.body).into_response())
+    let body = match coded {
+        Some((c, body)) => {
+            h.insert(
+                header::CONTENT_ENCODING,
+                HeaderValue::from_static(c.token()),
+            );
+            body
+        }
+        None => rendered.body,
+    };
+    Ok((StatusCode::OK, h, body).into_response())
 }
 
-/// True when `If-None-Match` lists `etag` (or `*`).
+/// True when `If-None-Match` lists `etag` in any coding (`"…"`, `"…-br"`, weak or not), or
+/// `*`.
 fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    let bare = etag.trim_matches('"');
+    let same = |t: &str| {
+        let t = t.strip_prefix("W/").unwrap_or(t).trim_matches('"');
+        t == bare
+            || t.strip_prefix(bare)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|c| encoding::Coding::ALL.iter().any(|k| k.token() == c))
+    };
     headers.get_all(header::IF_NONE_MATCH).iter().any(|v| {
-        v.to_str().is_ok_and(|list| {
-            list.split(',')
-                .map(str::trim)
-                .any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag))
-        })
+        v.to_str()
+            .is_ok_and(|list| list.split(',').map(str::trim).any(|t| t == "*" || same(t)))
     })
 }
 
@@ -115,5 +156,13 @@ mod tests {
         assert!(!if_none_match(&h, "\"c\""));
         h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
         assert!(if_none_match(&h, "\"c\""));
+        // Another coding's tag of the same body matches; a longer hash does not.
+        h.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_static("W/\"b-gzip\", \"c0-br\""),
+        );
+        assert!(if_none_match(&h, "\"b\""));
+        assert!(!if_none_match(&h, "\"c\""));
+        assert!(!if_none_match(&h, "\"b-\""));
     }
 }

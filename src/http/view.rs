@@ -2,6 +2,7 @@
 //! with its ETag, and the headers that depend only on the content, built once. The cache keeps
 //! one beside each entry it holds in memory (as a [`ServedView`]) without looking inside.
 
+use super::encoding::Coding;
 use crate::cache::entry::Entry;
 use crate::cache::service::ServedView;
 use crate::timemap::aggregate::{Aggregate, Verdict};
@@ -18,8 +19,15 @@ pub struct View {
     links: SelfLinks,
     /// One per format, by [`TimeMapFormat::index`].
     bodies: Box<[OnceLock<Rendered>]>,
+    /// Per format, each coding's body ([`Coding::index`]), made the first time a client
+    /// accepts it; None when the body is over [`MAX_CODED`] or could not be coded.
+    coded: Box<[[OnceLock<Option<Bytes>>; 3]]>,
     headers: OnceLock<HeaderMap>,
 }
+
+/// Bodies larger than this are sent as they are: coding a 100 MB TimeMap takes seconds the
+/// first client would wait for (streaming it coded is [scale]'s streamed hits).
+pub const MAX_CODED: usize = 16 * 1024 * 1024;
 
 /// One format's body, its ETag and its `Link` header.
 #[derive(Debug, Clone)]
@@ -41,6 +49,9 @@ impl ServedView for View {
             links,
             bodies: (0..TimeMapFormat::count())
                 .map(|_| OnceLock::new())
+                .collect(),
+            coded: (0..TimeMapFormat::count())
+                .map(|_| Default::default())
                 .collect(),
             headers: OnceLock::new(),
         }
@@ -68,7 +79,9 @@ impl ServedView for View {
     fn approx_bytes(entry: &Entry) -> usize {
         let listed = entry.contributions.iter().flat_map(|c| &c.mementos);
         let (mementos, uris) = listed.fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.uri_m.len()));
-        3 * uris + 400 * mementos + 2048
+        // 40 more a memento: the coded bodies clients asked for (a coded TimeMap is about a
+        // tenth of its text, and usually one coding of one format is asked).
+        3 * uris + 440 * mementos + 2048
     }
 }
 
@@ -113,6 +126,34 @@ impl View {
                 }
             })
             .clone()
+    }
+}
+
+impl View {
+    /// `format`'s body in `coding`, coded the first time it is asked for (seconds for a
+    /// body near [`MAX_CODED`]: call it off the runtime's threads unless [`View::has_coded`]).
+    /// None: send the body as it is.
+    pub fn coded(&self, format: TimeMapFormat, coding: Coding) -> Option<Bytes> {
+        self.coded[format.index()][coding.index()]
+            .get_or_init(|| {
+                let body = self.rendered(format).body;
+                if body.len() > MAX_CODED {
+                    return None;
+                }
+                match coding.encode(&body) {
+                    Ok(coded) => Some(Bytes::from(coded)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, coding = coding.token(), "cannot code a TimeMap body");
+                        None
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// Whether [`View::coded`] would answer at once.
+    pub fn has_coded(&self, format: TimeMapFormat, coding: Coding) -> bool {
+        self.coded[format.index()][coding.index()].get().is_some()
     }
 }
 

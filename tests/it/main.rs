@@ -10,6 +10,7 @@ mod cdx_archives;
 mod chosen_archives;
 mod cli;
 mod compat;
+mod compressed;
 mod connections;
 mod damaged_store;
 mod disk_faults;

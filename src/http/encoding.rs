@@ -1,0 +1,143 @@
+//! Compressed answers: which content coding a client accepts (`Accept-Encoding`, RFC 9110
+//! §12.5.3), and the coded body, made once per cached rendering.
+
+use axum::http::{header, HeaderMap};
+use std::io::Write;
+
+/// A content coding we send. Preferred in this order among equal `q`: brotli and zstd make
+/// TimeMaps (long runs of near-identical URIs) markedly smaller than gzip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding {
+    Br,
+    Zstd,
+    Gzip,
+}
+
+impl Coding {
+    pub const ALL: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The token in `Accept-Encoding` and `Content-Encoding`.
+    pub fn token(self) -> &'static str {
+        match self {
+            Coding::Br => "br",
+            Coding::Zstd => "zstd",
+            Coding::Gzip => "gzip",
+        }
+    }
+
+    /// The body in this coding. Levels are the fast end of each (a TimeMap is coded once per
+    /// cached entry, but a client waits for the first): brotli 5, zstd 3, gzip 6.
+    pub fn encode(self, body: &[u8]) -> std::io::Result<Vec<u8>> {
+        let out = Vec::with_capacity(body.len() / 4);
+        match self {
+            Coding::Br => {
+                let mut w = brotli::CompressorWriter::new(out, 64 * 1024, 5, 22);
+                w.write_all(body)?;
+                w.flush()?;
+                Ok(w.into_inner())
+            }
+            Coding::Zstd => zstd::stream::encode_all(body, 3),
+            Coding::Gzip => {
+                let mut w = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
+                w.write_all(body)?;
+                w.finish()
+            }
+        }
+    }
+}
+
+/// The coding to answer in, from the request's `Accept-Encoding`: the one with the highest
+/// `q` among ours (ties in [`Coding::ALL`]'s order), `*` standing for those not named; None
+/// for identity (no header, or nothing of ours acceptable). `identity;q=0` cannot be honoured
+/// for a body too big to code; RFC 9110 lets us send identity anyway.
+pub fn negotiate(headers: &HeaderMap) -> Option<Coding> {
+    let mut q = [None::<f32>; 3];
+    let mut star = None::<f32>;
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(text) = value.to_str() else { continue };
+        for item in text.split(',') {
+            let mut parts = item.split(';');
+            let token = parts.next().unwrap_or("").trim();
+            let weight = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|v| v.trim().parse::<f32>().ok())
+                .filter(|w| (0.0..=1.0).contains(w))
+                .unwrap_or(1.0);
+            if token == "*" {
+                star = Some(weight);
+            } else if let Some(c) = Coding::ALL
+                .iter()
+                .find(|c| token.eq_ignore_ascii_case(c.token()))
+            {
+                q[c.index()] = Some(weight);
+            }
+        }
+    }
+    Coding::ALL
+        .iter()
+        .map(|c| (*c, q[c.index()].or(star).unwrap_or(0.0)))
+        .filter(|(_, w)| *w > 0.0)
+        // max_by keeps the last of equals: walk in reverse so the first preferred wins.
+        .rev()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use std::io::Read;
+
+    fn accept(v: &'static str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(v));
+        h
+    }
+
+    #[test]
+    fn the_best_accepted_coding_wins() {
+        assert_eq!(negotiate(&HeaderMap::new()), None);
+        assert_eq!(
+            negotiate(&accept("gzip, deflate, br, zstd")),
+            Some(Coding::Br)
+        );
+        assert_eq!(negotiate(&accept("gzip")), Some(Coding::Gzip));
+        assert_eq!(
+            negotiate(&accept("br;q=0.5, gzip;q=0.9")),
+            Some(Coding::Gzip)
+        );
+        assert_eq!(negotiate(&accept("*")), Some(Coding::Br));
+        assert_eq!(negotiate(&accept("*;q=0.1, br;q=0")), Some(Coding::Zstd));
+        assert_eq!(negotiate(&accept("identity, deflate")), None);
+        assert_eq!(negotiate(&accept("gzip;q=0")), None);
+        assert_eq!(negotiate(&accept("GZIP;Q=0.5")), Some(Coding::Gzip), "case");
+        assert_eq!(negotiate(&accept("gzip;q=7, br;q=nope")), Some(Coding::Br));
+    }
+
+    #[test]
+    fn each_coding_decodes_back_to_the_body() {
+        let body: Vec<u8> = (0..5000)
+            .flat_map(|i| {
+                format!("<http://web.archive.org/web/{i:014}/http://e.com/>;\n").into_bytes()
+            })
+            .collect();
+        for c in Coding::ALL {
+            let coded = c.encode(&body).expect("encodes");
+            assert!(coded.len() < body.len() / 5, "{c:?}: {}", coded.len());
+            let mut back = Vec::new();
+            match c {
+                Coding::Br => brotli::Decompressor::new(&coded[..], 4096).read_to_end(&mut back),
+                Coding::Zstd => zstd::stream::Decoder::new(&coded[..])
+                    .and_then(|mut d| d.read_to_end(&mut back)),
+                Coding::Gzip => flate2::read::GzDecoder::new(&coded[..]).read_to_end(&mut back),
+            }
+            .expect("decodes");
+            assert_eq!(back, body, "{c:?}");
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Compressed TimeMap answers ([scale] item 2, the coding part): a client that accepts br,
+//! zstd or gzip gets the body coded, made once per cached entry, with its own ETag and
+//! `Vary: Accept-Encoding`; one that accepts none gets it as it is.
+
+use crate::support::{client, config_for, start_proxy};
+use std::io::Read;
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+
+#[tokio::test]
+async fn each_accepted_coding_decodes_to_the_same_timemap() {
+    let stamps: Vec<String> = (0..400)
+        .map(|i| format!("2001{:02}{:02}000000", 1 + i % 12, 1 + i % 28))
+        .collect();
+    let stamps: Vec<&str> = stamps.iter().map(String::as_str).collect();
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&stamps)))
+        .await
+        .expect("archive");
+    let proxy = start_proxy(config_for(&[("a", &a)])).await;
+    let url = format!("{}/timemap/link/http://example.com/", proxy.base);
+    let plain = client().get(&url).send().await.expect("GET");
+    assert_eq!(plain.status(), 200);
+    assert!(plain.headers().get("content-encoding").is_none());
+    assert_eq!(plain.headers()["vary"], "accept-encoding");
+    let plain_etag = plain.headers()["etag"].to_str().expect("ascii").to_owned();
+    let plain = plain.bytes().await.expect("body");
+
+    for (accept, coding) in [
+        ("gzip, deflate, br, zstd", "br"),
+        ("zstd", "zstd"),
+        ("gzip;q=1, br;q=0.1", "gzip"),
+    ] {
+        let r = client()
+            .get(&url)
+            .header("accept-encoding", accept)
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        assert_eq!(r.headers()["content-encoding"], coding, "{accept}");
+        let etag = r.headers()["etag"].to_str().expect("ascii").to_owned();
+        assert_ne!(etag, plain_etag, "each coding its own ETag");
+        let coded = r.bytes().await.expect("body");
+        assert!(
+            coded.len() * 4 < plain.len(),
+            "{coding}: {} bytes",
+            coded.len()
+        );
+        let mut back = Vec::new();
+        match coding {
+            "br" => brotli::Decompressor::new(&coded[..], 4096).read_to_end(&mut back),
+            "zstd" => {
+                zstd::stream::Decoder::new(&coded[..]).and_then(|mut d| d.read_to_end(&mut back))
+            }
+            _ => flate2::read::GzDecoder::new(&coded[..]).read_to_end(&mut back),
+        }
+        .expect("decodes");
+        assert_eq!(back, plain, "{coding}");
+        // Revalidating with either tag: the client holds this content in some coding.
+        for tag in [&etag, &plain_etag] {
+            let r = client()
+                .get(&url)
+                .header("accept-encoding", accept)
+                .header("if-none-match", tag.as_str())
+                .send()
+                .await
+                .expect("GET");
+            assert_eq!(r.status(), 304, "{coding} with {tag}");
+        }
+    }
+    // Nothing of ours accepted: as it is.
+    let r = client()
+        .get(&url)
+        .header("accept-encoding", "identity, deflate;q=0.5")
+        .send()
+        .await
+        .expect("GET");
+    assert!(r.headers().get("content-encoding").is_none());
+    assert_eq!(r.bytes().await.expect("body"), plain);
+    proxy.stop().await;
+}
