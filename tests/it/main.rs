@@ -21,6 +21,7 @@ mod injection;
 mod load;
 mod memgator_routes;
 mod ops;
+mod pages;
 mod process_bounds;
 mod pywb;
 mod redirects;
