@@ -60,7 +60,9 @@ pub async fn timemap(
         ));
     }
     let lookup = read_lookup(&state, raw, &headers)?;
-    let served = serve_lookup(&state, &lookup, Some(format)).await?;
+    // A page never needs the whole body: no rendering it beside the store.
+    let whole = page.is_none().then_some(format);
+    let served = serve_lookup(&state, &lookup, whole).await?;
     // Content headers are built once per cached view; only the cache's own are per request.
     let mut h = served.view.content_headers();
     cache_headers(&mut h, &served, state.clock.now());

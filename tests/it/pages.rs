@@ -327,3 +327,27 @@ async fn pages_of_a_pywb_timemap() {
         "{json}"
     );
 }
+
+#[tokio::test]
+async fn a_hostile_uri_r_stays_inside_each_page_link() {
+    let a = archive(&SEVEN).await;
+    let mut config = config_for(&[("a", &a)]);
+    config.server.page_size = 3;
+    let proxy = start_proxy(config).await;
+    // `>; rel="memento"` smuggled into the URI-R must not become a link of its own.
+    let hostile = "http://example.com/a%3E%3B%20rel%3D%22memento%22%3B%20x%3D%22";
+    let page2 = format!("{}/timemap/link/2/{hostile}", proxy.base);
+    let r = get(&page2, &[]).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let tm = parse_link_format(&r.body, &page2);
+    assert_eq!(tm.skipped, 0, "{}", r.body);
+    assert_eq!(tm.mementos.len(), 3, "{}", r.body);
+    assert_eq!(
+        tm.pages.len(),
+        3,
+        "the whole TimeMap, pages 1 and 3: {}",
+        r.body
+    );
+    assert!(tm.pages.iter().all(|p| p.uri.starts_with(&proxy.base)));
+    assert!(!header(&r, "link").contains("rel=\"memento\""));
+}

@@ -176,3 +176,42 @@ fn cdxj_page_has_its_id_pages_meta_and_lines() {
     assert!(to_cdxj(&a, &l).contains("!meta {\"pages\": {\"first\""));
     assert!(!to_cdxj(&a, &links()).contains("!meta {\"pages\""));
 }
+
+/// What a page costs on a 1,000,000-memento TimeMap (README "Pages"): run with
+/// `cargo test -p tmproxy-core --release --lib -- --ignored page_of_a_million --nocapture`.
+/// Prints timings; asserts only what the page holds.
+#[test]
+#[ignore = "a timing to read, not a check: builds a 1,000,000-memento TimeMap"]
+fn page_of_a_million_mementos_costs_its_slice() {
+    use std::time::Instant;
+    let stamps: Vec<String> = (0..1_000_000u64)
+        .map(|i| {
+            let s = 946_684_800 + i * 60; // one a minute from 2000-01-01
+            let dt = chrono::DateTime::from_timestamp(s as i64, 0).expect("in range");
+            dt.format("%Y%m%d%H%M%S").to_string()
+        })
+        .collect();
+    let entries: Vec<(&str, &str)> = stamps.iter().map(|t| ("ia", t.as_str())).collect();
+    let a = agg(&entries);
+    let l = links().with_page_size(10_000);
+    let p = page(&a, &l, 50);
+    for format in TimeMapFormat::all() {
+        // The fastest of five: the first also pays for fresh pages of memory.
+        let mut page_took = std::time::Duration::MAX;
+        let mut body = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            body = format.render_page(&a, &l, &p);
+            page_took = page_took.min(t.elapsed());
+        }
+        let t = Instant::now();
+        let whole = format.render(&a, &l);
+        let whole_took = t.elapsed();
+        println!(
+            "{format:?}: page 50 of 100 ({} bytes) in {page_took:?}; whole ({} bytes) in {whole_took:?}",
+            body.len(),
+            whole.len()
+        );
+        assert!(body.len() * 50 < whole.len());
+    }
+}
