@@ -228,7 +228,10 @@ async fn memory(args: &[String]) {
             continue;
         };
         let cached = std::sync::Arc::new(CachedTimeMap::<View>::new(entry));
-        let view = cached.view(&"http://127.0.0.1:7089".to_string());
+        let view = cached.view(&tmproxy::http::view::ViewContext {
+            public_url: "http://127.0.0.1:7089".to_string(),
+            page_size: tmproxy::config::Config::default().server.page_size,
+        });
         for f in TimeMapFormat::all() {
             let _ = view.rendered(f);
         }

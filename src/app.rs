@@ -122,7 +122,10 @@ pub async fn build_with_lookup(
         store,
         upstream.clone(),
         clock.clone(),
-        public_url.clone(),
+        crate::http::view::ViewContext {
+            public_url: public_url.clone(),
+            page_size: config.server.page_size,
+        },
         observe,
     ));
     // Sampling jobs live beside the cache (`data/cache` → `data/sampling/jobs`), so one data

@@ -30,6 +30,13 @@ pub enum AppError {
         aggregate: Box<Aggregate>,
     },
     NoSuchRoute,
+    /// A TimeMap page past the last one: the page asked for (its digits, clipped), how many
+    /// pages there are and how many mementos a page holds.
+    NoSuchPage {
+        asked: String,
+        pages: usize,
+        page_size: usize,
+    },
     /// Admin route without the right bearer token.
     Unauthorized,
     /// Admin route while no token is configured.
@@ -93,6 +100,7 @@ impl AppError {
             | AppError::BadSpec(_) => StatusCode::BAD_REQUEST,
             AppError::NotArchived(_)
             | AppError::NoSuchRoute
+            | AppError::NoSuchPage { .. }
             | AppError::NotCached(_)
             | AppError::NoSuchJob(_) => StatusCode::NOT_FOUND,
             AppError::JobNotDone(..) => StatusCode::CONFLICT,
@@ -156,6 +164,11 @@ impl AppError {
                 }
             }
             AppError::NoSuchRoute => "no such endpoint: try /timemap/link/{URI-R}, /timegate/{URI-R}, /memento/{DATETIME}/{URI-R}, /memento/{link|json|cdxj|proxy}/{DATETIME}/{URI-R} or /api/json/{DATETIME}/{URI-R}".to_string(),
+            AppError::NoSuchPage { asked, pages, page_size } => format!(
+                "no page {} of this TimeMap: it has {pages} page{} of up to {page_size} mementos, numbered from 1",
+                clip(asked),
+                if *pages == 1 { "" } else { "s" }
+            ),
             AppError::Internal(_) => "internal error".to_string(),
             AppError::Unauthorized => "admin API: send Authorization: Bearer <token>".to_string(),
             AppError::AdminDisabled => "admin API disabled: set [admin] token in the config or TMPROXY_ADMIN_TOKEN".to_string(),

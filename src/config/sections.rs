@@ -41,7 +41,12 @@ pub struct ServerConfig {
     /// The most body bytes `/memento/proxy` passes on from an archive (502 beyond).
     #[serde(with = "size_field")]
     pub memento_proxy_max_bytes: u64,
+    /// Mementos per page of `/timemap/{format}/{N}/{URI-R}`.
+    pub page_size: usize,
 }
+
+/// The largest `[server] page_size`: a page is rendered per request, so it stays a bounded cost.
+pub const MAX_PAGE_SIZE: usize = 1_000_000;
 
 /// `[server] compat`: the aggregator whose clients `/api/json/{DATETIME}/{URI-R}` answers as
 /// they expect. Time Travel lists every URI-M at a datetime (`"uri": [...]`); MemGator answers
@@ -68,6 +73,7 @@ impl Default for ServerConfig {
             rate_burst: 20,
             compat: Compat::TimeTravel,
             memento_proxy_max_bytes: 4 * 1024 * 1024,
+            page_size: 10_000,
         }
     }
 }

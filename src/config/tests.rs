@@ -370,6 +370,8 @@ fn validate_refuses_bad_values() {
         &|c| c.server.public_url = "mailto:x@example.org".into(),
         "server.public_url",
     );
+    check(&|c| c.server.page_size = 0, "server.page_size");
+    check(&|c| c.server.page_size = 1_000_001, "server.page_size");
 }
 
 #[test]
@@ -384,6 +386,10 @@ fn validate_allows_edge_cases() {
     c.server.public_url = "https://tm.example.org/base".into();
     c.validate()
         .expect("all disabled, no dormancy, equal timeouts are fine");
+    for size in [1, 1_000_000] {
+        c.server.page_size = size;
+        c.validate().expect("page_size at either end of its range");
+    }
     c.archives.clear();
     c.validate().expect("no archives at all is fine");
 }

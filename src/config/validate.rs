@@ -112,6 +112,15 @@ impl Config {
                 "must be at least 1 byte (a memento's body is never passed on cut short)".into(),
             );
         }
+        if !(1..=super::sections::MAX_PAGE_SIZE).contains(&s.page_size) {
+            return fail(
+                "server.page_size",
+                format!(
+                    "must be from 1 to {} mementos (each page is rendered per request)",
+                    super::sections::MAX_PAGE_SIZE
+                ),
+            );
+        }
         if s.rate_limit > 0.0 && s.rate_burst == 0 {
             return fail(
                 "server.rate_burst",

@@ -44,6 +44,7 @@ mod tests {
     fn routes_come_from_a_fixed_set() {
         assert_eq!(route_of("/").name(), "root");
         assert_eq!(route_of("/timemap/link/http://e.com/").name(), "timemap");
+        assert_eq!(route_of("/timemap/json/2/http://e.com/").name(), "timemap");
         assert_eq!(route_of("/api/json/2015/http://e.com/").name(), "api");
         // MemGator's routes count under the route they extend: no new series per format.
         assert_eq!(

@@ -1,4 +1,5 @@
-//! `/timemap/{link,json,cdxj}/{URI-R}` and `/timemap/{URI-R}`: the aggregated TimeMap.
+//! `/timemap/{link,json,cdxj}/{URI-R}` and `/timemap/{URI-R}`: the aggregated TimeMap, and
+//! `/timemap/{link,json,cdxj}/{N}/{URI-R}`: its page N (RFC 7089 §4.3).
 
 use super::{
     cache_headers, check_found, encoding, raw_after, read_lookup, serve_lookup, SharedState,
@@ -27,14 +28,43 @@ pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
     Ok((TimeMapFormat::LINK, raw))
 }
 
+/// After a format segment, a segment of only ASCII digits followed by `/` is a page number:
+/// `link/2/http://…` is page 2. A scheme-less URI-R whose host is only digits (`link/2/x`)
+/// reads as a page: such a host is an IPv4 number (`2` is 0.0.0.2), never a public site; a
+/// host with a dot (`123.com/`) is not all digits. Returns the digits (for the error) and the
+/// page number, `usize::MAX` when they overflow it (then past the end, a 404, not an overflow).
+pub fn split_page(rest: &str) -> (Option<(&str, usize)>, &str) {
+    match rest.split_once('/') {
+        Some((digits, uri_r))
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (Some((digits, digits.parse().unwrap_or(usize::MAX))), uri_r)
+        }
+        _ => (None, rest),
+    }
+}
+
 pub async fn timemap(
     State(state): State<SharedState>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let (format, raw) = split_format(raw_after(&uri, "/timemap/"))?;
+    let path = raw_after(&uri, "/timemap/");
+    let (format, raw) = split_format(path)?;
+    // Only after a format segment that was written (`raw` is then shorter than the path).
+    let (page, raw) = match raw.len() < path.len() {
+        true => split_page(raw),
+        false => (None, raw),
+    };
+    if page.is_some_and(|(_, n)| n == 0) {
+        return Err(AppError::BadParameter(
+            "TimeMap pages are numbered from 1: /timemap/{format}/1/{URI-R} is the first".into(),
+        ));
+    }
     let lookup = read_lookup(&state, raw, &headers)?;
-    let served = serve_lookup(&state, &lookup, Some(format)).await?;
+    // A page never needs the whole body: no rendering it beside the store.
+    let whole = page.is_none().then_some(format);
+    let served = serve_lookup(&state, &lookup, whole).await?;
     // Content headers are built once per cached view; only the cache's own are per request.
     let mut h = served.view.content_headers();
     cache_headers(&mut h, &served, state.clock.now());
@@ -44,8 +74,25 @@ pub async fn timemap(
         response.headers_mut().extend(h);
         return Ok(response);
     }
-    // Rendered once per cached entry and format; a hit only clones the bytes.
-    let rendered = served.view.rendered(format);
+    let rendered = match page {
+        // Rendered once per cached entry and format; a hit only clones the bytes.
+        None => served.view.rendered(format),
+        Some((asked, number)) => match served.view.page(number) {
+            // A page is rendered per request from the shared TimeMap: only its mementos.
+            Ok(page) => served.view.rendered_page(format, &page),
+            Err(_) => {
+                let pages = served.view.pages();
+                let e = AppError::NoSuchPage {
+                    asked: asked.to_owned(),
+                    pages: pages.count(),
+                    page_size: pages.size,
+                };
+                let mut response = e.into_response();
+                response.headers_mut().extend(h);
+                return Ok(response);
+            }
+        },
+    };
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(format.content_type()),
@@ -143,6 +190,21 @@ mod tests {
             split_format("http%3A%2F%2Fa.b%2F"),
             Ok((TimeMapFormat::LINK, _))
         ));
+    }
+
+    #[test]
+    fn a_page_is_a_digits_only_segment_before_a_slash() {
+        assert_eq!(split_page("2/http://a.b/"), (Some(("2", 2)), "http://a.b/"));
+        assert_eq!(split_page("2/example.com"), (Some(("2", 2)), "example.com"));
+        // Hosts with digits are URI-Rs: a dot, a letter or no slash after the digits.
+        assert_eq!(split_page("123.com/x"), (None, "123.com/x"));
+        assert_eq!(split_page("2a/x"), (None, "2a/x"));
+        assert_eq!(split_page("2"), (None, "2"));
+        assert_eq!(split_page("/x"), (None, "/x"));
+        assert_eq!(split_page("0/x"), (Some(("0", 0)), "x"));
+        // Too large for any page: past the end, never an overflow.
+        let huge = "99999999999999999999999999999/x";
+        assert_eq!(split_page(huge).0.map(|p| p.1), Some(usize::MAX));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::cache::entry::Entry;
 use crate::cache::service::ServedView;
 use crate::timemap::aggregate::{Aggregate, Verdict};
 use crate::timemap::datetime::format_rfc1123;
-use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
+use crate::timemap::serialize::{Page, PageError, Pages, SelfLinks, TimeMapFormat};
 use axum::http::{HeaderMap, HeaderValue};
 use bytes::Bytes;
 use std::sync::OnceLock;
@@ -38,12 +38,19 @@ pub struct Rendered {
     pub link_header: Option<HeaderValue>,
 }
 
-impl ServedView for View {
-    /// The public base URL the links are written with.
-    type Context = String;
+/// What every view's links are written with: the public base URL and `[server] page_size`.
+#[derive(Debug, Clone)]
+pub struct ViewContext {
+    pub public_url: String,
+    pub page_size: usize,
+}
 
-    fn build(aggregate: Aggregate, public_url: &String) -> View {
-        let links = SelfLinks::new(public_url, &aggregate.uri_r);
+impl ServedView for View {
+    type Context = ViewContext;
+
+    fn build(aggregate: Aggregate, context: &ViewContext) -> View {
+        let links =
+            SelfLinks::new(&context.public_url, &aggregate.uri_r).with_page_size(context.page_size);
         View {
             aggregate,
             links,
@@ -70,10 +77,10 @@ impl ServedView for View {
     /// once all three formats are rendered (measured with `e2e_bench memory`, see
     /// BENCHMARKS.md), so `hot_capacity` bounds real memory.
     /// Shares the TimeMap (an `Arc`) and copies the archives' outcomes: no merge, no render.
-    fn respell(&self, uri_r: &str, public_url: &String) -> View {
+    fn respell(&self, uri_r: &str, context: &ViewContext) -> View {
         let mut aggregate = self.aggregate.clone();
         aggregate.uri_r = uri_r.to_owned();
-        View::build(aggregate, public_url)
+        View::build(aggregate, context)
     }
 
     fn approx_bytes(entry: &Entry) -> usize {
@@ -117,15 +124,36 @@ impl View {
                 let mut body = format.render(&self.aggregate, &self.links);
                 // Cached for the entry's lifetime: give back the growth slack (up to half of it).
                 body.shrink_to_fit();
-                let etag = format!("\"{:016x}\"", fnv1a(&body));
-                Rendered {
-                    body: Bytes::from(body),
-                    etag_header: HeaderValue::from_str(&etag).ok(),
-                    etag,
-                    link_header: link_header(&self.aggregate, &self.links, format),
-                }
+                self.finish(body, format, None)
             })
             .clone()
+    }
+
+    /// How this TimeMap splits into pages of `[server] page_size`.
+    pub fn pages(&self) -> Pages {
+        self.links.pages(self.aggregate.timemap.len())
+    }
+
+    /// Page `number` (from 1), or why there is none.
+    pub fn page(&self, number: usize) -> Result<Page, PageError> {
+        self.pages().page(number)
+    }
+
+    /// One page, rendered on demand from the shared TimeMap (not cached: a page costs a
+    /// `page_size` slice, see README "Pages"), with its own ETag and `Link` header.
+    pub fn rendered_page(&self, format: TimeMapFormat, page: &Page) -> Rendered {
+        let body = format.render_page(&self.aggregate, &self.links, page);
+        self.finish(body, format, Some(page))
+    }
+
+    fn finish(&self, body: Vec<u8>, format: TimeMapFormat, page: Option<&Page>) -> Rendered {
+        let etag = format!("\"{:016x}\"", fnv1a(&body));
+        Rendered {
+            body: Bytes::from(body),
+            etag_header: HeaderValue::from_str(&etag).ok(),
+            etag,
+            link_header: link_header(&self.aggregate, &self.links, format, page),
+        }
     }
 }
 
@@ -158,24 +186,55 @@ impl View {
 }
 
 /// RFC 7089's `Link` on a TimeMap answer, as archives send it (pywb does): the original, our
-/// TimeGate, and this TimeMap as `self` with the span of its mementos. A client that reads
-/// the original from a TimeMap URL's headers then finds the URI-R, not the TimeMap itself.
+/// TimeGate, and this TimeMap (or page) as `self` with the span of its mementos. A client that
+/// reads the original from a TimeMap URL's headers then finds the URI-R, not the TimeMap itself.
+/// A page also names the whole TimeMap; a whole TimeMap of several pages names its first page.
 /// Every URI is escaped by [`SelfLinks`]; a value that still could not be a header is left out.
-fn link_header(agg: &Aggregate, links: &SelfLinks, format: TimeMapFormat) -> Option<HeaderValue> {
+fn link_header(
+    agg: &Aggregate,
+    links: &SelfLinks,
+    format: TimeMapFormat,
+    page: Option<&Page>,
+) -> Option<HeaderValue> {
+    let all = &agg.timemap.mementos;
+    let pages = links.pages(all.len());
     let mut value = format!(
-        "<{}>; rel=\"original\", <{}>; rel=\"timegate\", <{}>; rel=\"self\"; type=\"{}\"",
+        "<{}>; rel=\"original\", <{}>; rel=\"timegate\"",
         links.uri_r,
         links.timegate(),
-        links.timemap(format),
-        format.content_type()
     );
-    let ms = &agg.timemap.mementos;
-    if let (Some(first), Some(last)) = (ms.first(), ms.last()) {
+    let mut add = |url: String, rel: &str, ms: &[crate::timemap::model::Memento]| {
         value.push_str(&format!(
-            "; from=\"{}\"; until=\"{}\"",
-            format_rfc1123(first.datetime),
-            format_rfc1123(last.datetime)
+            ", <{url}>; rel=\"{rel}\"; type=\"{}\"",
+            format.content_type()
         ));
+        if let (Some(first), Some(last)) = (ms.first(), ms.last()) {
+            value.push_str(&format!(
+                "; from=\"{}\"; until=\"{}\"",
+                format_rfc1123(first.datetime),
+                format_rfc1123(last.datetime)
+            ));
+        }
+    };
+    match page {
+        Some(p) => {
+            add(
+                links.timemap_page(format, p.number),
+                "self",
+                &all[p.range()],
+            );
+            add(links.timemap(format), "timemap", all);
+        }
+        None => {
+            add(links.timemap(format), "self", all);
+            if pages.paged() {
+                add(
+                    links.timemap_page(format, 1),
+                    "timemap",
+                    &all[pages.range(1)],
+                );
+            }
+        }
     }
     HeaderValue::from_str(&value).ok()
 }

@@ -22,6 +22,7 @@ mod injection;
 mod load;
 mod memgator_routes;
 mod ops;
+mod pages;
 mod process_bounds;
 mod pywb;
 mod redirects;

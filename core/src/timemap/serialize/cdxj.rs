@@ -1,7 +1,8 @@
 //! MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per
 //! memento.
 
-use super::{memento_rel, Format, SelfLinks, TimeMapFormat, Uris};
+use super::page::PageLinks;
+use super::{memento_rel, Format, Page, SelfLinks, TimeMapFormat, Uris};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::{write_14digit, write_rfc1123};
 use std::fmt::Write;
@@ -22,28 +23,45 @@ impl Format for Cdxj {
         "cdxj_format"
     }
 
-    fn render(&self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-        to_cdxj(agg, links).into_bytes()
+    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
+        write_cdxj(agg, links, page).into_bytes()
     }
 }
 
 /// MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per memento.
 pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
-    let ms = &agg.timemap.mementos;
-    let mut out = String::with_capacity(512 + ms.len() * 160);
+    write_cdxj(agg, links, None)
+}
+
+/// The whole TimeMap or one page: a page's `!id` is the page, `!meta {"pages": …}` names the
+/// others (the whole TimeMap's names its first and last when paged); `first`/`last` in a `rel`
+/// stay the TimeMap's ends.
+fn write_cdxj(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> String {
+    let all = &agg.timemap.mementos;
+    let range = page.map_or(0..all.len(), Page::range);
+    let ms = &all[range.clone()];
+    let mut out = String::with_capacity(1024 + ms.len() * 160);
     out.push_str("!context [\"http://tools.ietf.org/html/rfc7089\"]\n");
     let _ = writeln!(
         out,
         "!id {{\"uri\": {}}}",
-        json_str(&links.timemap(TimeMapFormat::CDXJ))
+        json_str(&links.timemap_or_page(TimeMapFormat::CDXJ, page))
     );
     write_keys_and_meta(&mut out, agg, links);
+    let pages = links.pages(all.len());
+    if let Some(p) = PageLinks::of(links, TimeMapFormat::CDXJ, pages, page) {
+        let _ = writeln!(
+            out,
+            "!meta {{\"pages\": {}}}",
+            serde_json::to_string(&p).unwrap_or_default()
+        );
+    }
     for (i, m) in ms.iter().enumerate() {
         write_14digit(&mut out, m.datetime);
         out.push_str(" {\"uri\": ");
         out.push_str(&json_str(&m.uri_m));
         out.push_str(", \"rel\": \"");
-        out.push_str(memento_rel(i, ms.len()));
+        out.push_str(memento_rel(range.start + i, all.len()));
         out.push_str("\", \"datetime\": \"");
         write_rfc1123(&mut out, m.datetime);
         out.push_str("\", \"archive\": ");

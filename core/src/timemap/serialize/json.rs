@@ -1,7 +1,8 @@
 //! Time Travel's JSON TimeMap (mementoweb.org's), with the archive of each memento and each
 //! archive's outcome in `archives[]`.
 
-use super::{Format, SelfLinks, TimeMapFormat, Uris};
+use super::page::PageLinks;
+use super::{Format, Page, SelfLinks, TimeMapFormat, Uris};
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::format_rfc3339;
 use crate::timemap::model::Memento;
@@ -23,8 +24,8 @@ impl Format for Json {
         "json_format"
     }
 
-    fn render(&self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-        to_json(agg, links)
+    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
+        write_json(agg, links, page)
     }
 }
 
@@ -37,6 +38,9 @@ struct JsonTimeMap<'a> {
     timemap_uri: Uris<'a>,
     mementos: JsonMementos<'a>,
     archives: &'a [ArchiveOutcome],
+    /// A page's first, prev, next and last pages; the whole TimeMap's first and last when paged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pages: Option<PageLinks>,
 }
 
 #[derive(Serialize)]
@@ -67,18 +71,26 @@ impl<'a> JsonMemento<'a> {
 
 /// mementoweb.org's JSON TimeMap with `archive` per memento and `archives[]` outcomes.
 pub fn to_json(agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-    let ms = &agg.timemap.mementos;
+    write_json(agg, links, None)
+}
+
+/// The whole TimeMap or one page: a page lists its own mementos; `first` and `last` stay the
+/// TimeMap's (the resource's oldest and newest, as Time Travel means them).
+fn write_json(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
+    let all = &agg.timemap.mementos;
+    let ms = &all[page.map_or(0..all.len(), Page::range)];
     let doc = JsonTimeMap {
         original_uri: &agg.uri_r,
-        self_uri: links.timemap(TimeMapFormat::JSON),
+        self_uri: links.timemap_or_page(TimeMapFormat::JSON, page),
         timegate_uri: links.timegate(),
         timemap_uri: Uris(links),
         mementos: JsonMementos {
-            first: ms.first().map(JsonMemento::of),
-            last: ms.last().map(JsonMemento::of),
+            first: all.first().map(JsonMemento::of),
+            last: all.last().map(JsonMemento::of),
             list: ms.iter().map(JsonMemento::of).collect(),
         },
         archives: &agg.outcomes,
+        pages: PageLinks::of(links, TimeMapFormat::JSON, links.pages(all.len()), page),
     };
     // Serialising plain structs of strings and numbers cannot fail; an empty body would be the
     // only fallback, and it is unreachable. A newline ends it, as every JSON answer of ours.

@@ -1,9 +1,10 @@
 //! RFC 7089's link format: the TimeMap every Memento client reads, oldest first, one link per
 //! line.
 
-use super::{memento_rel, Format, SelfLinks, TimeMapFormat};
+use super::{memento_rel, Format, Page, SelfLinks, TimeMapFormat};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::write_rfc1123;
+use crate::timemap::model::Memento;
 use crate::uri_text::escape_uri;
 use std::fmt::Write;
 
@@ -23,38 +24,56 @@ impl Format for Link {
         "link_format"
     }
 
-    fn render(&self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-        to_link_format(agg, links).into_bytes()
+    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
+        write_link_format(agg, links, page).into_bytes()
     }
 }
 
 /// Link format, oldest first, one link per line. Every URI is written through [`escape_uri`]:
 /// a `>`, `"`, space or line end in a URI-R or URI-M can never end its link or start another.
 pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
-    let ms = &agg.timemap.mementos;
+    write_link_format(agg, links, None)
+}
+
+/// The whole TimeMap, or one page of it as RFC 7089 §4.3 pages one: `self` is the page with its
+/// span, the whole TimeMap and the first, neighbour and last pages are `timemap` links with
+/// theirs. The whole TimeMap links its first page the same way when there is more than one.
+fn write_link_format(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> String {
+    let all = &agg.timemap.mementos;
+    let pages = links.pages(all.len());
+    let range = page.map_or(0..all.len(), Page::range);
+    let ms = &all[range.clone()];
     // About 140 bytes per memento line; reserving avoids regrowth on million-memento TimeMaps.
     let mut out =
-        String::with_capacity(512 + ms.len() * (ms.first().map_or(0, |m| m.uri_m.len()) + 90));
+        String::with_capacity(1024 + ms.len() * (ms.first().map_or(0, |m| m.uri_m.len()) + 90));
     let _ = writeln!(out, "<{}>; rel=\"original\",", escape_uri(&agg.uri_r));
-    let _ = write!(
-        out,
-        "<{}>; rel=\"self\"; type=\"application/link-format\"",
-        links.timemap(TimeMapFormat::LINK)
-    );
-    if let (Some(first), Some(last)) = (ms.first(), ms.last()) {
-        out.push_str("; from=\"");
-        write_rfc1123(&mut out, first.datetime);
-        out.push_str("\"; until=\"");
-        write_rfc1123(&mut out, last.datetime);
-        out.push('"');
+    let own = links.timemap_or_page(TimeMapFormat::LINK, page);
+    write_span_link(&mut out, &own, "self", ms);
+    let link_page = |out: &mut String, n: usize| {
+        let url = links.timemap_page(TimeMapFormat::LINK, n);
+        write_span_link(out, &url, "timemap", &all[pages.range(n)]);
+    };
+    match page {
+        Some(p) => {
+            write_span_link(
+                &mut out,
+                &links.timemap(TimeMapFormat::LINK),
+                "timemap",
+                all,
+            );
+            for n in p.linked() {
+                link_page(&mut out, n);
+            }
+        }
+        None if pages.paged() => link_page(&mut out, 1),
+        None => {}
     }
-    out.push_str(",\n");
-    // Every other format as an alternate (not a page: no from/until, another type).
+    // Every other format (of the same page) as an alternate: no from/until, another type.
     for format in TimeMapFormat::all().filter(|f| *f != TimeMapFormat::LINK) {
         let _ = writeln!(
             out,
             "<{}>; rel=\"timemap\"; type=\"{}\",",
-            links.timemap(format),
+            links.timemap_or_page(format, page),
             format.content_type()
         );
     }
@@ -63,11 +82,28 @@ pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
         out.push_str(",\n<");
         out.push_str(&escape_uri(&m.uri_m));
         out.push_str(">; rel=\"");
-        out.push_str(memento_rel(i, ms.len()));
+        // first/last are the TimeMap's ends, not the page's.
+        out.push_str(memento_rel(range.start + i, all.len()));
         out.push_str("\"; datetime=\"");
         write_rfc1123(&mut out, m.datetime);
         out.push('"');
     }
     out.push('\n');
     out
+}
+
+/// One link-format TimeMap link (`self` or `timemap`) with the span of its mementos, and `,\n`.
+fn write_span_link(out: &mut String, url: &str, rel: &str, ms: &[Memento]) {
+    let _ = write!(
+        out,
+        "<{url}>; rel=\"{rel}\"; type=\"application/link-format\""
+    );
+    if let (Some(first), Some(last)) = (ms.first(), ms.last()) {
+        out.push_str("; from=\"");
+        write_rfc1123(out, first.datetime);
+        out.push_str("\"; until=\"");
+        write_rfc1123(out, last.datetime);
+        out.push('"');
+    }
+    out.push_str(",\n");
 }

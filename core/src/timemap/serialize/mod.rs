@@ -6,11 +6,13 @@ mod cdxj;
 mod json;
 mod link;
 mod nav;
+mod page;
 
 pub use cdxj::{to_cdxj, Cdxj};
 pub use json::{to_json, Json};
 pub use link::{to_link_format, Link};
 pub use nav::render_closest;
+pub use page::{Page, PageError, Pages};
 
 use super::aggregate::Aggregate;
 use crate::uri_text::escape_uri;
@@ -24,7 +26,8 @@ pub trait Format: Sync {
     fn content_type(&self) -> &'static str;
     /// The key of its URL where JSON lists every format's (`timemap_uri`).
     fn json_key(&self) -> &'static str;
-    fn render(&self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8>;
+    /// The whole TimeMap (`page` None) or one page of it.
+    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8>;
 }
 
 /// Every format served, in the order documents list them.
@@ -77,7 +80,12 @@ impl TimeMapFormat {
 
     /// The aggregate in this format.
     pub fn render(self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-        self.format().render(agg, links)
+        self.format().render(agg, links, None)
+    }
+
+    /// One page of the aggregate in this format: only its mementos are written, read in place.
+    pub fn render_page(self, agg: &Aggregate, links: &SelfLinks, page: &Page) -> Vec<u8> {
+        self.format().render(agg, links, Some(page))
     }
 }
 
@@ -98,6 +106,8 @@ pub fn render(format: TimeMapFormat, agg: &Aggregate, links: &SelfLinks) -> Vec<
 pub struct SelfLinks {
     pub public_url: String,
     pub uri_r: String,
+    /// `[server] page_size`: how many mementos a page holds, so which pages exist.
+    pub page_size: usize,
 }
 
 impl SelfLinks {
@@ -105,6 +115,36 @@ impl SelfLinks {
         SelfLinks {
             public_url: escape_uri(public_url.trim_end_matches('/')).into_owned(),
             uri_r: escape_uri(uri_r).into_owned(),
+            page_size: usize::MAX,
+        }
+    }
+
+    /// The same links, for a TimeMap split into pages of `page_size` (one page without it).
+    pub fn with_page_size(mut self, page_size: usize) -> SelfLinks {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// How a TimeMap of `len` mementos splits into this server's pages.
+    pub fn pages(&self, len: usize) -> Pages {
+        Pages::new(len, self.page_size)
+    }
+
+    /// Page `number` of the TimeMap in `format`: `/timemap/{format}/{number}/{URI-R}`.
+    pub fn timemap_page(&self, format: TimeMapFormat, number: usize) -> String {
+        format!(
+            "{}/timemap/{}/{number}/{}",
+            self.public_url,
+            format.segment(),
+            self.uri_r
+        )
+    }
+
+    /// The whole TimeMap's URL (`page` None) or a page's.
+    pub fn timemap_or_page(&self, format: TimeMapFormat, page: Option<&Page>) -> String {
+        match page {
+            Some(p) => self.timemap_page(format, p.number),
+            None => self.timemap(format),
         }
     }
 
@@ -145,5 +185,7 @@ pub(super) fn memento_rel(i: usize, n: usize) -> &'static str {
     }
 }
 
+#[cfg(test)]
+mod page_tests;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use crate::timemap::model::Memento;
 use crate::timemap::model::TimeMap;
 use std::sync::Arc;
 
-fn agg(entries: &[(&str, &str)]) -> Aggregate {
+pub(super) fn agg(entries: &[(&str, &str)]) -> Aggregate {
     Aggregate {
         uri_r: "http://example.com/".to_string(),
         timemap: TimeMap {
@@ -37,7 +37,7 @@ fn agg(entries: &[(&str, &str)]) -> Aggregate {
     }
 }
 
-fn links() -> SelfLinks {
+pub(super) fn links() -> SelfLinks {
     SelfLinks::new("http://proxy.test/", "http://example.com/")
 }
 
