@@ -9,6 +9,7 @@ use crate::timemap::serialize::TimeMapFormat;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 
 /// Splits `link/http://…` into its format and the rest; a bare `/timemap/http://…` is link format.
 pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
@@ -101,22 +102,32 @@ pub async fn timemap(
     if let Some(v) = rendered.link_header {
         h.insert(header::LINK, v);
     }
-    // Coded once per cached entry, format and coding, off the runtime's threads when it is
-    // big and not coded yet.
-    let coded = match encoding::negotiate(&headers) {
-        None => None,
-        Some(c) if served.view.has_coded(format, c) || rendered.body.len() < 256 * 1024 => {
-            served.view.coded(format, c).map(|b| (c, b))
+    // The whole TimeMap is coded once per cached entry, format and coding; a page, rendered
+    // per request, is coded per request. Off the runtime's threads when big and not coded yet.
+    let small = rendered.body.len() < 256 * 1024;
+    let coding = encoding::negotiate(&headers);
+    let coded = match (coding, page) {
+        (None, _) => None,
+        (Some(c), Some(_)) if small => c.encode(&rendered.body).ok().map(Bytes::from),
+        (Some(c), Some(_)) => {
+            let body = rendered.body.clone();
+            tokio::task::spawn_blocking(move || c.encode(&body).ok().map(Bytes::from))
+                .await
+                .ok()
+                .flatten()
         }
-        Some(c) => {
+        (Some(c), None) if small || served.view.has_coded(format, c) => {
+            served.view.coded(format, c)
+        }
+        (Some(c), None) => {
             let view = served.view.clone();
             tokio::task::spawn_blocking(move || view.coded(format, c))
                 .await
                 .ok()
                 .flatten()
-                .map(|b| (c, b))
         }
     };
+    let coded = coding.zip(coded);
     // Each coding is its own representation: its own strong ETag (RFC 9110 §8.8.3).
     let etag = match &coded {
         Some((c, _)) => format!("{}-{}\"", rendered.etag.trim_end_matches('"'), c.token()),

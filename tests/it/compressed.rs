@@ -79,3 +79,49 @@ async fn each_accepted_coding_decodes_to_the_same_timemap() {
     assert_eq!(r.bytes().await.expect("body"), plain);
     proxy.stop().await;
 }
+
+/// A page is coded from its own body, not the whole TimeMap's (found merging pages with
+/// coding: a page asked with `Accept-Encoding` must decode to that page).
+#[tokio::test]
+async fn a_coded_page_is_that_page() {
+    let stamps = [
+        "20010101000000",
+        "20020101000000",
+        "20030101000000",
+        "20040101000000",
+        "20050101000000",
+    ];
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&stamps)))
+        .await
+        .expect("archive");
+    let mut config = config_for(&[("a", &a)]);
+    config.server.page_size = 2;
+    let proxy = start_proxy(config).await;
+    for format in ["link", "json", "cdxj"] {
+        let url = format!("{}/timemap/{format}/2/http://example.com/", proxy.base);
+        let plain = client().get(&url).send().await.expect("GET");
+        assert_eq!(plain.status(), 200, "{format}");
+        let plain = plain.bytes().await.expect("body");
+        let r = client()
+            .get(&url)
+            .header("accept-encoding", "gzip")
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(r.headers()["content-encoding"], "gzip", "{format}");
+        let coded = r.bytes().await.expect("body");
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&coded[..])
+            .read_to_end(&mut back)
+            .expect("decodes");
+        assert_eq!(back, plain, "{format}");
+        let whole = client()
+            .get(url.replace("/2/", "/"))
+            .send()
+            .await
+            .expect("GET");
+        let whole = whole.bytes().await.expect("body");
+        assert_ne!(back, whole, "{format}: the page, not the whole TimeMap");
+    }
+    proxy.stop().await;
+}
