@@ -3,7 +3,7 @@
 //! going away costs neither an answer, and a damaged value in Redis is a miss.
 
 use crate::disk_faults::healthz;
-use crate::redis_server::RedisServer;
+use crate::redis_server::{RedisCluster, RedisServer};
 use crate::support::{client, config_for, start_proxy, Proxy};
 use std::time::Duration;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
@@ -19,8 +19,12 @@ async fn archive() -> SimulatedArchive {
 
 /// A replica in front of its own archive, sharing `redis`.
 async fn replica(redis: &RedisServer, archive: &SimulatedArchive) -> Proxy {
+    replica_of(redis.url(), archive).await
+}
+
+async fn replica_of(shared: String, archive: &SimulatedArchive) -> Proxy {
     let mut config = config_for(&[("ia", archive)]);
-    config.cache.shared = redis.url();
+    config.cache.shared = shared;
     start_proxy(config).await
 }
 
@@ -166,5 +170,27 @@ async fn a_damaged_value_in_redis_is_a_counted_miss() {
         // Counted each time it is read (a miss reads the store again before storing).
         assert!(shared_stats(&b).unreadable > unreadable, "plant {i}");
     }
+    assert_eq!(shared_stats(&b).errors, 0);
+}
+
+/// The same through a three-master Redis Cluster: keys spread over its slots, each found again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_entries_through_a_redis_cluster() {
+    let cluster = RedisCluster::start();
+    let (archive_a, archive_b) = (archive().await, archive().await);
+    let a = replica_of(cluster.url(), &archive_a).await;
+    let b = replica_of(cluster.url(), &archive_b).await;
+    let uris: Vec<String> = (0..6)
+        .map(|n| format!("http://example.com/cluster/{n}"))
+        .collect();
+    for uri_r in &uris {
+        assert_eq!(fetch(&a, uri_r).await, (200, "MISS".to_owned()));
+    }
+    assert_eq!(cluster.entry_keys().len(), uris.len());
+    for uri_r in &uris {
+        assert_eq!(fetch(&b, uri_r).await, (200, "HIT".to_owned()), "{uri_r}");
+    }
+    assert_eq!(archive_b.requests(), 0, "B asked its archive");
+    assert_eq!(shared_stats(&a).errors, 0);
     assert_eq!(shared_stats(&b).errors, 0);
 }
