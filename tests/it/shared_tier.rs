@@ -112,6 +112,11 @@ async fn replicas_keep_answering_while_redis_is_down_and_share_again_after() {
             "{body}"
         );
         assert!(shared_stats(proxy).errors > 0);
+        let metrics = metrics(proxy).await;
+        assert!(
+            metrics.contains("\ntmproxy_cache_shared_degraded 1\n"),
+            "{metrics}"
+        );
     }
 
     redis.restart();
@@ -133,6 +138,19 @@ async fn replicas_keep_answering_while_redis_is_down_and_share_again_after() {
     assert_eq!(archive_b.requests(), asked, "B asked its archive");
     assert_eq!(healthz(&a.base).await, (200, "ok\n".to_owned()));
     assert_eq!(healthz(&b.base).await, (200, "ok\n".to_owned()));
+    assert!(metrics(&b)
+        .await
+        .contains("\ntmproxy_cache_shared_degraded 0\n"));
+}
+
+async fn metrics(proxy: &Proxy) -> String {
+    let resp = client()
+        .get(format!("{}/metrics", proxy.base))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status(), 200);
+    resp.text().await.expect("body")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
