@@ -212,3 +212,43 @@ async fn replicas_share_entries_through_a_redis_cluster() {
     assert_eq!(shared_stats(&a).errors, 0);
     assert_eq!(shared_stats(&b).errors, 0);
 }
+
+/// 100 concurrent cold requests for one URI-R, spread over two replicas of the same archive:
+/// the archive is asked once, and every answer is a 200 with its mementos.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_fan_out_per_uri_r_across_replicas() {
+    let redis = RedisServer::start();
+    // Slow (a byte every 2 ms, about a second): both replicas are asked while it answers.
+    let shared_archive = SimulatedArchive::start(Behaviour::Trickle(Duration::from_millis(2)))
+        .await
+        .expect("simulated archive");
+    let a = replica(&redis, &shared_archive).await;
+    let b = replica(&redis, &shared_archive).await;
+    let uri_r = "http://example.com/stampede";
+    let requests = (0..100).map(|n| {
+        let base = if n % 2 == 0 { &a.base } else { &b.base };
+        let url = format!("{base}/timemap/json/{uri_r}");
+        async move {
+            let resp = client().get(url).send().await.expect("request");
+            let status = resp.status().as_u16();
+            let text = resp.text().await.expect("body");
+            let body: serde_json::Value = serde_json::from_str(&text).expect("json");
+            (status, crate::support::memento_uris(&body).len())
+        }
+    });
+    for (status, mementos) in futures::future::join_all(requests).await {
+        assert_eq!((status, mementos), (200, 2));
+    }
+    assert_eq!(
+        shared_archive.requests(),
+        1,
+        "the archive was asked more than once"
+    );
+    assert!(
+        redis
+            .cli(&["KEYS", "tmproxy:fanout:*"])
+            .unwrap_or_default()
+            .is_empty(),
+        "the fan-out claim was given back"
+    );
+}

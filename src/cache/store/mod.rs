@@ -28,7 +28,7 @@ mod shared;
 pub use hot::HotTier;
 pub use open::SLED_CACHE_BYTES;
 pub use persistent::{PersistentTier, DISK_THREADS};
-pub use remote::{redis_key, SharedAddress, SharedStats, SharedTier};
+pub use remote::{redis_key, FanOutClaim, SharedAddress, SharedStats, SharedTier};
 
 /// What a stored value must offer: serde, and an estimate of its heap size for the byte bound.
 pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
@@ -61,6 +61,23 @@ pub trait Store<V: Cacheable>: Send + Sync {
     /// Makes everything stored so far durable; nothing to do for a tier in memory.
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         std::future::ready(Ok(()))
+    }
+    /// Claims the one fan-out for `key` across replicas for at most `ttl`; a store with no
+    /// shared tier fans out alone.
+    fn claim_fan_out(
+        &self,
+        _key: &str,
+        _ttl: Duration,
+    ) -> impl Future<Output = FanOutClaim> + Send {
+        std::future::ready(FanOutClaim::Alone)
+    }
+    /// Whether another replica still holds the fan-out claim for `key`.
+    fn fan_out_claimed(&self, _key: &str) -> impl Future<Output = bool> + Send {
+        std::future::ready(false)
+    }
+    /// Gives back a claim [`Store::claim_fan_out`] won.
+    fn release_fan_out(&self, _key: &str, _token: &str) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
     }
 }
 
@@ -234,6 +251,26 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
 
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.persistent.flush()
+    }
+
+    async fn claim_fan_out(&self, key: &str, ttl: Duration) -> FanOutClaim {
+        match &self.shared {
+            Some(shared) => shared.claim_fan_out(key, ttl).await,
+            None => FanOutClaim::Alone,
+        }
+    }
+
+    async fn fan_out_claimed(&self, key: &str) -> bool {
+        match &self.shared {
+            Some(shared) => shared.fan_out_claimed(key).await,
+            None => false,
+        }
+    }
+
+    async fn release_fan_out(&self, key: &str, token: &str) {
+        if let Some(shared) = &self.shared {
+            shared.release_fan_out(key, token).await;
+        }
     }
 }
 

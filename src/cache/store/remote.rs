@@ -240,6 +240,42 @@ impl<V: Cacheable> SharedTier<V> {
         let _: Option<i64> = self.call(cmd).await;
     }
 
+    /// Claims the one fan-out for `key` across replicas for at most `ttl` (SET NX PX): the
+    /// claim's token when this replica won it, None when another holds it. A Redis that fails
+    /// lets every replica fan out by itself, as without a shared tier.
+    pub async fn claim_fan_out(&self, key: &str, ttl: Duration) -> FanOutClaim {
+        let token = claim_token();
+        let mut cmd = redis::cmd("SET");
+        let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        cmd.arg(lock_key(key))
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis);
+        match self.call::<Option<String>>(cmd).await {
+            Some(Some(_)) => FanOutClaim::Won(token),
+            Some(None) => FanOutClaim::Held,
+            None => FanOutClaim::Alone,
+        }
+    }
+
+    /// Whether some replica still holds the fan-out claim for `key` (false when Redis fails).
+    pub async fn fan_out_claimed(&self, key: &str) -> bool {
+        let mut cmd = redis::cmd("EXISTS");
+        cmd.arg(lock_key(key));
+        self.call::<i64>(cmd).await.unwrap_or(0) > 0
+    }
+
+    /// Gives the claim back, only if it is still ours: one that expired and was claimed by
+    /// another replica is not taken from it.
+    pub async fn release_fan_out(&self, key: &str, token: &str) {
+        const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+            return redis.call('DEL', KEYS[1]) else return 0 end";
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(RELEASE).arg(1).arg(lock_key(key)).arg(token);
+        let _: Option<i64> = self.call(cmd).await;
+    }
+
     /// Why the tier is failing (`shared tier unreachable …`), while it is.
     pub fn degraded(&self) -> Option<String> {
         lock(&self.inner.failing).clone()
@@ -329,6 +365,32 @@ async fn within<T>(
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {CALL_TIMEOUT:?}")),
     }
+}
+
+/// What [`SharedTier::claim_fan_out`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FanOutClaim {
+    /// This replica fans out; release with this token.
+    Won(String),
+    /// Another replica is fanning out: wait for its entry.
+    Held,
+    /// No shared tier, or it failed: fan out alone.
+    Alone,
+}
+
+/// A token no other claim has: this process's id, a counter, and the time.
+fn claim_token() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}-{nanos}", std::process::id())
+}
+
+/// Where the fan-out claim for a cache key lives.
+fn lock_key(key: &str) -> String {
+    format!("tmproxy:fanout:{key}")
 }
 
 /// The Redis key of a cache key.
