@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, then runs the whole suite.
 #   bash scripts/test.sh
-# Needs cargo (rustup), python3 (3.11) and chromium; run as root on a fresh Debian machine it
+# Needs cargo (rustup), python3 (3.11), chromium and redis-server; run as root on a fresh Debian machine it
 # adds any missing Debian packages itself. Re-runs skip installs that are already done.
 set -euo pipefail
 
@@ -41,6 +41,9 @@ elif ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
 fi
 # tests/it/ui.rs drives a real headless Chromium (and its screenshots need a font with text).
 command -v chromium >/dev/null || apt_install chromium fonts-dejavu-core
+# tests/it/shared_tier.rs runs a real Redis on loopback (redis-cli is in redis-tools).
+command -v redis-server >/dev/null || apt_install redis-server
+command -v redis-cli >/dev/null || apt_install redis-tools
 
 # --- fast checks first --------------------------------------------------------------------
 log "cargo fmt --check"

@@ -103,6 +103,18 @@ pub async fn build_with_lookup(
             .map_err(|e| format!("cache.path: {e}"))?,
         )
     };
+    let store = match crate::cache::store::SharedAddress::parse(&config.cache.shared)
+        .map_err(|e| format!("cache.shared: {e}"))?
+    {
+        Some(address) => store
+            .map(|s| {
+                store::SharedTier::new(&address)
+                    .map(|shared| s.with_shared(shared))
+                    .map_err(|e| format!("cache.shared: {e}"))
+            })
+            .transpose()?,
+        None => store,
+    };
     let observe = if config.observe.log.is_empty() {
         None
     } else {

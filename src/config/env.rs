@@ -21,6 +21,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_ARCHIVES_FILE", "upstream.archives_file"),
     ("TMPROXY_CACHE_POLICY", "cache.policy"),
     ("TMPROXY_CACHE_PATH", "cache.path"),
+    ("TMPROXY_CACHE_SHARED", "cache.shared"),
     ("TMPROXY_ADMIN_TOKEN", "admin.token"),
     ("TMPROXY_ADMIN_LISTEN", "admin.listen"),
     ("TMPROXY_OBSERVE_LOG", "observe.log"),
@@ -75,6 +76,11 @@ impl Config {
                 &mut self.cache.policy,
             ),
             ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
+            (
+                "TMPROXY_CACHE_SHARED",
+                "cache.shared",
+                &mut self.cache.shared,
+            ),
             (
                 "TMPROXY_ARCHIVES_FILE",
                 "upstream.archives_file",

@@ -161,6 +161,9 @@ pub struct CacheConfig {
     /// One entry per URL however spelled: keyed by the URI-R's canonical (SURT) form; false =
     /// by its exact text.
     pub canonical: bool,
+    /// The shared tier on Redis, behind memory and sled: `redis://HOST:PORT/DB`, `rediss://…` or
+    /// `redis+cluster://HOST:PORT,HOST:PORT,…`; empty = off.
+    pub shared: String,
 }
 
 impl Default for CacheConfig {
@@ -179,6 +182,7 @@ impl Default for CacheConfig {
             redaction_grace: Duration::from_secs(7 * 86_400),
             write_timeout: Duration::from_secs(5),
             canonical: true,
+            shared: String::new(),
         }
     }
 }

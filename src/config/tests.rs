@@ -316,6 +316,14 @@ fn validate_refuses_bad_values() {
         assert_eq!(e.key, key, "{e}");
     };
     check(&|c| c.archives[2].id = "Arquivo".into(), "archives[2].id");
+    for bad in [
+        "localhost:6379",
+        "http://h:1/",
+        "redis+cluster://h",
+        "rediss://h:1",
+    ] {
+        check(&|c| c.cache.shared = bad.into(), "cache.shared");
+    }
     check(&|c| c.archives[2].id = "a b".into(), "archives[2].id");
     check(&|c| c.archives[0].id = String::new(), "archives[0].id");
     check(
@@ -384,6 +392,7 @@ fn validate_allows_edge_cases() {
     c.upstream.dormant_for = Duration::ZERO;
     c.upstream.connect_timeout = c.upstream.timeout;
     c.server.public_url = "https://tm.example.org/base".into();
+    c.cache.shared = "redis+cluster://10.0.0.1:7000,10.0.0.2:7000".into();
     c.validate()
         .expect("all disabled, no dormancy, equal timeouts are fine");
     for size in [1, 1_000_000] {
@@ -417,8 +426,10 @@ fn env_overrides_apply() {
         ("TMPROXY_MAX_BODY", "1GiB"),
         ("TMPROXY_USER_AGENT", "test-agent/1"),
         ("TMPROXY_ARCHIVES", " ia, arquivo ,"),
+        ("TMPROXY_CACHE_SHARED", "redis://127.0.0.1:6379/1"),
     ]))
     .unwrap();
+    assert_eq!(c.cache.shared, "redis://127.0.0.1:6379/1");
     assert_eq!(c.server.listen.to_string(), "0.0.0.0:9000");
     assert_eq!(c.public_url(), "https://tm.example.org");
     assert_eq!(c.upstream.timeout, Duration::from_secs(20));

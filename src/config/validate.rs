@@ -200,6 +200,9 @@ impl Config {
                 "must name a directory for the persistent tier".into(),
             );
         }
+        if let Err(reason) = crate::cache::store::SharedAddress::parse(&c.shared) {
+            return fail("cache.shared", reason);
+        }
         if c.hot_capacity == 0 {
             return fail("cache.hot_capacity", "must be greater than 0".into());
         }

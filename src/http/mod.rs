@@ -208,10 +208,13 @@ impl Gate for HeaderLimit {
     }
 }
 
-/// `200 ok`, or `200 degraded: <reason>` while the persistent tier cannot store: the server
-/// still answers (from memory), so a load balancer should keep it, and an operator should look.
+/// `200 ok`, or `200 degraded: <reason>` while the persistent tier cannot store or the shared
+/// tier cannot be reached: the server still answers (from memory, or its own tiers), so a load
+/// balancer should keep it, and an operator should look.
 async fn healthz(axum::extract::State(state): axum::extract::State<SharedState>) -> String {
-    match state.cache.store().and_then(|s| s.persistent().degraded()) {
+    let store = state.cache.store();
+    let persistent = store.and_then(|s| s.persistent().degraded());
+    match persistent.or_else(|| store.and_then(|s| s.shared()?.degraded())) {
         Some(reason) => format!("degraded: {reason}\n"),
         None => "ok\n".to_owned(),
     }

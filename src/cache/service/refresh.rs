@@ -6,13 +6,16 @@
 use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
 use super::{CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
 use crate::cache::policy::{Action, Decision, Match};
-use crate::cache::store::Store;
+use crate::cache::store::{FanOutClaim, Store};
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How often a replica waiting for another's fan-out looks for its entry.
+const CLAIM_POLL: Duration = Duration::from_millis(50);
 
 /// What a refresh works on once the archives have answered.
 struct Fetched<V> {
@@ -60,7 +63,67 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 let (cached, context) = (cached.clone(), self.context.clone());
                 tokio::task::spawn_blocking(move || prepare(&cached, &context, render))
             });
+        // Cold here: one fan-out across the replicas. Another replica's claim means its entry
+        // is coming: waited for, by our own deadline, then served as a hit.
+        let claim = if begun.cached.is_none() {
+            match store.claim_fan_out(key, limit).await {
+                FanOutClaim::Held => {
+                    if let Some(found) = self.await_other_replica(store, key, due).await {
+                        self.stats.count_hit();
+                        let context = self.context.as_ref();
+                        return Some(Served::stored_as(&found, uri_r, context, CacheStatus::Hit));
+                    }
+                    None
+                }
+                FanOutClaim::Won(token) => Some(token),
+                FanOutClaim::Alone => None,
+            }
+        } else {
+            None
+        };
         let fetch = self.fan_out(uri_r, Some(limit), begun.at).await;
+        let served = self
+            .refresh_fetched(store, key, fetch, begun, answer_by, render, stale_view)
+            .await;
+        if let Some(token) = claim {
+            store.release_fan_out(key, &token).await;
+        }
+        served
+    }
+
+    /// The entry another replica is fetching for `key`, once it is in the shared tier; None
+    /// when its claim ends without one (it failed or gave up) or `due` comes first.
+    async fn await_other_replica(
+        &self,
+        store: &S,
+        key: &str,
+        due: tokio::time::Instant,
+    ) -> Option<Arc<CachedTimeMap<V>>> {
+        while tokio::time::Instant::now() < due {
+            if let Some(found) = store.get(key).await {
+                return Some(found);
+            }
+            if !store.fan_out_claimed(key).await {
+                // Stored just before the claim was given back, or never.
+                return store.get(key).await;
+            }
+            tokio::time::sleep_until((tokio::time::Instant::now() + CLAIM_POLL).min(due)).await;
+        }
+        None
+    }
+
+    /// [`Self::refresh`] once the archives have answered.
+    #[allow(clippy::too_many_arguments)]
+    async fn refresh_fetched(
+        self: &Arc<Self>,
+        store: &S,
+        key: &str,
+        fetch: Fetch,
+        begun: Begun<V>,
+        answer_by: tokio::time::Instant,
+        render: Option<TimeMapFormat>,
+        stale_view: Option<tokio::task::JoinHandle<()>>,
+    ) -> Option<Served<V>> {
         let now = self.clock.now();
         // Read again: another refresh may have stored something while we were fetching. From
         // memory only when the request read an entry: reading a huge one from disk again would

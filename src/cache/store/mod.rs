@@ -22,11 +22,13 @@ mod open;
 mod persistent;
 mod record;
 mod recover;
+mod remote;
 mod shared;
 
 pub use hot::HotTier;
 pub use open::SLED_CACHE_BYTES;
 pub use persistent::{PersistentTier, DISK_THREADS};
+pub use remote::{redis_key, FanOutClaim, SharedAddress, SharedStats, SharedTier};
 
 /// What a stored value must offer: serde, and an estimate of its heap size for the byte bound.
 pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
@@ -59,6 +61,23 @@ pub trait Store<V: Cacheable>: Send + Sync {
     /// Makes everything stored so far durable; nothing to do for a tier in memory.
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         std::future::ready(Ok(()))
+    }
+    /// Claims the one fan-out for `key` across replicas for at most `ttl`; a store with no
+    /// shared tier fans out alone.
+    fn claim_fan_out(
+        &self,
+        _key: &str,
+        _ttl: Duration,
+    ) -> impl Future<Output = FanOutClaim> + Send {
+        std::future::ready(FanOutClaim::Alone)
+    }
+    /// Whether another replica still holds the fan-out claim for `key`.
+    fn fan_out_claimed(&self, _key: &str) -> impl Future<Output = bool> + Send {
+        std::future::ready(false)
+    }
+    /// Gives back a claim [`Store::claim_fan_out`] won.
+    fn release_fan_out(&self, _key: &str, _token: &str) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
     }
 }
 
@@ -125,9 +144,14 @@ pub fn open<V: Cacheable>(
 /// old value while a `remove` runs): the hot tier then serves a value that *was* stored, until
 /// it is evicted or overwritten. That is acceptable because freshness is judged from the value's
 /// own `fresh_until`, never from its presence.
+///
+/// With a shared tier (Redis, `[cache] shared`) behind them, a local miss reads through to it
+/// and a hit there fills the local tiers; every put and remove goes to it too. Its failures are
+/// counted and reported by the tier itself, never returned: the local tiers are the truth here.
 pub struct Tiered<V> {
     hot: HotTier<V>,
     persistent: PersistentTier<V>,
+    shared: Option<SharedTier<V>>,
 }
 
 impl<V> Clone for Tiered<V> {
@@ -135,6 +159,7 @@ impl<V> Clone for Tiered<V> {
         Self {
             hot: self.hot.clone(),
             persistent: self.persistent.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -142,7 +167,24 @@ impl<V> Clone for Tiered<V> {
 impl<V: Cacheable> Tiered<V> {
     /// Pairs two tiers; [`open`] is the usual way in.
     pub fn new(hot: HotTier<V>, persistent: PersistentTier<V>) -> Self {
-        Self { hot, persistent }
+        Self {
+            hot,
+            persistent,
+            shared: None,
+        }
+    }
+
+    /// The same tiers with `shared` behind them.
+    pub fn with_shared(self, shared: SharedTier<V>) -> Self {
+        Self {
+            shared: Some(shared),
+            ..self
+        }
+    }
+
+    /// The shared tier, if one is configured.
+    pub fn shared(&self) -> Option<&SharedTier<V>> {
+        self.shared.as_ref()
     }
 
     /// The hot tier, for its own stats.
@@ -161,9 +203,16 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         if let Some(value) = self.hot.get(key).await {
             return Some(value);
         }
-        let value = self.persistent.get(key).await?;
-        // Promote, so the next request (e.g. the first after a restart) is served from memory.
-        // The hot put cannot fail.
+        if let Some(value) = self.persistent.get(key).await {
+            // Promote, so the next request (e.g. the first after a restart) is served from
+            // memory. The hot put cannot fail.
+            let _ = self.hot.put(key, Arc::clone(&value)).await;
+            return Some(value);
+        }
+        let value = self.shared.as_ref()?.get(key).await?;
+        // Another replica's entry: kept locally too, so this replica serves it without Redis
+        // from now on. A local write failure is the persistent tier's to report.
+        let _ = self.persistent.put(key, Arc::clone(&value)).await;
         let _ = self.hot.put(key, Arc::clone(&value)).await;
         Some(value)
     }
@@ -173,7 +222,10 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         // failed: then memory serves it meanwhile (the caller reports it not stored), newer than
         // whatever the disk still holds.
         let on_disk = self.persistent.put(key, Arc::clone(&value)).await;
-        self.hot.put(key, value).await?;
+        self.hot.put(key, Arc::clone(&value)).await?;
+        if let Some(shared) = &self.shared {
+            shared.put(key, value).await;
+        }
         on_disk
     }
 
@@ -181,6 +233,9 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         let on_disk = self.persistent.remove(key).await;
         // Even if the disk failed, stop serving it from memory.
         self.hot.remove(key).await?;
+        if let Some(shared) = &self.shared {
+            shared.remove(key).await;
+        }
         on_disk
     }
 
@@ -196,6 +251,26 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
 
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.persistent.flush()
+    }
+
+    async fn claim_fan_out(&self, key: &str, ttl: Duration) -> FanOutClaim {
+        match &self.shared {
+            Some(shared) => shared.claim_fan_out(key, ttl).await,
+            None => FanOutClaim::Alone,
+        }
+    }
+
+    async fn fan_out_claimed(&self, key: &str) -> bool {
+        match &self.shared {
+            Some(shared) => shared.fan_out_claimed(key).await,
+            None => false,
+        }
+    }
+
+    async fn release_fan_out(&self, key: &str, token: &str) {
+        if let Some(shared) = &self.shared {
+            shared.release_fan_out(key, token).await;
+        }
     }
 }
 

@@ -110,5 +110,17 @@ fn tiers(
     for (name, kind, help, v) in disk {
         one(out, name, help, kind, v)?;
     }
+    if let Some(shared) = store.shared() {
+        let stats = shared.stats();
+        let down = u64::from(shared.degraded().is_some());
+        let redis = [
+            ("tmproxy_cache_shared_errors", MetricType::Counter, "Calls to the shared tier (Redis) that failed or timed out: served from the local tiers.", stats.errors),
+            ("tmproxy_cache_shared_unreadable", MetricType::Counter, "Values in the shared tier found damaged, oversized or of another format: treated as misses.", stats.unreadable),
+            ("tmproxy_cache_shared_degraded", MetricType::Gauge, "1 while the shared tier cannot be reached (see /healthz for why).", down),
+        ];
+        for (name, kind, help, v) in redis {
+            one(out, name, help, kind, v)?;
+        }
+    }
     Ok(())
 }

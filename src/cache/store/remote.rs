@@ -1,0 +1,444 @@
+//! The shared tier on Redis (`[cache] shared`): behind memory and sled, what the replicas of one
+//! deployment share. Values are the envelope bytes sled holds, so a damaged or planted value is a
+//! counted miss; Redis failing never fails a request: it is counted, warned about at most once a
+//! minute, and reported by `/healthz` until an operation succeeds again.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+
+use super::envelope::{decode, encode};
+use super::Cacheable;
+
+/// Where every key of ours lives in Redis, so tmproxy can share a Redis with others.
+pub const KEY_PREFIX: &str = "tmproxy:entry:";
+
+/// The most bytes read for one value: a planted value cannot make a replica allocate without
+/// bound. Entries are deflated (about tenfold), so this is far above the largest TimeMap served.
+pub const MAX_VALUE_BYTES: usize = 256 << 20;
+
+/// The longest one Redis call may take, connecting included: an unreachable Redis costs a
+/// request at most this, then the request goes on with the local tiers and the archives.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often the same trouble is logged at WARN.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// A validated `[cache] shared` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedAddress {
+    /// One server: `redis://…`, as the redis crate reads it.
+    Single(String),
+    /// A Redis Cluster's seed nodes, each `redis://HOST:PORT`.
+    Cluster(Vec<String>),
+}
+
+impl SharedAddress {
+    /// `Ok(None)` for empty (off); otherwise the address, or why it is not one.
+    pub fn parse(text: &str) -> Result<Option<SharedAddress>, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        if let Some(nodes) = text.strip_prefix("redis+cluster://") {
+            let nodes = nodes.trim_end_matches('/');
+            let mut seeds = Vec::new();
+            for node in nodes.split(',') {
+                let url = url::Url::parse(&format!("redis://{}", node.trim()))
+                    .map_err(|e| format!("{node:?} is not HOST:PORT: {e}"))?;
+                match (url.host_str(), url.port(), url.path()) {
+                    (Some(host), Some(port), "" | "/") if url.username().is_empty() => {
+                        seeds.push(format!("redis://{host}:{port}"))
+                    }
+                    _ => return Err(format!("{node:?} is not HOST:PORT")),
+                }
+            }
+            return Ok(Some(SharedAddress::Cluster(seeds)));
+        }
+        if text.starts_with("rediss://") {
+            return Err(
+                "TLS (rediss://) is not supported yet: use redis:// on a private network".into(),
+            );
+        }
+        if !text.starts_with("redis://") {
+            return Err(format!(
+                "{text:?} is not a Redis URL: use redis://HOST:PORT/DB or redis+cluster://HOST:PORT,HOST:PORT,…"
+            ));
+        }
+        redis::Client::open(text).map_err(|e| format!("{}: {e}", redacted(text)))?;
+        Ok(Some(SharedAddress::Single(text.to_owned())))
+    }
+
+    /// The address for logs and `/healthz`: hosts only, never a password.
+    pub fn display(&self) -> String {
+        match self {
+            SharedAddress::Single(url) => redacted(url),
+            SharedAddress::Cluster(seeds) => {
+                let hosts: Vec<&str> = seeds
+                    .iter()
+                    .map(|s| s.trim_start_matches("redis://"))
+                    .collect();
+                format!("redis+cluster://{}", hosts.join(","))
+            }
+        }
+    }
+}
+
+/// `redis://HOST:PORT/DB` without any user or password.
+fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!(
+            "{}://{}:{}{}",
+            u.scheme(),
+            u.host_str().unwrap_or("?"),
+            u.port().unwrap_or(6379),
+            u.path()
+        ),
+        Err(_) => "<unparsable URL>".into(),
+    }
+}
+
+/// The connection: a manager that reconnects by itself, or a cluster connection made on first
+/// use (the cluster client connects eagerly, and Redis may be down when tmproxy starts).
+enum Conn {
+    Single(ConnectionManager),
+    Cluster {
+        // Boxed: the client is large, and the enum should not be.
+        client: Box<redis::cluster::ClusterClient>,
+        conn: tokio::sync::Mutex<Option<ClusterConnection>>,
+    },
+}
+
+/// What the tier's clones share.
+struct Inner {
+    conn: Conn,
+    display: String,
+    errors: AtomicU64,
+    unreadable: AtomicU64,
+    /// Why the last call failed, while no call has succeeded since.
+    failing: Mutex<Option<String>>,
+    last_warn: Mutex<Option<Instant>>,
+}
+
+/// The shared tier; cheap to clone.
+pub struct SharedTier<V> {
+    inner: Arc<Inner>,
+    _value: PhantomData<fn() -> V>,
+}
+
+impl<V> Clone for SharedTier<V> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            _value: PhantomData,
+        }
+    }
+}
+
+/// The shared tier's counters and health.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharedStats {
+    /// Calls to Redis that failed or timed out since start.
+    pub errors: u64,
+    /// Values found damaged, oversized or of another format: treated as misses.
+    pub unreadable: u64,
+}
+
+impl<V: Cacheable> SharedTier<V> {
+    /// The tier for `address`, without connecting: the first call connects, so a Redis that is
+    /// down at startup only degrades the server.
+    pub fn new(address: &SharedAddress) -> Result<SharedTier<V>, String> {
+        let conn = match address {
+            SharedAddress::Single(url) => {
+                let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(CALL_TIMEOUT))
+                    .set_response_timeout(Some(CALL_TIMEOUT))
+                    .set_number_of_retries(1)
+                    .set_max_delay(CALL_TIMEOUT);
+                Conn::Single(
+                    ConnectionManager::new_lazy_with_config(client, config)
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            SharedAddress::Cluster(seeds) => Conn::Cluster {
+                client: Box::new(
+                    ClusterClientBuilder::new(seeds.clone())
+                        .connection_timeout(CALL_TIMEOUT)
+                        .response_timeout(CALL_TIMEOUT)
+                        .retries(1)
+                        .build()
+                        .map_err(|e| e.to_string())?,
+                ),
+                conn: tokio::sync::Mutex::new(None),
+            },
+        };
+        Ok(SharedTier {
+            inner: Arc::new(Inner {
+                conn,
+                display: address.display(),
+                errors: AtomicU64::new(0),
+                unreadable: AtomicU64::new(0),
+                failing: Mutex::new(None),
+                last_warn: Mutex::new(None),
+            }),
+            _value: PhantomData,
+        })
+    }
+
+    /// The value under `key` in Redis, if there is a readable one; anything else is a miss.
+    pub async fn get(&self, key: &str) -> Option<Arc<V>> {
+        // GETRANGE, not GET: at most one byte past the cap is read, so an oversized value is
+        // known without taking it whole. A missing key reads as empty.
+        let mut cmd = redis::cmd("GETRANGE");
+        cmd.arg(redis_key(key)).arg(0).arg(MAX_VALUE_BYTES);
+        let bytes: Vec<u8> = self.call(cmd).await?;
+        if bytes.is_empty() {
+            return None;
+        }
+        if bytes.len() > MAX_VALUE_BYTES {
+            return self.unreadable(key, format!("larger than {MAX_VALUE_BYTES} bytes"));
+        }
+        // Inflating and parsing a big TimeMap is seconds of CPU: off the runtime's threads.
+        let decoded = tokio::task::spawn_blocking(move || decode::<V>(&bytes))
+            .await
+            .unwrap_or_else(|e| Err(format!("the decoding task failed: {e}")));
+        match decoded {
+            Ok(value) => Some(Arc::new(value)),
+            Err(reason) => self.unreadable(key, reason),
+        }
+    }
+
+    /// Writes `value` under `key`; a failure is counted and logged, never returned: the entry
+    /// is still stored locally.
+    pub async fn put(&self, key: &str, value: Arc<V>) {
+        let encoded = tokio::task::spawn_blocking(move || encode(value.as_ref()))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        let bytes = match encoded {
+            Ok(bytes) => bytes,
+            Err(reason) => {
+                tracing::warn!(key, reason, "cannot encode an entry for the shared tier");
+                return;
+            }
+        };
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(redis_key(key)).arg(bytes);
+        let _: Option<()> = self.call(cmd).await;
+    }
+
+    /// Forgets `key` in Redis.
+    pub async fn remove(&self, key: &str) {
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(redis_key(key));
+        let _: Option<i64> = self.call(cmd).await;
+    }
+
+    /// Claims the one fan-out for `key` across replicas for at most `ttl` (SET NX PX): the
+    /// claim's token when this replica won it, None when another holds it. A Redis that fails
+    /// lets every replica fan out by itself, as without a shared tier.
+    pub async fn claim_fan_out(&self, key: &str, ttl: Duration) -> FanOutClaim {
+        let token = claim_token();
+        let mut cmd = redis::cmd("SET");
+        let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        cmd.arg(lock_key(key))
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis);
+        match self.call::<Option<String>>(cmd).await {
+            Some(Some(_)) => FanOutClaim::Won(token),
+            Some(None) => FanOutClaim::Held,
+            None => FanOutClaim::Alone,
+        }
+    }
+
+    /// Whether some replica still holds the fan-out claim for `key` (false when Redis fails).
+    pub async fn fan_out_claimed(&self, key: &str) -> bool {
+        let mut cmd = redis::cmd("EXISTS");
+        cmd.arg(lock_key(key));
+        self.call::<i64>(cmd).await.unwrap_or(0) > 0
+    }
+
+    /// Gives the claim back, only if it is still ours: one that expired and was claimed by
+    /// another replica is not taken from it.
+    pub async fn release_fan_out(&self, key: &str, token: &str) {
+        const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+            return redis.call('DEL', KEYS[1]) else return 0 end";
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(RELEASE).arg(1).arg(lock_key(key)).arg(token);
+        let _: Option<i64> = self.call(cmd).await;
+    }
+
+    /// Why the tier is failing (`shared tier unreachable …`), while it is.
+    pub fn degraded(&self) -> Option<String> {
+        lock(&self.inner.failing).clone()
+    }
+
+    pub fn stats(&self) -> SharedStats {
+        SharedStats {
+            errors: self.inner.errors.load(Ordering::Relaxed),
+            unreadable: self.inner.unreadable.load(Ordering::Relaxed),
+        }
+    }
+
+    fn unreadable(&self, key: &str, reason: String) -> Option<Arc<V>> {
+        self.inner.unreadable.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            key,
+            reason,
+            "unreadable entry in the shared tier: treated as a miss"
+        );
+        None
+    }
+
+    /// Runs `cmd`, bounded by [`CALL_TIMEOUT`] (twice, for a cluster's connect then call);
+    /// None when Redis failed, after counting and reporting it.
+    async fn call<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Option<T> {
+        let result = match &self.inner.conn {
+            Conn::Single(manager) => {
+                let mut manager = manager.clone();
+                within(cmd.query_async::<T>(&mut manager)).await
+            }
+            Conn::Cluster { client, conn } => match cluster_connection(client, conn).await {
+                Ok(mut c) => within(cmd.query_async::<T>(&mut c)).await,
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(value) => {
+                self.recovered();
+                Some(value)
+            }
+            Err(reason) => {
+                self.failed(reason);
+                None
+            }
+        }
+    }
+
+    fn failed(&self, reason: String) {
+        let inner = &self.inner;
+        inner.errors.fetch_add(1, Ordering::Relaxed);
+        let reason = format!("shared tier unreachable ({}): {reason}", inner.display);
+        *lock(&inner.failing) = Some(reason.clone());
+        let mut last = lock(&inner.last_warn);
+        if last.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+            *last = Some(Instant::now());
+            let errors = inner.errors.load(Ordering::Relaxed);
+            tracing::warn!(reason, errors, "serving from the local tiers only");
+        }
+    }
+
+    fn recovered(&self) {
+        if lock(&self.inner.failing).take().is_some() {
+            tracing::info!(address = %self.inner.display, "the shared tier is reachable again");
+        }
+    }
+}
+
+/// The cluster connection, made now if there is none yet.
+async fn cluster_connection(
+    client: &redis::cluster::ClusterClient,
+    slot: &tokio::sync::Mutex<Option<ClusterConnection>>,
+) -> Result<ClusterConnection, String> {
+    let mut slot = slot.lock().await;
+    if let Some(conn) = slot.as_ref() {
+        return Ok(conn.clone());
+    }
+    let conn = within(client.get_async_connection()).await?;
+    *slot = Some(conn.clone());
+    Ok(conn)
+}
+
+async fn within<T>(
+    call: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {CALL_TIMEOUT:?}")),
+    }
+}
+
+/// What [`SharedTier::claim_fan_out`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FanOutClaim {
+    /// This replica fans out; release with this token.
+    Won(String),
+    /// Another replica is fanning out: wait for its entry.
+    Held,
+    /// No shared tier, or it failed: fan out alone.
+    Alone,
+}
+
+/// A token no other claim has: this process's id, a counter, and the time.
+fn claim_token() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}-{nanos}", std::process::id())
+}
+
+/// Where the fan-out claim for a cache key lives.
+fn lock_key(key: &str) -> String {
+    format!("tmproxy:fanout:{key}")
+}
+
+/// The Redis key of a cache key.
+pub fn redis_key(key: &str) -> String {
+    format!("{KEY_PREFIX}{key}")
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_or_say_why() {
+        assert_eq!(SharedAddress::parse("").expect("empty"), None);
+        assert_eq!(
+            SharedAddress::parse("redis://127.0.0.1:6379/2").expect("single"),
+            Some(SharedAddress::Single("redis://127.0.0.1:6379/2".into()))
+        );
+        assert_eq!(
+            SharedAddress::parse("redis+cluster://10.0.0.1:7000, 10.0.0.2:7001").expect("cluster"),
+            Some(SharedAddress::Cluster(vec![
+                "redis://10.0.0.1:7000".into(),
+                "redis://10.0.0.2:7001".into()
+            ]))
+        );
+        for bad in [
+            "http://x:1",
+            "localhost:6379",
+            "redis+cluster://a:1,",
+            "redis+cluster://a",
+            "redis+cluster://a:1/x",
+            "rediss://h:1",
+        ] {
+            assert!(SharedAddress::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn logs_never_show_a_password() {
+        let address = SharedAddress::parse("redis://user:secret@h:6380/1")
+            .expect("valid")
+            .expect("on");
+        let shown = address.display();
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("h:6380"), "{shown}");
+    }
+}
