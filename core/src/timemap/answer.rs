@@ -257,8 +257,9 @@ struct StoredContribution {
     last_error: Option<LastError>,
 }
 
-/// The mementos in a binary form: each as (shared, suffix, datetime, absent), its URI-M coded
-/// against the one before (`prefix`), built element by element so no list is copied.
+/// The mementos in a binary form: each as (shared, suffix, seconds, nanoseconds, absent), its
+/// URI-M coded against the one before (`prefix`) and its datetime as numbers (a few bytes, not
+/// a 20-byte string), built element by element so no list is copied.
 struct PrefixCoded<'a>(&'a [ListedMemento]);
 
 impl Serialize for PrefixCoded<'_> {
@@ -267,7 +268,8 @@ impl Serialize for PrefixCoded<'_> {
         serializer.collect_seq(self.0.iter().map(|m| {
             let (shared, suffix) = prefix::code(prev, &m.uri_m);
             prev = &m.uri_m;
-            (shared, suffix, &m.datetime, &m.absent)
+            let (secs, nanos) = (m.datetime.timestamp(), m.datetime.timestamp_subsec_nanos());
+            (shared, suffix, secs, nanos, &m.absent)
         }))
     }
 }
@@ -293,8 +295,10 @@ impl<'de> Visitor<'de> for PrefixCodedVisitor {
         // A stated length is a hint from the bytes, so it only bounds the first allocation.
         let mut out: Vec<ListedMemento> =
             Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        type Coded = (usize, String, MementoDatetime, Option<Absence>);
-        while let Some((shared, suffix, datetime, absent)) = seq.next_element::<Coded>()? {
+        type Coded = (usize, String, i64, u32, Option<Absence>);
+        while let Some((shared, suffix, secs, nanos, absent)) = seq.next_element::<Coded>()? {
+            let datetime: MementoDatetime = DateTime::from_timestamp(secs, nanos)
+                .ok_or_else(|| A::Error::custom(format!("no datetime at {secs} s {nanos} ns")))?;
             let prev = out.last().map_or("", |m| m.uri_m.as_str());
             let uri_m = prefix::expand(prev, shared, &suffix).ok_or_else(|| {
                 A::Error::custom(format!("a URI-M shares {shared} bytes of a shorter one"))

@@ -104,8 +104,8 @@ fn a_prefix_longer_than_the_uri_m_before_it_is_a_clean_error() {
     let body = zstd::decode_all(&bytes[8..bytes.len() - 4]).expect("zstd");
     let planted = body
         .windows(2)
-        .position(|w| w == [0x94, 0x00])
-        .expect("the first coded memento: a 4-tuple sharing 0 bytes");
+        .position(|w| w == [0x95, 0x00])
+        .expect("the first coded memento: a 5-tuple sharing 0 bytes");
     let mut hostile = body.clone();
     hostile[planted + 1] = 0x01; // shares 1 byte of "" (nothing before it)
     let mut framed = bytes[..8].to_vec();
@@ -113,6 +113,32 @@ fn a_prefix_longer_than_the_uri_m_before_it_is_a_clean_error() {
     framed.extend_from_slice(&crc32fast::hash(&hostile).to_le_bytes());
     let why = decode::<Entry>(&framed).expect_err("refused");
     assert!(why.contains("shares 1 bytes"), "{why}");
+}
+
+#[test]
+fn a_datetime_out_of_range_is_a_clean_error() {
+    let mut entry = entry_of(1);
+    entry.contributions.truncate(1);
+    let bytes = encode(&entry).expect("encodes");
+    let body = zstd::decode_all(&bytes[8..bytes.len() - 4]).expect("zstd");
+    let secs = entry.contributions[0].mementos[0].datetime.timestamp();
+    // A positive number is written as the smallest unsigned int that holds it: uint 32 here.
+    let mut stated = vec![0xce];
+    stated.extend_from_slice(&u32::try_from(secs).expect("fits").to_be_bytes());
+    let at = body
+        .windows(stated.len())
+        .position(|w| w == stated)
+        .expect("the seconds as uint 32");
+    // Seconds as int 64 i64::MAX: no datetime has them.
+    let mut hostile = body[..at].to_vec();
+    hostile.push(0xd3);
+    hostile.extend_from_slice(&i64::MAX.to_be_bytes());
+    hostile.extend_from_slice(&body[at + stated.len()..]);
+    let mut framed = bytes[..8].to_vec();
+    framed.extend_from_slice(&zstd::encode_all(&hostile[..], 1).expect("zstd"));
+    framed.extend_from_slice(&crc32fast::hash(&hostile).to_le_bytes());
+    let why = decode::<Entry>(&framed).expect_err("refused");
+    assert!(why.contains("no datetime"), "{why}");
 }
 
 #[test]
