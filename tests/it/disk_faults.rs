@@ -29,7 +29,7 @@ pub fn captures(n: usize) -> Vec<String> {
 
 /// `n` distinct capture times scattered over 1996-2025 (a fixed LCG, so every run is the same):
 /// unlike evenly spaced ones they do not deflate to almost nothing, so a TimeMap of a few
-/// thousand of them is still over sled's blob threshold (128 KiB) once stored (deflated).
+/// thousand of them is still over sled's blob threshold (128 KiB) once stored (compressed).
 pub fn scattered_captures(n: usize) -> Vec<String> {
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
     let mut seen = std::collections::BTreeSet::new();
@@ -52,8 +52,9 @@ pub fn scattered_captures(n: usize) -> Vec<String> {
 }
 
 /// Mementos in a TimeMap large enough that sled writes it as a file under `blobs/` (over 128 KiB
-/// stored, deflated: sled's 512 KiB segment / 4), the write that wedged sled for good.
-pub const BLOB_MEMENTOS: usize = 10_000;
+/// stored, compressed: sled's 512 KiB segment / 4), the write that wedged sled for good. The
+/// compact stored form ([scale] item 1) puts 10,000 of them just under the threshold.
+pub const BLOB_MEMENTOS: usize = 20_000;
 
 /// An archive whose TimeMaps are sled blobs ([`BLOB_MEMENTOS`] scattered captures each).
 pub async fn big_archive() -> SimulatedArchive {

@@ -3,9 +3,11 @@
 //! its [`Contribution`].
 
 use super::model::{LinkMemento, MementoDatetime};
+use super::prefix;
 use chrono::{DateTime, Utc};
+use serde::de::{Error as _, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How one archive answered. Serialised in lower case, as clients see it in `archives[]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -209,12 +211,20 @@ impl Contribution {
 impl Serialize for Contribution {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let a = &self.answer;
-        let mut s = serializer.serialize_struct("Contribution", 7)?;
+        // A binary form (the cache's compact stored form) has its URI-Ms prefix coded.
+        let compact = !serializer.is_human_readable();
+        // The fields actually written: a binary map states its length before its fields.
+        let fields = 6 + usize::from(self.last_error.is_some());
+        let mut s = serializer.serialize_struct("Contribution", fields)?;
         s.serialize_field("archive", &self.archive)?;
         s.serialize_field("status", &a.status)?;
         s.serialize_field("http_status", &a.http_status)?;
         s.serialize_field("fetched_at", &self.fetched_at)?;
-        s.serialize_field("mementos", &self.mementos)?;
+        if compact {
+            s.serialize_field("mementos", &PrefixCoded(&self.mementos))?;
+        } else {
+            s.serialize_field("mementos", &self.mementos)?;
+        }
         s.serialize_field(
             "report",
             &StoredReport {
@@ -239,11 +249,68 @@ struct StoredContribution {
     status: ArchiveStatus,
     http_status: Option<u16>,
     fetched_at: DateTime<Utc>,
+    #[serde(deserialize_with = "stored_mementos")]
     mementos: Vec<ListedMemento>,
     #[serde(default)]
     report: StoredReport,
     #[serde(default)]
     last_error: Option<LastError>,
+}
+
+/// The mementos in a binary form: each as (shared, suffix, seconds, nanoseconds, absent), its
+/// URI-M coded against the one before (`prefix`) and its datetime as numbers (a few bytes, not
+/// a 20-byte string), built element by element so no list is copied.
+struct PrefixCoded<'a>(&'a [ListedMemento]);
+
+impl Serialize for PrefixCoded<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut prev = "";
+        serializer.collect_seq(self.0.iter().map(|m| {
+            let (shared, suffix) = prefix::code(prev, &m.uri_m);
+            prev = &m.uri_m;
+            let (secs, nanos) = (m.datetime.timestamp(), m.datetime.timestamp_subsec_nanos());
+            (shared, suffix, secs, nanos, &m.absent)
+        }))
+    }
+}
+
+/// The mementos as JSON stores them, or prefix coded in a binary form.
+fn stored_mementos<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ListedMemento>, D::Error> {
+    if d.is_human_readable() {
+        return Vec::deserialize(d);
+    }
+    d.deserialize_seq(PrefixCodedVisitor)
+}
+
+struct PrefixCodedVisitor;
+
+impl<'de> Visitor<'de> for PrefixCodedVisitor {
+    type Value = Vec<ListedMemento>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of prefix-coded mementos")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        // A stated length is a hint from the bytes, so it only bounds the first allocation.
+        let mut out: Vec<ListedMemento> =
+            Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        type Coded = (usize, String, i64, u32, Option<Absence>);
+        while let Some((shared, suffix, secs, nanos, absent)) = seq.next_element::<Coded>()? {
+            let datetime: MementoDatetime = DateTime::from_timestamp(secs, nanos)
+                .ok_or_else(|| A::Error::custom(format!("no datetime at {secs} s {nanos} ns")))?;
+            let prev = out.last().map_or("", |m| m.uri_m.as_str());
+            let uri_m = prefix::expand(prev, shared, &suffix).ok_or_else(|| {
+                A::Error::custom(format!("a URI-M shares {shared} bytes of a shorter one"))
+            })?;
+            out.push(ListedMemento {
+                uri_m,
+                datetime,
+                absent,
+            });
+        }
+        Ok(out)
+    }
 }
 
 #[derive(Default, Serialize, Deserialize)]

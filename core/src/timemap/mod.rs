@@ -6,6 +6,7 @@ pub mod datetime;
 pub mod merge;
 pub mod model;
 pub mod parse;
+pub mod prefix;
 pub mod serialize;
 
 pub use model::{ArchiveId, LinkMemento, LinkTimeMap, Memento, MementoDatetime, PageLink, TimeMap};

@@ -1,10 +1,16 @@
-//! The bytes of one persistent entry: a JSON envelope with the value's format version and a
-//! CRC-32 of the value's exact bytes, so a damaged value is a counted miss, never other content.
+//! The bytes of one persistent entry: the value's format version, the value in a compact binary
+//! form, and a CRC-32 of the value's exact bytes, so a damaged value is a counted miss, never
+//! other content.
 //!
-//! Written as `{"v":<version>,"crc32":<checksum>,"value":<value>}`, deflated (zlib). Envelopes
-//! written before the checksum existed (no `crc32`) or before deflating (plain JSON) still read:
-//! the upgrade keeps the cache, and their JSON must still parse as the current shape. Only
-//! checksummed entries are proven intact.
+//! Written as `TMB1` (magic), the format version (u32 LE), a zstd frame of the value as
+//! MessagePack with field names, then the CRC-32 (u32 LE) of the MessagePack bytes. The value is
+//! streamed through the checksum into the compressor, so a million-memento entry is held once,
+//! compressed, while it is written (the JSON form built a ~130 MB body first).
+//!
+//! Entries of the older JSON envelope (`{"v":<version>,"crc32":<checksum>,"value":<value>}`,
+//! deflated or plain, with or without `crc32`) still read, so an upgrade keeps the cache; each
+//! is rewritten in the binary form when that entry is next stored. Only checksummed entries are
+//! proven intact.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -28,7 +34,7 @@ struct EnvelopeVersion {
     v: u32,
 }
 
-/// The first byte of a zlib stream at any level (CM 8, 32 KiB window); a JSON envelope starts
+/// The first byte of a zlib stream (the older JSON envelope) at any level (CM 8, 32 KiB window); a JSON envelope starts
 /// with `{`, so the two cannot be mistaken for each other.
 const ZLIB_FIRST_BYTE: u8 = 0x78;
 
@@ -36,28 +42,91 @@ const ZLIB_FIRST_BYTE: u8 = 0x78;
 /// without bound. Far above the largest TimeMap we serve (a million mementos is ~250 MB of JSON).
 const MAX_INFLATED: u64 = 1 << 30;
 
-/// The stored bytes of `value`: its envelope, deflated. A TimeMap's JSON repeats its URI-M
-/// prefixes and datetimes, so it shrinks about tenfold, and sled 0.34 holds in memory about
-/// what it is handed (BENCHMARKS.md, [hardening-2] memory under many misses); the fast level
-/// costs about a millisecond per 100 KB, on the store's own threads.
-pub(super) fn encode<V: Cacheable>(value: &V) -> Result<Vec<u8>, serde_json::Error> {
-    let body = serde_json::to_vec(value)?;
-    let crc = crc32fast::hash(&body);
-    let head = format!("{{\"v\":{},\"crc32\":{crc},\"value\":", V::FORMAT_VERSION);
-    let mut out = flate2::write::ZlibEncoder::new(
-        Vec::with_capacity(body.len() / 8 + 64),
-        flate2::Compression::fast(),
-    );
-    // Writing into a Vec cannot fail; an error here would be a bug in flate2, reported as one.
-    let deflated = out
-        .write_all(head.as_bytes())
-        .and_then(|()| out.write_all(&body))
-        .and_then(|()| out.write_all(b"}"))
-        .and_then(|()| out.finish());
-    deflated.map_err(serde_json::Error::io)
+/// The first bytes of a binary envelope: neither `{` (a plain JSON envelope) nor zlib's `0x78`.
+const MAGIC: &[u8; 4] = b"TMB1";
+
+/// The magic, the version and the trailing checksum around the compressed frame.
+const FRAMING: usize = MAGIC.len() + 4 + 4;
+
+/// zstd's level 1: about as fast as deflate's fast level and smaller; the writes run on the
+/// store's own threads.
+const ZSTD_LEVEL: i32 = 1;
+
+/// Forwards bytes to `inner` while checksumming them, so the checksum needs no copy of the value.
+struct Checksummed<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
 }
 
-/// The envelope's JSON: inflated (to at most `cap` bytes) when deflated, as is when written
+impl<W: Write> Write for Checksummed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The stored bytes of `value`: its binary envelope. A TimeMap repeats its URI-M prefixes and
+/// datetimes, so it shrinks severalfold, and sled 0.34 holds in memory about what it is handed
+/// (BENCHMARKS.md, [hardening-2] memory under many misses).
+pub(super) fn encode<V: Cacheable>(value: &V) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&V::FORMAT_VERSION.to_le_bytes());
+    let compressor = zstd::stream::write::Encoder::new(out, ZSTD_LEVEL)
+        .map_err(|e| format!("cannot start compressing the entry: {e}"))?;
+    let mut sink = Checksummed {
+        inner: compressor,
+        crc: crc32fast::Hasher::new(),
+    };
+    rmp_serde::encode::write_named(&mut sink, value)
+        .map_err(|e| format!("cannot encode the entry: {e}"))?;
+    let crc = sink.crc.finalize();
+    let mut out = sink
+        .inner
+        .finish()
+        .map_err(|e| format!("cannot compress the entry: {e}"))?;
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// Decodes a binary envelope (`bytes` starts with [`MAGIC`]), inflating to at most `cap` bytes.
+fn decode_binary<V: Cacheable>(bytes: &[u8], cap: u64) -> Result<V, String> {
+    let Some(rest) = bytes.get(MAGIC.len()..).filter(|_| bytes.len() >= FRAMING) else {
+        return Err("undecodable entry: shorter than its framing".into());
+    };
+    let (version, rest) = rest.split_at(4);
+    let version = u32::from_le_bytes([version[0], version[1], version[2], version[3]]);
+    if version != V::FORMAT_VERSION {
+        return Err(version_mismatch::<V>(version));
+    }
+    let (frame, stored) = rest.split_at(rest.len() - 4);
+    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let mut body = Vec::new();
+    zstd::stream::read::Decoder::with_buffer(frame)
+        .map_err(|e| format!("cannot start inflating the entry: {e}"))?
+        .single_frame()
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut body)
+        .map_err(|e| format!("the entry was damaged on disk: cannot inflate it: {e}"))?;
+    if body.len() as u64 > cap {
+        return Err(format!("entry inflates past {cap} bytes"));
+    }
+    let computed = crc32fast::hash(&body);
+    if computed != stored {
+        return Err(format!(
+            "checksum mismatch (stored {stored:08x}, computed {computed:08x}): the entry was damaged on disk"
+        ));
+    }
+    // From a slice: every length MessagePack states is checked against the bytes left, and
+    // serde's collections preallocate at most a bounded amount from a stated length.
+    rmp_serde::from_slice::<V>(&body).map_err(|err| format!("undecodable entry: {err}"))
+}
+
+/// An older envelope's JSON: inflated (to at most `cap` bytes) when deflated, as is when written
 /// before deflating.
 fn envelope_json(bytes: &[u8], cap: u64) -> Result<std::borrow::Cow<'_, [u8]>, String> {
     match bytes.first() {
@@ -77,8 +146,11 @@ fn envelope_json(bytes: &[u8], cap: u64) -> Result<std::borrow::Cow<'_, [u8]>, S
     }
 }
 
-/// Decodes an envelope, or says in words why it can't be used.
+/// Decodes an envelope, binary or the older JSON, or says in words why it can't be used.
 pub(super) fn decode<V: Cacheable>(bytes: &[u8]) -> Result<V, String> {
+    if bytes.starts_with(MAGIC) {
+        return decode_binary(bytes, MAX_INFLATED);
+    }
     let json = envelope_json(bytes, MAX_INFLATED)?;
     let bytes: &[u8] = &json;
     let envelope = match serde_json::from_slice::<EnvelopeIn<'_>>(bytes) {
@@ -114,68 +186,8 @@ fn version_mismatch<V: Cacheable>(found: u32) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde::Serialize;
-
-    #[derive(Debug, PartialEq, Serialize, Deserialize)]
-    struct Note {
-        body: String,
-    }
-
-    impl Cacheable for Note {
-        const FORMAT_VERSION: u32 = 1;
-        fn approx_bytes(&self) -> usize {
-            self.body.len()
-        }
-    }
-
-    fn note(n: usize) -> Note {
-        Note {
-            body: (0..n)
-                .map(|i| format!("<http://archive.example/web/2001{i:010}/http://e.com/>"))
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn an_entry_is_stored_deflated_and_reads_back() {
-        let value = note(1000);
-        let bytes = encode(&value).expect("encodes");
-        assert_eq!(bytes.first(), Some(&ZLIB_FIRST_BYTE));
-        let plain = serde_json::to_vec(&value).expect("json").len();
-        assert!(bytes.len() * 5 < plain, "{} of {plain} bytes", bytes.len());
-        assert_eq!(decode::<Note>(&bytes), Ok(value));
-    }
-
-    #[test]
-    fn a_plain_envelope_from_before_deflating_still_reads() {
-        let plain = br#"{"v":1,"crc32":null,"value":{"body":"old"}}"#;
-        assert_eq!(decode::<Note>(plain).map(|n| n.body), Ok("old".to_string()));
-    }
-
-    #[test]
-    fn a_damaged_deflated_entry_is_refused_not_misread() {
-        let bytes = encode(&note(200)).expect("encodes");
-        for at in [2, bytes.len() / 3, bytes.len() / 2, bytes.len() - 2] {
-            let mut damaged = bytes.clone();
-            damaged[at] ^= 0x20;
-            assert!(decode::<Note>(&damaged).is_err(), "flip at {at} was read");
-        }
-        let cut = &bytes[..bytes.len() / 2];
-        assert!(decode::<Note>(cut).is_err(), "a truncated entry was read");
-    }
-
-    #[test]
-    fn an_entry_that_would_inflate_past_the_cap_is_refused() {
-        // A planted bomb, scaled down: 16 MiB + 1 of zeros (a few KB deflated) against a
-        // 16 MiB cap, as 1 GiB + 1 would meet MAX_INFLATED.
-        let cap = 16 << 20;
-        let mut bomb = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        bomb.write_all(&vec![0u8; cap + 1]).expect("write");
-        let bomb = bomb.finish().expect("finish");
-        let why = envelope_json(&bomb, cap as u64).expect_err("refused");
-        assert!(why.contains("inflates past"), "{why}");
-        assert!(envelope_json(&bomb, cap as u64 + 1).is_ok());
-    }
-}
+#[path = "envelope_entry_tests.rs"]
+mod entry_tests;
+#[cfg(test)]
+#[path = "envelope_tests.rs"]
+pub(super) mod tests;

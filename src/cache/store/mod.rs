@@ -492,7 +492,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_envelope_on_disk_is_deflated_json() {
+    async fn the_envelope_on_disk_is_binary_and_zstd_compressed() {
         let dir = TempDir::new().expect("tempdir");
         let store = open_in(&dir, 1 << 20);
         store.put("k", note("hello")).await.expect("put");
@@ -502,13 +502,34 @@ mod tests {
             .get(b"k")
             .expect("sled get")
             .expect("present");
-        // zlib, so any zlib tool reads it (`python3 -c 'import zlib,sys; …'`).
-        let mut text = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(&raw[..]), &mut text)
-            .expect("inflates");
-        let json: serde_json::Value = serde_json::from_slice(&text).expect("json");
-        assert_eq!(json["v"], 1);
-        assert_eq!(json["value"]["body"], "hello");
+        assert_eq!(&raw[..8], b"TMB1\x01\0\0\0", "magic and version");
+        // A zstd frame between the header and the checksum, so `zstd -d` reads it.
+        let body = zstd::decode_all(&raw[8..raw.len() - 4]).expect("zstd frame");
+        let back: Note = rmp_serde::from_slice(&body).expect("MessagePack");
+        assert_eq!(back, *note("hello"));
+    }
+
+    #[tokio::test]
+    async fn an_entry_of_the_older_json_form_reads_after_a_restart_and_is_rewritten_binary() {
+        let dir = TempDir::new().expect("tempdir");
+        {
+            let store = open_in(&dir, 1 << 20);
+            let old = super::envelope::tests::encode_json(&*note("from the old build"));
+            store.persistent().db().insert(b"k", old).expect("insert");
+            store.persistent().db().flush().expect("flush");
+        }
+        let store = open_in(&dir, 1 << 20);
+        let read = store.get("k").await.expect("an old entry is a hit");
+        assert_eq!(read.body, "from the old build");
+        store.put("k", read).await.expect("put");
+        let raw = store
+            .persistent()
+            .db()
+            .get(b"k")
+            .expect("get")
+            .expect("present");
+        assert!(raw.starts_with(b"TMB1"), "stored again in the binary form");
+        assert_eq!(store.stats().unreadable, 0);
     }
 
     #[tokio::test]

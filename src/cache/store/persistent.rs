@@ -393,9 +393,9 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
         // An ordinary entry takes about a millisecond and is encoded in place; a big one
         // would hold a runtime thread for as long.
         let encoded = if value.approx_bytes() < BIG_ENTRY_BYTES {
-            encode(value.as_ref()).map_err(|e| e.to_string())
+            encode(value.as_ref())
         } else {
-            tokio::task::spawn_blocking(move || encode(value.as_ref()).map_err(|e| e.to_string()))
+            tokio::task::spawn_blocking(move || encode(value.as_ref()))
                 .await
                 .unwrap_or_else(|e| Err(format!("the encoding task failed: {e}")))
         };
