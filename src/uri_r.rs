@@ -1,6 +1,7 @@
 //! The URI-R a client asks about, read from the request target as Time Travel and MemGator do.
 
 use crate::uri_text::{has_control, resolve_uri_r_path, starts_with_ci, strip_prefix_ci};
+use std::borrow::Cow;
 use std::fmt;
 
 /// Longest request target we accept (414 beyond): archives refuse far shorter URIs anyway.
@@ -186,9 +187,10 @@ fn has_other_scheme(s: &str) -> bool {
 /// a client whose URI-R really has such a parameter percent-encodes the URI-R, or uses
 /// `Prefer: wait=N` instead. Returns the raw text without it, and the value when present.
 pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
-    split_param(raw, "timeout=", |v| {
+    let (rest, timeout) = split_param(raw, "timeout=", |v| {
         crate::config::parse_duration(v).is_ok()
-    })
+    });
+    (rest.into_owned(), timeout)
 }
 
 /// Splits our `archives=ia,arquivo` parameter (the archives a client wants asked) off the
@@ -197,15 +199,19 @@ pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
 pub fn split_archives_param(
     raw: &str,
     names_archives: impl Fn(&str) -> bool,
-) -> (String, Option<String>) {
+) -> (Cow<'_, str>, Option<String>) {
     split_param(raw, "archives=", names_archives)
 }
 
 /// The URI-R without the `{key}value` pairs of its query that `ours` accepts, and the last such
 /// value.
-fn split_param(raw: &str, key: &str, ours: impl Fn(&str) -> bool) -> (String, Option<String>) {
+fn split_param<'a>(
+    raw: &'a str,
+    key: &str,
+    ours: impl Fn(&str) -> bool,
+) -> (Cow<'a, str>, Option<String>) {
     let Some(q) = raw.find('?') else {
-        return (raw.to_string(), None);
+        return (Cow::Borrowed(raw), None);
     };
     let (base, query) = (&raw[..q], &raw[q + 1..]);
     let mut taken = None;
@@ -220,13 +226,13 @@ fn split_param(raw: &str, key: &str, ours: impl Fn(&str) -> bool) -> (String, Op
         })
         .collect();
     if taken.is_none() {
-        return (raw.to_string(), None);
+        return (Cow::Borrowed(raw), None);
     }
     let rest = kept.join("&");
     if rest.is_empty() {
-        (base.to_string(), taken)
+        (Cow::Borrowed(base), taken)
     } else {
-        (format!("{base}?{rest}"), taken)
+        (Cow::Owned(format!("{base}?{rest}")), taken)
     }
 }
 
@@ -396,6 +402,10 @@ mod tests {
     #[test]
     fn archives_param_is_ours_only_when_it_names_our_archives() {
         let ours = |v: &str| v.split(',').all(|id| ["ia", "pt"].contains(&id));
+        let split_archives_param = |raw, ours| {
+            let (rest, archives) = split_archives_param(raw, ours);
+            (rest.into_owned(), archives)
+        };
         assert_eq!(
             split_archives_param("http://e.com/?a=1&archives=ia,pt", ours),
             ("http://e.com/?a=1".to_string(), Some("ia,pt".to_string()))

@@ -145,8 +145,14 @@ impl<V: ServedView> Served<V> {
         context: &V::Context,
         status: CacheStatus,
     ) -> Served<V> {
+        Self::with_view(cached, cached.view_for(uri_r, context), status)
+    }
+
+    /// The stored entry's freshness, served through `view` (its own, another spelling's, or a
+    /// part of it a client chose).
+    fn with_view(cached: &CachedTimeMap<V>, view: Arc<V>, status: CacheStatus) -> Served<V> {
         Served {
-            view: cached.view_for(uri_r, context),
+            view,
             status,
             case: None,
             action: None,

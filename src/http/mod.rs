@@ -249,22 +249,26 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     if raw.len() > MAX_URI_LEN {
         return Err(crate::uri_r::UriRError::TooLong(raw.len()).into());
     }
-    let enabled: Vec<&str> = state.upstream.archives().iter().map(|a| &*a.id).collect();
-    let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
     // Ours only when every id in it is an archive we know; else it is the URI-R's parameter.
-    let (raw, param) = split_archives_param(raw, |v| {
-        choices::ids_in_param(v)
-            .iter()
-            .all(|id| configured.contains(id))
-    });
-    let param_ids = param.as_deref().map(choices::ids_in_param);
+    let known = |id: &str| state.archive_list.iter().any(|a| a.id == id);
+    let (raw, param) =
+        split_archives_param(raw, |v| choices::ids_in_param(v).into_iter().all(known));
     let prefer_ids = choices::ids_in_prefer(headers);
-    let archives = choices::chosen_archives(
-        &enabled,
-        &configured,
-        param_ids.as_deref(),
-        prefer_ids.as_deref(),
-    )?;
+    // Nearly every request chooses nothing: no lists are built for it.
+    let archives = match (&param, &prefer_ids) {
+        (None, None) => None,
+        _ => {
+            let enabled: Vec<&str> = state.upstream.archives().iter().map(|a| &*a.id).collect();
+            let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
+            let param_ids = param.as_deref().map(choices::ids_in_param);
+            choices::chosen_archives(
+                &enabled,
+                &configured,
+                param_ids.as_deref(),
+                prefer_ids.as_deref(),
+            )?
+        }
+    };
     let (raw, timeout) = split_timeout_param(&raw);
     let mut deadline: Option<Duration> = None;
     if let Some(t) = timeout {

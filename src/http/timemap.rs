@@ -128,12 +128,16 @@ pub async fn timemap(
         }
     };
     let coded = coding.zip(coded);
-    // Each coding is its own representation: its own strong ETag (RFC 9110 §8.8.3).
+    // Each coding is its own representation: its own strong ETag (RFC 9110 §8.8.3). The
+    // plain one is built once with the rendering.
     let etag = match &coded {
-        Some((c, _)) => format!("{}-{}\"", rendered.etag.trim_end_matches('"'), c.token()),
-        None => rendered.etag.clone(),
+        Some((c, _)) => {
+            let tag = format!("{}-{}\"", rendered.etag.trim_end_matches('"'), c.token());
+            HeaderValue::from_str(&tag).ok()
+        }
+        None => rendered.etag_header,
     };
-    if let Ok(v) = HeaderValue::from_str(&etag) {
+    if let Some(v) = etag {
         h.insert(header::ETAG, v);
     }
     // Any coding of the same content is current: the client has it, in whichever coding.

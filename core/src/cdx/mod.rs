@@ -64,15 +64,7 @@ pub fn parse_rows(dialect: Dialect, body: &str) -> Result<Vec<CdxRow>, ParseErro
             let Some((header, rows)) = v.split_first() else {
                 return Ok(Vec::new());
             };
-            let col = |name: &str| header.iter().position(|h| h.as_str() == Some(name));
-            let idx = [
-                col("urlkey"),
-                col("timestamp"),
-                col("original"),
-                col("mimetype"),
-                col("statuscode"),
-                col("digest"),
-            ];
+            let idx = ia_columns(header);
             let field = |row: &[Value], i: Option<usize>| {
                 i.and_then(|i| row.get(i))
                     .and_then(Value::as_str)
@@ -195,6 +187,20 @@ pub fn read_rows(dialect: Dialect, body: &str) -> Result<Rows, ParseError> {
 }
 
 /// One pywb JSON line as a row, or None without a string `timestamp`.
+/// Where an IA CDX JSON header puts urlkey, timestamp, original, mimetype, statuscode and
+/// digest (in that order); None for a column it lacks.
+fn ia_columns(header: &[Value]) -> [Option<usize>; 6] {
+    [
+        "urlkey",
+        "timestamp",
+        "original",
+        "mimetype",
+        "statuscode",
+        "digest",
+    ]
+    .map(|name| header.iter().position(|h| h.as_str() == Some(name)))
+}
+
 fn pywb_row(v: &Value) -> Option<CdxRow> {
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     v.get("timestamp")?.as_str()?;
@@ -222,15 +228,7 @@ impl<'de> serde::de::Visitor<'de> for IaRows {
         let Some(header) = seq.next_element::<Vec<Value>>()? else {
             return Ok(Ok(Rows::default()));
         };
-        let col = |name: &str| header.iter().position(|h| h.as_str() == Some(name));
-        let idx = [
-            col("urlkey"),
-            col("timestamp"),
-            col("original"),
-            col("mimetype"),
-            col("statuscode"),
-            col("digest"),
-        ];
+        let idx = ia_columns(&header);
         let Some(ts) = idx[1] else {
             // Drain the rest so the document is still checked whole, then refuse it.
             while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}

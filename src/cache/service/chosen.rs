@@ -64,11 +64,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let freshness = self.policy.freshness(Some(&cached.entry), now);
         let status = cached_answer(freshness, cached.entry.fresh_until, now, max_stale)?;
         let served = match only {
-            None => {
-                let mut served = Served::stored(&cached, self.context.as_ref(), status);
-                served.view = cached.view_for(uri_r, self.context.as_ref());
-                served
-            }
+            None => Served::stored_as(&cached, uri_r, self.context.as_ref(), status),
             Some(only) => self.restricted_answer(&cached, uri_r, only, status)?,
         };
         self.stats.count_served(status);
@@ -122,14 +118,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     ) -> Option<Served<V>> {
         let aggregate = restricted(&cached.entry, uri_r, only)?;
         let view = Arc::new(V::build(aggregate, self.context.as_ref()));
-        Some(Served {
-            view,
-            status,
-            case: None,
-            action: None,
-            checked_at: cached.entry.checked_at,
-            fresh_until: cached.entry.fresh_until,
-        })
+        Some(Served::with_view(cached, view, status))
     }
 }
 
