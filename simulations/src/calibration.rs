@@ -289,7 +289,7 @@ fn migrated(days: &[LiveDay]) -> bool {
     let before: std::collections::HashMap<_, _> = first
         .mementos
         .iter()
-        .map(|m| ((m.archive.as_str(), m.datetime), m.uri_m.as_str()))
+        .map(|m| ((m.archive.as_str(), m.datetime), &*m.uri_m))
         .collect();
     last.mementos.iter().any(|m| {
         before

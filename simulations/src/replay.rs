@@ -275,7 +275,7 @@ pub fn outcome(day: &LiveDay, now: DateTime<Utc>) -> Fetch {
             }
         };
         archives[i].mementos.push(ListedMemento {
-            uri_m: x.uri_m.clone(),
+            uri_m: x.uri_m.clone().into(),
             datetime: x.datetime,
             absent: None,
         });

@@ -64,13 +64,9 @@ impl ObservationLog {
                 .archives
                 .iter()
                 .flat_map(|c| {
-                    c.mementos.iter().map(|m| {
-                        (
-                            c.archive.as_str(),
-                            format_14digit(m.datetime),
-                            m.uri_m.as_str(),
-                        )
-                    })
+                    c.mementos
+                        .iter()
+                        .map(|m| (c.archive.as_str(), format_14digit(m.datetime), &*m.uri_m))
                 })
                 .collect(),
         };

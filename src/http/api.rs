@@ -59,7 +59,7 @@ fn describe(
                     .iter()
                     .skip_while(|m| m.datetime < dt)
                     .take_while(|m| m.datetime == dt)
-                    .map(|m| m.uri_m.clone())
+                    .map(|m| m.uri_m.to_string())
                     .collect(),
             }
         };

@@ -64,7 +64,7 @@ pub fn link_format(data: &[u8]) {
         );
         assert_eq!(
             tmproxy::uri_text::escape_uri(&m.uri_m),
-            m.uri_m.as_str(),
+            &*m.uri_m,
             "URI-M kept unescaped"
         );
     }
@@ -97,7 +97,7 @@ fn round_trip(mementos: Vec<LinkMemento>) {
         .timemap
         .mementos
         .iter()
-        .map(|m| (m.uri_m.as_str(), m.datetime))
+        .map(|m| (&*m.uri_m, m.datetime))
         .collect();
 
     let written = to_link_format(&agg, &links);
@@ -105,7 +105,7 @@ fn round_trip(mementos: Vec<LinkMemento>) {
     let got: Vec<(&str, MementoDatetime)> = reread
         .mementos
         .iter()
-        .map(|m| (m.uri_m.as_str(), m.datetime))
+        .map(|m| (&*m.uri_m, m.datetime))
         .collect();
     assert_eq!(
         got, want,

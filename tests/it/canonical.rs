@@ -354,7 +354,7 @@ fn foreign_entry(uri_r: &str) -> tmproxy::cache::entry::Entry {
             answer: ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None),
             fetched_at: at,
             mementos: vec![ListedMemento {
-                uri_m: "http://evil.example/2001/".to_owned(),
+                uri_m: "http://evil.example/2001/".into(),
                 datetime: at,
                 absent: None,
             }],

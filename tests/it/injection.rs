@@ -302,7 +302,7 @@ fn assert_one_link_each(text: &str, fake: &Fake) {
             .is_some_and(|o| o.starts_with("http://e.com/inj%3E")),
         "{text}"
     );
-    let uris: Vec<&str> = back.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+    let uris: Vec<&str> = back.mementos.iter().map(|m| &*m.uri_m).collect();
     assert_eq!(
         uris,
         [
@@ -500,7 +500,7 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
     let proxy = proxy_for(&fake).await;
     let at = |ts: &str| parse_14digit(ts).expect("timestamp");
     let memento = |uri_m: &str, ts: &str| ListedMemento {
-        uri_m: uri_m.to_string(),
+        uri_m: uri_m.into(),
         datetime: at(ts),
         absent: None,
     };
@@ -537,7 +537,7 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
     let r = raw_get(&proxy.base, "/timemap/link/http://old.example/", "").await;
     assert_eq!(r.header("x-cache"), ["HIT"]);
     let back = parse_link_format(&r.body, "http://proxy.test/");
-    let uris: Vec<&str> = back.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+    let uris: Vec<&str> = back.mementos.iter().map(|m| &*m.uri_m).collect();
     assert_eq!(
         uris,
         ["http://good.example/2001/x", "http://good.example/2005/x"]

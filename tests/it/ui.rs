@@ -347,7 +347,7 @@ async fn the_search_box_refuses_what_is_not_a_web_address_and_the_lookup_is_rate
 fn hostile_entry(uri_r: &str) -> Entry {
     let at = |ts: &str| parse_14digit(ts).expect("timestamp");
     let memento = |uri_m: &str, ts: &str| ListedMemento {
-        uri_m: uri_m.to_string(),
+        uri_m: uri_m.into(),
         datetime: at(ts),
         absent: None,
     };

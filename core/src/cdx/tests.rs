@@ -174,7 +174,7 @@ mod replay {
             row("2022", "http://x.com/é \"q\""),
             row("20230101000000{url}", "http://x.com/"),
         ]);
-        let uris: Vec<&str> = ms.iter().map(|m| m.uri_m.as_str()).collect();
+        let uris: Vec<&str> = ms.iter().map(|m| &*m.uri_m).collect();
         assert_eq!(
             uris,
             [

@@ -74,7 +74,10 @@ impl Entry {
             .map(|c| {
                 c.archive.capacity()
                     + c.mementos.capacity() * size_of::<ListedMemento>()
-                    + c.mementos.iter().map(|m| m.uri_m.capacity()).sum::<usize>()
+                    + c.mementos
+                        .iter()
+                        .map(|m| m.uri_m.len() + 2 * size_of::<usize>())
+                        .sum::<usize>()
             })
             .sum();
         size_of::<Entry>()
@@ -106,7 +109,7 @@ impl Entry {
         self.contributions.iter().flat_map(|c| {
             c.mementos
                 .iter()
-                .map(move |m| (c.archive.as_str(), m.datetime, m.uri_m.as_str()))
+                .map(move |m| (c.archive.as_str(), m.datetime, &*m.uri_m))
         })
     }
 
@@ -158,12 +161,12 @@ mod tests {
                     fetched_at: at("20240101000000"),
                     mementos: vec![
                         ListedMemento {
-                            uri_m: "http://ia/2001".to_string(),
+                            uri_m: "http://ia/2001".into(),
                             datetime: at("20010101000000"),
                             absent: None,
                         },
                         ListedMemento {
-                            uri_m: "http://ia/1999".to_string(),
+                            uri_m: "http://ia/1999".into(),
                             datetime: at("19990101000000"),
                             absent: Some(Absence {
                                 since: at("20231225000000"),
@@ -178,7 +181,7 @@ mod tests {
                     answer: ArchiveAnswer::failed(ArchiveStatus::Timeout, None, None),
                     fetched_at: at("20231201000000"),
                     mementos: vec![ListedMemento {
-                        uri_m: "http://pt/2000".to_string(),
+                        uri_m: "http://pt/2000".into(),
                         datetime: at("20000101000000"),
                         absent: None,
                     }],
@@ -223,7 +226,7 @@ mod tests {
     #[test]
     fn present_mementos_serialise_without_an_absent_field() {
         let m = ListedMemento {
-            uri_m: "http://ia/1".to_string(),
+            uri_m: "http://ia/1".into(),
             datetime: at("20010101000000"),
             absent: None,
         };
@@ -236,7 +239,7 @@ mod tests {
     #[test]
     fn timemap_serves_every_contribution_including_absent_mementos_sorted() {
         let t = sample().timemap();
-        let got: Vec<&str> = t.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+        let got: Vec<&str> = t.mementos.iter().map(|m| &*m.uri_m).collect();
         assert_eq!(got, ["http://ia/1999", "http://pt/2000", "http://ia/2001"]);
         assert_eq!(&*t.mementos[1].archive, "pt");
     }
@@ -248,7 +251,7 @@ mod tests {
         big.contributions[0]
             .mementos
             .extend((0..1000).map(|i| ListedMemento {
-                uri_m: format!("http://ia/web/2001{i:010}/http://example.com/"),
+                uri_m: format!("http://ia/web/2001{i:010}/http://example.com/").into(),
                 datetime: at("20010101000000") + chrono::Duration::seconds(i),
                 absent: None,
             }));

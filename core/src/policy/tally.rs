@@ -13,7 +13,7 @@ pub fn counts(timemap: &TimeMap, matching: Match) -> (usize, usize) {
         timemap
             .mementos
             .iter()
-            .map(|m| (&*m.archive, m.datetime, m.uri_m.as_str())),
+            .map(|m| (&*m.archive, m.datetime, &*m.uri_m)),
     )
     .counts(matching)
 }
@@ -66,7 +66,7 @@ pub(super) fn fetch_keys(f: &Fetch) -> impl Iterator<Item = (&str, MementoDateti
     f.archives.iter().flat_map(|r| {
         r.mementos
             .iter()
-            .map(move |m| (r.archive.as_str(), m.datetime, m.uri_m.as_str()))
+            .map(move |m| (r.archive.as_str(), m.datetime, &*m.uri_m))
     })
 }
 
@@ -79,7 +79,7 @@ pub(super) fn same_served_keys(a: &TimeMap, b: &TimeMap) -> bool {
             .collect()
     }
     fn strict(t: &TimeMap) -> FxHashSet<&str> {
-        t.mementos.iter().map(|m| m.uri_m.as_str()).collect()
+        t.mementos.iter().map(|m| &*m.uri_m).collect()
     }
     a.len() == b.len() && loose(a) == loose(b) && strict(a) == strict(b)
 }

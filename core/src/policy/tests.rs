@@ -21,7 +21,7 @@ fn mdt(k: usize) -> MementoDatetime {
 
 fn lm(archive: &str, k: usize) -> ListedMemento {
     ListedMemento {
-        uri_m: format!("http://{archive}/{k}"),
+        uri_m: format!("http://{archive}/{k}").into(),
         datetime: mdt(k),
         absent: None,
     }
@@ -105,7 +105,11 @@ fn stored(d: &Decision) -> &Entry {
 }
 
 fn served_uris(e: &Entry) -> Vec<String> {
-    e.timemap().mementos.into_iter().map(|m| m.uri_m).collect()
+    e.timemap()
+        .mementos
+        .into_iter()
+        .map(|m| m.uri_m.to_string())
+        .collect()
 }
 
 fn served_m(e: &Entry) -> usize {
@@ -948,7 +952,10 @@ fn merge_never_serves_fewer_than_conditional_on_the_same_schedule() {
 fn migrated(n: usize) -> Contribution {
     let mut r = ok("ia", 0..n);
     for m in &mut r.mementos {
-        m.uri_m = m.uri_m.replace("http://ia/", "https://ia.example/web/");
+        m.uri_m = m
+            .uri_m
+            .replace("http://ia/", "https://ia.example/web/")
+            .into();
     }
     r
 }
@@ -1076,12 +1083,7 @@ fn a_fetch_is_merged_where_it_is_served_with_each_archive_answer_in_order() {
         vec![ok("ia", [1, 3]), failed("pt", ArchiveStatus::Timeout), uk],
     );
     let agg = Aggregate::of(&f.uri_r, f.at, &f.archives);
-    let got: Vec<&str> = agg
-        .timemap
-        .mementos
-        .iter()
-        .map(|m| m.uri_m.as_str())
-        .collect();
+    let got: Vec<&str> = agg.timemap.mementos.iter().map(|m| &*m.uri_m).collect();
     assert_eq!(
         got,
         ["http://uk/0", "http://ia/1", "http://uk/2", "http://ia/3"]

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::de::{Error as _, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::sync::Arc;
 
 /// How one archive answered. Serialised in lower case, as clients see it in `archives[]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -104,7 +105,7 @@ impl ArchiveAnswer {
 /// A memento as its archive listed it, with its absence record under `merge`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListedMemento {
-    pub uri_m: String,
+    pub uri_m: Arc<str>,
     pub datetime: MementoDatetime,
     /// Set while the archive keeps answering without it: still served until the redaction rule
     /// drops it.
@@ -123,7 +124,7 @@ pub struct Absence {
 impl From<LinkMemento> for ListedMemento {
     fn from(m: LinkMemento) -> Self {
         ListedMemento {
-            uri_m: m.uri_m,
+            uri_m: m.uri_m.into(),
             datetime: m.datetime,
             absent: None,
         }
@@ -299,12 +300,12 @@ impl<'de> Visitor<'de> for PrefixCodedVisitor {
         while let Some((shared, suffix, secs, nanos, absent)) = seq.next_element::<Coded>()? {
             let datetime: MementoDatetime = DateTime::from_timestamp(secs, nanos)
                 .ok_or_else(|| A::Error::custom(format!("no datetime at {secs} s {nanos} ns")))?;
-            let prev = out.last().map_or("", |m| m.uri_m.as_str());
+            let prev = out.last().map_or("", |m| &*m.uri_m);
             let uri_m = prefix::expand(prev, shared, &suffix).ok_or_else(|| {
                 A::Error::custom(format!("a URI-M shares {shared} bytes of a shorter one"))
             })?;
             out.push(ListedMemento {
-                uri_m,
+                uri_m: uri_m.into(),
                 datetime,
                 absent,
             });
@@ -419,7 +420,7 @@ mod tests {
                 lm("http://ia/again", "20010101000000"),
             ],
         );
-        let got: Vec<&str> = c.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+        let got: Vec<&str> = c.mementos.iter().map(|m| &*m.uri_m).collect();
         assert_eq!(got, ["http://ia/first", "http://ia/b"]);
     }
 

@@ -28,9 +28,7 @@ pub fn merge(contributions: &[Contribution]) -> TimeMap {
     }
     order.sort_unstable();
     let uri_m = |&(_, rank, pos): &(MementoDatetime, u32, u32)| {
-        contributions[rank as usize].mementos[pos as usize]
-            .uri_m
-            .as_str()
+        &*contributions[rank as usize].mementos[pos as usize].uri_m
     };
     // Only entries of one datetime can share a loose key or be exact duplicates, and a datetime
     // rarely has more than a few (one per archive), so comparing within its run is cheap. An
@@ -158,7 +156,7 @@ mod tests {
             mementos: entries
                 .iter()
                 .map(|(a, ts)| Memento {
-                    uri_m: format!("http://{a}/{ts}"),
+                    uri_m: format!("http://{a}/{ts}").into(),
                     datetime: parse_14digit(ts).expect("test timestamp"),
                     archive: Arc::from(*a),
                 })
@@ -179,7 +177,7 @@ mod tests {
             lm("http://pt/2009", "20091027204954"),
         ];
         let merged = merge(&[contribution("ia", ia), contribution("arquivo", pt)]);
-        let got: Vec<&str> = merged.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+        let got: Vec<&str> = merged.mementos.iter().map(|m| &*m.uri_m).collect();
         // Ties (2009) in archive order: ia before arquivo. First seen wins a loose key.
         assert_eq!(
             got,
@@ -212,7 +210,7 @@ mod tests {
         let got: Vec<(&str, &str)> = merged
             .mementos
             .iter()
-            .map(|m| (&*m.archive, m.uri_m.as_str()))
+            .map(|m| (&*m.archive, &*m.uri_m))
             .collect();
         assert_eq!(
             got,

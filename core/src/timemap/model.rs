@@ -42,7 +42,7 @@ pub struct LinkTimeMap {
 /// One memento of an aggregated TimeMap: where it is, when, and which archive holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Memento {
-    pub uri_m: String,
+    pub uri_m: Arc<str>,
     pub datetime: MementoDatetime,
     pub archive: ArchiveId,
 }

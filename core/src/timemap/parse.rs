@@ -509,7 +509,7 @@ mod tests {
     }
 
     fn uris(tm: &LinkTimeMap) -> Vec<&str> {
-        tm.mementos.iter().map(|m| m.uri_m.as_str()).collect()
+        tm.mementos.iter().map(|m| &*m.uri_m).collect()
     }
 
     #[test]

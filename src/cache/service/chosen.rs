@@ -154,7 +154,7 @@ mod tests {
         let agg = restricted(&entry, "e.com", &["pt".to_string()]).expect("pt is in it");
         assert_eq!(agg.outcomes.len(), 1);
         assert_eq!(agg.uri_r, "e.com", "named as the client spelled it");
-        assert_eq!(agg.timemap.mementos[0].uri_m, "http://pt/2002");
+        assert_eq!(&*agg.timemap.mementos[0].uri_m, "http://pt/2002");
         assert!(restricted(&entry, "e.com", &["pt".to_string(), "uk".to_string()]).is_none());
     }
 

@@ -51,7 +51,7 @@ pub(super) fn entry_of(n: usize) -> Entry {
                 .step_by(archives.len())
                 .enumerate()
                 .map(|(i, t)| ListedMemento {
-                    uri_m: format!("{base}{}/http://example.com/", t.format("%Y%m%d%H%M%S")),
+                    uri_m: format!("{base}{}/http://example.com/", t.format("%Y%m%d%H%M%S")).into(),
                     datetime: *t,
                     absent: (i % 97 == 0).then_some(Absence {
                         since: at[0],

@@ -246,7 +246,7 @@ pub fn list_by_year(mementos: &[Memento]) -> (Vec<YearList>, usize, usize) {
                 when: m.datetime.format("%Y-%m-%d %H:%M:%S").to_string(),
                 machine: m.datetime.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
                 archive: m.archive.to_string(),
-                uri: m.uri_m.clone(),
+                uri: m.uri_m.to_string(),
                 link: is_servable_uri_m(&m.uri_m),
             });
         } else {
@@ -284,7 +284,7 @@ mod tests {
 
     fn m(ts: &str, archive: &str) -> Memento {
         Memento {
-            uri_m: format!("http://{archive}.test/{ts}/x"),
+            uri_m: format!("http://{archive}.test/{ts}/x").into(),
             datetime: parse_14digit(ts).expect("timestamp"),
             archive: archive.into(),
         }

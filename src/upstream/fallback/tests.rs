@@ -55,7 +55,7 @@ fn the_location_dated_by_the_link_and_the_first_and_last_are_taken() {
     let got: Vec<(&str, MementoDatetime)> = gate
         .mementos
         .iter()
-        .map(|m| (m.uri_m.as_str(), m.datetime))
+        .map(|m| (&*m.uri_m, m.datetime))
         .collect();
     assert_eq!(
         got,
@@ -101,7 +101,7 @@ fn hostile_locations_and_links_are_ignored() {
     }
     let link = r#"<http://evil.example/w/1/>; rel="memento"; datetime="Wed, 01 Jan 2020 00:00:00 GMT", <javascript:alert(1)>; rel="memento"; datetime="Wed, 01 Jan 2020 00:00:00 GMT", <http://arch.example/ok/>; rel="memento"; datetime="Thu, 02 Jan 2020 00:00:00 GMT""#;
     let gate = timegate_mementos(&base(), None, link, None, &hops());
-    let uris: Vec<&str> = gate.mementos.iter().map(|m| m.uri_m.as_str()).collect();
+    let uris: Vec<&str> = gate.mementos.iter().map(|m| &*m.uri_m).collect();
     assert_eq!(uris, ["http://arch.example/ok/"]);
     // A long URI is clipped in the note, not quoted whole.
     let long = format!("http://evil.example/{}", "a".repeat(10_000));

@@ -15,7 +15,7 @@ pub(super) fn agg(entries: &[(&str, &str)]) -> Aggregate {
             mementos: entries
                 .iter()
                 .map(|(a, ts)| Memento {
-                    uri_m: format!("https://{a}.example/{ts}/http://example.com/"),
+                    uri_m: format!("https://{a}.example/{ts}/http://example.com/").into(),
                     datetime: parse_14digit(ts).expect("ts"),
                     archive: Arc::from(*a),
                 })
@@ -62,7 +62,7 @@ fn link_format_marks_first_and_last_and_parses_back() {
         .timemap
         .mementos
         .iter()
-        .map(|m| (m.uri_m.clone(), format_14digit(m.datetime)))
+        .map(|m| (m.uri_m.to_string(), format_14digit(m.datetime)))
         .collect();
     assert_eq!(got, want);
     assert!(
@@ -126,7 +126,7 @@ fn json_has_list_first_last_and_archives() {
 fn json_escapes_hostile_uris() {
     let mut a = agg(&[("ia", "2000")]);
     let hostile = "http://x/\"},{\"evil\":1\n20010101000000 {\"uri\": \"http://evil\"}\r\\\0";
-    Arc::make_mut(&mut a.timemap).mementos[0].uri_m = hostile.to_string();
+    Arc::make_mut(&mut a.timemap).mementos[0].uri_m = hostile.into();
     let v: serde_json::Value =
         serde_json::from_slice(&to_json(&a, &links())).expect("still valid json");
     assert_eq!(v["mementos"]["list"][0]["uri"], hostile);
@@ -351,5 +351,5 @@ fn closest_escapes_hostile_uri_ms_in_every_format() {
     );
     let json = render_closest(TimeMapFormat::JSON, &a, &links(), &c);
     let v: serde_json::Value = serde_json::from_slice(&json).expect("json");
-    assert_eq!(v["mementos"]["first"]["uri"], a.timemap.mementos[0].uri_m);
+    assert_eq!(v["mementos"]["first"]["uri"], &*a.timemap.mementos[0].uri_m);
 }

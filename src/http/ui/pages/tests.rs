@@ -6,7 +6,7 @@ use crate::timemap::model::{Memento, TimeMap};
 
 fn memento(uri_m: &str, ts: &str, archive: &str) -> Memento {
     Memento {
-        uri_m: uri_m.to_string(),
+        uri_m: uri_m.into(),
         datetime: parse_14digit(ts).expect("timestamp"),
         archive: archive.into(),
     }

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A huge TimeMap through the cache, against the same TimeMap uncached, in one run:
+#   bash benches/huge_timemap.sh [MEMENTOS=1000000] [HITS=20]
+# 1. `[cache] policy = "none"`: three misses (the first warms the archive); the last two are the
+#    anchor. Peak RSS from /usr/bin/time -v.
+# 2. the default cache on an empty directory: the first request (a MISS that builds and stores
+#    the entry), then HITS hits, each with its first-byte and whole-body time; RSS after the hits
+#    from /proc, peak RSS from /usr/bin/time -v.
+# The archive is the simulated one of e2e_bench (synthetic, newest first) on loopback; curl
+# writes bodies to /dev/null. Every process is stopped by its PID at the end.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+N=${1:-1000000}; HITS=${2:-20}
+WORK=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+cargo build --release --quiet --bin tmproxy --example e2e_bench
+target/release/examples/e2e_bench archive --captures "$N" --port 18201 >"$WORK/archive.log" 2>&1 &
+pids+=($!)
+# The archive renders its TimeMap before it listens: wait for it (this also warms it).
+for _ in $(seq 300); do curl -sf -o /dev/null http://127.0.0.1:18201/timemap/link/http://example.com/ && break; sleep 0.2; done
+config() { # $1: extra [cache] lines
+    cat <<TOML
+[upstream]
+timeout = "60s"
+deadline = "60s"
+max_body = "256MiB"
+[[archives]]
+id = "big"
+name = "simulated archive with $N mementos (synthetic)"
+timemap = "http://127.0.0.1:18201/timemap/link/"
+timegate = "http://127.0.0.1:18201/timegate/"
+[cache]
+$1
+TOML
+}
+URL="http://127.0.0.1:18202/timemap/link/http://example.com/"
+ask() { curl -s -o /dev/null -D "$WORK/headers" -w '%{http_code} first_byte=%{time_starttransfer}s total=%{time_total}s bytes=%{size_download}' "$URL" "$@"
+        echo " $(grep -i '^x-cache:' "$WORK/headers" | tr -d '\r')"; }
+serve() { # $1: config file; starts tmproxy under time -v, sets SERVE (time's pid) and TM (tmproxy's)
+    /usr/bin/time -v target/release/tmproxy serve --config "$1" --listen 127.0.0.1:18202 \
+        >"$WORK/serve.out" 2>"$WORK/serve.err" &
+    SERVE=$!; pids+=("$SERVE")
+    for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18202/healthz && break; sleep 0.1; done
+    TM=$(pgrep -P "$SERVE" tmproxy)
+}
+stop() { kill -TERM "$TM"; wait "$SERVE" || true; grep 'Maximum resident' "$WORK/serve.err" | sed 's/^\s*/  /'; }
+rss() { awk '/VmRSS/ {printf "%d MiB", $2/1024}' "/proc/$TM/status"; }
+
+echo "$N mementos, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
+config 'policy = "none"' >"$WORK/none.toml"
+serve "$WORK/none.toml"
+echo "uncached (policy none):"
+for i in 1 2 3; do echo -n "  miss $i: "; ask; done
+echo "  RSS after the misses: $(rss)"
+stop
+
+config "path = \"$WORK/cache\"" >"$WORK/cached.toml"
+serve "$WORK/cached.toml"
+echo "default cache, empty directory:"
+echo -n "  first request: "; ask
+sleep 2 # the entry's write lands behind the answer
+echo "  RSS after the first request: $(rss)"
+for i in $(seq "$HITS"); do echo -n "  hit $i: "; ask; done
+echo -n "  hit, zstd: "; ask -H 'Accept-Encoding: zstd'
+echo "  RSS after $HITS hits: $(rss)"
+stop
