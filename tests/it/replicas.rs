@@ -229,6 +229,27 @@ async fn a_purge_on_one_replica_is_a_miss_on_the_other() {
     assert_eq!(x.requests(), 2, "B did not ask the archive again");
     let refused = "tmproxy_cache_shared_invalidations_refused_total";
     assert_eq!(metric(b.base(), refused).await, 0);
+
+    // Anyone who can reach Redis can publish: junk, a key with a line break, an oversized
+    // message. Each is refused and counted by both; neither stops answering or listening.
+    let huge = format!("r1 http://example.com/{}", "a".repeat(40_000));
+    for junk in ["junk", "r1 http://example.com/\nX-Injected: 1", &huge] {
+        assert_eq!(
+            redis
+                .cli(&["PUBLISH", "tmproxy:invalidate", junk])
+                .as_deref(),
+            Some("2")
+        );
+    }
+    for replica in [&a, &b] {
+        let started = Instant::now();
+        while metric(replica.base(), refused).await < 3 {
+            assert!(started.elapsed() < SUBSCRIBE_BOUND, "junk not refused");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(replica.get(uri_r).await.0, 200);
+    }
+    wait_subscribed(&[&redis], 2).await;
 }
 
 /// (c) A conditional refresh on A that stores a changed TimeMap: B serves the new one without
