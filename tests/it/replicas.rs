@@ -380,3 +380,25 @@ async fn replicas_ride_out_a_redis_cluster_outage() {
         );
     }
 }
+
+/// An idle subscription outlives its keep-alive PINGs (every 10 s): no gap is counted, and an
+/// announcement still gets through after them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_subscription_survives_its_keep_alive() {
+    let redis = RedisServer::start();
+    let x = archive(&["20100101000000", "20150101000000"]).await;
+    let (a, b) = pair_on(&redis, &[&x]).await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let uri_r = "http://example.com/idle";
+    assert_eq!(a.get(uri_r).await, (200, "MISS".into(), 2));
+    wait_invalidations(&b, 1).await;
+    for replica in [&a, &b] {
+        let gaps = "tmproxy_cache_shared_invalidation_gaps_total";
+        assert_eq!(
+            metric(replica.base(), gaps).await,
+            0,
+            "{}",
+            replica.process.log()
+        );
+    }
+}
