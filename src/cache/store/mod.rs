@@ -27,7 +27,7 @@ mod remote;
 mod shared;
 
 pub use hot::HotTier;
-pub use invalidate::{Invalidate, CHANNEL as INVALIDATION_CHANNEL};
+pub use invalidate::Invalidate;
 pub use open::SLED_CACHE_BYTES;
 pub use persistent::{PersistentTier, DISK_THREADS};
 pub use remote::{redis_key, FanOutClaim, SharedAddress, SharedStats, SharedTier};

@@ -124,10 +124,11 @@ struct Inner {
     /// Why the last call failed, while no call has succeeded since.
     failing: Mutex<Option<String>>,
     last_warn: Mutex<Option<Instant>>,
-    /// Where the invalidation subscriber connects, and its counters.
+    /// Where the invalidation subscriber connects.
     address: SharedAddress,
     /// This replica's id in the invalidations it publishes, so it skips its own.
     replica: String,
+    /// The invalidation subscriber's counters.
     invalidations: Arc<InvalidationCounters>,
 }
 
