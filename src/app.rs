@@ -140,6 +140,11 @@ pub async fn build_with_lookup(
         },
         observe,
     ));
+    // One subscriber per server: other replicas' stores and purges evict this one's local
+    // copies. Weak, so it ends with the cache instead of keeping the sled lock alive.
+    if let Some(shared) = cache.store().and_then(|s| s.shared()) {
+        shared.spawn_invalidations(Arc::downgrade(&cache));
+    }
     // Sampling jobs live beside the cache (`data/cache` → `data/sampling/jobs`), so one data
     // directory holds everything a restart must find.
     let jobs_dir = Path::new(&config.cache.path)

@@ -6,7 +6,7 @@ use super::entry::Entry;
 use super::observe::ObservationLog;
 use super::policy::{Action, ChangeCase, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
-use super::store::{Cacheable, Store};
+use super::store::{Cacheable, Invalidate, Store, Tiered};
 use crate::clock::Clock;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
@@ -260,7 +260,19 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     pub fn store(&self) -> Option<&S> {
         self.store.as_ref()
     }
+}
 
+/// Another replica stored or removed `key` (`[cache] shared`): this one forgets its local copy,
+/// so its next lookup reads the shared tier.
+impl<V: ServedView> Invalidate for TimeMapCache<Tiered<CachedTimeMap<V>>, V> {
+    async fn forget_locally(&self, key: &str) {
+        if let Some(store) = &self.store {
+            store.forget_locally(key).await;
+        }
+    }
+}
+
+impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh. It
     /// names `uri_r` as given, whichever spelling of it the entry was stored under.
     pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {

@@ -115,7 +115,7 @@ pub async fn healthz(base: &str) -> (u16, String) {
     (r.status().as_u16(), r.text().await.expect("body"))
 }
 
-async fn metric(base: &str, name: &str) -> u64 {
+pub async fn metric(base: &str, name: &str) -> u64 {
     let text = client()
         .get(format!("{base}/metrics"))
         .timeout(Duration::from_secs(10))

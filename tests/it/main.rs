@@ -27,6 +27,7 @@ mod process_bounds;
 mod pywb;
 mod redirects;
 mod redis_server;
+mod replicas;
 mod restarts;
 mod routes_hardening;
 mod routes_prop;

@@ -18,6 +18,7 @@ mod envelope;
 #[cfg(test)]
 mod fault_tests;
 mod hot;
+mod invalidate;
 mod open;
 mod persistent;
 mod record;
@@ -26,6 +27,7 @@ mod remote;
 mod shared;
 
 pub use hot::HotTier;
+pub use invalidate::Invalidate;
 pub use open::SLED_CACHE_BYTES;
 pub use persistent::{PersistentTier, DISK_THREADS};
 pub use remote::{redis_key, FanOutClaim, SharedAddress, SharedStats, SharedTier};
@@ -185,6 +187,14 @@ impl<V: Cacheable> Tiered<V> {
     /// The shared tier, if one is configured.
     pub fn shared(&self) -> Option<&SharedTier<V>> {
         self.shared.as_ref()
+    }
+
+    /// Drops `key` from memory and sled only (another replica announced a change to it), so
+    /// the next lookup reads through to the shared tier. A disk failure is the persistent
+    /// tier's to count and report.
+    pub async fn forget_locally(&self, key: &str) {
+        let _ = self.persistent.remove(key).await;
+        let _ = self.hot.remove(key).await;
     }
 
     /// The hot tier, for its own stats.

@@ -13,6 +13,7 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 
 use super::envelope::{decode, encode};
+use super::invalidate::{self, Invalidate, InvalidationCounters};
 use super::Cacheable;
 
 /// Where every key of ours lives in Redis, so tmproxy can share a Redis with others.
@@ -123,6 +124,12 @@ struct Inner {
     /// Why the last call failed, while no call has succeeded since.
     failing: Mutex<Option<String>>,
     last_warn: Mutex<Option<Instant>>,
+    /// Where the invalidation subscriber connects.
+    address: SharedAddress,
+    /// This replica's id in the invalidations it publishes, so it skips its own.
+    replica: String,
+    /// The invalidation subscriber's counters.
+    invalidations: Arc<InvalidationCounters>,
 }
 
 /// The shared tier; cheap to clone.
@@ -147,6 +154,12 @@ pub struct SharedStats {
     pub errors: u64,
     /// Values found damaged, oversized or of another format: treated as misses.
     pub unreadable: u64,
+    /// Keys other replicas said they stored or removed, dropped here from memory and sled.
+    pub invalidations: u64,
+    /// Invalidation messages refused: oversized, malformed, or not naming a cache key.
+    pub invalidations_refused: u64,
+    /// Times the invalidation subscription came back after being lost (messages may be lost).
+    pub invalidation_gaps: u64,
 }
 
 impl<V: Cacheable> SharedTier<V> {
@@ -186,6 +199,9 @@ impl<V: Cacheable> SharedTier<V> {
                 unreadable: AtomicU64::new(0),
                 failing: Mutex::new(None),
                 last_warn: Mutex::new(None),
+                address: address.clone(),
+                replica: claim_token(),
+                invalidations: Arc::default(),
             }),
             _value: PhantomData,
         })
@@ -230,14 +246,47 @@ impl<V: Cacheable> SharedTier<V> {
         };
         let mut cmd = redis::cmd("SET");
         cmd.arg(redis_key(key)).arg(bytes);
-        let _: Option<()> = self.call(cmd).await;
+        let stored: Option<()> = self.call(cmd).await;
+        if stored.is_some() {
+            self.announce(key).await;
+        }
     }
 
     /// Forgets `key` in Redis.
     pub async fn remove(&self, key: &str) {
         let mut cmd = redis::cmd("DEL");
         cmd.arg(redis_key(key));
+        // Announced even when Redis had no value: another replica may hold one locally.
+        if self.call::<i64>(cmd).await.is_some() {
+            self.announce(key).await;
+        }
+    }
+
+    /// Tells the other replicas that `key` changed here, so they drop their local copies.
+    async fn announce(&self, key: &str) {
+        let mut cmd = redis::cmd("PUBLISH");
+        cmd.arg(invalidate::CHANNEL)
+            .arg(invalidate::message(&self.inner.replica, key));
         let _: Option<i64> = self.call(cmd).await;
+    }
+
+    /// Starts this replica's invalidation subscriber (one per server): it drops from `target`'s
+    /// local tiers the keys other replicas announce, until `target` is dropped.
+    pub fn spawn_invalidations<T: Invalidate>(
+        &self,
+        target: std::sync::Weak<T>,
+    ) -> tokio::task::JoinHandle<()> {
+        // A cluster broadcasts PUBLISH to every node, so one reachable seed is enough.
+        let servers = match &self.inner.address {
+            SharedAddress::Single(url) => vec![url.clone()],
+            SharedAddress::Cluster(seeds) => seeds.clone(),
+        };
+        invalidate::spawn(
+            servers,
+            self.inner.replica.clone(),
+            Arc::clone(&self.inner.invalidations),
+            target,
+        )
     }
 
     /// Claims the one fan-out for `key` across replicas for at most `ttl` (SET NX PX): the
@@ -285,6 +334,9 @@ impl<V: Cacheable> SharedTier<V> {
         SharedStats {
             errors: self.inner.errors.load(Ordering::Relaxed),
             unreadable: self.inner.unreadable.load(Ordering::Relaxed),
+            invalidations: self.inner.invalidations.applied.load(Ordering::Relaxed),
+            invalidations_refused: self.inner.invalidations.refused.load(Ordering::Relaxed),
+            invalidation_gaps: self.inner.invalidations.gaps.load(Ordering::Relaxed),
         }
     }
 

@@ -117,6 +117,9 @@ fn tiers(
             ("tmproxy_cache_shared_errors", MetricType::Counter, "Calls to the shared tier (Redis) that failed or timed out: served from the local tiers.", stats.errors),
             ("tmproxy_cache_shared_unreadable", MetricType::Counter, "Values in the shared tier found damaged, oversized or of another format: treated as misses.", stats.unreadable),
             ("tmproxy_cache_shared_degraded", MetricType::Gauge, "1 while the shared tier cannot be reached (see /healthz for why).", down),
+            ("tmproxy_cache_shared_invalidations", MetricType::Counter, "Keys another replica stored or purged, dropped here from memory and disk (pub/sub).", stats.invalidations),
+            ("tmproxy_cache_shared_invalidations_refused", MetricType::Counter, "Invalidation messages ignored: oversized, malformed or not naming a cache key.", stats.invalidations_refused),
+            ("tmproxy_cache_shared_invalidation_gaps", MetricType::Counter, "Times the invalidation subscription came back after a loss: messages sent meanwhile were lost.", stats.invalidation_gaps),
         ];
         for (name, kind, help, v) in redis {
             one(out, name, help, kind, v)?;
