@@ -5,7 +5,7 @@
 
 use crate::cache::{set_day, sim_proxy, TOKEN};
 use crate::disk_faults::healthz;
-use crate::redis_server::RedisServer;
+use crate::redis_server::{RedisCluster, RedisServer};
 use crate::support::{client, config_for, memento_uris, Proxy};
 use std::time::Duration;
 use tmproxy::cache::store::{Cacheable, Observed, SetIf, SharedTier, KEY_PREFIX};
@@ -20,8 +20,12 @@ fn captures(n: usize) -> Behaviour {
 
 /// A replica with a simulated clock and an admin token, in front of `archives`, sharing `redis`.
 async fn replica(redis: &RedisServer, archives: &[(&str, &SimulatedArchive)]) -> Proxy {
+    replica_at(redis.url(), archives).await
+}
+
+async fn replica_at(shared: String, archives: &[(&str, &SimulatedArchive)]) -> Proxy {
     let mut config = config_for(archives);
-    config.cache.shared = redis.url();
+    config.cache.shared = shared;
     sim_proxy(config).await
 }
 
@@ -157,6 +161,50 @@ async fn a_write_lands_only_against_the_revision_stored() {
         tier.put_if(key, value, Observed::Absent).await,
         SetIf::Stored
     );
+    assert_eq!(tier.stats().errors, 0);
+}
+
+/// A planted value with a well-formed revision head over garbage is a counted miss, and the
+/// next decided write replaces it (the head matches what was seen), rather than losing to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_value_with_a_revision_head_is_replaced() {
+    let redis = RedisServer::start();
+    let archive = SimulatedArchive::start(captures(2)).await.expect("archive");
+    let a = replica(&redis, &[("ia", &archive)]).await;
+    assert_eq!(get(&a, URI_R).await, (200, "MISS".into(), 2));
+    let key = the_key(&redis);
+    redis.set_raw(&key, b"TMR10123456789abcdefTMB1\x01\x00\x00\x00not zstd");
+
+    let b = replica(&redis, &[("ia", &archive)]).await;
+    assert_eq!(get(&b, URI_R).await, (200, "MISS".into(), 2));
+    assert!(shared(&b).stats().unreadable > 0);
+    assert_eq!(
+        shared(&b).stats().cas_lost,
+        1,
+        "the first write met the plant"
+    );
+    assert_eq!(in_redis(&redis, URI_R).await, (200, "HIT".into(), 2));
+}
+
+/// The write script on a Redis Cluster: one key, so its slot's master runs it whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_lands_only_against_the_revision_stored_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    let archive = SimulatedArchive::start(captures(2)).await.expect("archive");
+    let a = replica_at(cluster.url(), &[("ia", &archive)]).await;
+    assert_eq!(get(&a, URI_R).await, (200, "MISS".into(), 2));
+    let keys = cluster.entry_keys();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let key = keys[0].strip_prefix(KEY_PREFIX).expect("our prefix");
+    let tier = shared(&a);
+    let (seen, value) = tier.read(key).await.expect("Redis answers");
+    let value = value.expect("a readable entry");
+    assert_eq!(
+        tier.put_if(key, value.clone(), Observed::Absent).await,
+        SetIf::Lost
+    );
+    assert_eq!(tier.put_if(key, value.clone(), seen).await, SetIf::Stored);
+    assert_eq!(tier.stats().cas_lost, 1);
     assert_eq!(tier.stats().errors, 0);
 }
 
