@@ -24,6 +24,7 @@ mod chosen;
 mod first_store;
 mod keys;
 mod refresh;
+mod shared_write;
 #[cfg(test)]
 mod tests;
 use refresh::Begun;
@@ -100,6 +101,10 @@ impl<V: ServedView> Cacheable for CachedTimeMap<V> {
     /// The entry, plus the view built from it.
     fn approx_bytes(&self) -> usize {
         self.entry.approx_bytes() + V::approx_bytes(&self.entry)
+    }
+
+    fn revision(&self) -> u64 {
+        tmproxy_core::policy::revision(&self.entry)
     }
 }
 
@@ -332,6 +337,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             at: arrived,
             deadline: None,
             cached: cached.clone(),
+            alone: req.force,
         };
         let served = match req.deadline {
             Some(d) if d < self.upstream.deadline() => {
@@ -370,6 +376,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             at: tokio::time::Instant::now(),
             deadline: None,
             cached: None,
+            alone: false,
         };
         if !in_flight {
             if let Some(store) = &self.store {

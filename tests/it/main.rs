@@ -34,6 +34,7 @@ mod routes_prop;
 mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;
+mod shared_cas;
 mod shared_tier;
 mod support;
 mod ui;

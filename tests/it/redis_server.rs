@@ -71,6 +71,26 @@ impl RedisServer {
         }
     }
 
+    /// Freezes the server (SIGSTOP to the PID this test started): connections stay open and
+    /// nothing answers, as with a host that drops packets.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("a running redis-server").id();
+        let sent = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
     /// One `redis-cli` command against this server: its output, trimmed, if it ran.
     pub fn cli(&self, args: &[&str]) -> Option<String> {
         let out = Command::new("redis-cli")

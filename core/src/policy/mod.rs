@@ -9,12 +9,14 @@ mod config;
 mod decision;
 pub mod entry;
 mod names;
+mod revision;
 mod tally;
 
 pub use case::{classify, ChangeCase};
 pub use config::Policy;
 pub use decision::{Decision, Freshness, Serve};
 pub use names::{Action, Match, ParseNameError, PolicyKind};
+pub use revision::revision;
 pub use tally::counts;
 
 use crate::timemap::answer::Fetch;

@@ -1119,3 +1119,30 @@ fn merge_of_ten_thousand_mementos_keeps_and_then_merges() {
     assert_eq!(d.action(), Action::Merged);
     assert_eq!(served_m(stored(&d)), 15_000);
 }
+
+/// Replicas compare-and-set on an entry's revision: the same entry names the same revision,
+/// and every decision (a kept one too, which leaves the content as it was) a new one.
+#[test]
+fn a_revision_names_each_decision_and_only_it() {
+    let p = policy(PolicyKind::Conditional);
+    let entry = first(&p, vec![ok("ia", 0..3)]);
+    assert_eq!(revision(&entry), revision(&entry.clone()));
+    let kept = stored(&decide_on(&p, &entry, 1, vec![ok("ia", 0..2)])).clone();
+    assert_eq!(
+        served_uris(&kept),
+        served_uris(&entry),
+        "a worse fetch is kept out"
+    );
+    assert_ne!(
+        revision(&entry),
+        revision(&kept),
+        "a kept decision is a new revision"
+    );
+    let replaced = stored(&decide_on(&p, &entry, 1, vec![ok("ia", 0..5)])).clone();
+    assert_ne!(revision(&kept), revision(&replaced));
+    let elsewhere = Entry {
+        uri_r: "http://example.com/other".into(),
+        ..entry.clone()
+    };
+    assert_ne!(revision(&entry), revision(&elsewhere));
+}

@@ -113,12 +113,24 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 Err(_) => return Action::NotStored,
             }
         };
-        let (case, mut reported) = (decision.case(), decision.action());
+        let (mut case, mut reported) = (decision.case(), decision.action());
         if let Some(entry) = decision.into_entry() {
             let value = Arc::new(CachedTimeMap::with_view(entry, view));
-            if let Err(e) = store.put(key, value.clone()).await {
-                tracing::error!(uri_r = %value.entry.uri_r, error = %e, "cannot store a TimeMap");
-                reported = Action::NotStored;
+            // If-absent: another replica's first store or refresh that landed meanwhile is
+            // decided against, not overwritten.
+            match self
+                .write_decided(store, key, value.clone(), None, None, now)
+                .await
+            {
+                Ok(written) => {
+                    if let Some((c, a)) = written.redecided {
+                        (case, reported) = (c, a);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(uri_r = %value.entry.uri_r, error = %e, "cannot store a TimeMap");
+                    reported = Action::NotStored;
+                }
             }
         }
         self.stats.count_decision(case, reported);

@@ -3,7 +3,7 @@
 //! under exact keys before, moved to their canonical key when asked.
 
 use super::{CachedTimeMap, ServedView, TimeMapCache, ALIAS_VIEWS};
-use crate::cache::store::Store;
+use crate::cache::store::{Observed, PutIf, Store};
 use std::sync::Arc;
 
 impl<V: ServedView> CachedTimeMap<V> {
@@ -62,10 +62,17 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         if let Some(cached) = store.get(key).await {
             return Some(cached);
         }
-        match store.put(key, old.clone()).await {
-            Ok(()) => {
+        // If absent: another replica may have stored one under the canonical key meanwhile.
+        match store.put_if(key, old.clone(), Observed::Absent).await {
+            Ok(PutIf::Stored) => {
                 if let Err(e) = store.remove(uri_r).await {
                     tracing::warn!(uri_r, error = %e, "cannot remove an entry moved to its canonical key");
+                }
+            }
+            Ok(PutIf::Lost { current, .. }) => {
+                if let Some(current) = current {
+                    let _ = store.install(key, current.clone()).await;
+                    return Some(current);
                 }
             }
             Err(e) => {

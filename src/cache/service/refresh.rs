@@ -5,8 +5,8 @@
 
 use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
 use super::{CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
-use crate::cache::policy::{Action, Decision, Match};
-use crate::cache::store::{FanOutClaim, Store};
+use crate::cache::policy::{Action, Decision, Freshness, Match};
+use crate::cache::store::{Cacheable, FanOutClaim, Store};
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
@@ -34,6 +34,8 @@ pub(super) struct Begun<V> {
     pub at: tokio::time::Instant,
     pub deadline: Option<Duration>,
     pub cached: Option<Arc<CachedTimeMap<V>>>,
+    /// An admin's refresh: asks the archives itself, never waits for another replica's.
+    pub alone: bool,
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -63,23 +65,37 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 let (cached, context) = (cached.clone(), self.context.clone());
                 tokio::task::spawn_blocking(move || prepare(&cached, &context, render))
             });
-        // Cold here: one fan-out across the replicas. Another replica's claim means its entry
-        // is coming: waited for, by our own deadline, then served as a hit.
-        let claim = if begun.cached.is_none() {
+        // One fan-out across the replicas, cold or expired. Another replica's claim means its
+        // entry is coming: waited for, by our own deadline, then served as a hit; if it does
+        // not come, an expired entry is served STALE, and a cold URI-R is fetched here.
+        let cached_revision = begun.cached.as_ref().map(|c| c.revision());
+        let claim = if begun.alone {
+            None
+        } else {
             match store.claim_fan_out(key, limit).await {
                 FanOutClaim::Held => {
-                    if let Some(found) = self.await_other_replica(store, key, due).await {
-                        self.stats.count_hit();
-                        let context = self.context.as_ref();
-                        return Some(Served::stored_as(&found, uri_r, context, CacheStatus::Hit));
+                    let found = self
+                        .await_other_replica(store, key, cached_revision, due)
+                        .await;
+                    if let Some(found) = found.or_else(|| begun.cached.clone()) {
+                        return Some(self.served_replicas_entry(&found, uri_r, cached_revision));
                     }
                     None
                 }
-                FanOutClaim::Won(token) => Some(token),
+                FanOutClaim::Won(token) => {
+                    // Another replica may have stored its refresh just before this claim.
+                    let newer = match cached_revision {
+                        Some(_) => store.shared_newer(key, cached_revision).await,
+                        None => None,
+                    };
+                    if let Some(found) = newer.filter(|f| self.is_fresh(f)) {
+                        store.release_fan_out(key, &token).await;
+                        return Some(self.served_replicas_entry(&found, uri_r, cached_revision));
+                    }
+                    Some(token)
+                }
                 FanOutClaim::Alone => None,
             }
-        } else {
-            None
         };
         let fetch = self.fan_out(uri_r, Some(limit), begun.at).await;
         let served = self
@@ -91,25 +107,50 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         served
     }
 
-    /// The entry another replica is fetching for `key`, once it is in the shared tier; None
-    /// when its claim ends without one (it failed or gave up) or `due` comes first.
+    /// The entry another replica is fetching for `key` (one not of revision `than`, what this
+    /// replica holds), once it is in the shared tier, installed here; None when its claim ends
+    /// without one (it failed or gave up) or `due` comes first.
     async fn await_other_replica(
         &self,
         store: &S,
         key: &str,
+        than: Option<u64>,
         due: tokio::time::Instant,
     ) -> Option<Arc<CachedTimeMap<V>>> {
         while tokio::time::Instant::now() < due {
-            if let Some(found) = store.get(key).await {
+            if let Some(found) = store.shared_newer(key, than).await {
                 return Some(found);
             }
             if !store.fan_out_claimed(key).await {
                 // Stored just before the claim was given back, or never.
-                return store.get(key).await;
+                return store.shared_newer(key, than).await;
             }
             tokio::time::sleep_until((tokio::time::Instant::now() + CLAIM_POLL).min(due)).await;
         }
         None
+    }
+
+    /// An entry another replica stored (or ours, when its refresh did not land in time): a hit
+    /// when it is fresh, else STALE.
+    fn served_replicas_entry(
+        &self,
+        found: &CachedTimeMap<V>,
+        uri_r: &str,
+        ours: Option<u64>,
+    ) -> Served<V> {
+        let status = if self.is_fresh(found) && Some(found.revision()) != ours {
+            self.stats.count_hit();
+            CacheStatus::Hit
+        } else {
+            self.stats.count_stale();
+            CacheStatus::Stale
+        };
+        Served::stored_as(found, uri_r, self.context.as_ref(), status)
+    }
+
+    fn is_fresh(&self, cached: &CachedTimeMap<V>) -> bool {
+        let now = self.clock.now();
+        self.policy.freshness(Some(&cached.entry), now) == Freshness::Fresh
     }
 
     /// [`Self::refresh`] once the archives have answered.
@@ -199,15 +240,20 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let policy = self.policy;
         // What each archive answered, should deciding fail.
         let answers = fetch.answers();
+        // A write to a shared tier may lose to another replica's: the fetch is then decided
+        // again, so it is kept whole until the write lands.
+        let shared = self.store.as_ref().is_some_and(|s| s.is_shared());
         let decide = {
             let cached = cached.clone();
             move || {
                 let mut fetch = fetch;
                 let decision = policy.decide(cached.as_ref().map(|c| &c.entry), &fetch, now);
                 if let Decision::Store { .. } = decision {
-                    // The entry holds the fetch now: its mementos go before the entry is
-                    // written, so a million-memento refresh does not hold them twice.
-                    fetch = fetch.answers();
+                    if !shared {
+                        // The entry holds the fetch now: its mementos go before the entry is
+                        // written, so a million-memento refresh does not hold them twice.
+                        fetch = fetch.answers();
+                    }
                 }
                 (decision, fetch)
             }
@@ -229,18 +275,30 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         if cached.is_none() {
             self.stats.count_miss();
         }
-        let (case, action) = (decision.case(), decision.action());
+        let (mut case, action) = (decision.case(), decision.action());
         // What the answer reports: the policy's action, unless the write it called for failed.
         let mut reported = action;
         let serving = match (decision, &cached) {
             (Decision::Store { entry, .. }, _) => {
-                let value = Arc::new(CachedTimeMap::new(entry));
+                let mut value = Arc::new(CachedTimeMap::new(entry));
                 if let Some(store) = &self.store {
-                    if let Err(e) = store.put(key, value.clone()).await {
-                        // Serving still works (from memory until the disk is back); the answer
-                        // must not claim a durable store that did not happen.
-                        tracing::error!(uri_r = %value.entry.uri_r, error = %e, "cannot store a TimeMap");
-                        reported = Action::NotStored;
+                    let against = cached.as_ref();
+                    let written = self
+                        .write_decided(store, key, value.clone(), against, Some(&fetch), now)
+                        .await;
+                    match written {
+                        Ok(written) => {
+                            if let Some((c, a)) = written.redecided {
+                                (case, reported) = (c, a);
+                            }
+                            value = written.value;
+                        }
+                        Err(e) => {
+                            // Serving still works (from memory until the disk is back); the
+                            // answer must not claim a durable store that did not happen.
+                            tracing::error!(uri_r = %value.entry.uri_r, error = %e, "cannot store a TimeMap");
+                            reported = Action::NotStored;
+                        }
                     }
                 }
                 Some((value, status))

@@ -3,6 +3,7 @@
 //! the stale rules, and a view type of the tests' own (the cache never looks inside one).
 
 use super::*;
+use crate::cache::store::{Observed, PutIf, StoreError};
 use crate::clock::SimClock;
 use crate::config::{ArchiveConfig, Config};
 use crate::timemap::datetime::parse_14digit;
@@ -57,6 +58,15 @@ fn start() -> MementoDatetime {
 
 /// The cache in front of `archive`, on an in-memory store, with `policy`, on a simulated clock.
 fn cache_for(archive: &SimulatedArchive, policy: Policy) -> (Arc<MemoryCache>, Arc<SimClock>) {
+    cache_on(archive, policy, super::super::store::HotTier::new(64 << 20))
+}
+
+/// [`cache_for`] on `store`.
+fn cache_on<S: Store<CachedTimeMap<Plain>> + 'static>(
+    archive: &SimulatedArchive,
+    policy: Policy,
+    store: S,
+) -> (Arc<TimeMapCache<S, Plain>>, Arc<SimClock>) {
     let mut config = Config::default();
     config.upstream.deadline = Duration::from_secs(5);
     config.archives = vec![ArchiveConfig {
@@ -75,7 +85,6 @@ fn cache_for(archive: &SimulatedArchive, policy: Policy) -> (Arc<MemoryCache>, A
         min_refresh_interval: Duration::from_secs(60),
         canonical: true,
     };
-    let store = super::super::store::HotTier::new(64 << 20);
     let cache = TimeMapCache::new(
         policy,
         settings,
@@ -276,5 +285,108 @@ async fn a_known_format_is_prepared_before_a_huge_first_answer() {
             .prepared
             .load(std::sync::atomic::Ordering::Relaxed),
         1
+    );
+}
+
+/// A store where another replica's writes win: its `put_if` loses `wins` times to `rival` (what
+/// the shared tier holds, as if written again just before each try), then writes.
+struct Rival {
+    local: super::super::store::HotTier<CachedTimeMap<Plain>>,
+    rival: Arc<CachedTimeMap<Plain>>,
+    wins: std::sync::atomic::AtomicUsize,
+}
+
+impl Store<CachedTimeMap<Plain>> for Rival {
+    async fn get(&self, key: &str) -> Option<Arc<CachedTimeMap<Plain>>> {
+        self.local.get(key).await
+    }
+    async fn put(&self, key: &str, v: Arc<CachedTimeMap<Plain>>) -> Result<(), StoreError> {
+        self.local.put(key, v).await
+    }
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        self.local.remove(key).await
+    }
+    fn stats(&self) -> crate::cache::store::TierStats {
+        self.local.stats()
+    }
+    fn is_shared(&self) -> bool {
+        true
+    }
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Arc<CachedTimeMap<Plain>>,
+        expected: Observed,
+    ) -> Result<PutIf<CachedTimeMap<Plain>>, StoreError> {
+        // Another replica writes just before each of ours while it wins: whatever we expected
+        // is then out of date.
+        let seen = Observed::Revision(self.rival.revision());
+        let ordering = std::sync::atomic::Ordering::SeqCst;
+        if self.wins.load(ordering) > 0 {
+            assert_ne!(expected, Observed::Revision(value.revision()));
+            self.wins.fetch_sub(1, ordering);
+            let current = Some(self.rival.clone());
+            return Ok(PutIf::Lost { current, seen });
+        }
+        self.local.put(key, value).await.map(|()| PutIf::Stored)
+    }
+}
+
+/// The entry a cache on an archive of `captures` stores for [`URI_R`]: another replica's.
+async fn entry_of(captures: &[&str]) -> Arc<CachedTimeMap<Plain>> {
+    let archive = archive_of(captures).await;
+    let (cache, _) = cache_for(&archive, Policy::default());
+    cache.lookup(URI_R, Request::default()).await;
+    let store = cache.store().expect("a store");
+    store.get(&cache.key_of(URI_R)).await.expect("stored")
+}
+
+#[tokio::test]
+async fn a_write_that_lost_is_decided_again_against_the_winner() {
+    let rival = entry_of(&["20010101000000", "20030101000000", "20050101000000"]).await;
+    let archive = archive_of(&["20010101000000", "20050101000000"]).await;
+    let store = Rival {
+        local: super::super::store::HotTier::new(64 << 20),
+        rival: rival.clone(),
+        wins: 1.into(),
+    };
+    let (cache, _) = cache_on(&archive, Policy::default(), store);
+    // A first store whose if-absent write lost: our two mementos decided against the three
+    // another replica stored, kept out by the conditional policy.
+    let first = cache.lookup(URI_R, Request::default()).await;
+    assert_eq!(first.action, Some(Action::Kept));
+    let store = cache.store().expect("a store");
+    let stored = store.get(&cache.key_of(URI_R)).await.expect("stored");
+    assert_eq!(stored.entry.loose, 3);
+    assert_ne!(stored.revision(), rival.revision(), "a decision of its own");
+    let next = cache.lookup(URI_R, Request::default()).await;
+    assert_eq!(
+        (next.status, next.view.aggregate().timemap.len()),
+        (CacheStatus::Hit, 3)
+    );
+}
+
+#[tokio::test]
+async fn after_every_write_lost_the_shared_entry_stands_here_too() {
+    let rival = entry_of(&["20010101000000", "20030101000000", "20050101000000"]).await;
+    let archive = archive_of(&["20010101000000"]).await;
+    let store = Rival {
+        local: super::super::store::HotTier::new(64 << 20),
+        rival: rival.clone(),
+        wins: usize::MAX.into(),
+    };
+    let (cache, _) = cache_on(&archive, Policy::default(), store);
+    let first = cache.lookup(URI_R, Request::default()).await;
+    assert_eq!(first.action, Some(Action::Kept));
+    let store = cache.store().expect("a store");
+    let stored = store.get(&cache.key_of(URI_R)).await.expect("installed");
+    assert_eq!(
+        stored.revision(),
+        rival.revision(),
+        "the rival's entry, as it is"
+    );
+    assert_eq!(
+        store.wins.load(std::sync::atomic::Ordering::SeqCst),
+        usize::MAX - crate::cache::store::CAS_ATTEMPTS
     );
 }

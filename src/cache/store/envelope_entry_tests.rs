@@ -158,4 +158,7 @@ impl super::Cacheable for Entry {
     fn approx_bytes(&self) -> usize {
         Entry::approx_bytes(self)
     }
+    fn revision(&self) -> u64 {
+        tmproxy_core::policy::revision(self)
+    }
 }

@@ -17,6 +17,9 @@ impl Cacheable for Note {
     fn approx_bytes(&self) -> usize {
         self.body.len()
     }
+    fn revision(&self) -> u64 {
+        crate::cache::store::body_revision(&self.body)
+    }
 }
 
 fn note(n: usize) -> Note {

@@ -18,6 +18,9 @@ impl Cacheable for Note {
     fn approx_bytes(&self) -> usize {
         self.body.len() + 32
     }
+    fn revision(&self) -> u64 {
+        crate::cache::store::body_revision(&self.body)
+    }
 }
 
 fn note(body: &str) -> Arc<Note> {

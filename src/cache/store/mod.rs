@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+mod cas;
 mod disk_check;
 mod disk_threads;
 mod envelope;
@@ -20,17 +21,20 @@ mod fault_tests;
 mod hot;
 mod invalidate;
 mod open;
+mod pause;
 mod persistent;
 mod record;
 mod recover;
 mod remote;
 mod shared;
 
+pub use cas::{Observed, SetIf, CAS_ATTEMPTS};
 pub use hot::HotTier;
 pub use invalidate::Invalidate;
 pub use open::SLED_CACHE_BYTES;
+pub use pause::PAUSE_AFTER_FAILURE;
 pub use persistent::{PersistentTier, DISK_THREADS};
-pub use remote::{redis_key, FanOutClaim, SharedAddress, SharedStats, SharedTier};
+pub use remote::{redis_key, FanOutClaim, SharedAddress, SharedStats, SharedTier, KEY_PREFIX};
 
 /// What a stored value must offer: serde, and an estimate of its heap size for the byte bound.
 pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
@@ -39,6 +43,9 @@ pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
     const FORMAT_VERSION: u32;
     /// Approximate bytes this value keeps alive in memory; weighs it against the hot capacity.
     fn approx_bytes(&self) -> usize;
+    /// The same number on every replica for the same value, and another for a value decided
+    /// anew: what the shared tier's compare-and-set compares.
+    fn revision(&self) -> u64;
 }
 
 /// One tier, or the tiered pair. `get` never fails: anything unreadable is a miss, because a
@@ -81,6 +88,53 @@ pub trait Store<V: Cacheable>: Send + Sync {
     fn release_fan_out(&self, _key: &str, _token: &str) -> impl Future<Output = ()> + Send {
         std::future::ready(())
     }
+    /// Whether writes reach a tier other replicas write too, so one may land between reading
+    /// an entry and writing what was decided against it.
+    fn is_shared(&self) -> bool {
+        false
+    }
+    /// Stores `value` under `key` unless another replica stored something since `expected`
+    /// was seen there (compare-and-set): then nothing is written, and what is stored now
+    /// comes back to decide against. Without a shared tier, or with it failing, a plain put.
+    fn put_if(
+        &self,
+        key: &str,
+        value: Arc<V>,
+        _expected: Observed,
+    ) -> impl Future<Output = Result<PutIf<V>, StoreError>> + Send {
+        let put = self.put(key, value);
+        async move { put.await.map(|()| PutIf::Stored) }
+    }
+    /// Stores `value` in this replica's own tiers only: an entry another replica stored.
+    fn install(
+        &self,
+        key: &str,
+        value: Arc<V>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.put(key, value)
+    }
+    /// The shared entry under `key` when it is not the one of revision `than` (None: any),
+    /// installed locally; None when it is, when there is none, or with no shared tier.
+    fn shared_newer(
+        &self,
+        _key: &str,
+        _than: Option<u64>,
+    ) -> impl Future<Output = Option<Arc<V>>> + Send {
+        std::future::ready(None)
+    }
+}
+
+/// What [`Store::put_if`] came to.
+#[derive(Debug)]
+pub enum PutIf<V> {
+    /// Written (to the local tiers, and to the shared one if it answered).
+    Stored,
+    /// Another replica's write came first; nothing was written. `current` is what is stored
+    /// now (None: nothing, or nothing readable), `seen` what to compare against next.
+    Lost {
+        current: Option<Arc<V>>,
+        seen: Observed,
+    },
 }
 
 /// Counters of one tier.
@@ -148,7 +202,8 @@ pub fn open<V: Cacheable>(
 /// own `fresh_until`, never from its presence.
 ///
 /// With a shared tier (Redis, `[cache] shared`) behind them, a local miss reads through to it
-/// and a hit there fills the local tiers; every put and remove goes to it too. Its failures are
+/// and a hit there fills the local tiers; every put and remove goes to it too, and a
+/// [`Store::put_if`] goes there first, as a compare-and-set. Its failures are
 /// counted and reported by the tier itself, never returned: the local tiers are the truth here.
 pub struct Tiered<V> {
     hot: HotTier<V>,
@@ -228,15 +283,61 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
     }
 
     async fn put(&self, key: &str, value: Arc<V>) -> Result<(), StoreError> {
+        let local = self.install(key, Arc::clone(&value)).await;
+        if let Some(shared) = &self.shared {
+            shared.put(key, value).await;
+        }
+        local
+    }
+
+    async fn install(&self, key: &str, value: Arc<V>) -> Result<(), StoreError> {
         // Disk first, so a value is in memory only once it is durable, or once the disk has
         // failed: then memory serves it meanwhile (the caller reports it not stored), newer than
         // whatever the disk still holds.
         let on_disk = self.persistent.put(key, Arc::clone(&value)).await;
-        self.hot.put(key, Arc::clone(&value)).await?;
-        if let Some(shared) = &self.shared {
-            shared.put(key, value).await;
-        }
+        self.hot.put(key, value).await?;
         on_disk
+    }
+
+    fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The shared tier first, so the local tiers end with what it holds: ours when the write
+    /// landed, else nothing yet (the caller decides again against what comes back).
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Arc<V>,
+        expected: Observed,
+    ) -> Result<PutIf<V>, StoreError> {
+        if let Some(shared) = &self.shared {
+            if shared.put_if(key, Arc::clone(&value), expected).await == SetIf::Lost {
+                if let Some((seen, current)) = shared.read(key).await {
+                    return Ok(PutIf::Lost { current, seen });
+                }
+                // Redis failed right after: this replica goes on with its own tiers.
+            }
+        }
+        self.install(key, value).await.map(|()| PutIf::Stored)
+    }
+
+    async fn shared_newer(&self, key: &str, than: Option<u64>) -> Option<Arc<V>> {
+        let shared = self.shared.as_ref()?;
+        // The head first: 20 bytes, so a replica waiting for another's entry does not read a
+        // big one again and again.
+        match shared.observe(key).await? {
+            Observed::Absent => return None,
+            Observed::Revision(r) if Some(r) == than => return None,
+            Observed::Revision(_) | Observed::Unversioned => {}
+        }
+        let value = shared.get(key).await?;
+        if Some(value.revision()) == than {
+            return None;
+        }
+        // A local write failure is the persistent tier's to report.
+        let _ = self.install(key, Arc::clone(&value)).await;
+        Some(value)
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
@@ -284,6 +385,15 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
     }
 }
 
+/// The test notes' revision: a hash of their body.
+#[cfg(test)]
+fn body_revision(body: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    body.hash(&mut hasher);
+    hasher.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::envelope::decode;
@@ -306,6 +416,9 @@ mod tests {
         const FORMAT_VERSION: u32 = 1;
         fn approx_bytes(&self) -> usize {
             std::mem::size_of::<Self>() + self.body.len()
+        }
+        fn revision(&self) -> u64 {
+            body_revision(&self.body)
         }
     }
 

@@ -1,7 +1,10 @@
 //! The shared tier on Redis (`[cache] shared`): behind memory and sled, what the replicas of one
 //! deployment share. Values are the envelope bytes sled holds, so a damaged or planted value is a
 //! counted miss; Redis failing never fails a request: it is counted, warned about at most once a
-//! minute, and reported by `/healthz` until an operation succeeds again.
+//! minute, and reported by `/healthz` until an operation succeeds again. After a failure the
+//! calls skip Redis for [`PAUSE_AFTER_FAILURE`], so a Redis that drops packets costs one call
+//! timeout, not one per request. Writes of decided entries are compare-and-set on the entry's
+//! revision ([`super::cas`]).
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,8 +15,10 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 
+use super::cas::{framed, observed, Observed, SetIf, HEAD_LEN, SET_IF};
 use super::envelope::{decode, encode};
 use super::invalidate::{self, Invalidate, InvalidationCounters};
+use super::pause::{Pause, PAUSE_AFTER_FAILURE};
 use super::Cacheable;
 
 /// Where every key of ours lives in Redis, so tmproxy can share a Redis with others.
@@ -121,6 +126,9 @@ struct Inner {
     display: String,
     errors: AtomicU64,
     unreadable: AtomicU64,
+    skipped: AtomicU64,
+    lost: AtomicU64,
+    pause: Pause,
     /// Why the last call failed, while no call has succeeded since.
     failing: Mutex<Option<String>>,
     last_warn: Mutex<Option<Instant>>,
@@ -160,6 +168,11 @@ pub struct SharedStats {
     pub invalidations_refused: u64,
     /// Times the invalidation subscription came back after being lost (messages may be lost).
     pub invalidation_gaps: u64,
+    /// Calls not made because an earlier one failed less than [`PAUSE_AFTER_FAILURE`] ago
+    /// (not errors: Redis was not asked).
+    pub skipped: u64,
+    /// Compare-and-set writes that lost to another replica's write (then decided again).
+    pub cas_lost: u64,
 }
 
 impl<V: Cacheable> SharedTier<V> {
@@ -197,6 +210,9 @@ impl<V: Cacheable> SharedTier<V> {
                 display: address.display(),
                 errors: AtomicU64::new(0),
                 unreadable: AtomicU64::new(0),
+                skipped: AtomicU64::new(0),
+                lost: AtomicU64::new(0),
+                pause: Pause::default(),
                 failing: Mutex::new(None),
                 last_warn: Mutex::new(None),
                 address: address.clone(),
@@ -209,46 +225,98 @@ impl<V: Cacheable> SharedTier<V> {
 
     /// The value under `key` in Redis, if there is a readable one; anything else is a miss.
     pub async fn get(&self, key: &str) -> Option<Arc<V>> {
+        self.read(key).await?.1
+    }
+
+    /// What is stored under `key` (for a compare-and-set) and its value if readable; None when
+    /// Redis failed.
+    pub async fn read(&self, key: &str) -> Option<(Observed, Option<Arc<V>>)> {
         // GETRANGE, not GET: at most one byte past the cap is read, so an oversized value is
         // known without taking it whole. A missing key reads as empty.
         let mut cmd = redis::cmd("GETRANGE");
         cmd.arg(redis_key(key)).arg(0).arg(MAX_VALUE_BYTES);
         let bytes: Vec<u8> = self.call(cmd).await?;
+        let seen = observed(&bytes).0;
         if bytes.is_empty() {
-            return None;
+            return Some((seen, None));
         }
         if bytes.len() > MAX_VALUE_BYTES {
-            return self.unreadable(key, format!("larger than {MAX_VALUE_BYTES} bytes"));
+            let reason = format!("larger than {MAX_VALUE_BYTES} bytes");
+            return Some((seen, self.unreadable(key, reason)));
         }
         // Inflating and parsing a big TimeMap is seconds of CPU: off the runtime's threads.
-        let decoded = tokio::task::spawn_blocking(move || decode::<V>(&bytes))
+        let decoded = tokio::task::spawn_blocking(move || decode::<V>(observed(&bytes).1))
             .await
             .unwrap_or_else(|e| Err(format!("the decoding task failed: {e}")));
         match decoded {
-            Ok(value) => Some(Arc::new(value)),
-            Err(reason) => self.unreadable(key, reason),
+            Ok(value) => Some((seen, Some(Arc::new(value)))),
+            Err(reason) => Some((seen, self.unreadable(key, reason))),
         }
     }
 
-    /// Writes `value` under `key`; a failure is counted and logged, never returned: the entry
-    /// is still stored locally.
+    /// What is stored under `key`, from its first bytes only; None when Redis failed.
+    pub async fn observe(&self, key: &str) -> Option<Observed> {
+        let mut cmd = redis::cmd("GETRANGE");
+        cmd.arg(redis_key(key)).arg(0).arg(HEAD_LEN - 1);
+        let head: Vec<u8> = self.call(cmd).await?;
+        Some(observed(&head).0)
+    }
+
+    /// Writes `value` under `key` whatever is stored; a failure is counted and logged, never
+    /// returned: the entry is still stored locally.
     pub async fn put(&self, key: &str, value: Arc<V>) {
-        let encoded = tokio::task::spawn_blocking(move || encode(value.as_ref()))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
-        let bytes = match encoded {
-            Ok(bytes) => bytes,
-            Err(reason) => {
-                tracing::warn!(key, reason, "cannot encode an entry for the shared tier");
-                return;
-            }
+        let Some(bytes) = self.encoded(key, value).await else {
+            return;
         };
         let mut cmd = redis::cmd("SET");
         cmd.arg(redis_key(key)).arg(bytes);
         let stored: Option<()> = self.call(cmd).await;
         if stored.is_some() {
             self.announce(key).await;
+        }
+    }
+
+    /// Writes `value` under `key` only if what is stored is still `expected` (what the
+    /// writer's policy decided against): compare-and-set, in one script on one key.
+    pub async fn put_if(&self, key: &str, value: Arc<V>, expected: Observed) -> SetIf {
+        let Some(bytes) = self.encoded(key, value).await else {
+            return SetIf::Unavailable;
+        };
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(SET_IF)
+            .arg(1)
+            .arg(redis_key(key))
+            .arg(expected.expected_arg())
+            .arg(bytes);
+        match self.call::<i64>(cmd).await {
+            Some(1) => {
+                // The other replicas drop their local copies and read this one.
+                self.announce(key).await;
+                SetIf::Stored
+            }
+            Some(_) => {
+                self.inner.lost.fetch_add(1, Ordering::Relaxed);
+                SetIf::Lost
+            }
+            None => SetIf::Unavailable,
+        }
+    }
+
+    /// `value` as Redis holds it: its revision, then its envelope (None, logged, if it cannot
+    /// be encoded).
+    async fn encoded(&self, key: &str, value: Arc<V>) -> Option<Vec<u8>> {
+        let encoded = tokio::task::spawn_blocking(move || {
+            encode(value.as_ref()).map(|bytes| framed(value.revision(), &bytes))
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+        match encoded {
+            Ok(bytes) => Some(bytes),
+            Err(reason) => {
+                tracing::warn!(key, reason, "cannot encode an entry for the shared tier");
+                None
+            }
         }
     }
 
@@ -337,7 +405,15 @@ impl<V: Cacheable> SharedTier<V> {
             invalidations: self.inner.invalidations.applied.load(Ordering::Relaxed),
             invalidations_refused: self.inner.invalidations.refused.load(Ordering::Relaxed),
             invalidation_gaps: self.inner.invalidations.gaps.load(Ordering::Relaxed),
+            skipped: self.inner.skipped.load(Ordering::Relaxed),
+            cas_lost: self.inner.lost.load(Ordering::Relaxed),
         }
+    }
+
+    /// Ends a pause after a failure now, so the next call asks Redis (tests, and a Redis known
+    /// to be back).
+    pub fn end_pause(&self) {
+        self.inner.pause.end();
     }
 
     fn unreadable(&self, key: &str, reason: String) -> Option<Arc<V>> {
@@ -351,8 +427,13 @@ impl<V: Cacheable> SharedTier<V> {
     }
 
     /// Runs `cmd`, bounded by [`CALL_TIMEOUT`] (twice, for a cluster's connect then call);
-    /// None when Redis failed, after counting and reporting it.
+    /// None when Redis failed, after counting and reporting it, or when an earlier call failed
+    /// less than [`PAUSE_AFTER_FAILURE`] ago (counted as skipped).
     async fn call<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Option<T> {
+        if self.inner.pause.skips(Instant::now()) {
+            self.inner.skipped.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         let result = match &self.inner.conn {
             Conn::Single(manager) => {
                 let mut manager = manager.clone();
@@ -378,6 +459,7 @@ impl<V: Cacheable> SharedTier<V> {
     fn failed(&self, reason: String) {
         let inner = &self.inner;
         inner.errors.fetch_add(1, Ordering::Relaxed);
+        inner.pause.failed(Instant::now(), PAUSE_AFTER_FAILURE);
         let reason = format!("shared tier unreachable ({}): {reason}", inner.display);
         *lock(&inner.failing) = Some(reason.clone());
         let mut last = lock(&inner.last_warn);

@@ -116,6 +116,8 @@ fn tiers(
         let redis = [
             ("tmproxy_cache_shared_errors", MetricType::Counter, "Calls to the shared tier (Redis) that failed or timed out: served from the local tiers.", stats.errors),
             ("tmproxy_cache_shared_unreadable", MetricType::Counter, "Values in the shared tier found damaged, oversized or of another format: treated as misses.", stats.unreadable),
+            ("tmproxy_cache_shared_skipped", MetricType::Counter, "Calls to the shared tier not made because one failed less than 5 s before (the pause after a failure).", stats.skipped),
+            ("tmproxy_cache_shared_cas_lost", MetricType::Counter, "Writes to the shared tier that lost a compare-and-set to another replica's: decided again against its entry.", stats.cas_lost),
             ("tmproxy_cache_shared_degraded", MetricType::Gauge, "1 while the shared tier cannot be reached (see /healthz for why).", down),
             ("tmproxy_cache_shared_invalidations", MetricType::Counter, "Keys another replica stored or purged, dropped here from memory and disk (pub/sub).", stats.invalidations),
             ("tmproxy_cache_shared_invalidations_refused", MetricType::Counter, "Invalidation messages ignored: oversized, malformed or not naming a cache key.", stats.invalidations_refused),
