@@ -248,7 +248,7 @@ pub fn snapshot_seen(
             (
                 archive_of(&m.uri_m, archives),
                 format_14digit(m.datetime),
-                m.uri_m.clone(),
+                m.uri_m.to_string(),
             )
         })
         .collect();

@@ -231,10 +231,10 @@ pub fn timegate_mementos(
         match base.join(loc) {
             Ok(u) => {
                 let uri = escape_uri(u.as_str()).into_owned();
-                if !mementos.iter().any(|m| m.uri_m == uri) && allowed(&uri, &mut notes) {
+                if !mementos.iter().any(|m| *m.uri_m == *uri) && allowed(&uri, &mut notes) {
                     match dated {
                         Some(datetime) => mementos.push(LinkMemento {
-                            uri_m: uri,
+                            uri_m: uri.into(),
                             datetime,
                         }),
                         None => notes.push(format!(

@@ -67,7 +67,7 @@ async fn pages_in_every_format_hold_their_slice_and_link_the_rest() {
     assert_eq!(header(&r, "content-type"), "application/link-format");
     let tm = parse_link_format(&r.body, &page2);
     assert_eq!(tm.skipped, 0, "{}", r.body);
-    let got: Vec<String> = tm.mementos.iter().map(|m| m.uri_m.clone()).collect();
+    let got: Vec<String> = tm.mementos.iter().map(|m| m.uri_m.to_string()).collect();
     assert_eq!(got, uri_ms(&SEVEN[3..6]));
     assert_eq!(tm.self_uri.as_deref(), Some(page2.as_str()));
     let pages: Vec<&str> = tm.pages.iter().map(|p| p.uri.as_str()).collect();
@@ -299,7 +299,7 @@ async fn pages_of_a_pywb_timemap() {
     let r = get(&page2, &[]).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let tm = parse_link_format(&r.body, &page2);
-    let got: Vec<String> = tm.mementos.iter().map(|m| m.uri_m.clone()).collect();
+    let got: Vec<String> = tm.mementos.iter().map(|m| m.uri_m.to_string()).collect();
     assert_eq!(got, [uri_m(stamps[2]), uri_m(stamps[3])]);
     let pages: Vec<&str> = tm.pages.iter().map(|p| p.uri.as_str()).collect();
     assert_eq!(

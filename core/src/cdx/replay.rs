@@ -114,7 +114,10 @@ impl Replay {
             return None;
         }
         let uri_m = self.uri_m(&row.timestamp, &row.original);
-        is_servable_uri_m(&uri_m).then_some(LinkMemento { uri_m, datetime })
+        is_servable_uri_m(&uri_m).then_some(LinkMemento {
+            uri_m: uri_m.into(),
+            datetime,
+        })
     }
 
     /// The mementos of `rows`, in their order, and how many rows could not be one. Every

@@ -124,7 +124,7 @@ pub struct Absence {
 impl From<LinkMemento> for ListedMemento {
     fn from(m: LinkMemento) -> Self {
         ListedMemento {
-            uri_m: m.uri_m.into(),
+            uri_m: m.uri_m,
             datetime: m.datetime,
             absent: None,
         }
@@ -401,7 +401,7 @@ mod tests {
 
     fn lm(uri: &str, ts: &str) -> LinkMemento {
         LinkMemento {
-            uri_m: uri.to_string(),
+            uri_m: uri.into(),
             datetime: parse_14digit(ts).expect("test timestamp"),
         }
     }

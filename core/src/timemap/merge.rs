@@ -146,7 +146,7 @@ mod tests {
 
     fn lm(uri: &str, ts: &str) -> LinkMemento {
         LinkMemento {
-            uri_m: uri.to_string(),
+            uri_m: uri.into(),
             datetime: parse_14digit(ts).expect("test timestamp"),
         }
     }
@@ -234,7 +234,7 @@ mod tests {
     fn newest_first_input_merges_like_oldest_first() {
         let oldest: Vec<LinkMemento> = (0..1000)
             .map(|i| LinkMemento {
-                uri_m: format!("http://ia/{i}"),
+                uri_m: format!("http://ia/{i}").into(),
                 datetime: parse_14digit("20000101000000").expect("ts")
                     + chrono::Duration::seconds(i),
             })

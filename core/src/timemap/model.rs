@@ -13,7 +13,7 @@ pub type ArchiveId = Arc<str>;
 /// One memento as read from one archive's TimeMap, before we know which archive it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkMemento {
-    pub uri_m: String,
+    pub uri_m: Arc<str>,
     pub datetime: MementoDatetime,
 }
 

@@ -138,7 +138,7 @@ mod tests {
         let contribution = |id: &str, ts: &str| {
             let answer = ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None);
             let m = LinkMemento {
-                uri_m: format!("http://{id}/{ts}"),
+                uri_m: format!("http://{id}/{ts}").into(),
                 datetime: at(ts),
             };
             Contribution::listed(id, answer, at("20240101"), vec![m])

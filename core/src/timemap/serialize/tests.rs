@@ -56,7 +56,7 @@ fn link_format_marks_first_and_last_and_parses_back() {
     let got: Vec<(String, String)> = back
         .mementos
         .iter()
-        .map(|m| (m.uri_m.clone(), format_14digit(m.datetime)))
+        .map(|m| (m.uri_m.to_string(), format_14digit(m.datetime)))
         .collect();
     let want: Vec<(String, String)> = a
         .timemap
