@@ -32,20 +32,66 @@ impl Coding {
     /// The body in this coding. Levels are the fast end of each (a TimeMap is coded once per
     /// cached entry, but a client waits for the first): brotli 5, zstd 3, gzip 6.
     pub fn encode(self, body: &[u8]) -> std::io::Result<Vec<u8>> {
-        let out = Vec::with_capacity(body.len() / 4);
+        let mut w = self.encoder(Vec::with_capacity(body.len() / 4))?;
+        w.write_all(body)?;
+        w.finish()
+    }
+
+    /// A writer coding what it is given into `out`, piece by piece ([`Encoder::finish`] ends
+    /// the coded stream), at the levels of [`Coding::encode`].
+    pub fn encoder<W: Write>(self, out: W) -> std::io::Result<Encoder<W>> {
+        Ok(match self {
+            Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
+                out,
+                64 * 1024,
+                5,
+                22,
+            ))),
+            Coding::Zstd => Encoder::Zstd(zstd::stream::Encoder::new(out, 3)?),
+            Coding::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
+                out,
+                flate2::Compression::new(6),
+            )),
+        })
+    }
+}
+
+/// A body being coded as it is written ([`Coding::encoder`]). Brotli's state is boxed: it is
+/// kilobytes, the others a few pointers.
+pub enum Encoder<W: Write> {
+    Br(Box<brotli::CompressorWriter<W>>),
+    Zstd(zstd::stream::Encoder<'static, W>),
+    Gzip(flate2::write::GzEncoder<W>),
+}
+
+impl<W: Write> Encoder<W> {
+    /// Ends the coded stream and gives back the writer it went to.
+    pub fn finish(self) -> std::io::Result<W> {
         match self {
-            Coding::Br => {
-                let mut w = brotli::CompressorWriter::new(out, 64 * 1024, 5, 22);
-                w.write_all(body)?;
+            Encoder::Br(mut w) => {
                 w.flush()?;
                 Ok(w.into_inner())
             }
-            Coding::Zstd => zstd::stream::encode_all(body, 3),
-            Coding::Gzip => {
-                let mut w = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
-                w.write_all(body)?;
-                w.finish()
-            }
+            Encoder::Zstd(w) => w.finish(),
+            Encoder::Gzip(w) => w.finish(),
+        }
+    }
+}
+
+impl<W: Write> Write for Encoder<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Encoder::Br(w) => w.write(buf),
+            Encoder::Zstd(w) => w.write(buf),
+            Encoder::Gzip(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Encoder::Br(w) => w.flush(),
+            Encoder::Zstd(w) => w.flush(),
+            Encoder::Gzip(w) => w.flush(),
         }
     }
 }

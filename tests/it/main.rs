@@ -34,5 +34,6 @@ mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;
 mod shared_tier;
+mod streamed_hits;
 mod support;
 mod ui;

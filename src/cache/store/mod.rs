@@ -81,6 +81,22 @@ pub trait Store<V: Cacheable>: Send + Sync {
     }
 }
 
+/// What the serving layer keeps of a value too heavy for the hot tier (its renderings on disk and
+/// a small head in memory), told of every change to a key so it never outlives the value it was
+/// made of. Called in the order the tiers change; each call must return at once (real work goes
+/// to a task of its own).
+pub trait Overflow<V>: Send + Sync {
+    /// A stamp to pass to [`Overflow::read`]: taken before the persistent tier is read, so a
+    /// change to `key` while it is read is seen.
+    fn stamp(&self, key: &str) -> u64;
+    /// `key` now holds `value`, which the hot tier does not keep (None: a value it keeps, or
+    /// none): whatever was kept of the old one goes.
+    fn replace(&self, key: &str, value: Option<&Arc<V>>);
+    /// `value` was read from the persistent tier for `key` (the hot tier does not keep it):
+    /// kept too if nothing is kept yet and `key` did not change since `stamp`.
+    fn read(&self, key: &str, value: &Arc<V>, stamp: u64);
+}
+
 /// Counters of one tier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TierStats {
@@ -152,6 +168,7 @@ pub struct Tiered<V> {
     hot: HotTier<V>,
     persistent: PersistentTier<V>,
     shared: Option<SharedTier<V>>,
+    overflow: Option<Arc<dyn Overflow<V>>>,
 }
 
 impl<V> Clone for Tiered<V> {
@@ -160,6 +177,7 @@ impl<V> Clone for Tiered<V> {
             hot: self.hot.clone(),
             persistent: self.persistent.clone(),
             shared: self.shared.clone(),
+            overflow: self.overflow.clone(),
         }
     }
 }
@@ -171,6 +189,23 @@ impl<V: Cacheable> Tiered<V> {
             hot,
             persistent,
             shared: None,
+            overflow: None,
+        }
+    }
+
+    /// The same tiers, telling `overflow` of the values too heavy for the hot tier.
+    pub fn with_overflow(self, overflow: Arc<dyn Overflow<V>>) -> Self {
+        Self {
+            overflow: Some(overflow),
+            ..self
+        }
+    }
+
+    /// Tells the overflow that `key` now holds `value`.
+    fn replaced(&self, key: &str, value: Option<&Arc<V>>) {
+        if let Some(overflow) = &self.overflow {
+            let heavy = value.filter(|v| !self.hot.keeps(key, v));
+            overflow.replace(key, heavy);
         }
     }
 
@@ -203,10 +238,16 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         if let Some(value) = self.hot.get(key).await {
             return Some(value);
         }
+        let stamp = self.overflow.as_ref().map(|o| o.stamp(key));
         if let Some(value) = self.persistent.get(key).await {
             // Promote, so the next request (e.g. the first after a restart) is served from
             // memory. The hot put cannot fail.
             let _ = self.hot.put(key, Arc::clone(&value)).await;
+            if let (Some(overflow), Some(stamp)) = (&self.overflow, stamp) {
+                if !self.hot.keeps(key, &value) {
+                    overflow.read(key, &value, stamp);
+                }
+            }
             return Some(value);
         }
         let value = self.shared.as_ref()?.get(key).await?;
@@ -214,6 +255,7 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         // from now on. A local write failure is the persistent tier's to report.
         let _ = self.persistent.put(key, Arc::clone(&value)).await;
         let _ = self.hot.put(key, Arc::clone(&value)).await;
+        self.replaced(key, Some(&value));
         Some(value)
     }
 
@@ -223,6 +265,7 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         // whatever the disk still holds.
         let on_disk = self.persistent.put(key, Arc::clone(&value)).await;
         self.hot.put(key, Arc::clone(&value)).await?;
+        self.replaced(key, Some(&value));
         if let Some(shared) = &self.shared {
             shared.put(key, value).await;
         }
@@ -233,6 +276,7 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         let on_disk = self.persistent.remove(key).await;
         // Even if the disk failed, stop serving it from memory.
         self.hot.remove(key).await?;
+        self.replaced(key, None);
         if let Some(shared) = &self.shared {
             shared.remove(key).await;
         }
