@@ -233,18 +233,24 @@ impl Spill {
         if current {
             pending.remove(key);
         }
-        let Some(head) = made else { return };
-        if !current {
-            head.remove_files();
-        } else if head.bytes() > self.capacity {
-            // It would be evicted at once, and made again on every read.
-            head.remove_files();
+        let refuse = || {
             self.refused
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(key.to_owned());
-        } else {
-            self.heads.insert(key.to_owned(), Arc::new(head));
+        };
+        match made {
+            Some(head) if !current => head.remove_files(),
+            // It would be evicted at once, and made again on every read.
+            Some(head) if head.bytes() > self.capacity => {
+                head.remove_files();
+                refuse();
+            }
+            Some(head) => self.heads.insert(key.to_owned(), Arc::new(head)),
+            // Not servable from files, or the disk refused them: not tried again on every read
+            // (seconds of rendering each), only once the key changes.
+            None if current => refuse(),
+            None => {}
         }
     }
 }

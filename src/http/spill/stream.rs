@@ -177,3 +177,77 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     }
     Ok(filled)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Streams the file `want` names as it stands: the pieces sent, and whether it was found
+    /// damaged.
+    fn stream(want: &SpilledFile, coding: Option<Coding>) -> (Vec<Bytes>, bool) {
+        let (tx, mut rx) = mpsc::channel(1024);
+        let file = File::open(&want.path).expect("open");
+        let damaged = matches!(pump(file, want, coding, &tx), Err(StreamEnd::Damaged(_)));
+        drop(tx);
+        let mut got = Vec::new();
+        while let Ok(Ok(piece)) = rx.try_recv() {
+            got.push(piece);
+        }
+        (got, damaged)
+    }
+
+    fn written(dir: &tempfile::TempDir, body: &[u8]) -> SpilledFile {
+        let path = dir.path().join("r.txt");
+        std::fs::write(&path, body).expect("write");
+        SpilledFile {
+            path,
+            len: body.len() as u64,
+            crc: crc32fast::hash(body),
+        }
+    }
+
+    #[test]
+    fn a_sound_file_is_sent_whole_in_pieces() {
+        let dir = tempfile::tempdir().expect("dir");
+        let body: Vec<u8> = (0..PIECE * 2 + 17).map(|i| (i % 251) as u8).collect();
+        let file = written(&dir, &body);
+        let (got, damaged) = stream(&file, None);
+        assert!(!damaged);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got.concat(), body);
+    }
+
+    #[test]
+    fn a_damaged_file_never_sends_its_last_piece() {
+        let dir = tempfile::tempdir().expect("dir");
+        let body: Vec<u8> = (0..PIECE * 2 + 17).map(|i| (i % 251) as u8).collect();
+        let want = written(&dir, &body);
+        let mut flipped = body.clone();
+        flipped[PIECE + 5] ^= 1;
+        let mut longer = body.clone();
+        longer.extend_from_slice(b"more");
+        for (what, bytes) in [
+            ("flipped", flipped),
+            ("shorter", body[..PIECE + 3].to_vec()),
+            ("longer", longer),
+            ("empty", Vec::new()),
+        ] {
+            std::fs::write(&want.path, &bytes).expect("damage");
+            for coding in [None, Some(Coding::Gzip)] {
+                let (got, damaged) = stream(&want, coding);
+                assert!(damaged, "{what} {coding:?}");
+                let sent: usize = got.iter().map(Bytes::len).sum();
+                match coding {
+                    None => assert!(sent < body.len(), "{what}: {sent} bytes sent"),
+                    // The coded stream is never ended: no decoder takes it for whole.
+                    Some(_) => {
+                        let mut back = Vec::new();
+                        let whole =
+                            flate2::read::GzDecoder::new(&got.concat()[..]).read_to_end(&mut back);
+                        assert!(whole.is_err(), "{what}: a whole gzip stream");
+                    }
+                }
+            }
+        }
+    }
+}
