@@ -89,6 +89,8 @@ pub struct Spill {
     capacity: u64,
     /// Bodies streamed from files so far (tests, operators).
     streamed: AtomicU64,
+    /// Woken whenever a spill settles.
+    settled: tokio::sync::Notify,
 }
 
 const STAMP_BUCKETS: usize = 1024;
@@ -124,6 +126,7 @@ impl Spill {
             busy: AtomicBool::new(false),
             capacity,
             streamed: AtomicU64::new(0),
+            settled: tokio::sync::Notify::new(),
         }))
     }
 
@@ -139,6 +142,26 @@ impl Spill {
     /// The head kept for `key`, if any.
     pub fn head(&self, key: &str) -> Option<Arc<Head>> {
         self.heads.get(key)
+    }
+
+    /// Waits, at most `limit`, while `key`'s renderings are being written: a hit then reads
+    /// them rather than the whole entry again (seconds, and its size in memory a second time).
+    pub async fn await_pending(&self, key: &str, limit: std::time::Duration) {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            // Registered before looking, so a spill settling in between still wakes it.
+            settled.as_mut().enable();
+            let pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(key);
+            if !pending || tokio::time::timeout_at(until, settled).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Drops `key`'s head of revision `rev` (its file is damaged or gone), files and all, so
@@ -252,6 +275,8 @@ impl Spill {
             None if current => refuse(),
             None => {}
         }
+        drop(pending);
+        self.settled.notify_waiters();
     }
 }
 
