@@ -143,9 +143,6 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
     let dir = tempfile::tempdir().expect("dir");
     let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
     let served = bodies(&proxy).await;
-    // The miss stored the entry before answering (`stored` within the deadline), so its
-    // renderings were being written: the next two formats waited for them, not for the entry.
-    assert_eq!(spill(&proxy).streamed(), 2, "json and cdxj streamed");
     // What the ordinary path makes of the entry: each format asked with no head kept (dropped
     // as a damaged file would be), so the entry is read from disk and rendered in memory.
     let key = proxy.state.as_ref().expect("state").cache.key_of(URI_R);

@@ -92,6 +92,11 @@ pub trait Overflow<V>: Send + Sync {
     /// `key` now holds `value`, which the hot tier does not keep (None: a value it keeps, or
     /// none): whatever was kept of the old one goes.
     fn replace(&self, key: &str, value: Option<&Arc<V>>);
+    /// The value of `key` it holds in memory for now, if any (one whose renderings are being
+    /// made): served without reading the persistent tier.
+    fn held(&self, _key: &str) -> Option<Arc<V>> {
+        None
+    }
     /// `value` was read from the persistent tier for `key` (the hot tier does not keep it):
     /// kept too if nothing is kept yet and `key` did not change since `stamp`.
     fn read(&self, key: &str, value: &Arc<V>, stamp: u64);
@@ -238,6 +243,9 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         if let Some(value) = self.hot.get(key).await {
             return Some(value);
         }
+        if let Some(value) = self.overflow.as_ref().and_then(|o| o.held(key)) {
+            return Some(value);
+        }
         let stamp = self.overflow.as_ref().map(|o| o.stamp(key));
         if let Some(value) = self.persistent.get(key).await {
             // Promote, so the next request (e.g. the first after a restart) is served from
@@ -289,8 +297,11 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         self.persistent.stats()
     }
 
-    fn get_in_memory(&self, key: &str) -> impl Future<Output = Option<Arc<V>>> + Send {
-        self.hot.get(key)
+    async fn get_in_memory(&self, key: &str) -> Option<Arc<V>> {
+        match self.hot.get(key).await {
+            Some(value) => Some(value),
+            None => self.overflow.as_ref().and_then(|o| o.held(key)),
+        }
     }
 
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {

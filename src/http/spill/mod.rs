@@ -76,8 +76,10 @@ pub struct Spill {
     context: super::view::ViewContext,
     /// Bounded by the bytes of their files; a head that leaves takes its files with it.
     heads: moka::sync::Cache<String, Arc<Head>>,
-    /// Keys whose renderings are being written, with the revision that may become their head.
-    pending: Mutex<HashMap<String, u64>>,
+    /// Keys whose renderings are being written, with the revision that may become their head
+    /// and the value they are written from: served from memory meanwhile
+    /// ([`Overflow::held`]), as the hot tier would, rather than read from disk a second time.
+    pending: Mutex<HashMap<String, (u64, Arc<CachedTimeMap<View>>)>>,
     /// Keys whose renderings alone are over the capacity: served the ordinary way.
     refused: Mutex<HashSet<String>>,
     /// Changes per bucket of keys: a value read from disk is spilled only if its key did not
@@ -89,8 +91,6 @@ pub struct Spill {
     capacity: u64,
     /// Bodies streamed from files so far (tests, operators).
     streamed: AtomicU64,
-    /// Woken whenever a spill settles.
-    settled: tokio::sync::Notify,
 }
 
 const STAMP_BUCKETS: usize = 1024;
@@ -126,7 +126,6 @@ impl Spill {
             busy: AtomicBool::new(false),
             capacity,
             streamed: AtomicU64::new(0),
-            settled: tokio::sync::Notify::new(),
         }))
     }
 
@@ -142,26 +141,6 @@ impl Spill {
     /// The head kept for `key`, if any.
     pub fn head(&self, key: &str) -> Option<Arc<Head>> {
         self.heads.get(key)
-    }
-
-    /// Waits, at most `limit`, while `key`'s renderings are being written: a hit then reads
-    /// them rather than the whole entry again (seconds, and its size in memory a second time).
-    pub async fn await_pending(&self, key: &str, limit: std::time::Duration) {
-        let until = tokio::time::Instant::now() + limit;
-        loop {
-            let settled = self.settled.notified();
-            tokio::pin!(settled);
-            // Registered before looking, so a spill settling in between still wakes it.
-            settled.as_mut().enable();
-            let pending = self
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains_key(key);
-            if !pending || tokio::time::timeout_at(until, settled).await.is_err() {
-                return;
-            }
-        }
     }
 
     /// Drops `key`'s head of revision `rev` (its file is damaged or gone), files and all, so
@@ -202,7 +181,7 @@ impl Spill {
                 return;
             }
             let rev = self.next_rev.fetch_add(1, Ordering::Relaxed);
-            pending.insert(key.to_owned(), rev);
+            pending.insert(key.to_owned(), (rev, value.clone()));
             rev
         };
         let (this, key, value) = (self.clone(), key.to_owned(), value.clone());
@@ -252,7 +231,7 @@ impl Spill {
     /// Keeps `made` as `key`'s head if `rev` is still the one awaited; else its files go.
     fn settle(&self, key: &str, rev: u64, made: Option<Head>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        let current = pending.get(key) == Some(&rev);
+        let current = pending.get(key).is_some_and(|(r, _)| *r == rev);
         if current {
             pending.remove(key);
         }
@@ -276,7 +255,6 @@ impl Spill {
             None => {}
         }
         drop(pending);
-        self.settled.notify_waiters();
     }
 }
 
@@ -307,6 +285,11 @@ impl Overflow<CachedTimeMap<View>> for Overflowing {
         if let Some(value) = value {
             spill.start(key, value, None);
         }
+    }
+
+    fn held(&self, key: &str) -> Option<Arc<CachedTimeMap<View>>> {
+        let pending = self.0.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.get(key).map(|(_, value)| value.clone())
     }
 
     fn read(&self, key: &str, value: &Arc<CachedTimeMap<View>>, stamp: u64) {

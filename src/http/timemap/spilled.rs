@@ -25,14 +25,8 @@ pub(super) async fn answer(
     }
     let uri_r = lookup.uri_r.as_str();
     let key = state.cache.key_of(uri_r);
-    let head = match spill.head(&key) {
-        Some(head) => head,
-        // Being written (just stored, or read back): waited for, up to the archives' deadline.
-        None => {
-            spill.await_pending(&key, state.upstream.deadline()).await;
-            spill.head(&key)?
-        }
-    };
+    // None while the renderings are being written: the entry is then served from memory.
+    let head = spill.head(&key)?;
     // The bodies name the URI-R as stored; another spelling's are made from the entry.
     if head.uri_r != uri_r || !state.cache.head_is_fresh(head.checked_at) {
         return None;
