@@ -79,7 +79,7 @@ pub struct Spill {
     /// Keys whose renderings are being written, with the revision that may become their head
     /// and the value they are written from: served from memory meanwhile
     /// ([`Overflow::held`]), as the hot tier would, rather than read from disk a second time.
-    pending: Mutex<HashMap<String, (u64, Arc<CachedTimeMap<View>>)>>,
+    pending: Mutex<HashMap<String, (u64, Entry)>>,
     /// Keys whose renderings alone are over the capacity: served the ordinary way.
     refused: Mutex<HashSet<String>>,
     /// Changes per bucket of keys: a value read from disk is spilled only if its key did not
@@ -94,6 +94,9 @@ pub struct Spill {
 }
 
 const STAMP_BUCKETS: usize = 1024;
+
+/// A stored entry with its view, as the store holds it.
+type Entry = Arc<CachedTimeMap<View>>;
 
 impl Spill {
     /// The renderings directory under `cache_path`, emptied: heads live in memory only, so
