@@ -79,7 +79,7 @@ pub struct Spill {
     /// Keys whose renderings are being written, with the revision that may become their head
     /// and the value they are written from: served from memory meanwhile
     /// ([`Overflow::held`]), as the hot tier would, rather than read from disk a second time.
-    pending: Mutex<HashMap<String, (u64, Entry)>>,
+    pending: Mutex<HashMap<String, Pending>>,
     /// Keys whose renderings alone are over the capacity: served the ordinary way.
     refused: Mutex<HashSet<String>>,
     /// Changes per bucket of keys: a value read from disk is spilled only if its key did not
@@ -97,6 +97,17 @@ const STAMP_BUCKETS: usize = 1024;
 
 /// A stored entry with its view, as the store holds it.
 type Entry = Arc<CachedTimeMap<View>>;
+
+/// A spill under way (or just done, see [`LINGER`]): its revision and the value it renders.
+struct Pending {
+    rev: u64,
+    value: Entry,
+    done: bool,
+}
+
+/// How long a spill's value stays held once its head is kept: a request that looked for the
+/// head just before it came finds the value in memory rather than reading it from disk.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Spill {
     /// The renderings directory under `cache_path`, emptied: heads live in memory only, so
@@ -149,10 +160,14 @@ impl Spill {
     /// Drops `key`'s head of revision `rev` (its file is damaged or gone), files and all, so
     /// the next request reads the entry and renders it again.
     pub fn discard(&self, key: &str, rev: u64) {
-        let _lock = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(head) = self.heads.get(key).filter(|h| h.rev == rev) {
             self.heads.invalidate(key);
             head.remove_files();
+            // A value still held from making it would keep a new spill from starting.
+            if pending.get(key).is_some_and(|p| p.done) {
+                pending.remove(key);
+            }
         }
     }
 
@@ -184,7 +199,15 @@ impl Spill {
                 return;
             }
             let rev = self.next_rev.fetch_add(1, Ordering::Relaxed);
-            pending.insert(key.to_owned(), (rev, value.clone()));
+            let value = value.clone();
+            pending.insert(
+                key.to_owned(),
+                Pending {
+                    rev,
+                    value,
+                    done: false,
+                },
+            );
             rev
         };
         let (this, key, value) = (self.clone(), key.to_owned(), value.clone());
@@ -232,32 +255,57 @@ impl Spill {
     }
 
     /// Keeps `made` as `key`'s head if `rev` is still the one awaited; else its files go.
-    fn settle(&self, key: &str, rev: u64, made: Option<Head>) {
+    fn settle(self: &Arc<Self>, key: &str, rev: u64, made: Option<Head>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        let current = pending.get(key).is_some_and(|(r, _)| *r == rev);
-        if current {
-            pending.remove(key);
-        }
+        let taken = match pending.get(key) {
+            Some(p) if p.rev == rev && !p.done => pending.remove(key),
+            _ => None,
+        };
         let refuse = || {
             self.refused
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(key.to_owned());
         };
-        match made {
-            Some(head) if !current => head.remove_files(),
+        match (made, taken) {
+            (Some(head), None) => head.remove_files(),
             // It would be evicted at once, and made again on every read.
-            Some(head) if head.bytes() > self.capacity => {
+            (Some(head), Some(_)) if head.bytes() > self.capacity => {
                 head.remove_files();
                 refuse();
             }
-            Some(head) => self.heads.insert(key.to_owned(), Arc::new(head)),
+            (Some(head), Some(taken)) => {
+                self.heads.insert(key.to_owned(), Arc::new(head));
+                self.linger(&mut pending, key, taken);
+            }
             // Not servable from files, or the disk refused them: not tried again on every read
             // (seconds of rendering each), only once the key changes.
-            None if current => refuse(),
-            None => {}
+            (None, Some(_)) => refuse(),
+            (None, None) => {}
         }
-        drop(pending);
+    }
+
+    /// Holds `taken`'s value for [`LINGER`] more, then lets it go (unless `key` changed).
+    fn linger(self: &Arc<Self>, pending: &mut HashMap<String, Pending>, key: &str, taken: Pending) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let rev = taken.rev;
+        pending.insert(
+            key.to_owned(),
+            Pending {
+                done: true,
+                ..taken
+            },
+        );
+        let (this, key) = (self.clone(), key.to_owned());
+        runtime.spawn(async move {
+            tokio::time::sleep(LINGER).await;
+            let mut pending = this.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if pending.get(&key).is_some_and(|p| p.rev == rev) {
+                pending.remove(&key);
+            }
+        });
     }
 }
 
@@ -292,7 +340,7 @@ impl Overflow<CachedTimeMap<View>> for Overflowing {
 
     fn held(&self, key: &str) -> Option<Arc<CachedTimeMap<View>>> {
         let pending = self.0.pending.lock().unwrap_or_else(|p| p.into_inner());
-        pending.get(key).map(|(_, value)| value.clone())
+        pending.get(key).map(|p| p.value.clone())
     }
 
     fn read(&self, key: &str, value: &Arc<CachedTimeMap<View>>, stamp: u64) {
