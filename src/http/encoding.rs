@@ -101,6 +101,31 @@ impl<W: Write> Write for Encoder<W> {
 /// for identity (no header, or nothing of ours acceptable). `identity;q=0` cannot be honoured
 /// for a body too big to code; RFC 9110 lets us send identity anyway.
 pub fn negotiate(headers: &HeaderMap) -> Option<Coding> {
+    let q = weights(headers);
+    Coding::ALL
+        .iter()
+        .map(|c| (*c, q[c.index()]))
+        .filter(|(_, w)| *w > 0.0)
+        // max_by keeps the last of equals: walk in reverse so the first preferred wins.
+        .rev()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+}
+
+/// [`negotiate`], but `favoured` wherever the client accepts it as much as the coding it would
+/// get: a body already stored in `favoured` is sent at once rather than coded on the way.
+pub fn negotiate_favouring(headers: &HeaderMap, favoured: Coding) -> Option<Coding> {
+    let chosen = negotiate(headers)?;
+    let q = weights(headers);
+    match q[favoured.index()] >= q[chosen.index()] {
+        true => Some(favoured),
+        false => Some(chosen),
+    }
+}
+
+/// Each of our codings' `q` in `Accept-Encoding` (by [`Coding::index`]), `*` standing for
+/// those not named; 0 for one not acceptable.
+fn weights(headers: &HeaderMap) -> [f32; 3] {
     let mut q = [None::<f32>; 3];
     let mut star = None::<f32>;
     for value in headers.get_all(header::ACCEPT_ENCODING) {
@@ -123,14 +148,7 @@ pub fn negotiate(headers: &HeaderMap) -> Option<Coding> {
             }
         }
     }
-    Coding::ALL
-        .iter()
-        .map(|c| (*c, q[c.index()].or(star).unwrap_or(0.0)))
-        .filter(|(_, w)| *w > 0.0)
-        // max_by keeps the last of equals: walk in reverse so the first preferred wins.
-        .rev()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(c, _)| c)
+    q.map(|w| w.or(star).unwrap_or(0.0))
 }
 
 #[cfg(test)]
@@ -163,6 +181,24 @@ mod tests {
         assert_eq!(negotiate(&accept("gzip;q=0")), None);
         assert_eq!(negotiate(&accept("GZIP;Q=0.5")), Some(Coding::Gzip), "case");
         assert_eq!(negotiate(&accept("gzip;q=7, br;q=nope")), Some(Coding::Br));
+    }
+
+    #[test]
+    fn a_favoured_coding_wins_where_it_is_accepted_as_much() {
+        let z = Coding::Zstd;
+        assert_eq!(negotiate_favouring(&HeaderMap::new(), z), None);
+        assert_eq!(negotiate_favouring(&accept("gzip, br, zstd"), z), Some(z));
+        assert_eq!(negotiate_favouring(&accept("*"), z), Some(z));
+        assert_eq!(negotiate_favouring(&accept("br"), z), Some(Coding::Br));
+        assert_eq!(
+            negotiate_favouring(&accept("br, zstd;q=0.5"), z),
+            Some(Coding::Br)
+        );
+        assert_eq!(
+            negotiate_favouring(&accept("gzip, zstd;q=0"), z),
+            Some(Coding::Gzip)
+        );
+        assert_eq!(negotiate_favouring(&accept("identity"), z), None);
     }
 
     #[test]

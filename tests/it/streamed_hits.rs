@@ -209,6 +209,18 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
                 assert_eq!(r.headers()["x-cache"], "HIT");
             }
         }
+        // A client taking zstd as gladly as br gets the stored zstd body.
+        let r = get(
+            &url(&proxy, format),
+            &[("accept-encoding", "gzip, br, zstd")],
+        )
+        .await;
+        assert_eq!(r.headers()["content-encoding"], "zstd");
+        same(
+            &decode("zstd", &r.bytes().await.expect("body")),
+            body,
+            "favoured zstd",
+        );
         let r = client()
             .head(url(&proxy, format))
             .send()
@@ -218,8 +230,8 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
         assert_eq!(&r.headers()["etag"], etag.as_str());
         assert!(r.bytes().await.expect("no body").is_empty());
     }
-    // 3 plain + 3 × 3 coded bodies came from the files; the archive was asked once.
-    assert_eq!(spill(&proxy).streamed() - streamed, 12);
+    // 3 plain + 3 × 4 coded bodies came from the files; the archive was asked once.
+    assert_eq!(spill(&proxy).streamed() - streamed, 15);
     assert_eq!(a.requests(), 1);
     assert_eq!(kept(&proxy).map(|h| h.rev), Some(head.rev));
 }

@@ -44,7 +44,8 @@ pub(super) async fn answer(
     if let Some(v) = &rendering.link_header {
         h.insert(header::LINK, v.clone());
     }
-    let coding = encoding::negotiate(headers);
+    // zstd is on disk already: chosen wherever the client takes it as gladly as its best.
+    let coding = encoding::negotiate_favouring(headers, Coding::Zstd);
     let etag = match coding {
         Some(c) => {
             let tag = format!("{}-{}\"", rendering.etag.trim_end_matches('"'), c.token());
