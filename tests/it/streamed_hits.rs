@@ -386,3 +386,35 @@ async fn a_purge_removes_the_renderings_and_a_refresh_serves_the_new_content() {
     let r = get(&url(&proxy, "link"), &[]).await;
     assert_eq!(r.headers()["x-cache"], "MISS");
 }
+
+#[tokio::test]
+async fn renderings_over_their_bound_are_not_kept_and_hits_read_the_entry() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let mut c = config(&a, &dir.path().join("cache"));
+    // Far less than one format's body: nothing can be kept.
+    c.cache.renderings_capacity = 64 * 1024;
+    let proxy = start_proxy(c).await;
+    let want = bodies(&proxy).await;
+    for _ in 0..3 {
+        for (i, format) in FORMATS.iter().enumerate() {
+            let r = get(&url(&proxy, format), &[]).await;
+            assert_eq!(r.headers()["x-cache"], "HIT");
+            same(&r.bytes().await.expect("body"), &want[i].0, format);
+        }
+    }
+    // The one attempt's files go once it is over its bound (it may still be writing).
+    let renderings = spill(&proxy).dir().to_owned();
+    for _ in 0..600 {
+        if files(&renderings).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(files(&renderings).is_empty(), "{:?}", files(&renderings));
+    assert!(kept(&proxy).is_none());
+    assert_eq!(spill(&proxy).streamed(), 0);
+    assert_eq!(a.requests(), 1);
+}

@@ -125,6 +125,8 @@ impl Spill {
         std::fs::create_dir_all(&dir)?;
         let heads = moka::sync::Cache::builder()
             .max_capacity(capacity)
+            // The least recently used entry's files go first when the bound is reached.
+            .eviction_policy(moka::policy::EvictionPolicy::lru())
             .weigher(|_: &String, head: &Arc<Head>| u32::try_from(head.bytes()).unwrap_or(u32::MAX))
             // Evicted for room, replaced, or invalidated: its files go with it.
             .eviction_listener(|_, head: Arc<Head>, _| head.remove_files())
