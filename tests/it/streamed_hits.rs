@@ -147,6 +147,7 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
     // as a damaged file would be), so the entry is read from disk and rendered in memory.
     let key = proxy.state.as_ref().expect("state").cache.key_of(URI_R);
     let mut missed = Vec::new();
+    let mut ordinary = Vec::new();
     for format in FORMATS {
         let h = head(&proxy, None).await;
         spill(&proxy).discard(&key, h.rev);
@@ -154,6 +155,7 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
         let r = get(&url(&proxy, format), &[]).await;
         assert_eq!(r.headers()["x-cache"], "HIT");
         let etag = r.headers()["etag"].to_str().expect("ascii").to_owned();
+        ordinary.push(r.headers().clone());
         let body = r.bytes().await.expect("body").to_vec();
         assert_eq!(
             spill(&proxy).streamed(),
@@ -188,6 +190,29 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
             r.headers()["content-length"],
             body.len().to_string().as_str()
         );
+        // The headers of an ordinary hit, but for the clock's (Age, Cache-Control, Date) and
+        // the request's own id.
+        let names = |h: &reqwest::header::HeaderMap| -> Vec<String> {
+            let mut n: Vec<String> = h.keys().map(|k| k.to_string()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(r.headers()), names(&ordinary[i]), "{format}");
+        for k in ordinary[i].keys() {
+            if ["age", "cache-control", "date", "x-request-id"].contains(&k.as_str()) {
+                continue;
+            }
+            let all = |h: &reqwest::header::HeaderMap| {
+                let mut v: Vec<String> = h
+                    .get_all(k)
+                    .iter()
+                    .map(|v| v.to_str().expect("ascii").to_owned())
+                    .collect();
+                v.sort();
+                v
+            };
+            assert_eq!(all(r.headers()), all(&ordinary[i]), "{format}: {k}");
+        }
         same(&r.bytes().await.expect("body"), body, format);
         for coding in ["zstd", "br", "gzip"] {
             let r = get(&url(&proxy, format), &[("accept-encoding", coding)]).await;
