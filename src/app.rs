@@ -103,6 +103,28 @@ pub async fn build_with_lookup(
             .map_err(|e| format!("cache.path: {e}"))?,
         )
     };
+    // Huge entries' renderings, beside sled: the store tells them of every change to a key.
+    let view_context = crate::http::view::ViewContext {
+        public_url: public_url.clone(),
+        page_size: config.server.page_size,
+    };
+    let spill = match (&store, config.cache.renderings_capacity) {
+        (Some(_), capacity) if capacity > 0 => Some(
+            crate::http::spill::Spill::open(
+                Path::new(&config.cache.path),
+                capacity,
+                view_context.clone(),
+            )
+            .map_err(|e| format!("cache.path: cannot prepare its renderings directory: {e}"))?,
+        ),
+        _ => None,
+    };
+    let store = match &spill {
+        Some(spill) => {
+            store.map(|s| s.with_overflow(Arc::new(crate::http::spill::Overflowing(spill.clone()))))
+        }
+        None => store,
+    };
     let store = match crate::cache::store::SharedAddress::parse(&config.cache.shared)
         .map_err(|e| format!("cache.shared: {e}"))?
     {
@@ -134,10 +156,7 @@ pub async fn build_with_lookup(
         store,
         upstream.clone(),
         clock.clone(),
-        crate::http::view::ViewContext {
-            public_url: public_url.clone(),
-            page_size: config.server.page_size,
-        },
+        view_context,
         observe,
     ));
     // One subscriber per server: other replicas' stores and purges evict this one's local
@@ -193,6 +212,7 @@ pub async fn build_with_lookup(
         },
     ));
     let state = Arc::new(AppState {
+        spill,
         upstream,
         cache,
         public_url,

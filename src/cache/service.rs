@@ -363,6 +363,21 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         })
     }
 
+    /// Whether an entry last checked at `checked_at` may be answered as a HIT now without
+    /// reading it (a huge entry's head, kept by the serving layer); false sends the request
+    /// the ordinary way (stale, expired, or no store). Count it with [`Self::count_head_hit`].
+    pub fn head_is_fresh(&self, checked_at: MementoDatetime) -> bool {
+        let now = self.clock.now();
+        self.store.is_some()
+            && self.policy.freshness_checked(Some(checked_at), now) == Freshness::Fresh
+    }
+
+    /// Counts a HIT answered from a head ([`Self::head_is_fresh`]).
+    pub fn count_head_hit(&self) {
+        self.stats.count_hit();
+        self.stats.count_served(CacheStatus::Hit);
+    }
+
     /// stale-while-revalidate's refresh behind the client: joins one in flight, and starts none
     /// when the entry was refreshed since this request read it. A refresh leaves `inflight`
     /// only after storing, so finding none in flight and then reading the store sees its entry.

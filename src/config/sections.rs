@@ -142,6 +142,10 @@ pub struct CacheConfig {
     /// sled's page cache bound: what the persistent tier may keep in memory of what it holds.
     #[serde(with = "size_field")]
     pub persistent_cache: u64,
+    /// Bytes of huge entries' renderings on disk (`<path>/renderings/`): entries too heavy for
+    /// the hot tier are streamed from them on a hit. 0 = off (such hits read the entry).
+    #[serde(with = "size_field")]
+    pub renderings_capacity: u64,
     /// The persistent tier's directory (sled).
     pub path: String,
     pub stale_if_error: bool,
@@ -174,6 +178,7 @@ impl Default for CacheConfig {
             ttl: Duration::from_secs(15 * 86_400),
             hot_capacity: 256 * 1024 * 1024,
             persistent_cache: crate::cache::store::SLED_CACHE_BYTES,
+            renderings_capacity: 2 * 1024 * 1024 * 1024,
             path: "data/cache".to_owned(),
             stale_if_error: true,
             stale_while_revalidate: Duration::ZERO,

@@ -32,20 +32,66 @@ impl Coding {
     /// The body in this coding. Levels are the fast end of each (a TimeMap is coded once per
     /// cached entry, but a client waits for the first): brotli 5, zstd 3, gzip 6.
     pub fn encode(self, body: &[u8]) -> std::io::Result<Vec<u8>> {
-        let out = Vec::with_capacity(body.len() / 4);
+        let mut w = self.encoder(Vec::with_capacity(body.len() / 4))?;
+        w.write_all(body)?;
+        w.finish()
+    }
+
+    /// A writer coding what it is given into `out`, piece by piece ([`Encoder::finish`] ends
+    /// the coded stream), at the levels of [`Coding::encode`].
+    pub fn encoder<W: Write>(self, out: W) -> std::io::Result<Encoder<W>> {
+        Ok(match self {
+            Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
+                out,
+                64 * 1024,
+                5,
+                22,
+            ))),
+            Coding::Zstd => Encoder::Zstd(zstd::stream::Encoder::new(out, 3)?),
+            Coding::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
+                out,
+                flate2::Compression::new(6),
+            )),
+        })
+    }
+}
+
+/// A body being coded as it is written ([`Coding::encoder`]). Brotli's state is boxed: it is
+/// kilobytes, the others a few pointers.
+pub enum Encoder<W: Write> {
+    Br(Box<brotli::CompressorWriter<W>>),
+    Zstd(zstd::stream::Encoder<'static, W>),
+    Gzip(flate2::write::GzEncoder<W>),
+}
+
+impl<W: Write> Encoder<W> {
+    /// Ends the coded stream and gives back the writer it went to.
+    pub fn finish(self) -> std::io::Result<W> {
         match self {
-            Coding::Br => {
-                let mut w = brotli::CompressorWriter::new(out, 64 * 1024, 5, 22);
-                w.write_all(body)?;
+            Encoder::Br(mut w) => {
                 w.flush()?;
                 Ok(w.into_inner())
             }
-            Coding::Zstd => zstd::stream::encode_all(body, 3),
-            Coding::Gzip => {
-                let mut w = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
-                w.write_all(body)?;
-                w.finish()
-            }
+            Encoder::Zstd(w) => w.finish(),
+            Encoder::Gzip(w) => w.finish(),
+        }
+    }
+}
+
+impl<W: Write> Write for Encoder<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Encoder::Br(w) => w.write(buf),
+            Encoder::Zstd(w) => w.write(buf),
+            Encoder::Gzip(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Encoder::Br(w) => w.flush(),
+            Encoder::Zstd(w) => w.flush(),
+            Encoder::Gzip(w) => w.flush(),
         }
     }
 }
@@ -55,6 +101,31 @@ impl Coding {
 /// for identity (no header, or nothing of ours acceptable). `identity;q=0` cannot be honoured
 /// for a body too big to code; RFC 9110 lets us send identity anyway.
 pub fn negotiate(headers: &HeaderMap) -> Option<Coding> {
+    let q = weights(headers);
+    Coding::ALL
+        .iter()
+        .map(|c| (*c, q[c.index()]))
+        .filter(|(_, w)| *w > 0.0)
+        // max_by keeps the last of equals: walk in reverse so the first preferred wins.
+        .rev()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+}
+
+/// [`negotiate`], but `favoured` wherever the client accepts it as much as the coding it would
+/// get: a body already stored in `favoured` is sent at once rather than coded on the way.
+pub fn negotiate_favouring(headers: &HeaderMap, favoured: Coding) -> Option<Coding> {
+    let chosen = negotiate(headers)?;
+    let q = weights(headers);
+    match q[favoured.index()] >= q[chosen.index()] {
+        true => Some(favoured),
+        false => Some(chosen),
+    }
+}
+
+/// Each of our codings' `q` in `Accept-Encoding` (by [`Coding::index`]), `*` standing for
+/// those not named; 0 for one not acceptable.
+fn weights(headers: &HeaderMap) -> [f32; 3] {
     let mut q = [None::<f32>; 3];
     let mut star = None::<f32>;
     for value in headers.get_all(header::ACCEPT_ENCODING) {
@@ -77,14 +148,7 @@ pub fn negotiate(headers: &HeaderMap) -> Option<Coding> {
             }
         }
     }
-    Coding::ALL
-        .iter()
-        .map(|c| (*c, q[c.index()].or(star).unwrap_or(0.0)))
-        .filter(|(_, w)| *w > 0.0)
-        // max_by keeps the last of equals: walk in reverse so the first preferred wins.
-        .rev()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(c, _)| c)
+    q.map(|w| w.or(star).unwrap_or(0.0))
 }
 
 #[cfg(test)]
@@ -117,6 +181,24 @@ mod tests {
         assert_eq!(negotiate(&accept("gzip;q=0")), None);
         assert_eq!(negotiate(&accept("GZIP;Q=0.5")), Some(Coding::Gzip), "case");
         assert_eq!(negotiate(&accept("gzip;q=7, br;q=nope")), Some(Coding::Br));
+    }
+
+    #[test]
+    fn a_favoured_coding_wins_where_it_is_accepted_as_much() {
+        let z = Coding::Zstd;
+        assert_eq!(negotiate_favouring(&HeaderMap::new(), z), None);
+        assert_eq!(negotiate_favouring(&accept("gzip, br, zstd"), z), Some(z));
+        assert_eq!(negotiate_favouring(&accept("*"), z), Some(z));
+        assert_eq!(negotiate_favouring(&accept("br"), z), Some(Coding::Br));
+        assert_eq!(
+            negotiate_favouring(&accept("br, zstd;q=0.5"), z),
+            Some(Coding::Br)
+        );
+        assert_eq!(
+            negotiate_favouring(&accept("gzip, zstd;q=0"), z),
+            Some(Coding::Gzip)
+        );
+        assert_eq!(negotiate_favouring(&accept("identity"), z), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod proxy;
 pub(crate) mod rate;
 pub(crate) mod route;
 pub(crate) mod sampling;
+pub mod spill;
 pub mod timegate;
 pub(crate) mod timemap;
 mod trace;
@@ -74,6 +75,9 @@ pub struct AppState {
     pub compat: crate::config::Compat,
     /// `[server] memento_proxy_max_bytes`: the most body bytes `/memento/proxy` passes on.
     pub memento_proxy_max_bytes: u64,
+    /// Huge entries' renderings on disk, streamed on a hit ([`spill`]); None with no store or
+    /// `[cache] renderings_capacity = 0`.
+    pub spill: Option<Arc<spill::Spill>>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -386,13 +390,26 @@ pub fn cache_headers(h: &mut HeaderMap, served: &Served<View>, now: MementoDatet
     if let Some(action) = served.action {
         h.insert("x-cache-action", HeaderValue::from_static(action.as_str()));
     }
-    let age = (now - served.checked_at).num_seconds().max(0);
+    let stale = served.status == CacheStatus::Stale;
+    freshness_headers(h, served.checked_at, served.fresh_until, stale, now);
+}
+
+/// `Age` and `Cache-Control` of an answer last checked at `checked_at`, fresh until
+/// `fresh_until` (None: for good) unless served `stale`.
+pub fn freshness_headers(
+    h: &mut HeaderMap,
+    checked_at: MementoDatetime,
+    fresh_until: Option<MementoDatetime>,
+    stale: bool,
+    now: MementoDatetime,
+) {
+    let age = (now - checked_at).num_seconds().max(0);
     h.insert(header::AGE, HeaderValue::from(age));
-    let max_age = match served.fresh_until {
+    let max_age = match fresh_until {
         // Fresh for good (policy forever): a year is HTTP's customary "forever".
         None => 31_536_000,
         // Expired and served anyway: nothing to promise about freshness.
-        Some(_) if served.status == CacheStatus::Stale => 0,
+        Some(_) if stale => 0,
         Some(until) => (until - now).num_seconds().max(0),
     };
     if let Ok(v) = HeaderValue::from_str(&format!("max-age={max_age}")) {

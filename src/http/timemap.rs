@@ -7,9 +7,11 @@ use super::{
 use crate::error::AppError;
 use crate::timemap::serialize::TimeMapFormat;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+
+mod spilled;
 
 /// Splits `link/http://…` into its format and the rest; a bare `/timemap/http://…` is link format.
 pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
@@ -47,6 +49,7 @@ pub fn split_page(rest: &str) -> (Option<(&str, usize)>, &str) {
 
 pub async fn timemap(
     State(state): State<SharedState>,
+    method: Method,
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -63,6 +66,13 @@ pub async fn timemap(
         ));
     }
     let lookup = read_lookup(&state, raw, &headers)?;
+    // A huge entry's whole TimeMap: streamed from its rendering on disk when it has one.
+    if page.is_none() {
+        let head_only = method == Method::HEAD;
+        if let Some(r) = spilled::answer(&state, &lookup, format, &headers, head_only).await {
+            return Ok(r);
+        }
+    }
     // A page never needs the whole body: no rendering it beside the store.
     let whole = page.is_none().then_some(format);
     let served = serve_lookup(&state, &lookup, whole).await?;

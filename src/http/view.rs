@@ -146,8 +146,23 @@ impl View {
         self.finish(body, format, Some(page))
     }
 
+    /// `format`'s rendering if it is made already (a miss renders the format it answers in).
+    pub fn rendered_ready(&self, format: TimeMapFormat) -> Option<Rendered> {
+        self.bodies[format.index()].get().cloned()
+    }
+
+    /// The self links its bodies are written with.
+    pub fn links(&self) -> &SelfLinks {
+        &self.links
+    }
+
+    /// The whole TimeMap's `Link` header in `format` (as [`View::rendered`] has it).
+    pub fn link_header(&self, format: TimeMapFormat) -> Option<HeaderValue> {
+        link_header(&self.aggregate, &self.links, format, None)
+    }
+
     fn finish(&self, body: Vec<u8>, format: TimeMapFormat, page: Option<&Page>) -> Rendered {
-        let etag = format!("\"{:016x}\"", fnv1a(&body));
+        let etag = Fnv::of(&body).etag();
         Rendered {
             body: Bytes::from(body),
             etag_header: HeaderValue::from_str(&etag).ok(),
@@ -239,9 +254,36 @@ fn link_header(
     HeaderValue::from_str(&value).ok()
 }
 
-/// A 64-bit FNV-1a: a stable ETag across restarts, unlike std's seeded hasher.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+/// A 64-bit FNV-1a of a body, fed piece by piece: a stable ETag across restarts, unlike std's
+/// seeded hasher, and the same for a body rendered whole or streamed to disk.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    pub fn of(bytes: &[u8]) -> Fnv {
+        let mut h = Fnv::default();
+        h.update(bytes);
+        h
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0 = bytes.iter().fold(self.0, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    }
+
+    pub fn value(&self) -> u64 {
+        self.0
+    }
+
+    /// The strong ETag of the body hashed: `"` 16 hex digits `"`.
+    pub fn etag(&self) -> String {
+        format!("\"{:016x}\"", self.0)
+    }
 }

@@ -36,5 +36,6 @@ mod sampling_cdx;
 mod sampling_job;
 mod shared_cas;
 mod shared_tier;
+mod streamed_hits;
 mod support;
 mod ui;

@@ -33,7 +33,17 @@ impl Policy {
     /// changed configuration applies to entries already cached.
     /// Past the TTL, an entry within `stale_while_revalidate` of it is [`Freshness::Stale`].
     pub fn freshness(&self, entry: Option<&Entry>, now: DateTime<Utc>) -> Freshness {
-        let Some(entry) = entry else {
+        self.freshness_checked(entry.map(|e| e.checked_at), now)
+    }
+
+    /// [`Policy::freshness`] of an entry last checked at `checked_at` (None: no entry), the
+    /// one fact it reads: for an answer kept without its entry (a huge entry's head).
+    pub fn freshness_checked(
+        &self,
+        checked_at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Freshness {
+        let Some(checked_at) = checked_at else {
             return Freshness::Miss;
         };
         if !self.caches() {
@@ -44,7 +54,7 @@ impl Policy {
             (_, Some(ttl)) => ttl.max(Duration::zero()),
         };
         // Past the end of representable time counts as forever.
-        let Some(until) = entry.checked_at.checked_add_signed(ttl) else {
+        let Some(until) = checked_at.checked_add_signed(ttl) else {
             return Freshness::Fresh;
         };
         if now <= until && ttl > Duration::zero() {

@@ -39,6 +39,12 @@ impl<V: Cacheable> HotTier<V> {
         self.capacity
     }
 
+    /// Whether this tier keeps `value` under `key`: not when it weighs more than the whole
+    /// capacity (see [`Store::put`] below). Such a value is served from the persistent tier.
+    pub fn keeps(&self, key: &str, value: &V) -> bool {
+        u64::from(weight(key, value)) <= self.capacity
+    }
+
     /// Applies moka's deferred bookkeeping (admission, eviction, counts). moka does this lazily
     /// on later operations; call it before reading `stats()` when exact numbers matter.
     pub async fn run_pending_tasks(&self) {
@@ -62,7 +68,7 @@ impl<V: Cacheable> Store<V> for HotTier<V> {
         // it only at its next bookkeeping, which on an idle server may never come, pinning
         // (measured) 800 MiB for a 2-million-memento TimeMap. The persistent tier has it; the
         // key's older value must go, or it would be served instead of the new one.
-        if u64::from(weight(key, value.as_ref())) > self.capacity {
+        if !self.keeps(key, value.as_ref()) {
             self.cache.invalidate(key).await;
             return Ok(());
         }

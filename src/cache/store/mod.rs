@@ -137,6 +137,27 @@ pub enum PutIf<V> {
     },
 }
 
+/// What the serving layer keeps of a value too heavy for the hot tier (its renderings on disk and
+/// a small head in memory), told of every change to a key so it never outlives the value it was
+/// made of. Called in the order the tiers change; each call must return at once (real work goes
+/// to a task of its own).
+pub trait Overflow<V>: Send + Sync {
+    /// A stamp to pass to [`Overflow::read`]: taken before the persistent tier is read, so a
+    /// change to `key` while it is read is seen.
+    fn stamp(&self, key: &str) -> u64;
+    /// `key` now holds `value`, which the hot tier does not keep (None: a value it keeps, or
+    /// none): whatever was kept of the old one goes.
+    fn replace(&self, key: &str, value: Option<&Arc<V>>);
+    /// The value of `key` it holds in memory for now, if any (one whose renderings are being
+    /// made): served without reading the persistent tier.
+    fn held(&self, _key: &str) -> Option<Arc<V>> {
+        None
+    }
+    /// `value` was read from the persistent tier for `key` (the hot tier does not keep it):
+    /// kept too if nothing is kept yet and `key` did not change since `stamp`.
+    fn read(&self, key: &str, value: &Arc<V>, stamp: u64);
+}
+
 /// Counters of one tier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TierStats {
@@ -209,6 +230,7 @@ pub struct Tiered<V> {
     hot: HotTier<V>,
     persistent: PersistentTier<V>,
     shared: Option<SharedTier<V>>,
+    overflow: Option<Arc<dyn Overflow<V>>>,
 }
 
 impl<V> Clone for Tiered<V> {
@@ -217,6 +239,7 @@ impl<V> Clone for Tiered<V> {
             hot: self.hot.clone(),
             persistent: self.persistent.clone(),
             shared: self.shared.clone(),
+            overflow: self.overflow.clone(),
         }
     }
 }
@@ -228,6 +251,23 @@ impl<V: Cacheable> Tiered<V> {
             hot,
             persistent,
             shared: None,
+            overflow: None,
+        }
+    }
+
+    /// The same tiers, telling `overflow` of the values too heavy for the hot tier.
+    pub fn with_overflow(self, overflow: Arc<dyn Overflow<V>>) -> Self {
+        Self {
+            overflow: Some(overflow),
+            ..self
+        }
+    }
+
+    /// Tells the overflow that `key` now holds `value`.
+    fn replaced(&self, key: &str, value: Option<&Arc<V>>) {
+        if let Some(overflow) = &self.overflow {
+            let heavy = value.filter(|v| !self.hot.keeps(key, v));
+            overflow.replace(key, heavy);
         }
     }
 
@@ -250,6 +290,8 @@ impl<V: Cacheable> Tiered<V> {
     pub async fn forget_locally(&self, key: &str) {
         let _ = self.persistent.remove(key).await;
         let _ = self.hot.remove(key).await;
+        // Its renderings too: they are of the entry another replica just replaced or removed.
+        self.replaced(key, None);
     }
 
     /// The hot tier, for its own stats.
@@ -268,10 +310,19 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         if let Some(value) = self.hot.get(key).await {
             return Some(value);
         }
+        if let Some(value) = self.overflow.as_ref().and_then(|o| o.held(key)) {
+            return Some(value);
+        }
+        let stamp = self.overflow.as_ref().map(|o| o.stamp(key));
         if let Some(value) = self.persistent.get(key).await {
             // Promote, so the next request (e.g. the first after a restart) is served from
             // memory. The hot put cannot fail.
             let _ = self.hot.put(key, Arc::clone(&value)).await;
+            if let (Some(overflow), Some(stamp)) = (&self.overflow, stamp) {
+                if !self.hot.keeps(key, &value) {
+                    overflow.read(key, &value, stamp);
+                }
+            }
             return Some(value);
         }
         let value = self.shared.as_ref()?.get(key).await?;
@@ -279,6 +330,7 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         // from now on. A local write failure is the persistent tier's to report.
         let _ = self.persistent.put(key, Arc::clone(&value)).await;
         let _ = self.hot.put(key, Arc::clone(&value)).await;
+        self.replaced(key, Some(&value));
         Some(value)
     }
 
@@ -295,7 +347,8 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         // failed: then memory serves it meanwhile (the caller reports it not stored), newer than
         // whatever the disk still holds.
         let on_disk = self.persistent.put(key, Arc::clone(&value)).await;
-        self.hot.put(key, value).await?;
+        self.hot.put(key, Arc::clone(&value)).await?;
+        self.replaced(key, Some(&value));
         on_disk
     }
 
@@ -344,6 +397,7 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         let on_disk = self.persistent.remove(key).await;
         // Even if the disk failed, stop serving it from memory.
         self.hot.remove(key).await?;
+        self.replaced(key, None);
         if let Some(shared) = &self.shared {
             shared.remove(key).await;
         }
@@ -356,8 +410,11 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         self.persistent.stats()
     }
 
-    fn get_in_memory(&self, key: &str) -> impl Future<Output = Option<Arc<V>>> + Send {
-        self.hot.get(key)
+    async fn get_in_memory(&self, key: &str) -> Option<Arc<V>> {
+        match self.hot.get(key).await {
+            Some(value) => Some(value),
+            None => self.overflow.as_ref().and_then(|o| o.held(key)),
+        }
     }
 
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {

@@ -2,10 +2,11 @@
 //! memento.
 
 use super::page::PageLinks;
-use super::{memento_rel, Format, Page, SelfLinks, TimeMapFormat, Uris};
+use super::{finish, memento_rel, spill, Format, Page, SelfLinks, TimeMapFormat, Uris, CHUNK};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::{write_14digit, write_rfc1123};
 use std::fmt::Write;
+use std::io;
 
 /// `application/cdxj+ors`, at `/timemap/cdxj/…`.
 pub struct Cdxj;
@@ -23,24 +24,37 @@ impl Format for Cdxj {
         "cdxj_format"
     }
 
-    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
-        write_cdxj(agg, links, page).into_bytes()
+    fn render_to(
+        &self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        page: Option<&Page>,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()> {
+        write_cdxj(agg, links, page, out)
     }
 }
 
 /// MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per memento.
 pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
-    write_cdxj(agg, links, None)
+    let body = TimeMapFormat::CDXJ.render(agg, links);
+    // Written from `&str`s only, so always UTF-8; lossy rather than a panic all the same.
+    String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The whole TimeMap or one page: a page's `!id` is the page, `!meta {"pages": …}` names the
 /// others (the whole TimeMap's names its first and last when paged); `first`/`last` in a `rel`
 /// stay the TimeMap's ends.
-fn write_cdxj(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> String {
+fn write_cdxj(
+    agg: &Aggregate,
+    links: &SelfLinks,
+    page: Option<&Page>,
+    w: &mut dyn io::Write,
+) -> io::Result<()> {
     let all = &agg.timemap.mementos;
     let range = page.map_or(0..all.len(), Page::range);
     let ms = &all[range.clone()];
-    let mut out = String::with_capacity(1024 + ms.len() * 160);
+    let mut out = String::with_capacity(CHUNK + 4096);
     out.push_str("!context [\"http://tools.ietf.org/html/rfc7089\"]\n");
     let _ = writeln!(
         out,
@@ -67,8 +81,9 @@ fn write_cdxj(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> String
         out.push_str("\", \"archive\": ");
         out.push_str(&json_str(&m.archive));
         out.push_str("}\n");
+        spill(&mut out, w)?;
     }
-    out
+    finish(&mut out, w)
 }
 
 /// A JSON string literal (quoted and escaped: `"`, `\` and every control, so a CDXJ line stays

@@ -2,11 +2,12 @@
 //! archive's outcome in `archives[]`.
 
 use super::page::PageLinks;
-use super::{Format, Page, SelfLinks, TimeMapFormat, Uris};
+use super::{Format, Page, SelfLinks, TimeMapFormat, Uris, CHUNK};
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::format_rfc3339;
 use crate::timemap::model::Memento;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use std::io::{self, Write};
 
 /// `application/json`, at `/timemap/json/…`.
 pub struct Json;
@@ -24,8 +25,14 @@ impl Format for Json {
         "json_format"
     }
 
-    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
-        write_json(agg, links, page)
+    fn render_to(
+        &self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        page: Option<&Page>,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()> {
+        write_json(agg, links, page, out)
     }
 }
 
@@ -49,7 +56,16 @@ struct JsonMementos<'a> {
     first: Option<JsonMemento<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     last: Option<JsonMemento<'a>>,
-    list: Vec<JsonMemento<'a>>,
+    list: JsonList<'a>,
+}
+
+/// The mementos listed, each made as it is written: a million are never all in memory.
+struct JsonList<'a>(&'a [Memento]);
+
+impl Serialize for JsonList<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(JsonMemento::of))
+    }
 }
 
 #[derive(Serialize)]
@@ -71,12 +87,17 @@ impl<'a> JsonMemento<'a> {
 
 /// mementoweb.org's JSON TimeMap with `archive` per memento and `archives[]` outcomes.
 pub fn to_json(agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-    write_json(agg, links, None)
+    TimeMapFormat::JSON.render(agg, links)
 }
 
 /// The whole TimeMap or one page: a page lists its own mementos; `first` and `last` stay the
 /// TimeMap's (the resource's oldest and newest, as Time Travel means them).
-fn write_json(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
+fn write_json(
+    agg: &Aggregate,
+    links: &SelfLinks,
+    page: Option<&Page>,
+    out: &mut dyn io::Write,
+) -> io::Result<()> {
     let all = &agg.timemap.mementos;
     let ms = &all[page.map_or(0..all.len(), Page::range)];
     let doc = JsonTimeMap {
@@ -87,14 +108,16 @@ fn write_json(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8
         mementos: JsonMementos {
             first: all.first().map(JsonMemento::of),
             last: all.last().map(JsonMemento::of),
-            list: ms.iter().map(JsonMemento::of).collect(),
+            list: JsonList(ms),
         },
         archives: &agg.outcomes,
         pages: PageLinks::of(links, TimeMapFormat::JSON, links.pages(all.len()), page),
     };
-    // Serialising plain structs of strings and numbers cannot fail; an empty body would be the
-    // only fallback, and it is unreachable. A newline ends it, as every JSON answer of ours.
-    let mut body = serde_json::to_vec(&doc).unwrap_or_default();
-    body.push(b'\n');
-    body
+    // serde_json writes a few bytes at a time: gathered into pieces of [`CHUNK`]. Serialising
+    // plain structs of strings and numbers fails only when `out` does. A newline ends it, as
+    // every JSON answer of ours.
+    let mut w = io::BufWriter::with_capacity(CHUNK, out);
+    serde_json::to_writer(&mut w, &doc).map_err(io::Error::other)?;
+    w.write_all(b"\n")?;
+    w.flush()
 }

@@ -1,12 +1,13 @@
 //! RFC 7089's link format: the TimeMap every Memento client reads, oldest first, one link per
 //! line.
 
-use super::{memento_rel, Format, Page, SelfLinks, TimeMapFormat};
+use super::{finish, memento_rel, spill, Format, Page, SelfLinks, TimeMapFormat, CHUNK};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::write_rfc1123;
 use crate::timemap::model::Memento;
 use crate::uri_text::escape_uri;
 use std::fmt::Write;
+use std::io;
 
 /// `application/link-format`, at `/timemap/link/…` (and `/timemap/…`).
 pub struct Link;
@@ -24,28 +25,39 @@ impl Format for Link {
         "link_format"
     }
 
-    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8> {
-        write_link_format(agg, links, page).into_bytes()
+    fn render_to(
+        &self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        page: Option<&Page>,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()> {
+        write_link_format(agg, links, page, out)
     }
 }
 
 /// Link format, oldest first, one link per line. Every URI is written through [`escape_uri`]:
 /// a `>`, `"`, space or line end in a URI-R or URI-M can never end its link or start another.
 pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
-    write_link_format(agg, links, None)
+    let body = TimeMapFormat::LINK.render(agg, links);
+    // Written from `&str`s only, so always UTF-8; lossy rather than a panic all the same.
+    String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The whole TimeMap, or one page of it as RFC 7089 §4.3 pages one: `self` is the page with its
 /// span, the whole TimeMap and the first, neighbour and last pages are `timemap` links with
 /// theirs. The whole TimeMap links its first page the same way when there is more than one.
-fn write_link_format(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> String {
+fn write_link_format(
+    agg: &Aggregate,
+    links: &SelfLinks,
+    page: Option<&Page>,
+    w: &mut dyn io::Write,
+) -> io::Result<()> {
     let all = &agg.timemap.mementos;
     let pages = links.pages(all.len());
     let range = page.map_or(0..all.len(), Page::range);
     let ms = &all[range.clone()];
-    // About 140 bytes per memento line; reserving avoids regrowth on million-memento TimeMaps.
-    let mut out =
-        String::with_capacity(1024 + ms.len() * (ms.first().map_or(0, |m| m.uri_m.len()) + 90));
+    let mut out = String::with_capacity(CHUNK + 4096);
     let _ = writeln!(out, "<{}>; rel=\"original\",", escape_uri(&agg.uri_r));
     let own = links.timemap_or_page(TimeMapFormat::LINK, page);
     write_span_link(&mut out, &own, "self", ms);
@@ -87,9 +99,10 @@ fn write_link_format(agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) ->
         out.push_str("\"; datetime=\"");
         write_rfc1123(&mut out, m.datetime);
         out.push('"');
+        spill(&mut out, w)?;
     }
     out.push('\n');
-    out
+    finish(&mut out, w)
 }
 
 /// One link-format TimeMap link (`self` or `timemap`) with the span of its mementos, and `,\n`.

@@ -18,6 +18,7 @@ use super::aggregate::Aggregate;
 use crate::uri_text::escape_uri;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::fmt;
+use std::io;
 
 /// One TimeMap format.
 pub trait Format: Sync {
@@ -26,8 +27,52 @@ pub trait Format: Sync {
     fn content_type(&self) -> &'static str;
     /// The key of its URL where JSON lists every format's (`timemap_uri`).
     fn json_key(&self) -> &'static str;
-    /// The whole TimeMap (`page` None) or one page of it.
-    fn render(&self, agg: &Aggregate, links: &SelfLinks, page: Option<&Page>) -> Vec<u8>;
+    /// The whole TimeMap (`page` None) or one page of it, written to `out` in pieces of about
+    /// [`CHUNK`] bytes: a million-memento TimeMap is never whole in memory on its way.
+    fn render_to(
+        &self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        page: Option<&Page>,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()>;
+}
+
+/// About how many bytes a renderer gathers before handing them to its writer: few writes,
+/// and a bounded buffer whatever the TimeMap's size.
+pub const CHUNK: usize = 64 * 1024;
+
+/// Hands `buf` to `out` once it holds [`CHUNK`] bytes (every renderer calls it per memento).
+pub(super) fn spill(buf: &mut String, out: &mut dyn io::Write) -> io::Result<()> {
+    if buf.len() >= CHUNK {
+        out.write_all(buf.as_bytes())?;
+        buf.clear();
+    }
+    Ok(())
+}
+
+/// Hands what is left in `buf` to `out`.
+pub(super) fn finish(buf: &mut String, out: &mut dyn io::Write) -> io::Result<()> {
+    out.write_all(buf.as_bytes())?;
+    buf.clear();
+    Ok(())
+}
+
+/// Renders into memory: a `Vec` never refuses a write.
+fn render_vec(
+    format: &dyn Format,
+    agg: &Aggregate,
+    links: &SelfLinks,
+    page: Option<&Page>,
+) -> Vec<u8> {
+    let all = &agg.timemap.mementos;
+    let n = page.map_or(all.len(), |p| p.range().len());
+    // About 70–110 bytes of markup per memento besides its URI-M: reserved once, so a
+    // million-memento body is not regrown.
+    let per = all.first().map_or(0, |m| m.uri_m.len()) + 110;
+    let mut body = Vec::with_capacity(1024 + n.saturating_mul(per));
+    let _ = format.render_to(agg, links, page, &mut body);
+    body
 }
 
 /// Every format served, in the order documents list them.
@@ -80,12 +125,23 @@ impl TimeMapFormat {
 
     /// The aggregate in this format.
     pub fn render(self, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-        self.format().render(agg, links, None)
+        render_vec(self.format(), agg, links, None)
+    }
+
+    /// The aggregate in this format, written to `out` piece by piece (the same bytes as
+    /// [`TimeMapFormat::render`]); stops at the first error `out` returns.
+    pub fn render_to(
+        self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()> {
+        self.format().render_to(agg, links, None, out)
     }
 
     /// One page of the aggregate in this format: only its mementos are written, read in place.
     pub fn render_page(self, agg: &Aggregate, links: &SelfLinks, page: &Page) -> Vec<u8> {
-        self.format().render(agg, links, Some(page))
+        render_vec(self.format(), agg, links, Some(page))
     }
 }
 
@@ -187,5 +243,7 @@ pub(super) fn memento_rel(i: usize, n: usize) -> &'static str {
 
 #[cfg(test)]
 mod page_tests;
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;

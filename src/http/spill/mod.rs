@@ -1,0 +1,351 @@
+//! Huge entries (too heavy for the hot tier) served without reading them: each format's body
+//! is rendered once per entry revision into a file under `<[cache] path>/renderings/` (with a
+//! zstd copy), and a small head in memory holds what an answer's headers need. A hit is then a
+//! head lookup and a file streamed in pieces, checked against its length and CRC-32 as it goes.
+//!
+//! The store tells [`Spill`] of every change to a key ([`Overflow`]), so a head never outlives
+//! the entry it was made of; a head or file that is gone only sends the request the ordinary
+//! way (the entry read from disk), which makes them again.
+
+mod stream;
+mod write;
+
+pub use stream::body;
+pub use write::SpilledFile;
+
+use super::view::View;
+use crate::cache::service::CachedTimeMap;
+use crate::cache::store::Overflow;
+use crate::timemap::aggregate::Verdict;
+use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::TimeMapFormat;
+use axum::http::{HeaderMap, HeaderValue};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The directory under `[cache] path` the renderings are written to.
+pub const DIR: &str = "renderings";
+
+/// What a hit on a huge entry needs besides its bodies: kept in memory, a few KiB.
+#[derive(Debug)]
+pub struct Head {
+    /// The revision its files belong to (one per replacement of the entry).
+    pub rev: u64,
+    /// The URI-R as stored: the bodies name it so.
+    pub uri_r: String,
+    pub checked_at: MementoDatetime,
+    pub fresh_until: Option<MementoDatetime>,
+    /// `X-Memento-Count`, `-Archives`, `-Partial`, `Last-Modified` ([`View::content_headers`]).
+    pub content: HeaderMap,
+    /// By [`TimeMapFormat::index`].
+    pub formats: Box<[Rendering]>,
+}
+
+/// One format's body on disk, as it is and zstd-coded, with its ETag and `Link` header.
+#[derive(Debug)]
+pub struct Rendering {
+    pub etag: String,
+    pub etag_header: Option<HeaderValue>,
+    pub link_header: Option<HeaderValue>,
+    pub plain: SpilledFile,
+    pub zstd: SpilledFile,
+}
+
+impl Head {
+    fn files(&self) -> impl Iterator<Item = &SpilledFile> {
+        self.formats.iter().flat_map(|r| [&r.plain, &r.zstd])
+    }
+
+    /// Bytes on disk: the head's weight against `renderings_capacity`.
+    fn bytes(&self) -> u64 {
+        self.files().map(|f| f.len).sum()
+    }
+
+    fn remove_files(&self) {
+        for f in self.files() {
+            f.remove();
+        }
+    }
+}
+
+/// The heads and their files, by cache key.
+pub struct Spill {
+    dir: PathBuf,
+    context: super::view::ViewContext,
+    /// Bounded by the bytes of their files; a head that leaves takes its files with it.
+    heads: moka::sync::Cache<String, Arc<Head>>,
+    /// Keys whose renderings are being written, with the revision that may become their head
+    /// and the value they are written from: served from memory meanwhile
+    /// ([`Overflow::held`]), as the hot tier would, rather than read from disk a second time.
+    pending: Mutex<HashMap<String, Pending>>,
+    /// Keys whose renderings alone are over the capacity: served the ordinary way.
+    refused: Mutex<HashSet<String>>,
+    /// Changes per bucket of keys: a value read from disk is spilled only if its key did not
+    /// change while it was read ([`Overflow::stamp`]).
+    stamps: Box<[AtomicU64]>,
+    next_rev: AtomicU64,
+    /// One spill at a time: each holds a whole huge entry in memory while it renders.
+    busy: AtomicBool,
+    capacity: u64,
+    /// Bodies streamed from files so far (tests, operators).
+    streamed: AtomicU64,
+}
+
+const STAMP_BUCKETS: usize = 1024;
+
+/// A stored entry with its view, as the store holds it.
+type Entry = Arc<CachedTimeMap<View>>;
+
+/// A spill under way (or just done, see [`LINGER`]): its revision and the value it renders.
+struct Pending {
+    rev: u64,
+    value: Entry,
+    done: bool,
+}
+
+/// How long a spill's value stays held once its head is kept: a request that looked for the
+/// head just before it came finds the value in memory rather than reading it from disk.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Spill {
+    /// The renderings directory under `cache_path`, emptied: heads live in memory only, so
+    /// files of an earlier run (temporary ones of a crash included) belong to no head.
+    pub fn open(
+        cache_path: &Path,
+        capacity: u64,
+        context: super::view::ViewContext,
+    ) -> std::io::Result<Arc<Spill>> {
+        let dir = cache_path.join(DIR);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        std::fs::create_dir_all(&dir)?;
+        let heads = moka::sync::Cache::builder()
+            .max_capacity(capacity)
+            // The least recently used entry's files go first when the bound is reached.
+            .eviction_policy(moka::policy::EvictionPolicy::lru())
+            .weigher(|_: &String, head: &Arc<Head>| u32::try_from(head.bytes()).unwrap_or(u32::MAX))
+            // Evicted for room, replaced, or invalidated: its files go with it.
+            .eviction_listener(|_, head: Arc<Head>, _| head.remove_files())
+            .build();
+        Ok(Arc::new(Spill {
+            dir,
+            context,
+            heads,
+            pending: Mutex::default(),
+            refused: Mutex::default(),
+            stamps: (0..STAMP_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            next_rev: AtomicU64::new(1),
+            busy: AtomicBool::new(false),
+            capacity,
+            streamed: AtomicU64::new(0),
+        }))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// How many bodies were streamed from files since start.
+    pub fn streamed(&self) -> u64 {
+        self.streamed.load(Ordering::Relaxed)
+    }
+
+    /// The head kept for `key`, if any.
+    pub fn head(&self, key: &str) -> Option<Arc<Head>> {
+        self.heads.get(key)
+    }
+
+    /// Drops `key`'s head of revision `rev` (its file is damaged or gone), files and all, so
+    /// the next request reads the entry and renders it again.
+    pub fn discard(&self, key: &str, rev: u64) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(head) = self.heads.get(key).filter(|h| h.rev == rev) {
+            self.heads.invalidate(key);
+            head.remove_files();
+            // A value still held from making it would keep a new spill from starting.
+            if pending.get(key).is_some_and(|p| p.done) {
+                pending.remove(key);
+            }
+        }
+    }
+
+    fn bucket(&self, key: &str) -> &AtomicU64 {
+        let hash = super::view::Fnv::of(key.as_bytes()).value();
+        &self.stamps[(hash % STAMP_BUCKETS as u64) as usize]
+    }
+
+    /// Starts writing `value`'s renderings as a new revision of `key`, on the blocking pool,
+    /// unless `stamp` is given and `key` changed since (or already has, or awaits, a head).
+    /// Not when another spill is at work: the next read of the entry starts it again.
+    fn start(self: &Arc<Self>, key: &str, value: &Arc<CachedTimeMap<View>>, stamp: Option<u64>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let rev = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(stamp) = stamp {
+                let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+                if pending.contains_key(key)
+                    || refused.contains(key)
+                    || self.heads.contains_key(key)
+                    || self.bucket(key).load(Ordering::Acquire) != stamp
+                {
+                    return;
+                }
+            }
+            if self.busy.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            let rev = self.next_rev.fetch_add(1, Ordering::Relaxed);
+            let value = value.clone();
+            pending.insert(
+                key.to_owned(),
+                Pending {
+                    rev,
+                    value,
+                    done: false,
+                },
+            );
+            rev
+        };
+        let (this, key, value) = (self.clone(), key.to_owned(), value.clone());
+        runtime.spawn_blocking(move || {
+            let made = this.make(&key, &value, rev);
+            drop(value);
+            this.busy.store(false, Ordering::Release);
+            this.settle(&key, rev, made);
+        });
+    }
+
+    /// Renders every format of `value` to files: the head they make, None when it is not
+    /// served from files (no mementos) or a write failed (logged).
+    fn make(&self, key: &str, value: &CachedTimeMap<View>, rev: u64) -> Option<Head> {
+        let view = value.view(&self.context);
+        if !matches!(view.aggregate.verdict(), Verdict::Found { .. }) {
+            return None;
+        }
+        let stem = format!(
+            "{:016x}-{rev}",
+            super::view::Fnv::of(key.as_bytes()).value()
+        );
+        let mut formats = Vec::with_capacity(TimeMapFormat::count());
+        for format in TimeMapFormat::all() {
+            match write::render(&self.dir, &stem, &view, format) {
+                Ok(r) => formats.push(r),
+                Err(e) => {
+                    tracing::warn!(uri_r = %value.entry.uri_r, error = %e, "cannot write a TimeMap rendering");
+                    formats.iter().for_each(|r: &Rendering| {
+                        r.plain.remove();
+                        r.zstd.remove();
+                    });
+                    return None;
+                }
+            }
+        }
+        Some(Head {
+            rev,
+            uri_r: value.entry.uri_r.clone(),
+            checked_at: value.entry.checked_at,
+            fresh_until: value.entry.fresh_until,
+            content: view.content_headers(),
+            formats: formats.into(),
+        })
+    }
+
+    /// Keeps `made` as `key`'s head if `rev` is still the one awaited; else its files go.
+    fn settle(self: &Arc<Self>, key: &str, rev: u64, made: Option<Head>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = match pending.get(key) {
+            Some(p) if p.rev == rev && !p.done => pending.remove(key),
+            _ => None,
+        };
+        let refuse = || {
+            self.refused
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key.to_owned());
+        };
+        match (made, taken) {
+            (Some(head), None) => head.remove_files(),
+            // It would be evicted at once, and made again on every read.
+            (Some(head), Some(_)) if head.bytes() > self.capacity => {
+                head.remove_files();
+                refuse();
+            }
+            (Some(head), Some(taken)) => {
+                self.heads.insert(key.to_owned(), Arc::new(head));
+                self.linger(&mut pending, key, taken);
+            }
+            // Not servable from files, or the disk refused them: not tried again on every read
+            // (seconds of rendering each), only once the key changes.
+            (None, Some(_)) => refuse(),
+            (None, None) => {}
+        }
+    }
+
+    /// Holds `taken`'s value for [`LINGER`] more, then lets it go (unless `key` changed).
+    fn linger(self: &Arc<Self>, pending: &mut HashMap<String, Pending>, key: &str, taken: Pending) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let rev = taken.rev;
+        pending.insert(
+            key.to_owned(),
+            Pending {
+                done: true,
+                ..taken
+            },
+        );
+        let (this, key) = (self.clone(), key.to_owned());
+        runtime.spawn(async move {
+            tokio::time::sleep(LINGER).await;
+            let mut pending = this.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if pending.get(&key).is_some_and(|p| p.rev == rev) {
+                pending.remove(&key);
+            }
+        });
+    }
+}
+
+/// The store's side: every change to a key drops what was kept of its old value.
+pub struct Overflowing(pub Arc<Spill>);
+
+impl Overflow<CachedTimeMap<View>> for Overflowing {
+    fn stamp(&self, key: &str) -> u64 {
+        self.0.bucket(key).load(Ordering::Acquire)
+    }
+
+    fn replace(&self, key: &str, value: Option<&Arc<CachedTimeMap<View>>>) {
+        let spill = &self.0;
+        {
+            // Under the pending lock: a spill settling now sees its revision is gone.
+            let mut pending = spill.pending.lock().unwrap_or_else(|p| p.into_inner());
+            spill.bucket(key).fetch_add(1, Ordering::AcqRel);
+            pending.remove(key);
+            if let Some(old) = spill.heads.remove(key) {
+                old.remove_files();
+            }
+            spill
+                .refused
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(key);
+        }
+        if let Some(value) = value {
+            spill.start(key, value, None);
+        }
+    }
+
+    fn held(&self, key: &str) -> Option<Arc<CachedTimeMap<View>>> {
+        let pending = self.0.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.get(key).map(|p| p.value.clone())
+    }
+
+    fn read(&self, key: &str, value: &Arc<CachedTimeMap<View>>, stamp: u64) {
+        self.0.start(key, value, Some(stamp));
+    }
+}

@@ -1,0 +1,84 @@
+//! A huge entry's whole TimeMap answered from its head and rendering files
+//! ([`crate::http::spill`]): the same headers as an ordinary hit, the body streamed from disk.
+
+use super::if_none_match;
+use crate::http::encoding::{self, Coding};
+use crate::http::{freshness_headers, spill, AppState, Lookup};
+use crate::timemap::serialize::TimeMapFormat;
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+/// The answer from `lookup`'s head, or None: no head (not huge, not spilled yet, or dropped),
+/// another spelling of the URI-R, no longer fresh, a choice only the entry can serve (chosen
+/// archives, `no-cache`), or its file is gone. Then the request goes the ordinary way.
+pub(super) async fn answer(
+    state: &AppState,
+    lookup: &Lookup,
+    format: TimeMapFormat,
+    headers: &HeaderMap,
+    head_only: bool,
+) -> Option<Response> {
+    let spill = state.spill.as_ref()?;
+    if lookup.archives.is_some() || lookup.directives.no_cache {
+        return None;
+    }
+    let uri_r = lookup.uri_r.as_str();
+    let key = state.cache.key_of(uri_r);
+    // None while the renderings are being written: the entry is then served from memory.
+    let head = spill.head(&key)?;
+    // The bodies name the URI-R as stored; another spelling's are made from the entry.
+    if head.uri_r != uri_r || !state.cache.head_is_fresh(head.checked_at) {
+        return None;
+    }
+    let rendering = head.formats.get(format.index())?;
+    let mut h = head.content.clone();
+    h.insert("x-cache", HeaderValue::from_static("HIT"));
+    let now = state.clock.now();
+    freshness_headers(&mut h, head.checked_at, head.fresh_until, false, now);
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(v) = &rendering.link_header {
+        h.insert(header::LINK, v.clone());
+    }
+    // zstd is on disk already: chosen wherever the client takes it as gladly as its best.
+    let coding = encoding::negotiate_favouring(headers, Coding::Zstd);
+    let etag = match coding {
+        Some(c) => {
+            let tag = format!("{}-{}\"", rendering.etag.trim_end_matches('"'), c.token());
+            HeaderValue::from_str(&tag).ok()
+        }
+        None => rendering.etag_header.clone(),
+    };
+    if let Some(v) = etag {
+        h.insert(header::ETAG, v);
+    }
+    if if_none_match(headers, &rendering.etag) {
+        state.cache.count_head_hit();
+        return Some((StatusCode::NOT_MODIFIED, h).into_response());
+    }
+    // zstd is on disk already; br and gzip are coded on the way, from the plain file.
+    let (file, on_the_way) = match coding {
+        Some(Coding::Zstd) => (&rendering.zstd, None),
+        other => (&rendering.plain, other),
+    };
+    if let Some(c) = coding {
+        h.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(c.token()),
+        );
+    }
+    if on_the_way.is_none() {
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
+    }
+    if head_only {
+        state.cache.count_head_hit();
+        return Some((StatusCode::OK, h, Body::empty()).into_response());
+    }
+    let body = spill::body(spill.clone(), key, head.rev, file.clone(), on_the_way).await?;
+    state.cache.count_head_hit();
+    Some((StatusCode::OK, h, body).into_response())
+}

@@ -1,0 +1,445 @@
+//! [scale] item 2, streamed hits: an entry too heavy for the hot tier is answered from its
+//! renderings on disk, streamed; the same bytes as the miss in every format and coding, damaged
+//! or missing files never served as a whole wrong body, and files that follow the entry
+//! (restart, purge, refresh).
+
+use crate::support::{client, config_for, start_proxy, Proxy};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tmproxy::config::Config;
+use tmproxy::http::spill::{Head, Spill};
+use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+
+const URI_R: &str = "http://example.com/";
+const TOKEN: &str = "streamed-hits-token";
+const FORMATS: [&str; 3] = ["link", "json", "cdxj"];
+
+/// `n` distinct capture times, oldest first.
+fn spec(n: usize, year: u32) -> TimeMapSpec {
+    let stamps: Vec<String> = (0..n)
+        .map(|i| {
+            let (d, s) = (i / 86_400, i % 86_400);
+            format!(
+                "{year}{:02}{:02}{:02}{:02}{:02}",
+                1 + d / 28 % 12,
+                1 + d % 28,
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            )
+        })
+        .collect();
+    let stamps: Vec<&str> = stamps.iter().map(String::as_str).collect();
+    TimeMapSpec::of(&stamps)
+}
+
+/// A hot tier of 1 MiB: a TimeMap of 8,000 mementos weighs several MiB, so it is huge here.
+fn config(a: &SimulatedArchive, path: &Path) -> Config {
+    let mut c = config_for(&[("a", a)]);
+    c.cache.hot_capacity = 1024 * 1024;
+    c.cache.path = path.display().to_string();
+    c.admin.token = TOKEN.into();
+    c
+}
+
+fn spill(proxy: &Proxy) -> Arc<Spill> {
+    let state = proxy.state.as_ref().expect("state");
+    state.spill.clone().expect("renderings on")
+}
+
+/// The head kept for [`URI_R`], under its cache key.
+fn kept(proxy: &Proxy) -> Option<Arc<Head>> {
+    let state = proxy.state.as_ref().expect("state");
+    spill(proxy).head(&state.cache.key_of(URI_R))
+}
+
+/// The head once the renderings are written (after a miss they are written behind it).
+async fn head(proxy: &Proxy, other_than: Option<u64>) -> Arc<Head> {
+    for _ in 0..600 {
+        if let Some(h) = kept(proxy).filter(|h| Some(h.rev) != other_than) {
+            return h;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no renderings written for {URI_R}");
+}
+
+fn url(proxy: &Proxy, format: &str) -> String {
+    format!("{}/timemap/{format}/{URI_R}", proxy.base)
+}
+
+async fn get(url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut req = client().get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.expect("GET")
+}
+
+fn decode(coding: &str, coded: &[u8]) -> Vec<u8> {
+    let mut back = Vec::new();
+    match coding {
+        "br" => brotli::Decompressor::new(coded, 4096).read_to_end(&mut back),
+        "zstd" => zstd::stream::Decoder::new(coded).and_then(|mut d| d.read_to_end(&mut back)),
+        _ => flate2::read::GzDecoder::new(coded).read_to_end(&mut back),
+    }
+    .expect("decodes");
+    back
+}
+
+/// The miss's bodies (and ETags) in every format: the first a MISS, the others read the entry.
+async fn bodies(proxy: &Proxy) -> Vec<(Vec<u8>, String)> {
+    let mut out = Vec::new();
+    for format in FORMATS {
+        let r = get(&url(proxy, format), &[]).await;
+        assert_eq!(r.status(), 200, "{format}");
+        let etag = r.headers()["etag"].to_str().expect("ascii").to_owned();
+        out.push((r.bytes().await.expect("body").to_vec(), etag));
+    }
+    out
+}
+
+/// The proxy's base URL as a link-format body names it (its `self` link).
+fn proxy_base(link_body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(link_body);
+    let at = text.find("/timemap/link/").expect("a self link");
+    let start = text[..at].rfind('<').expect("<") + 1;
+    text[start..at].to_owned()
+}
+
+/// Equal bodies, without printing megabytes when they are not.
+fn same(got: &[u8], want: &[u8], what: &str) {
+    assert!(
+        got == want,
+        "{what}: {} bytes, want {} (first difference at {:?})",
+        got.len(),
+        want.len(),
+        got.iter().zip(want).position(|(a, b)| a != b)
+    );
+}
+
+/// The ETag's hash (`View`'s FNV-1a), to check an ETag names its body.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[tokio::test]
+async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let served = bodies(&proxy).await;
+    // What the ordinary path makes of the entry: each format asked with no head kept (dropped
+    // as a damaged file would be), so the entry is read from disk and rendered in memory.
+    let key = proxy.state.as_ref().expect("state").cache.key_of(URI_R);
+    let mut missed = Vec::new();
+    let mut ordinary = Vec::new();
+    for format in FORMATS {
+        let h = head(&proxy, None).await;
+        spill(&proxy).discard(&key, h.rev);
+        let before = spill(&proxy).streamed();
+        let r = get(&url(&proxy, format), &[]).await;
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        let etag = r.headers()["etag"].to_str().expect("ascii").to_owned();
+        ordinary.push(r.headers().clone());
+        let body = r.bytes().await.expect("body").to_vec();
+        assert_eq!(
+            spill(&proxy).streamed(),
+            before,
+            "{format}: not from a file"
+        );
+        assert_eq!(
+            etag,
+            format!("\"{:016x}\"", fnv1a(&body)),
+            "the ETag is the body's"
+        );
+        missed.push((body, etag));
+    }
+    for (i, format) in FORMATS.iter().enumerate() {
+        same(&served[i].0, &missed[i].0, format);
+        assert_eq!(served[i].1, missed[i].1, "{format}: the ETag is the body's");
+    }
+    let head = head(&proxy, None).await;
+    let streamed = spill(&proxy).streamed();
+    for (i, format) in FORMATS.iter().enumerate() {
+        let (body, etag) = &missed[i];
+        let r = get(&url(&proxy, format), &[]).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        assert_eq!(r.headers()["x-memento-count"], "8000");
+        assert_eq!(&r.headers()["etag"], etag.as_str(), "{format}");
+        assert!(r.headers()["link"]
+            .to_str()
+            .expect("ascii")
+            .contains("rel=\"self\""));
+        assert_eq!(
+            r.headers()["content-length"],
+            body.len().to_string().as_str()
+        );
+        // The headers of an ordinary hit, but for the clock's (Age, Cache-Control, Date) and
+        // the request's own id.
+        let names = |h: &reqwest::header::HeaderMap| -> Vec<String> {
+            let mut n: Vec<String> = h.keys().map(|k| k.to_string()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(r.headers()), names(&ordinary[i]), "{format}");
+        for k in ordinary[i].keys() {
+            if ["age", "cache-control", "date", "x-request-id"].contains(&k.as_str()) {
+                continue;
+            }
+            let all = |h: &reqwest::header::HeaderMap| {
+                let mut v: Vec<String> = h
+                    .get_all(k)
+                    .iter()
+                    .map(|v| v.to_str().expect("ascii").to_owned())
+                    .collect();
+                v.sort();
+                v
+            };
+            assert_eq!(all(r.headers()), all(&ordinary[i]), "{format}: {k}");
+        }
+        same(&r.bytes().await.expect("body"), body, format);
+        for coding in ["zstd", "br", "gzip"] {
+            let r = get(&url(&proxy, format), &[("accept-encoding", coding)]).await;
+            assert_eq!(r.status(), 200);
+            assert_eq!(r.headers()["content-encoding"], coding);
+            let coded_tag = format!("{}-{coding}\"", etag.trim_end_matches('"'));
+            assert_eq!(r.headers()["etag"], coded_tag.as_str());
+            let coded = r.bytes().await.expect("body");
+            assert!(coded.len() * 4 < body.len(), "{format} {coding}");
+            same(&decode(coding, &coded), body, coding);
+            // Either tag says the client has it.
+            for tag in [etag.as_str(), coded_tag.as_str()] {
+                let r = get(
+                    &url(&proxy, format),
+                    &[("accept-encoding", coding), ("if-none-match", tag)],
+                )
+                .await;
+                assert_eq!(r.status(), 304, "{format} {coding} {tag}");
+                assert_eq!(r.headers()["x-cache"], "HIT");
+            }
+        }
+        // A client taking zstd as gladly as br gets the stored zstd body.
+        let r = get(
+            &url(&proxy, format),
+            &[("accept-encoding", "gzip, br, zstd")],
+        )
+        .await;
+        assert_eq!(r.headers()["content-encoding"], "zstd");
+        same(
+            &decode("zstd", &r.bytes().await.expect("body")),
+            body,
+            "favoured zstd",
+        );
+        let r = client()
+            .head(url(&proxy, format))
+            .send()
+            .await
+            .expect("HEAD");
+        assert_eq!(r.status(), 200);
+        assert_eq!(&r.headers()["etag"], etag.as_str());
+        assert!(r.bytes().await.expect("no body").is_empty());
+    }
+    // 3 plain + 3 × 4 coded bodies came from the files; the archive was asked once.
+    assert_eq!(spill(&proxy).streamed() - streamed, 15);
+    assert_eq!(a.requests(), 1);
+    assert_eq!(kept(&proxy).map(|h| h.rev), Some(head.rev));
+}
+
+/// Damages `file` with `how` and shows that the answer streamed from it is cut short, never a
+/// complete wrong body, and that the next one is right again.
+async fn damaged(proxy: &Proxy, file: &Path, want: &[u8], accept: &str, how: &str) {
+    let mut bytes = std::fs::read(file).expect("rendering");
+    match how {
+        "flip" => {
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x20;
+        }
+        "truncate" => bytes.truncate(bytes.len() / 3),
+        _ => bytes.extend_from_slice(b"<http://evil.example/>; rel=\"memento\"\n"),
+    }
+    std::fs::write(file, &bytes).expect("damage");
+    let r = get(&url(proxy, "link"), &[("accept-encoding", accept)]).await;
+    assert_eq!(
+        r.status(),
+        200,
+        "{how} {accept}: the headers went out before the damage showed"
+    );
+    // Cut short: the client knows it did not get the whole body.
+    assert!(r.bytes().await.is_err(), "{how} {accept}: a complete body");
+    // The next answer is whole and right: the entry read again (and rendered again).
+    let r = get(&url(proxy, "link"), &[]).await;
+    assert_eq!(r.status(), 200);
+    same(&r.bytes().await.expect("body"), want, how);
+}
+
+#[tokio::test]
+async fn a_damaged_rendering_is_cut_short_dropped_and_made_again() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let want = bodies(&proxy).await.remove(0).0;
+    let mut rev = None;
+    for (accept, how) in [
+        ("identity", "flip"),
+        ("identity", "truncate"),
+        ("identity", "append"),
+        ("zstd", "flip"),
+        ("gzip", "truncate"),
+    ] {
+        let h = head(&proxy, rev).await;
+        rev = Some(h.rev);
+        let file = match accept {
+            "zstd" => &h.formats[0].zstd.path,
+            _ => &h.formats[0].plain.path,
+        };
+        damaged(&proxy, file, &want, accept, how).await;
+    }
+    assert_eq!(
+        a.requests(),
+        1,
+        "damage is repaired from the entry, not the archive"
+    );
+}
+
+#[tokio::test]
+async fn renderings_removed_while_running_or_across_a_restart_are_made_again() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let cache = dir.path().join("cache");
+    let proxy = start_proxy(config(&a, &cache)).await;
+    let want = bodies(&proxy).await;
+    let first = head(&proxy, None).await;
+    let renderings = spill(&proxy).dir().to_owned();
+    for f in files(&renderings) {
+        std::fs::remove_file(f).expect("remove");
+    }
+    for (i, format) in FORMATS.iter().enumerate() {
+        let r = get(&url(&proxy, format), &[]).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        same(&r.bytes().await.expect("body"), &want[i].0, format);
+    }
+    head(&proxy, Some(first.rev)).await;
+    proxy.stop().await;
+
+    // A crash's leftovers: a temporary file and one of an older run.
+    std::fs::write(renderings.join("tmp-0000-1-link.txt"), b"partial").expect("write");
+    std::fs::write(renderings.join("0000-1-link-00.txt"), b"old").expect("write");
+    let old_base = proxy_base(&want[0].0);
+    let proxy = start_proxy(config(&a, &cache)).await;
+    assert!(files(&renderings).is_empty(), "{:?}", files(&renderings));
+    // The bodies name the proxy, which listens on another port now.
+    let want: Vec<Vec<u8>> = want
+        .iter()
+        .map(|(b, _)| {
+            let text = String::from_utf8(b.clone()).expect("utf-8");
+            text.replace(&old_base, &proxy.base).into_bytes()
+        })
+        .collect();
+    for (i, format) in FORMATS.iter().enumerate() {
+        let r = get(&url(&proxy, format), &[]).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        same(&r.bytes().await.expect("body"), &want[i], format);
+    }
+    head(&proxy, None).await;
+    let streamed = spill(&proxy).streamed();
+    let r = get(&url(&proxy, "json"), &[]).await;
+    same(&r.bytes().await.expect("body"), &want[1], "json streamed");
+    assert_eq!(spill(&proxy).streamed(), streamed + 1);
+    assert_eq!(a.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_purge_removes_the_renderings_and_a_refresh_serves_the_new_content() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let old = bodies(&proxy).await.remove(0).0;
+    let first = head(&proxy, None).await;
+    let renderings = spill(&proxy).dir().to_owned();
+    assert_eq!(files(&renderings).len(), 6, "each format as it is and zstd");
+
+    // A refresh that replaces the entry: the new content, from new files; the old ones gone.
+    a.set_behaviour(Behaviour::TimeMap(spec(8_500, 2002)));
+    let r = get(&url(&proxy, "link"), &[("cache-control", "no-cache")]).await;
+    assert_eq!(r.headers()["x-cache"], "REFRESH");
+    let new = r.bytes().await.expect("body").to_vec();
+    assert!(new != old, "the refresh's content is new");
+    let second = head(&proxy, Some(first.rev)).await;
+    assert!(first.formats.iter().all(|r| !r.plain.path.exists()));
+    let r = get(&url(&proxy, "link"), &[]).await;
+    assert_eq!(r.headers()["x-cache"], "HIT");
+    assert_eq!(r.headers()["x-memento-count"], "8500");
+    same(&r.bytes().await.expect("body"), &new, "after the refresh");
+
+    let purge = client()
+        .delete(format!("{}/admin/cache/{URI_R}", proxy.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("DELETE");
+    assert!(purge.status().is_success(), "{}", purge.status());
+    assert!(kept(&proxy).is_none());
+    assert!(second
+        .formats
+        .iter()
+        .all(|r| !r.plain.path.exists() && !r.zstd.path.exists()));
+    assert!(files(&renderings).is_empty(), "{:?}", files(&renderings));
+    let r = get(&url(&proxy, "link"), &[]).await;
+    assert_eq!(r.headers()["x-cache"], "MISS");
+}
+
+#[tokio::test]
+async fn renderings_over_their_bound_are_not_kept_and_hits_read_the_entry() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let mut c = config(&a, &dir.path().join("cache"));
+    // Far less than one format's body: nothing can be kept.
+    c.cache.renderings_capacity = 64 * 1024;
+    let proxy = start_proxy(c).await;
+    let want = bodies(&proxy).await;
+    for _ in 0..3 {
+        for (i, format) in FORMATS.iter().enumerate() {
+            let r = get(&url(&proxy, format), &[]).await;
+            assert_eq!(r.headers()["x-cache"], "HIT");
+            same(&r.bytes().await.expect("body"), &want[i].0, format);
+        }
+    }
+    // The one attempt's files go once it is over its bound (it may still be writing).
+    let renderings = spill(&proxy).dir().to_owned();
+    for _ in 0..600 {
+        if files(&renderings).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(files(&renderings).is_empty(), "{:?}", files(&renderings));
+    assert!(kept(&proxy).is_none());
+    assert_eq!(spill(&proxy).streamed(), 0);
+    assert_eq!(a.requests(), 1);
+}
