@@ -38,7 +38,7 @@ TOML
 }
 URL="http://127.0.0.1:18202/timemap/link/http://example.com/"
 ask() { curl -s -o /dev/null -D "$WORK/headers" -w '%{http_code} first_byte=%{time_starttransfer}s total=%{time_total}s bytes=%{size_download}' "$URL" "$@"
-        echo " $(grep -i '^x-cache:' "$WORK/headers" | tr -d '\r')"; }
+        echo " $(grep -iE '^x-cache(-action)?:' "$WORK/headers" | tr -d '\r' | tr '\n' ' ')"; }
 serve() { # $1: config file; starts tmproxy under time -v, sets SERVE (time's pid) and TM (tmproxy's)
     /usr/bin/time -v target/release/tmproxy serve --config "$1" --listen 127.0.0.1:18202 \
         >"$WORK/serve.out" 2>"$WORK/serve.err" &
