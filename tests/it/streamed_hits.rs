@@ -443,3 +443,54 @@ async fn renderings_over_their_bound_are_not_kept_and_hits_read_the_entry() {
     assert_eq!(spill(&proxy).streamed(), 0);
     assert_eq!(a.requests(), 1);
 }
+
+/// Two replicas on one Redis: B streams its renderings of a huge entry; A refreshes it to new
+/// content and announces it. B drops its renderings with its local copy, so it serves the new
+/// TimeMap (read from Redis), never its old files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_replicas_refresh_drops_this_replicas_renderings() {
+    let redis = crate::redis_server::RedisServer::start();
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dirs = [
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    ];
+    let replica = |dir: &tempfile::TempDir| {
+        let mut c = config(&a, &dir.path().join("cache"));
+        c.cache.shared = redis.url();
+        start_proxy(c)
+    };
+    let (one, two) = (replica(&dirs[0]).await, replica(&dirs[1]).await);
+    let r = get(&url(&one, "link"), &[]).await;
+    assert_eq!(r.headers()["x-cache"], "MISS");
+    let r = get(&url(&two, "link"), &[]).await;
+    assert_eq!(r.headers()["x-cache"], "HIT", "read from Redis");
+    let old = r.bytes().await.expect("body").to_vec();
+    let first = head(&two, None).await;
+    let r = get(&url(&two, "link"), &[]).await;
+    same(&r.bytes().await.expect("body"), &old, "two's streamed hit");
+
+    a.set_behaviour(Behaviour::TimeMap(spec(8_500, 2002)));
+    let r = get(&url(&one, "link"), &[("cache-control", "no-cache")]).await;
+    assert_eq!(r.headers()["x-cache"], "REFRESH");
+    let new = r.bytes().await.expect("body").to_vec();
+    assert!(new != old, "the refresh's content is new");
+    // Two hears of it (pub/sub) and lets its renderings of the old entry go.
+    for _ in 0..200 {
+        if kept(&two).is_none_or(|h| h.rev != first.rev) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        kept(&two).is_none_or(|h| h.rev != first.rev),
+        "old renderings kept"
+    );
+    let asked = a.requests();
+    let r = get(&url(&two, "link"), &[]).await;
+    assert_eq!(r.headers()["x-cache"], "HIT");
+    assert_eq!(r.headers()["x-memento-count"], "8500");
+    assert_eq!(a.requests(), asked, "two read Redis, not the archive");
+}
