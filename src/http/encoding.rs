@@ -112,15 +112,13 @@ pub fn negotiate(headers: &HeaderMap) -> Option<Coding> {
         .map(|(c, _)| c)
 }
 
-/// [`negotiate`], but `favoured` wherever the client accepts it as much as the coding it would
-/// get: a body already stored in `favoured` is sent at once rather than coded on the way.
-pub fn negotiate_favouring(headers: &HeaderMap, favoured: Coding) -> Option<Coding> {
+/// [`negotiate`], but the first of `favoured` the client accepts as much as the coding it
+/// would get: a body already stored in that coding is sent at once rather than coded on the way.
+pub fn negotiate_favouring(headers: &HeaderMap, favoured: &[Coding]) -> Option<Coding> {
     let chosen = negotiate(headers)?;
     let q = weights(headers);
-    match q[favoured.index()] >= q[chosen.index()] {
-        true => Some(favoured),
-        false => Some(chosen),
-    }
+    let first = favoured.iter().find(|f| q[f.index()] >= q[chosen.index()]);
+    Some(first.copied().unwrap_or(chosen))
 }
 
 /// Each of our codings' `q` in `Accept-Encoding` (by [`Coding::index`]), `*` standing for
@@ -185,10 +183,13 @@ mod tests {
 
     #[test]
     fn a_favoured_coding_wins_where_it_is_accepted_as_much() {
-        let z = Coding::Zstd;
+        let z = &[Coding::Zstd][..];
         assert_eq!(negotiate_favouring(&HeaderMap::new(), z), None);
-        assert_eq!(negotiate_favouring(&accept("gzip, br, zstd"), z), Some(z));
-        assert_eq!(negotiate_favouring(&accept("*"), z), Some(z));
+        assert_eq!(
+            negotiate_favouring(&accept("gzip, br, zstd"), z),
+            Some(Coding::Zstd)
+        );
+        assert_eq!(negotiate_favouring(&accept("*"), z), Some(Coding::Zstd));
         assert_eq!(negotiate_favouring(&accept("br"), z), Some(Coding::Br));
         assert_eq!(
             negotiate_favouring(&accept("br, zstd;q=0.5"), z),
@@ -199,6 +200,16 @@ mod tests {
             Some(Coding::Gzip)
         );
         assert_eq!(negotiate_favouring(&accept("identity"), z), None);
+        // The stored codings in order: zstd, then gzip, before br coded on the way.
+        let stored = &[Coding::Zstd, Coding::Gzip][..];
+        let safari = accept("gzip, deflate, br");
+        assert_eq!(negotiate_favouring(&safari, stored), Some(Coding::Gzip));
+        let requests = accept("gzip, deflate");
+        assert_eq!(negotiate_favouring(&requests, stored), Some(Coding::Gzip));
+        let all = accept("gzip, deflate, br, zstd");
+        assert_eq!(negotiate_favouring(&all, stored), Some(Coding::Zstd));
+        let br_first = accept("br, gzip;q=0.8");
+        assert_eq!(negotiate_favouring(&br_first, stored), Some(Coding::Br));
     }
 
     #[test]

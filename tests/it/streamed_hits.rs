@@ -220,6 +220,18 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
             assert_eq!(r.headers()["content-encoding"], coding);
             let coded_tag = format!("{}-{coding}\"", etag.trim_end_matches('"'));
             assert_eq!(r.headers()["etag"], coded_tag.as_str());
+            // zstd and gzip are the stored files, sent with their length; br is coded on the way.
+            let stored = match coding {
+                "zstd" => Some(&head.formats[i].zstd),
+                "gzip" => Some(&head.formats[i].gzip),
+                _ => None,
+            };
+            let length = r.headers().get("content-length").map(|v| v.to_str().ok());
+            assert_eq!(
+                length.flatten(),
+                stored.map(|f| f.len.to_string()).as_deref(),
+                "{format} {coding}"
+            );
             let coded = r.bytes().await.expect("body");
             assert!(coded.len() * 4 < body.len(), "{format} {coding}");
             same(&decode(coding, &coded), body, coding);
@@ -234,6 +246,18 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
                 assert_eq!(r.headers()["x-cache"], "HIT");
             }
         }
+        // Safari's and Python's `requests`' Accept-Encoding: the stored gzip body, not br.
+        let r = get(
+            &url(&proxy, format),
+            &[("accept-encoding", "gzip, deflate, br")],
+        )
+        .await;
+        assert_eq!(r.headers()["content-encoding"], "gzip");
+        same(
+            &decode("gzip", &r.bytes().await.expect("body")),
+            body,
+            "favoured gzip",
+        );
         // A client taking zstd as gladly as br gets the stored zstd body.
         let r = get(
             &url(&proxy, format),
@@ -255,8 +279,8 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
         assert_eq!(&r.headers()["etag"], etag.as_str());
         assert!(r.bytes().await.expect("no body").is_empty());
     }
-    // 3 plain + 3 × 4 coded bodies came from the files; the archive was asked once.
-    assert_eq!(spill(&proxy).streamed() - streamed, 15);
+    // 3 plain + 3 × 5 coded bodies came from the files; the archive was asked once.
+    assert_eq!(spill(&proxy).streamed() - streamed, 18);
     assert_eq!(a.requests(), 1);
     assert_eq!(kept(&proxy).map(|h| h.rev), Some(head.rev));
 }
@@ -303,11 +327,15 @@ async fn a_damaged_rendering_is_cut_short_dropped_and_made_again() {
         ("identity", "append"),
         ("zstd", "flip"),
         ("gzip", "truncate"),
+        ("gzip", "flip"),
+        ("br", "truncate"),
     ] {
         let h = head(&proxy, rev).await;
         rev = Some(h.rev);
+        // zstd and gzip are sent as stored; br is coded on the way from the plain file.
         let file = match accept {
             "zstd" => &h.formats[0].zstd.path,
+            "gzip" => &h.formats[0].gzip.path,
             _ => &h.formats[0].plain.path,
         };
         damaged(&proxy, file, &want, accept, how).await;
@@ -380,7 +408,11 @@ async fn a_purge_removes_the_renderings_and_a_refresh_serves_the_new_content() {
     let old = bodies(&proxy).await.remove(0).0;
     let first = head(&proxy, None).await;
     let renderings = spill(&proxy).dir().to_owned();
-    assert_eq!(files(&renderings).len(), 6, "each format as it is and zstd");
+    assert_eq!(
+        files(&renderings).len(),
+        9,
+        "each format as it is, zstd and gzip"
+    );
 
     // A refresh that replaces the entry: the new content, from new files; the old ones gone.
     a.set_behaviour(Behaviour::TimeMap(spec(8_500, 2002)));
@@ -406,7 +438,7 @@ async fn a_purge_removes_the_renderings_and_a_refresh_serves_the_new_content() {
     assert!(second
         .formats
         .iter()
-        .all(|r| !r.plain.path.exists() && !r.zstd.path.exists()));
+        .all(|r| !r.plain.path.exists() && !r.zstd.path.exists() && !r.gzip.path.exists()));
     assert!(files(&renderings).is_empty(), "{:?}", files(&renderings));
     let r = get(&url(&proxy, "link"), &[]).await;
     assert_eq!(r.headers()["x-cache"], "MISS");

@@ -43,7 +43,8 @@ pub struct Head {
     pub formats: Box<[Rendering]>,
 }
 
-/// One format's body on disk, as it is and zstd-coded, with its ETag and `Link` header.
+/// One format's body on disk, as it is, zstd-coded and gzip-coded, with its ETag and `Link`
+/// header.
 #[derive(Debug)]
 pub struct Rendering {
     pub etag: String,
@@ -51,11 +52,18 @@ pub struct Rendering {
     pub link_header: Option<HeaderValue>,
     pub plain: SpilledFile,
     pub zstd: SpilledFile,
+    pub gzip: SpilledFile,
+}
+
+impl Rendering {
+    fn files(&self) -> [&SpilledFile; 3] {
+        [&self.plain, &self.zstd, &self.gzip]
+    }
 }
 
 impl Head {
     fn files(&self) -> impl Iterator<Item = &SpilledFile> {
-        self.formats.iter().flat_map(|r| [&r.plain, &r.zstd])
+        self.formats.iter().flat_map(Rendering::files)
     }
 
     /// Bytes on disk: the head's weight against `renderings_capacity`.
@@ -238,10 +246,10 @@ impl Spill {
                 Ok(r) => formats.push(r),
                 Err(e) => {
                     tracing::warn!(uri_r = %value.entry.uri_r, error = %e, "cannot write a TimeMap rendering");
-                    formats.iter().for_each(|r: &Rendering| {
-                        r.plain.remove();
-                        r.zstd.remove();
-                    });
+                    formats
+                        .iter()
+                        .flat_map(Rendering::files)
+                        .for_each(SpilledFile::remove);
                     return None;
                 }
             }

@@ -1,6 +1,6 @@
 //! Writing one format's rendering: rendered in pieces straight into a temporary file and,
-//! through zstd, into a second one, hashed as it goes (the ETag, and each file's CRC-32 and
-//! length), then renamed to names that say the ETag. A crash leaves only `tmp-` files, which the
+//! through zstd and gzip, into two more, hashed as it goes (the ETag, and each file's CRC-32
+//! and length), then renamed to names that say the ETag. A crash leaves only `tmp-` files, which the
 //! next start removes with the rest.
 
 use super::Rendering;
@@ -60,10 +60,14 @@ impl<W: Write> Write for Checked<W> {
     }
 }
 
-/// The body as it is and zstd-coded, from one rendering pass.
+/// The body as it is, zstd-coded and gzip-coded, from one rendering pass. gzip is stored too
+/// because clients that take nothing better are common (Python's `requests`, Safari), and
+/// coding 122 MB on the way took 0.5-0.65 s a hit (BENCHMARKS.md); br is left to be coded on
+/// the way, for the few clients that prefer it to both.
 struct Tee {
     plain: Checked<BufWriter<File>>,
     zstd: zstd::stream::Encoder<'static, Checked<BufWriter<File>>>,
+    gzip: flate2::write::GzEncoder<Checked<BufWriter<File>>>,
     etag: Fnv,
 }
 
@@ -71,28 +75,30 @@ impl Write for Tee {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.plain.write_all(buf)?;
         self.zstd.write_all(buf)?;
+        self.gzip.write_all(buf)?;
         self.etag.update(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
         self.plain.flush()?;
-        self.zstd.flush()
+        self.zstd.flush()?;
+        self.gzip.flush()
     }
 }
 
-/// Writes `view`'s whole TimeMap in `format` as `<stem>-<format>-<etag>.txt` and `.zst` in
-/// `dir`. A body the view rendered already (a miss's) is copied rather than rendered again.
+/// Writes `view`'s whole TimeMap in `format` as `<stem>-<format>-<etag>.txt`, `.zst` and `.gz`
+/// in `dir`. A body the view rendered already (a miss's) is copied rather than rendered again.
 pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io::Result<Rendering> {
     let segment = format.segment();
     let tmp = |ext: &str| dir.join(format!("tmp-{stem}-{segment}.{ext}"));
-    let (tmp_plain, tmp_zstd) = (tmp("txt"), tmp("zst"));
-    let written = write_both(&tmp_plain, &tmp_zstd, view, format);
-    let (plain, zstd, etag) = match written {
+    let tmps = [tmp("txt"), tmp("zst"), tmp("gz")];
+    let (plain, zstd, gzip, etag) = match write_all(&tmps, view, format) {
         Ok(w) => w,
         Err(e) => {
-            let _ = std::fs::remove_file(&tmp_plain);
-            let _ = std::fs::remove_file(&tmp_zstd);
+            for t in &tmps {
+                let _ = std::fs::remove_file(t);
+            }
             return Err(e);
         }
     };
@@ -105,11 +111,20 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
         file.path = path;
         Ok(file)
     };
-    let plain = done(&tmp_plain, plain, "txt")?;
-    let zstd = match done(&tmp_zstd, zstd, "zst") {
+    let plain = done(&tmps[0], plain, "txt")?;
+    let zstd = match done(&tmps[1], zstd, "zst") {
         Ok(z) => z,
         Err(e) => {
             plain.remove();
+            let _ = std::fs::remove_file(&tmps[2]);
+            return Err(e);
+        }
+    };
+    let gzip = match done(&tmps[2], gzip, "gz") {
+        Ok(g) => g,
+        Err(e) => {
+            plain.remove();
+            zstd.remove();
             return Err(e);
         }
     };
@@ -120,31 +135,40 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
         link_header: view.link_header(format),
         plain,
         zstd,
+        gzip,
     })
 }
 
-fn write_both(
-    plain_path: &Path,
-    zstd_path: &Path,
+/// The three files at `paths` (plain, zstd, gzip) and the body's ETag.
+fn write_all(
+    paths: &[PathBuf; 3],
     view: &View,
     format: TimeMapFormat,
-) -> io::Result<(SpilledFile, SpilledFile, Fnv)> {
+) -> io::Result<(SpilledFile, SpilledFile, SpilledFile, Fnv)> {
     let open = |p: &Path| -> io::Result<_> {
         Ok(Checked::new(BufWriter::with_capacity(
             256 * 1024,
             File::create(p)?,
         )))
     };
+    let [plain_path, zstd_path, gzip_path] = paths;
     let mut tee = Tee {
         plain: open(plain_path)?,
         zstd: zstd::stream::Encoder::new(open(zstd_path)?, 3)?,
+        // The fast level: written once a revision, in the background, for millions of mementos.
+        gzip: flate2::write::GzEncoder::new(open(gzip_path)?, flate2::Compression::fast()),
         etag: Fnv::default(),
     };
     match view.rendered_ready(format) {
         Some(r) => tee.write_all(&r.body)?,
         None => format.render_to(&view.aggregate, view.links(), &mut tee)?,
     }
-    let Tee { plain, zstd, etag } = tee;
+    let Tee {
+        plain,
+        zstd,
+        gzip,
+        etag,
+    } = tee;
     let file = |c: Checked<BufWriter<File>>, path: &Path| -> io::Result<SpilledFile> {
         let (len, crc) = (c.len, c.crc.finalize());
         c.inner.into_inner().map_err(|e| e.into_error())?;
@@ -156,5 +180,6 @@ fn write_both(
     };
     let plain = file(plain, plain_path)?;
     let zstd = file(zstd.finish()?, zstd_path)?;
-    Ok((plain, zstd, etag))
+    let gzip = file(gzip.finish()?, gzip_path)?;
+    Ok((plain, zstd, gzip, etag))
 }

@@ -44,8 +44,9 @@ pub(super) async fn answer(
     if let Some(v) = &rendering.link_header {
         h.insert(header::LINK, v.clone());
     }
-    // zstd is on disk already: chosen wherever the client takes it as gladly as its best.
-    let coding = encoding::negotiate_favouring(headers, Coding::Zstd);
+    // zstd and gzip are on disk already: chosen wherever the client takes one as gladly as its
+    // best (zstd first); br only for a client that prefers it, coded on the way.
+    let coding = encoding::negotiate_favouring(headers, &[Coding::Zstd, Coding::Gzip]);
     let etag = match coding {
         Some(c) => {
             let tag = format!("{}-{}\"", rendering.etag.trim_end_matches('"'), c.token());
@@ -60,9 +61,10 @@ pub(super) async fn answer(
         state.cache.count_head_hit();
         return Some((StatusCode::NOT_MODIFIED, h).into_response());
     }
-    // zstd is on disk already; br and gzip are coded on the way, from the plain file.
+    // zstd and gzip are on disk already; br is coded on the way, from the plain file.
     let (file, on_the_way) = match coding {
         Some(Coding::Zstd) => (&rendering.zstd, None),
+        Some(Coding::Gzip) => (&rendering.gzip, None),
         other => (&rendering.plain, other),
     };
     if let Some(c) = coding {
