@@ -65,5 +65,7 @@ sleep 2 # the entry's write lands behind the answer
 echo "  RSS after the first request: $(rss)"
 for i in $(seq "$HITS"); do echo -n "  hit $i: "; ask; done
 echo -n "  hit, zstd: "; ask -H 'Accept-Encoding: zstd'
+echo -n "  hit, gzip (Python requests): "; ask -H 'Accept-Encoding: gzip, deflate'
+echo -n "  hit, br only: "; ask -H 'Accept-Encoding: br'
 echo "  RSS after $HITS hits: $(rss)"
 stop
