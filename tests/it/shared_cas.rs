@@ -8,7 +8,7 @@ use crate::disk_faults::healthz;
 use crate::redis_server::{RedisCluster, RedisServer};
 use crate::support::{client, config_for, memento_uris, Proxy};
 use std::time::Duration;
-use tmproxy::cache::store::{Cacheable, Observed, SetIf, SharedTier, KEY_PREFIX};
+use tmproxy::cache::store::{Cacheable, Observed, SetIf, KEY_PREFIX};
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://example.com/cas";
@@ -29,14 +29,7 @@ async fn replica_at(shared: String, archives: &[(&str, &SimulatedArchive)]) -> P
     sim_proxy(config).await
 }
 
-fn shared(proxy: &Proxy) -> &SharedTier<impl Cacheable> {
-    proxy
-        .state
-        .as_ref()
-        .and_then(|s| s.cache.store())
-        .and_then(|s| s.shared())
-        .expect("a shared tier")
-}
+use crate::shared_tier::shared_tier as shared;
 
 /// GET a TimeMap as JSON: (status, X-Cache, mementos).
 async fn get(proxy: &Proxy, uri_r: &str) -> (u16, String, usize) {

@@ -59,7 +59,7 @@ fn shared_stats(proxy: &Proxy) -> tmproxy::cache::store::SharedStats {
     shared_tier(proxy).stats()
 }
 
-fn shared_tier(
+pub fn shared_tier(
     proxy: &Proxy,
 ) -> &tmproxy::cache::store::SharedTier<impl tmproxy::cache::store::Cacheable> {
     proxy

@@ -37,9 +37,7 @@ impl Format for Cdxj {
 
 /// MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per memento.
 pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
-    let body = TimeMapFormat::CDXJ.render(agg, links);
-    // Written from `&str`s only, so always UTF-8; lossy rather than a panic all the same.
-    String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    super::render_text(TimeMapFormat::CDXJ, agg, links)
 }
 
 /// The whole TimeMap or one page: a page's `!id` is the page, `!meta {"pages": …}` names the

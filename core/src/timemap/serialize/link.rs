@@ -39,9 +39,7 @@ impl Format for Link {
 /// Link format, oldest first, one link per line. Every URI is written through [`escape_uri`]:
 /// a `>`, `"`, space or line end in a URI-R or URI-M can never end its link or start another.
 pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
-    let body = TimeMapFormat::LINK.render(agg, links);
-    // Written from `&str`s only, so always UTF-8; lossy rather than a panic all the same.
-    String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    super::render_text(TimeMapFormat::LINK, agg, links)
 }
 
 /// The whole TimeMap, or one page of it as RFC 7089 §4.3 pages one: `self` is the page with its

@@ -151,6 +151,13 @@ impl fmt::Debug for TimeMapFormat {
     }
 }
 
+/// [`render`] as text, for the formats that are text.
+fn render_text(format: TimeMapFormat, agg: &Aggregate, links: &SelfLinks) -> String {
+    let body = render(format, agg, links);
+    // Written from `&str`s only, so always UTF-8; lossy rather than a panic all the same.
+    String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Renders the aggregate in `format`.
 pub fn render(format: TimeMapFormat, agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
     format.render(agg, links)
