@@ -298,14 +298,23 @@ async fn damaged(proxy: &Proxy, file: &Path, want: &[u8], accept: &str, how: &st
         _ => bytes.extend_from_slice(b"<http://evil.example/>; rel=\"memento\"\n"),
     }
     std::fs::write(file, &bytes).expect("damage");
-    let r = get(&url(proxy, "link"), &[("accept-encoding", accept)]).await;
-    assert_eq!(
-        r.status(),
-        200,
-        "{how} {accept}: the headers went out before the damage showed"
-    );
-    // Cut short: the client knows it did not get the whole body.
-    assert!(r.bytes().await.is_err(), "{how} {accept}: a complete body");
+    let sent = client()
+        .get(url(proxy, "link"))
+        .header("accept-encoding", accept)
+        .send()
+        .await;
+    match sent {
+        // The head went out before the damage showed: the body is cut short, so the client
+        // knows it did not get the whole of it.
+        Ok(r) => {
+            assert_eq!(r.status(), 200, "{how} {accept}");
+            assert!(r.bytes().await.is_err(), "{how} {accept}: a complete body");
+        }
+        // A file of one piece is checked whole before anything is sent: when hyper had not
+        // written the head yet, the connection closes with no answer at all. Either way, no
+        // wrong body arrives complete.
+        Err(e) => assert!(e.is_request(), "{how} {accept}: {e}"),
+    }
     // The next answer is whole and right: the entry read again (and rendered again).
     let r = get(&url(proxy, "link"), &[]).await;
     assert_eq!(r.status(), 200);
