@@ -2,12 +2,14 @@
 //! for br or gzip, and checked against the length and CRC-32 it was written with. The last piece
 //! is held back until the whole file has checked out: a damaged file ends the answer short (the
 //! client sees a cut transfer, never a complete wrong body) and is dropped, so the next request
-//! renders it again from the entry.
+//! renders it again from the entry. Damage found before the first piece is sent (a file of one
+//! piece) sends this request the ordinary way instead.
 
 use super::{Spill, SpilledFile};
 use crate::http::encoding::{Coding, Encoder};
 use axum::body::Body;
 use bytes::Bytes;
+use futures::StreamExt;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -54,9 +56,19 @@ pub async fn body(
             let _ = tx.blocking_send(Err(io::Error::other(why)));
         }
     });
-    let pieces = futures::stream::unfold(rx, |mut rx| async move {
+    // The first piece before the head goes out: a file of one piece is checked whole before
+    // any of it is sent, so its damage is known here, and the request is answered the ordinary
+    // way rather than cut off with no answer at all.
+    let mut rx = rx;
+    let first = match rx.recv().await {
+        Some(Ok(piece)) => Some(piece),
+        Some(Err(_)) => return None,
+        None => None,
+    };
+    let rest = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|piece| (piece, rx))
     });
+    let pieces = futures::stream::iter(first.map(Ok::<Bytes, io::Error>)).chain(rest);
     Some(Body::from_stream(pieces))
 }
 
