@@ -84,6 +84,9 @@ pub struct Spill {
     context: super::view::ViewContext,
     /// Bounded by the bytes of their files; a head that leaves takes its files with it.
     heads: moka::sync::Cache<String, Arc<Head>>,
+    /// Heads inserted and not yet removed (never fewer than `heads` holds): while it is 0, a
+    /// request skips the key and the lookup, so a server with no huge entry pays nothing.
+    kept: Arc<AtomicU64>,
     /// Keys whose renderings are being written, with the revision that may become their head
     /// and the value they are written from: served from memory meanwhile
     /// ([`Overflow::held`]), as the hot tier would, rather than read from disk a second time.
@@ -131,18 +134,24 @@ impl Spill {
             _ => {}
         }
         std::fs::create_dir_all(&dir)?;
+        let kept = Arc::new(AtomicU64::new(0));
+        let gone = kept.clone();
         let heads = moka::sync::Cache::builder()
             .max_capacity(capacity)
             // The least recently used entry's files go first when the bound is reached.
             .eviction_policy(moka::policy::EvictionPolicy::lru())
             .weigher(|_: &String, head: &Arc<Head>| u32::try_from(head.bytes()).unwrap_or(u32::MAX))
             // Evicted for room, replaced, or invalidated: its files go with it.
-            .eviction_listener(|_, head: Arc<Head>, _| head.remove_files())
+            .eviction_listener(move |_, head: Arc<Head>, _| {
+                head.remove_files();
+                gone.fetch_sub(1, Ordering::AcqRel);
+            })
             .build();
         Ok(Arc::new(Spill {
             dir,
             context,
             heads,
+            kept,
             pending: Mutex::default(),
             refused: Mutex::default(),
             stamps: (0..STAMP_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
@@ -160,6 +169,11 @@ impl Spill {
     /// How many bodies were streamed from files since start.
     pub fn streamed(&self) -> u64 {
         self.streamed.load(Ordering::Relaxed)
+    }
+
+    /// Whether any head may be kept: false means no entry's answer is on disk.
+    pub fn any_head(&self) -> bool {
+        self.kept.load(Ordering::Acquire) > 0
     }
 
     /// The head kept for `key`, if any.
@@ -285,6 +299,8 @@ impl Spill {
                 refuse();
             }
             (Some(head), Some(taken)) => {
+                // Counted before it is in: the count is never below what `heads` holds.
+                self.kept.fetch_add(1, Ordering::AcqRel);
                 self.heads.insert(key.to_owned(), Arc::new(head));
                 self.linger(&mut pending, key, taken);
             }

@@ -19,7 +19,8 @@ pub(super) async fn answer(
     headers: &HeaderMap,
     head_only: bool,
 ) -> Option<Response> {
-    let spill = state.spill.as_ref()?;
+    // Most servers hold no huge entry: then no key is made and nothing is looked up.
+    let spill = state.spill.as_ref().filter(|s| s.any_head())?;
     if lookup.archives.is_some() || lookup.directives.no_cache {
         return None;
     }
