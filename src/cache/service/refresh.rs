@@ -68,10 +68,16 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         // One fan-out across the replicas, cold or expired. Another replica's claim means its
         // entry is coming: waited for, by our own deadline, then served as a hit; if it does
         // not come, an expired entry is served STALE, and a cold URI-R is fetched here.
-        let cached_revision = begun.cached.as_ref().map(|c| c.revision());
         let claim = if begun.alone {
             None
         } else {
+            // Only replicas compare revisions (a claim is held or won only with a shared
+            // tier): a server without one does not hash its entry.
+            let cached_revision = begun
+                .cached
+                .as_ref()
+                .filter(|_| store.is_shared())
+                .map(|c| c.revision());
             match store.claim_fan_out(key, limit).await {
                 FanOutClaim::Held => {
                     let found = self
