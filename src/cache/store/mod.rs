@@ -328,9 +328,7 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
         let value = self.shared.as_ref()?.get(key).await?;
         // Another replica's entry: kept locally too, so this replica serves it without Redis
         // from now on. A local write failure is the persistent tier's to report.
-        let _ = self.persistent.put(key, Arc::clone(&value)).await;
-        let _ = self.hot.put(key, Arc::clone(&value)).await;
-        self.replaced(key, Some(&value));
+        let _ = self.install(key, Arc::clone(&value)).await;
         Some(value)
     }
 
