@@ -229,30 +229,26 @@ async fn connection(
     let mut conn = std::pin::pin!(conn);
     let mut phase = Phase::Open;
     loop {
-        let verdict = decide(activity.snapshot(), phase, &limits);
-        if let Verdict::At(at, step) = verdict {
-            if at <= activity.elapsed() {
-                match step {
-                    Step::Drop => return,
-                    Step::GoAway => {
-                        conn.as_mut().graceful_shutdown();
-                        phase = Phase::Closing {
-                            since: activity.elapsed(),
-                        };
-                        continue;
-                    }
+        let verdict = decide(activity.snapshot(), activity.elapsed(), phase, &limits);
+        let at = match verdict {
+            Verdict::At(at, step) if at <= activity.elapsed() => match step {
+                Step::Drop => return,
+                Step::GoAway => {
+                    conn.as_mut().graceful_shutdown();
+                    phase = Phase::Closing {
+                        since: activity.elapsed(),
+                    };
+                    continue;
                 }
-            }
-        }
-        // Woken at the verdict's time, or when the last request in flight ends (which moves the
-        // idle deadline, perhaps sooner than the one slept towards, e.g. the first request's).
+            },
+            Verdict::At(at, _) | Verdict::LookAgain(at) => at,
+        };
+        // Woken at that time, or when a request the watchdog has not seen ends (which may set
+        // an idle deadline sooner than the first-request one slept towards).
         let wake = async {
-            match verdict {
-                Verdict::WaitForIdle => activity.changed().await,
-                Verdict::At(at, _) => tokio::select! {
-                    () = tokio::time::sleep_until(activity.instant(at)) => {},
-                    () = activity.changed() => {},
-                },
+            tokio::select! {
+                () = tokio::time::sleep_until(activity.instant(at)) => {},
+                () = activity.changed() => {},
             }
         };
         tokio::select! {

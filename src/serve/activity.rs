@@ -5,10 +5,15 @@
 //! and then nothing, or that stays open between streams, is never closed by hyper itself. So
 //! each connection counts its requests here (the service marks a request's start, and its
 //! response body, when dropped, its end) and a watchdog beside it asks [`decide`].
+//!
+//! The watchdog is lazy: it sleeps towards a deadline and, woken, asks again. Requests only
+//! ever move a deadline later, except the first one (an idle deadline may fall before the
+//! first-request one), so only the end of a request the watchdog has not seen wakes it: a
+//! kept-alive connection's requests cost it nothing (BENCHMARKS.md, [scale]).
 
 use hyper::body::{Body, Frame, SizeHint};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -48,8 +53,10 @@ pub enum Phase {
 /// What the watchdog does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// A request is in flight: nothing until it ends.
-    WaitForIdle,
+    /// A request is in flight: nothing can be due before this time since the connection's
+    /// start (the request ends no sooner than now, and every deadline runs from its end); look
+    /// again then.
+    LookAgain(Duration),
     /// Unless a request begins first, take `Step` at this time since the connection's start.
     At(Duration, Step),
 }
@@ -62,10 +69,13 @@ pub enum Step {
     Drop,
 }
 
-/// When a connection in this state is to be closed, and how.
-pub fn decide(now: Snapshot, phase: Phase, limits: &Limits) -> Verdict {
+/// When a connection in this state, `elapsed` since its start, is to be closed, and how.
+pub fn decide(now: Snapshot, elapsed: Duration, phase: Phase, limits: &Limits) -> Verdict {
     if now.in_flight > 0 {
-        return Verdict::WaitForIdle;
+        return Verdict::LookAgain(match phase {
+            Phase::Open => elapsed + limits.idle,
+            Phase::Closing { .. } => elapsed + limits.close_grace,
+        });
     }
     match phase {
         Phase::Closing { since } => {
@@ -83,7 +93,10 @@ pub struct Activity {
     in_flight: AtomicUsize,
     requests: AtomicU64,
     idle_since_ms: AtomicU64,
-    /// Told when the last request in flight ends.
+    /// Until the watchdog has seen a request: it may sleep towards the first-request deadline,
+    /// and the idle one may come sooner.
+    unseen: AtomicBool,
+    /// Told when the last request in flight ends while `unseen`.
     changed: Notify,
 }
 
@@ -94,6 +107,7 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             requests: AtomicU64::new(0),
             idle_since_ms: AtomicU64::new(0),
+            unseen: AtomicBool::new(true),
             changed: Notify::new(),
         })
     }
@@ -101,13 +115,23 @@ impl Activity {
     /// A request begins; it ends when the returned guard is dropped.
     pub fn begin(self: &Arc<Self>) -> InFlight {
         // The watchdog is not woken: whenever its deadline comes it sees the request in flight
-        // and waits for its end (one wake-up per request, not two, on the hit path).
+        // and looks again later.
         self.requests.fetch_add(1, Ordering::SeqCst);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         InFlight(self.clone())
     }
 
+    /// The counts now, as the watchdog reads them: once it has read a request, later ones no
+    /// longer wake it.
     pub fn snapshot(&self) -> Snapshot {
+        let now = self.peek();
+        if now.requests > 0 {
+            self.unseen.store(false, Ordering::SeqCst);
+        }
+        now
+    }
+
+    fn peek(&self) -> Snapshot {
         Snapshot {
             in_flight: self.in_flight.load(Ordering::SeqCst),
             requests: self.requests.load(Ordering::SeqCst),
@@ -125,7 +149,7 @@ impl Activity {
         self.started + at
     }
 
-    /// Resolves once the last request in flight has ended, the idle deadline moving with it
+    /// Resolves once the last request in flight has ended while the watchdog had seen none
     /// (perhaps before this was called: [`Notify`] keeps the wake-up, so the caller re-reads
     /// the counts and never misses one).
     pub async fn changed(&self) {
@@ -142,7 +166,9 @@ impl Drop for InFlight {
         // Written before the count drops, so whoever sees no request in flight sees this time.
         let ms = u64::try_from(a.elapsed().as_millis()).unwrap_or(u64::MAX);
         a.idle_since_ms.store(ms, Ordering::SeqCst);
-        if a.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+        // `unseen` is read after the count drops: a watchdog that cleared it has read the
+        // request, so its deadline is no later than the one this end sets.
+        if a.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && a.unseen.load(Ordering::SeqCst) {
             a.changed.notify_one();
         }
     }
@@ -205,7 +231,7 @@ mod tests {
     #[test]
     fn a_connection_that_never_asks_is_dropped_at_the_first_request_deadline() {
         assert_eq!(
-            decide(at(0, 0, 0), Phase::Open, &LIMITS),
+            decide(at(0, 0, 0), Duration::ZERO, Phase::Open, &LIMITS),
             Verdict::At(Duration::from_secs(30), Step::Drop)
         );
     }
@@ -213,7 +239,12 @@ mod tests {
     #[test]
     fn an_idle_connection_is_told_to_close_idle_time_after_its_last_request() {
         assert_eq!(
-            decide(at(0, 3, 100), Phase::Open, &LIMITS),
+            decide(
+                at(0, 3, 100),
+                Duration::from_secs(120),
+                Phase::Open,
+                &LIMITS
+            ),
             Verdict::At(Duration::from_secs(160), Step::GoAway)
         );
     }
@@ -226,9 +257,23 @@ mod tests {
                 since: Duration::from_secs(1),
             },
         ] {
-            assert_eq!(decide(at(1, 1, 0), phase, &LIMITS), Verdict::WaitForIdle);
-            // The first request arrived, still running: not cut at the first-request deadline.
-            assert_eq!(decide(at(2, 2, 0), phase, &LIMITS), Verdict::WaitForIdle);
+            // Nothing can be due before the request ends: a look again an idle time (or, when
+            // closing, a grace) from now, however late it is.
+            let again = match phase {
+                Phase::Open => LIMITS.idle,
+                Phase::Closing { .. } => LIMITS.close_grace,
+            };
+            for now in [0, 31, 1000].map(Duration::from_secs) {
+                assert_eq!(
+                    decide(at(1, 1, 0), now, phase, &LIMITS),
+                    Verdict::LookAgain(now + again)
+                );
+                // The first request arrived, still running: not cut at the first-request deadline.
+                assert_eq!(
+                    decide(at(2, 2, 0), now, phase, &LIMITS),
+                    Verdict::LookAgain(now + again)
+                );
+            }
         }
     }
 
@@ -238,28 +283,59 @@ mod tests {
             since: Duration::from_secs(70),
         };
         assert_eq!(
-            decide(at(0, 1, 10), closing, &LIMITS),
+            decide(at(0, 1, 10), Duration::from_secs(71), closing, &LIMITS),
             Verdict::At(Duration::from_secs(72), Step::Drop)
         );
         // Its last request ended after the close began: the grace counts from then.
         assert_eq!(
-            decide(at(0, 2, 80), closing, &LIMITS),
+            decide(at(0, 2, 80), Duration::from_secs(81), closing, &LIMITS),
             Verdict::At(Duration::from_secs(82), Step::Drop)
         );
     }
 
     #[tokio::test]
-    async fn the_guard_counts_requests_and_wakes_the_watchdog_when_the_last_ends() {
+    async fn the_guard_counts_requests_and_wakes_the_watchdog_when_an_unseen_one_ends() {
         let a = Activity::new();
         let first = a.begin();
         let second = a.begin();
-        assert_eq!(a.snapshot().in_flight, 2);
-        assert_eq!(a.snapshot().requests, 2);
+        assert_eq!(a.peek().in_flight, 2);
+        assert_eq!(a.peek().requests, 2);
         drop(first);
-        assert_eq!(a.snapshot().in_flight, 1);
+        assert_eq!(a.peek().in_flight, 1);
         drop(second);
-        assert_eq!(a.snapshot().in_flight, 0);
+        assert_eq!(a.peek().in_flight, 0);
         // The wake-up was kept although no one waited yet.
+        tokio::time::timeout(Duration::from_secs(5), a.changed())
+            .await
+            .expect("woken");
+    }
+
+    #[tokio::test]
+    async fn once_the_watchdog_has_read_a_request_later_ends_do_not_wake_it() {
+        let a = Activity::new();
+        drop(a.begin());
+        tokio::time::timeout(Duration::from_secs(5), a.changed())
+            .await
+            .expect("the first end wakes it");
+        assert_eq!(a.snapshot().requests, 1);
+        for _ in 0..3 {
+            drop(a.begin());
+        }
+        // A wake-up would be kept and resolve at once; none is, so this waits the whole 200 ms.
+        let woken = tokio::time::timeout(Duration::from_millis(200), a.changed()).await;
+        assert!(
+            woken.is_err(),
+            "a seen connection's requests woke the watchdog"
+        );
+        assert_eq!(a.peek().requests, 4);
+    }
+
+    #[tokio::test]
+    async fn a_request_between_the_watchdogs_read_and_its_sleep_still_wakes_it() {
+        let a = Activity::new();
+        // The watchdog reads no request yet, then one begins and ends before it sleeps.
+        assert_eq!(a.snapshot().requests, 0);
+        drop(a.begin());
         tokio::time::timeout(Duration::from_secs(5), a.changed())
             .await
             .expect("woken");
