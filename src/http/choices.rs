@@ -4,9 +4,11 @@
 use crate::error::AppError;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue};
-use axum::middleware::Next;
 use axum::response::Response;
+use futures::future::{BoxFuture, Either, FutureExt};
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tower::{Layer, Service};
 
 /// The `Cache-Control` (and HTTP/1.0 `Pragma`) directives we honour.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -167,14 +169,57 @@ pub fn chosen_archives(
 /// Around the Memento routes: an answer shaped by `Prefer: archives=` says so (RFC 7240
 /// `Preference-Applied`, when it is not a 4xx/5xx) and carries `Vary: Prefer`, so a shared
 /// cache in front of us never serves one client's choice of archives to another.
-pub async fn mark_preferences(req: Request, next: Next) -> Response {
-    let ids = ids_in_prefer(req.headers());
-    let mut resp = next.run(req).await;
-    let Some(ids) = ids else {
-        return resp;
-    };
-    let h = resp.headers_mut();
-    h.append(header::VARY, HeaderValue::from_static("prefer"));
+///
+/// Hand-written rather than `axum::middleware::from_fn`, which clones the inner service and
+/// boxes a future and a `Next` for every request: a request without `Prefer: archives=`
+/// (nearly all, cache hits included) passes through untouched.
+#[derive(Clone, Copy)]
+pub struct MarkPreferencesLayer;
+
+impl<S> Layer<S> for MarkPreferencesLayer {
+    type Service = MarkPreferences<S>;
+
+    fn layer(&self, inner: S) -> MarkPreferences<S> {
+        MarkPreferences { inner }
+    }
+}
+
+/// A service whose answers say which archives a `Prefer` chose.
+#[derive(Clone)]
+pub struct MarkPreferences<S> {
+    inner: S,
+}
+
+impl<S> Service<Request> for MarkPreferences<S>
+where
+    S: Service<Request, Response = Response>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response, S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        match ids_in_prefer(req.headers()) {
+            None => Either::Left(self.inner.call(req)),
+            Some(ids) => Either::Right(
+                self.inner
+                    .call(req)
+                    .map(move |answer| answer.map(|r| mark_preferences(r, &ids)))
+                    .boxed(),
+            ),
+        }
+    }
+}
+
+/// `response` to a request that chose the archives `ids` with `Prefer`.
+fn mark_preferences(mut resp: Response, ids: &[String]) -> Response {
+    resp.headers_mut()
+        .append(header::VARY, HeaderValue::from_static("prefer"));
     let status = resp.status();
     // Only a refused request carries ids that are not archive ids ([a-z0-9._-]), so what is
     // echoed is always a header value; a 4xx/5xx applied nothing.

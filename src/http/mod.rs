@@ -128,7 +128,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/timegate/{*rest}", get(timegate::timegate))
         .route("/memento/{*rest}", get(memento::memento))
         .route("/api/{*rest}", get(memento::api))
-        .route_layer(axum::middleware::from_fn(choices::mark_preferences));
+        .route_layer(choices::MarkPreferencesLayer);
     // Only the routes that can fan out are limited: /healthz must answer a load balancer however
     // busy a client is, and the admin API has its token.
     let memento = match &state.rate_limiter {

@@ -99,7 +99,9 @@ impl View {
         self.headers
             .get_or_init(|| {
                 let agg = &self.aggregate;
-                let mut h = HeaderMap::with_capacity(12);
+                // Room for the ~20 headers an answer ends with (cache, content, CORS, request
+                // id): a clone keeps it, so no answer grows and rehashes its map.
+                let mut h = HeaderMap::with_capacity(24);
                 h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
                 if let Some(v) = crate::error::archives_header(agg) {
                     h.insert("x-memento-archives", v);
