@@ -8,6 +8,7 @@
 
 use super::metrics::Metrics;
 use super::route::{route_of, Route};
+use super::{X_CACHE, X_REQUEST_ID};
 use crate::error::take_internal_detail;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, Uri};
@@ -27,7 +28,7 @@ pub const TARGET: &str = "tmproxy::request";
 /// A client's own `X-Request-Id` is kept when it is short and plain (a load balancer's id ties
 /// its log to ours); anything else gets ours, so no header can forge a log line.
 fn client_id(req: &Request) -> Option<String> {
-    let v = req.headers().get("x-request-id")?.to_str().ok()?;
+    let v = req.headers().get(X_REQUEST_ID)?.to_str().ok()?;
     let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
     (!v.is_empty() && v.len() <= 64 && v.chars().all(plain)).then(|| v.to_owned())
 }
@@ -167,14 +168,14 @@ where
         let status = response.status().as_u16();
         let cache = response
             .headers()
-            .get("x-cache")
+            .get(X_CACHE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("-");
         let ms = elapsed.as_secs_f64() * 1000.0;
         tracing::info!(target: TARGET, status, cache, ms = format_args!("{ms:.2}"), "answered");
         this.metrics.observe(*this.route, status, elapsed);
         if let Ok(v) = HeaderValue::from_str(this.id) {
-            response.headers_mut().insert("x-request-id", v);
+            response.headers_mut().insert(X_REQUEST_ID, v);
         }
         Poll::Ready(Ok(response))
     }

@@ -35,8 +35,9 @@ use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
 use crate::upstream::Upstream;
 use crate::uri_r::{split_archives_param, split_timeout_param, UriR, MAX_URI_LEN};
+use axum::body::Body;
 use axum::extract::Request as HttpRequest;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -85,6 +86,22 @@ pub type SharedState = Arc<AppState>;
 /// The cache as the routes use it: entries in the tiered store (memory over disk), each with the
 /// [`View`] the routes serve it from.
 pub type Cache = TimeMapCache<Tiered<CachedTimeMap<View>>, View>;
+
+/// Our headers set on every answer, named once: a name given as text is parsed again on each
+/// insert, cache hits included.
+pub const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
+pub const X_CACHE_CASE: HeaderName = HeaderName::from_static("x-cache-case");
+pub const X_CACHE_ACTION: HeaderName = HeaderName::from_static("x-cache-action");
+pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// An answer with these headers, moved in whole: `(status, headers, body).into_response()`
+/// copies them one by one into an empty map that grows and rehashes on the way.
+pub fn answer(status: StatusCode, headers: HeaderMap, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
 
 /// The headers browsers may read: README's CORS list, kept equal to it by a test.
 pub const EXPOSED_HEADERS: &[&str] = &[
@@ -383,12 +400,12 @@ pub fn check_found(agg: &Aggregate) -> Result<(), AppError> {
 
 /// `X-Cache` and its companions, `Age`, `Cache-Control` (`Last-Modified` is a content header).
 pub fn cache_headers(h: &mut HeaderMap, served: &Served<View>, now: MementoDatetime) {
-    h.insert("x-cache", HeaderValue::from_static(served.status.as_str()));
+    h.insert(X_CACHE, HeaderValue::from_static(served.status.as_str()));
     if let Some(case) = served.case {
-        h.insert("x-cache-case", HeaderValue::from(u16::from(case.number())));
+        h.insert(X_CACHE_CASE, HeaderValue::from(u16::from(case.number())));
     }
     if let Some(action) = served.action {
-        h.insert("x-cache-action", HeaderValue::from_static(action.as_str()));
+        h.insert(X_CACHE_ACTION, HeaderValue::from_static(action.as_str()));
     }
     let stale = served.status == CacheStatus::Stale;
     freshness_headers(h, served.checked_at, served.fresh_until, stale, now);

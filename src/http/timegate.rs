@@ -74,7 +74,8 @@ fn redirect(
     target: MementoDatetime,
     negotiated: bool,
 ) -> Response {
-    let mut h = HeaderMap::new();
+    // Room for every header the answer ends with, the layers' included: none grows the map.
+    let mut h = HeaderMap::with_capacity(24);
     // check_found guarantees a non-empty TimeMap; an empty one would be a bug upstream of here.
     let Some(c) = closest(&agg.timemap, target) else {
         return AppError::Internal("redirect on an empty TimeMap".into()).into_response();
@@ -109,7 +110,7 @@ fn redirect(
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     let body = format!("302 Found: {location}\n");
-    (StatusCode::FOUND, h, body).into_response()
+    super::answer(StatusCode::FOUND, h, body)
 }
 
 /// `Link:` with original, timemap, and first/prev/memento/next/last (relations of one memento

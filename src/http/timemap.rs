@@ -2,10 +2,11 @@
 //! `/timemap/{link,json,cdxj}/{N}/{URI-R}`: its page N (RFC 7089 §4.3).
 
 use super::{
-    cache_headers, check_found, encoding, raw_after, read_lookup, serve_lookup, SharedState,
+    answer, cache_headers, check_found, encoding, raw_after, read_lookup, serve_lookup, SharedState,
 };
 use crate::error::AppError;
 use crate::timemap::serialize::TimeMapFormat;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -152,7 +153,7 @@ pub async fn timemap(
     }
     // Any coding of the same content is current: the client has it, in whichever coding.
     if if_none_match(&headers, &rendered.etag) {
-        return Ok((StatusCode::NOT_MODIFIED, h).into_response());
+        return Ok(answer(StatusCode::NOT_MODIFIED, h, Body::empty()));
     }
     let body = match coded {
         Some((c, body)) => {
@@ -164,7 +165,7 @@ pub async fn timemap(
         }
         None => rendered.body,
     };
-    Ok((StatusCode::OK, h, body).into_response())
+    Ok(answer(StatusCode::OK, h, body))
 }
 
 /// True when `If-None-Match` lists `etag` in any coding (`"…"`, `"…-br"`, weak or not), or

@@ -34,7 +34,7 @@ pub(super) async fn answer(
     }
     let rendering = head.formats.get(format.index())?;
     let mut h = head.content.clone();
-    h.insert("x-cache", HeaderValue::from_static("HIT"));
+    h.insert(crate::http::X_CACHE, HeaderValue::from_static("HIT"));
     let now = state.clock.now();
     freshness_headers(&mut h, head.checked_at, head.fresh_until, false, now);
     h.insert(
