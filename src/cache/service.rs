@@ -308,10 +308,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let wants_refresh = req.force || (req.no_cache && self.may_force(key, now));
         // The archives are asked with the spelling the entry was stored under (its first
         // asker's), so an entry's URI-R, and its observation log lines, keep one spelling.
-        let asked = cached
-            .as_ref()
-            .map_or(uri_r, |c| c.entry.uri_r.as_str())
-            .to_owned();
+        let asked = cached.as_ref().map_or(uri_r, |c| c.entry.uri_r.as_str());
         match (&cached, freshness, wants_refresh) {
             (Some(c), Freshness::Fresh, false) => {
                 self.stats.count_hit();
@@ -321,7 +318,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             // through the same policy.
             (Some(c), Freshness::Stale, false) => {
                 let this = self.clone();
-                let key = key.to_string();
+                let (key, asked) = (key.to_string(), asked.to_owned());
                 tokio::spawn(async move { this.revalidate(&key, &asked).await });
                 self.stats.count_stale();
                 return Served::stored_as(c, uri_r, self.context.as_ref(), CacheStatus::Stale);
@@ -342,9 +339,9 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let served = match req.deadline {
             Some(d) if d < self.upstream.deadline() => {
                 begun.deadline = Some(d);
-                self.refresh(key, &asked, begun, req.render).await
+                self.refresh(key, asked, begun, req.render).await
             }
-            _ => self.shared_refresh(key, &asked, begun, req.render).await,
+            _ => self.shared_refresh(key, asked, begun, req.render).await,
         };
         served.unwrap_or_else(|| {
             // The refresh task itself failed (a panic in it): serve what we have rather than 500.
