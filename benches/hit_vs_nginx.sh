@@ -2,7 +2,9 @@
 # Cache-hit throughput of tmproxy against nginx serving the same bytes as a static file.
 #   bash benches/hit_vs_nginx.sh [MEMENTOS=100] [SECONDS=10] [CONNECTIONS=64]
 # A third row per round, `tm-br`, asks tmproxy with Accept-Encoding: br (the coded body is made
-# once, on the first such request, and kept).
+# once, on the first such request, and kept). With BASE=path/to/an/older/tmproxy a fourth row,
+# `base`, serves the same from that binary (its own cache, port 18104): before/after in one run.
+# Each row also says the server's CPU time (user + system, from /proc) per request.
 # Needs nginx and wrk (Debian: apt-get install nginx-light wrk). Everything binds 127.0.0.1 and is
 # stopped by its PID at the end; wrk runs are bounded by SECONDS.
 set -euo pipefail
@@ -17,31 +19,48 @@ trap cleanup EXIT
 cargo build --release --quiet --bin tmproxy --example e2e_bench
 target/release/examples/e2e_bench archive --captures "$N" --port 18101 >"$WORK/archive.log" 2>&1 &
 pids+=($!)
-cat >"$WORK/tmproxy.toml" <<TOML
+replica() { # $1 binary, $2 port, $3 cache dir; sets STARTED to its PID
+    cat >"$3.toml" <<TOML
 [[archives]]
 id = "sim"
 name = "simulated archive"
 timemap = "http://127.0.0.1:18101/timemap/link/"
 timegate = "http://127.0.0.1:18101/timegate/"
 [cache]
-path = "$WORK/cache"
+path = "$3"
 TOML
-RUST_LOG=warn target/release/tmproxy serve --config "$WORK/tmproxy.toml" --listen 127.0.0.1:18102 >"$WORK/tmproxy.log" 2>&1 &
-pids+=($!)
+    RUST_LOG=warn "$1" serve --config "$3.toml" --listen "127.0.0.1:$2" >"$3.log" 2>&1 &
+    STARTED=$!; pids+=("$STARTED")
+    for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$2/timemap/link/http://example.com/" && return 0; sleep 0.2; done
+}
+replica target/release/tmproxy 18102 "$WORK/cache"; TMPROXY=$STARTED
+if [ -n "${BASE:-}" ]; then replica "$BASE" 18104 "$WORK/base"; BASE_PID=$STARTED; fi
 URL_T="http://127.0.0.1:18102/timemap/link/http://example.com/"
 for _ in $(seq 50); do curl -sf -o "$WORK/body" "$URL_T" && break; sleep 0.2; done
 curl -s -D - -o "$WORK/body" "$URL_T" | grep -i '^x-cache' # must say HIT
 echo "body: $(wc -c <"$WORK/body") bytes, $(grep -c 'rel="[a-z ]*memento"' "$WORK/body") mementos"
 
 serve_with_nginx "$WORK" "$WORK/body" 18103
+NGINX=${pids[-1]}
 URL_N="http://127.0.0.1:18103/timemap"
 cmp "$WORK/body" <(curl -sf "$URL_N") && echo "nginx serves the same bytes"
 
-run() { wrk -t2 -c"$CONNS" -d"${SECS}s" --latency ${3:+-H "$3"} "$2" | awk -v who="$1" '
+# CPU time (user + system, clock ticks) of a server: the process and its children (nginx's
+# workers). Beside req/s it is the load-independent figure: CPU per request.
+ticks() { local sum=0 p; for p in "$1" $(pgrep -P "$1"); do
+    sum=$((sum + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$sum"; }
+run() { local before after; before=$(ticks "$2")
+    wrk -t2 -c"$CONNS" -d"${SECS}s" --latency ${4:+-H "$4"} "$3" >"$WORK/wrk.out"
+    after=$(ticks "$2")
+    awk -v who="$1" -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '
   /Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$NF}
-  END {printf "%-8s %10s req/s  p50 %8s  p99 %8s  non-2xx %s\n", who, rps, p50, p99, (bad==""?0:bad)}'; }
-echo "wrk -t2 -c$CONNS -d${SECS}s, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  /requests in/ {n=$1}
+  END {printf "%-8s %10s req/s  p50 %8s  p99 %8s  CPU %5.1f us/req  non-2xx %s\n", who, rps, p50, p99,
+       (n > 0 ? ticks / hz * 1e6 / n : 0), (bad==""?0:bad)}' "$WORK/wrk.out"; }
+echo "wrk -t2 -c$CONNS -d${SECS}s, $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
 echo "br body: $(curl -s -H 'Accept-Encoding: br' "$URL_T" | wc -c) bytes"
 for round in 1 2; do
-    run nginx "$URL_N"; run tmproxy "$URL_T"; run tm-br "$URL_T" "Accept-Encoding: br"
+    run nginx "$NGINX" "$URL_N"; run tmproxy "$TMPROXY" "$URL_T"
+    run tm-br "$TMPROXY" "$URL_T" "Accept-Encoding: br"
+    if [ -n "${BASE:-}" ]; then run base "$BASE_PID" "${URL_T/18102/18104}"; fi
 done
