@@ -11,12 +11,13 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// The brotli quality and window of the stored br copy. For the 122 MB link body of a million
-/// mementos (BENCHMARKS.md) quality 2 codes in about 0.2 s to 2.34 MB, the bytes quality 5
-/// made on the way in 0.7-1.6 s; quality 1 is about as fast here but 1.4x the bytes, 3-4 cost
-/// more for 0-4% fewer. A 1 MiB window (lgwin 20) codes as small as the 4 MiB default and
-/// keeps the encoder at ~2.4 MB instead of ~8.5 MB, held while the first answer's peak is.
-const BR_QUALITY: u32 = 2;
+/// The brotli quality and window of the stored br copy. On a million mementos (BENCHMARKS.md)
+/// quality 1 adds about 0.55 s to the whole pass (1.5 s before) and codes the 122 MB link body
+/// to 3.3 MB; quality 2 codes it to 2.4 MB, the bytes quality 5 made on the way, but adds about
+/// 0.95 s. Either is half gzip's 6.7 MB or less, so the cheaper one. A 1 MiB window (lgwin 20)
+/// codes as small as the 4 MiB default and needs less memory, held while the first answer's
+/// peak is.
+const BR_QUALITY: u32 = 1;
 const BR_LGWIN: u32 = 20;
 
 /// The files of one format, in this order, and their extensions.
