@@ -5,7 +5,7 @@
 #    anchor. Peak RSS from /usr/bin/time -v.
 # 2. the default cache on an empty directory: the first request (a MISS that builds and stores
 #    the entry), then HITS hits, each with its first-byte and whole-body time; RSS after the hits
-#    from /proc, peak RSS from /usr/bin/time -v.
+#    from /proc, peak RSS from /usr/bin/time -v, and the rendering pass's time as it logs it.
 # The archive is the simulated one of e2e_bench (synthetic, newest first) on loopback; curl
 # writes bodies to /dev/null. Every process is stopped by its PID at the end.
 set -euo pipefail
@@ -68,4 +68,6 @@ echo -n "  hit, zstd: "; ask -H 'Accept-Encoding: zstd'
 echo -n "  hit, gzip (Python requests): "; ask -H 'Accept-Encoding: gzip, deflate'
 echo -n "  hit, br only: "; ask -H 'Accept-Encoding: br'
 echo "  RSS after $HITS hits: $(rss)"
+# The one rendering pass (all formats, each as it is and zstd-, gzip- and br-coded), as it logs.
+grep -o 'renderings written.*' "$WORK/serve.err" | tr -d '"' | sed 's/^/  /' || true
 stop

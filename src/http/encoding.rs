@@ -210,6 +210,18 @@ mod tests {
         assert_eq!(negotiate_favouring(&all, stored), Some(Coding::Zstd));
         let br_first = accept("br, gzip;q=0.8");
         assert_eq!(negotiate_favouring(&br_first, stored), Some(Coding::Br));
+        // Every coding stored, smallest first: Safari's gets br, a br-only client br.
+        let all_stored = &[Coding::Zstd, Coding::Br, Coding::Gzip][..];
+        assert_eq!(negotiate_favouring(&safari, all_stored), Some(Coding::Br));
+        assert_eq!(
+            negotiate_favouring(&requests, all_stored),
+            Some(Coding::Gzip)
+        );
+        assert_eq!(negotiate_favouring(&all, all_stored), Some(Coding::Zstd));
+        assert_eq!(
+            negotiate_favouring(&accept("br"), all_stored),
+            Some(Coding::Br)
+        );
     }
 
     #[test]

@@ -220,16 +220,16 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
             assert_eq!(r.headers()["content-encoding"], coding);
             let coded_tag = format!("{}-{coding}\"", etag.trim_end_matches('"'));
             assert_eq!(r.headers()["etag"], coded_tag.as_str());
-            // zstd and gzip are the stored files, sent with their length; br is coded on the way.
+            // Every coding is a stored file, sent with its length.
             let stored = match coding {
-                "zstd" => Some(&head.formats[i].zstd),
-                "gzip" => Some(&head.formats[i].gzip),
-                _ => None,
+                "zstd" => &head.formats[i].zstd,
+                "gzip" => &head.formats[i].gzip,
+                _ => &head.formats[i].br,
             };
             let length = r.headers().get("content-length").map(|v| v.to_str().ok());
             assert_eq!(
                 length.flatten(),
-                stored.map(|f| f.len.to_string()).as_deref(),
+                Some(stored.len.to_string().as_str()),
                 "{format} {coding}"
             );
             let coded = r.bytes().await.expect("body");
@@ -246,18 +246,17 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
                 assert_eq!(r.headers()["x-cache"], "HIT");
             }
         }
-        // Safari's and Python's `requests`' Accept-Encoding: the stored gzip body, not br.
-        let r = get(
-            &url(&proxy, format),
-            &[("accept-encoding", "gzip, deflate, br")],
-        )
-        .await;
-        assert_eq!(r.headers()["content-encoding"], "gzip");
-        same(
-            &decode("gzip", &r.bytes().await.expect("body")),
-            body,
-            "favoured gzip",
-        );
+        // Safari's Accept-Encoding: the stored br body, smaller than gzip; Python's
+        // `requests`' (no br): the stored gzip body.
+        for (accept, coding) in [("gzip, deflate, br", "br"), ("gzip, deflate", "gzip")] {
+            let r = get(&url(&proxy, format), &[("accept-encoding", accept)]).await;
+            assert_eq!(r.headers()["content-encoding"], coding, "{accept}");
+            same(
+                &decode(coding, &r.bytes().await.expect("body")),
+                body,
+                accept,
+            );
+        }
         // A client taking zstd as gladly as br gets the stored zstd body.
         let r = get(
             &url(&proxy, format),
@@ -279,10 +278,132 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
         assert_eq!(&r.headers()["etag"], etag.as_str());
         assert!(r.bytes().await.expect("no body").is_empty());
     }
-    // 3 plain + 3 × 5 coded bodies came from the files; the archive was asked once.
-    assert_eq!(spill(&proxy).streamed() - streamed, 18);
+    // 3 plain + 3 × 6 coded bodies came from the files; the archive was asked once.
+    assert_eq!(spill(&proxy).streamed() - streamed, 21);
     assert_eq!(a.requests(), 1);
     assert_eq!(kept(&proxy).map(|h| h.rev), Some(head.rev));
+}
+
+/// A client that takes br and nothing else we send (`Accept-Encoding: br`) gets the br copy
+/// written with the other renderings, streamed from its file as stored; a damaged br copy sends
+/// that request the ordinary way, whole and right, and is made again.
+#[tokio::test]
+async fn a_br_only_client_gets_the_stored_br_copy_and_a_damaged_one_falls_back() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let want = bodies(&proxy).await.remove(0).0;
+    let h = head(&proxy, None).await;
+    let br = &h.formats[0].br;
+    let stored = std::fs::read(&br.path).expect("the br copy");
+    assert_eq!(stored.len() as u64, br.len);
+    assert_eq!(crc32fast::hash(&stored), br.crc);
+    same(&decode("br", &stored), &want, "the stored br copy");
+    for accept in ["br", "br;q=1, identity;q=0"] {
+        let before = spill(&proxy).streamed();
+        let r = get(&url(&proxy, "link"), &[("accept-encoding", accept)]).await;
+        assert_eq!(r.status(), 200, "{accept}");
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        assert_eq!(r.headers()["content-encoding"], "br", "{accept}");
+        assert_eq!(
+            r.headers()["content-length"],
+            br.len.to_string().as_str(),
+            "{accept}"
+        );
+        same(&r.bytes().await.expect("body"), &stored, "sent as stored");
+        assert_eq!(
+            spill(&proxy).streamed(),
+            before + 1,
+            "{accept}: from the file"
+        );
+    }
+
+    // One byte of the br copy flipped: coded on the way from the entry instead, never the
+    // damaged bytes; the head is dropped.
+    let mut damaged = stored.clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0x20;
+    std::fs::write(&br.path, &damaged).expect("damage");
+    let r = get(&url(&proxy, "link"), &[("accept-encoding", "br")]).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-encoding"], "br");
+    same(
+        &decode("br", &r.bytes().await.expect("whole")),
+        &want,
+        "the ordinary way",
+    );
+    assert!(
+        kept(&proxy).is_none_or(|k| k.rev != h.rev),
+        "damaged head kept"
+    );
+    // Made again from the entry, and streamed from its new br copy.
+    let again = head(&proxy, Some(h.rev)).await;
+    let before = spill(&proxy).streamed();
+    let r = get(&url(&proxy, "link"), &[("accept-encoding", "br")]).await;
+    assert_eq!(
+        r.headers()["content-length"],
+        again.formats[0].br.len.to_string().as_str()
+    );
+    same(
+        &decode("br", &r.bytes().await.expect("body")),
+        &want,
+        "after the repair",
+    );
+    assert_eq!(spill(&proxy).streamed(), before + 1);
+    assert_eq!(a.requests(), 1, "repaired from the entry, not the archive");
+}
+
+/// The br copies count against `renderings_capacity`: a bound that holds every format's other
+/// three files but not its br copy as well keeps nothing, and hits read the entry.
+#[tokio::test]
+async fn the_br_copies_count_against_the_renderings_capacity() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let proxy = start_proxy(config(&a, &dir.path().join("one"))).await;
+    bodies(&proxy).await;
+    let h = head(&proxy, None).await;
+    let br: u64 = h.formats.iter().map(|r| r.br.len).sum();
+    let all: u64 = h
+        .formats
+        .iter()
+        .flat_map(|r| [&r.plain, &r.zstd, &r.gzip, &r.br])
+        .map(|f| f.len)
+        .sum();
+    let on_disk: u64 = files(spill(&proxy).dir())
+        .iter()
+        .map(|f| std::fs::metadata(f).expect("file").len())
+        .sum();
+    assert_eq!(on_disk, all, "what is counted is what is on disk");
+    proxy.stop().await;
+
+    // Half the br copies short of the whole (another port in the bodies moves a few bytes).
+    let mut c = config(&a, &dir.path().join("two"));
+    c.cache.renderings_capacity = all - br / 2;
+    let proxy = start_proxy(c).await;
+    let want = bodies(&proxy).await;
+    let renderings = spill(&proxy).dir().to_owned();
+    for _ in 0..600 {
+        if files(&renderings).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (i, format) in FORMATS.iter().enumerate() {
+        let r = get(&url(&proxy, format), &[("accept-encoding", "br")]).await;
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        same(
+            &decode("br", &r.bytes().await.expect("body")),
+            &want[i].0,
+            format,
+        );
+    }
+    assert!(files(&renderings).is_empty(), "{:?}", files(&renderings));
+    assert!(kept(&proxy).is_none());
+    assert_eq!(spill(&proxy).streamed(), 0);
 }
 
 /// Damages `file` with `how` and shows that the answer streamed from it is cut short or, when
@@ -333,13 +454,15 @@ async fn a_damaged_rendering_is_cut_short_dropped_and_made_again() {
         ("gzip", "truncate"),
         ("gzip", "flip"),
         ("br", "truncate"),
+        ("br", "flip"),
     ] {
         let h = head(&proxy, rev).await;
         rev = Some(h.rev);
-        // zstd and gzip are sent as stored; br is coded on the way from the plain file.
+        // Each coding is sent as stored, from its own file.
         let file = match accept {
             "zstd" => &h.formats[0].zstd.path,
             "gzip" => &h.formats[0].gzip.path,
+            "br" => &h.formats[0].br.path,
             _ => &h.formats[0].plain.path,
         };
         damaged(&proxy, file, &want, accept, how).await;
@@ -414,8 +537,8 @@ async fn a_purge_removes_the_renderings_and_a_refresh_serves_the_new_content() {
     let renderings = spill(&proxy).dir().to_owned();
     assert_eq!(
         files(&renderings).len(),
-        9,
-        "each format as it is, zstd and gzip"
+        12,
+        "each format as it is, zstd, gzip and br"
     );
 
     // A refresh that replaces the entry: the new content, from new files; the old ones gone.
@@ -442,7 +565,9 @@ async fn a_purge_removes_the_renderings_and_a_refresh_serves_the_new_content() {
     assert!(second
         .formats
         .iter()
-        .all(|r| !r.plain.path.exists() && !r.zstd.path.exists() && !r.gzip.path.exists()));
+        .all(|r| [&r.plain, &r.zstd, &r.gzip, &r.br]
+            .iter()
+            .all(|f| !f.path.exists())));
     assert!(files(&renderings).is_empty(), "{:?}", files(&renderings));
     let r = get(&url(&proxy, "link"), &[]).await;
     assert_eq!(r.headers()["x-cache"], "MISS");

@@ -1,6 +1,6 @@
 //! Huge entries (too heavy for the hot tier) served without reading them: each format's body
-//! is rendered once per entry revision into a file under `<[cache] path>/renderings/` (with a
-//! zstd copy), and a small head in memory holds what an answer's headers need. A hit is then a
+//! is rendered once per entry revision into a file under `<[cache] path>/renderings/` (with
+//! zstd, gzip and br copies), and a small head in memory holds what an answer's headers need. A hit is then a
 //! head lookup and a file streamed in pieces, checked against its length and CRC-32 as it goes.
 //!
 //! The store tells [`Spill`] of every change to a key ([`Overflow`]), so a head never outlives
@@ -43,7 +43,7 @@ pub struct Head {
     pub formats: Box<[Rendering]>,
 }
 
-/// One format's body on disk, as it is, zstd-coded and gzip-coded, with its ETag and `Link`
+/// One format's body on disk, as it is, zstd-, gzip- and br-coded, with its ETag and `Link`
 /// header.
 #[derive(Debug)]
 pub struct Rendering {
@@ -53,11 +53,12 @@ pub struct Rendering {
     pub plain: SpilledFile,
     pub zstd: SpilledFile,
     pub gzip: SpilledFile,
+    pub br: SpilledFile,
 }
 
 impl Rendering {
-    fn files(&self) -> [&SpilledFile; 3] {
-        [&self.plain, &self.zstd, &self.gzip]
+    fn files(&self) -> [&SpilledFile; 4] {
+        [&self.plain, &self.zstd, &self.gzip, &self.br]
     }
 }
 
@@ -246,6 +247,7 @@ impl Spill {
     /// Renders every format of `value` to files: the head they make, None when it is not
     /// served from files (no mementos) or a write failed (logged).
     fn make(&self, key: &str, value: &CachedTimeMap<View>, rev: u64) -> Option<Head> {
+        let started = std::time::Instant::now();
         let view = value.view(&self.context);
         if !matches!(view.aggregate.verdict(), Verdict::Found { .. }) {
             return None;
@@ -268,14 +270,22 @@ impl Spill {
                 }
             }
         }
-        Some(Head {
+        let head = Head {
             rev,
             uri_r: value.entry.uri_r.clone(),
             checked_at: value.entry.checked_at,
             fresh_until: value.entry.fresh_until,
             content: view.content_headers(),
             formats: formats.into(),
-        })
+        };
+        // Once per huge entry's revision: what the pass cost (BENCHMARKS.md reads it).
+        tracing::info!(
+            uri_r = %head.uri_r,
+            bytes = head.bytes(),
+            seconds = started.elapsed().as_secs_f64(),
+            "renderings written"
+        );
+        Some(head)
     }
 
     /// Keeps `made` as `key`'s head if `rev` is still the one awaited; else its files go.

@@ -1,12 +1,11 @@
-//! A rendering streamed from its file in 256 KiB pieces, coded on the way when the client asked
-//! for br or gzip, and checked against the length and CRC-32 it was written with. The last piece
+//! A rendering streamed from its file in 256 KiB pieces, as stored (every coding has its own
+//! file), and checked against the length and CRC-32 it was written with. The last piece
 //! is held back until the whole file has checked out: a damaged file ends the answer short (the
 //! client sees a cut transfer, never a complete wrong body) and is dropped, so the next request
 //! renders it again from the entry. Damage found before the first piece is sent (a file of one
 //! piece) sends this request the ordinary way instead.
 
 use super::{Spill, SpilledFile};
-use crate::http::encoding::{Coding, Encoder};
 use axum::body::Body;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -27,15 +26,10 @@ enum StreamEnd {
     Damaged(String),
 }
 
-/// The body of `file` (revision `rev` of `key`'s head), coded in `coding` if given; None when
-/// the file cannot be opened (the head is then dropped: answer the ordinary way).
-pub async fn body(
-    spill: Arc<Spill>,
-    key: String,
-    rev: u64,
-    file: SpilledFile,
-    coding: Option<Coding>,
-) -> Option<Body> {
+/// The body of `file` (revision `rev` of `key`'s head); None when the file cannot be opened or
+/// shows damage before its first piece is sent (the head is then dropped: answer the ordinary
+/// way).
+pub async fn body(spill: Arc<Spill>, key: String, rev: u64, file: SpilledFile) -> Option<Body> {
     let opened = match tokio::fs::File::open(&file.path).await {
         Ok(f) => f.into_std().await,
         Err(e) => {
@@ -49,7 +43,7 @@ pub async fn body(
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(4);
     tokio::task::spawn_blocking(move || {
-        if let Err(StreamEnd::Damaged(why)) = pump(opened, &file, coding, &tx) {
+        if let Err(StreamEnd::Damaged(why)) = pump(opened, &file, &tx) {
             tracing::warn!(path = %file.path.display(), why, "a rendering is damaged: dropped");
             spill.discard(&key, rev);
             // Ends the body with an error: hyper cuts the transfer short.
@@ -104,43 +98,16 @@ impl Write for Pieces<'_> {
     }
 }
 
-/// Where the file's bytes go: as they are, or through an encoder.
-enum Out<'a> {
-    Plain(Pieces<'a>),
-    Coded(Encoder<Pieces<'a>>),
-}
-
-impl Out<'_> {
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        match self {
-            Out::Plain(p) => p.write_all(bytes),
-            Out::Coded(e) => e.write_all(bytes),
-        }
-    }
-
-    fn finish(self) -> io::Result<()> {
-        match self {
-            Out::Plain(mut p) => p.flush(),
-            Out::Coded(e) => e.finish()?.flush(),
-        }
-    }
-}
-
 /// Reads `file` to its end, checking it against `want`, and sends it on.
 fn pump(
     mut file: File,
     want: &SpilledFile,
-    coding: Option<Coding>,
     tx: &mpsc::Sender<io::Result<Bytes>>,
 ) -> Result<(), StreamEnd> {
     let gone = |_| StreamEnd::Gone;
-    let pieces = Pieces {
+    let mut out = Pieces {
         tx,
         buf: Vec::with_capacity(PIECE),
-    };
-    let mut out = match coding {
-        None => Out::Plain(pieces),
-        Some(c) => Out::Coded(c.encoder(pieces).map_err(gone)?),
     };
     let (mut crc, mut len) = (crc32fast::Hasher::new(), 0u64);
     let mut held: Option<Vec<u8>> = None;
@@ -173,7 +140,7 @@ fn pump(
     if let Some(last) = held {
         out.write_all(&last).map_err(gone)?;
     }
-    out.finish().map_err(gone)
+    out.flush().map_err(gone)
 }
 
 /// Fills `buf` unless the file ends first; how many bytes it read.
@@ -196,10 +163,10 @@ mod tests {
 
     /// Streams the file `want` names as it stands: the pieces sent, and whether it was found
     /// damaged.
-    fn stream(want: &SpilledFile, coding: Option<Coding>) -> (Vec<Bytes>, bool) {
+    fn stream(want: &SpilledFile) -> (Vec<Bytes>, bool) {
         let (tx, mut rx) = mpsc::channel(1024);
         let file = File::open(&want.path).expect("open");
-        let damaged = matches!(pump(file, want, coding, &tx), Err(StreamEnd::Damaged(_)));
+        let damaged = matches!(pump(file, want, &tx), Err(StreamEnd::Damaged(_)));
         drop(tx);
         let mut got = Vec::new();
         while let Ok(Ok(piece)) = rx.try_recv() {
@@ -223,7 +190,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let body: Vec<u8> = (0..PIECE * 2 + 17).map(|i| (i % 251) as u8).collect();
         let file = written(&dir, &body);
-        let (got, damaged) = stream(&file, None);
+        let (got, damaged) = stream(&file);
         assert!(!damaged);
         assert_eq!(got.len(), 3);
         assert_eq!(got.concat(), body);
@@ -245,21 +212,10 @@ mod tests {
             ("empty", Vec::new()),
         ] {
             std::fs::write(&want.path, &bytes).expect("damage");
-            for coding in [None, Some(Coding::Gzip)] {
-                let (got, damaged) = stream(&want, coding);
-                assert!(damaged, "{what} {coding:?}");
-                let sent: usize = got.iter().map(Bytes::len).sum();
-                match coding {
-                    None => assert!(sent < body.len(), "{what}: {sent} bytes sent"),
-                    // The coded stream is never ended: no decoder takes it for whole.
-                    Some(_) => {
-                        let mut back = Vec::new();
-                        let whole =
-                            flate2::read::GzDecoder::new(&got.concat()[..]).read_to_end(&mut back);
-                        assert!(whole.is_err(), "{what}: a whole gzip stream");
-                    }
-                }
-            }
+            let (got, damaged) = stream(&want);
+            assert!(damaged, "{what}");
+            let sent: usize = got.iter().map(Bytes::len).sum();
+            assert!(sent < body.len(), "{what}: {sent} bytes sent");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Writing one format's rendering: rendered in pieces straight into a temporary file and,
-//! through zstd and gzip, into two more, hashed as it goes (the ETag, and each file's CRC-32
-//! and length), then renamed to names that say the ETag. A crash leaves only `tmp-` files, which the
-//! next start removes with the rest.
+//! through zstd, gzip and brotli, into three more, hashed as it goes (the ETag, and each file's
+//! CRC-32 and length), then renamed to names that say the ETag. A crash leaves only `tmp-` files,
+//! which the next start removes with the rest.
 
 use super::Rendering;
 use crate::http::view::{Fnv, View};
@@ -10,6 +10,18 @@ use axum::http::HeaderValue;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+/// The brotli quality and window of the stored br copy. On a million mementos (BENCHMARKS.md)
+/// quality 1 adds about 0.55 s to the whole pass (1.5 s before) and codes the 122 MB link body
+/// to 3.3 MB; quality 2 codes it to 2.4 MB, the bytes quality 5 made on the way, but adds about
+/// 0.95 s. Either is half gzip's 6.7 MB or less, so the cheaper one. A 1 MiB window (lgwin 20)
+/// codes as small as the 4 MiB default and needs less memory, held while the first answer's
+/// peak is.
+const BR_QUALITY: u32 = 1;
+const BR_LGWIN: u32 = 20;
+
+/// The files of one format, in this order, and their extensions.
+const EXTS: [&str; 4] = ["txt", "zst", "gz", "br"];
 
 /// A file written by [`render`]: what reading it back must find.
 #[derive(Debug, Clone)]
@@ -30,11 +42,14 @@ impl SpilledFile {
     }
 }
 
-/// A writer that counts and checksums what passes through it.
+/// A writer that counts and checksums what passes through it, and keeps its first failure:
+/// brotli's writer swallows the error of the stream's last write (`into_inner`), which must
+/// not leave a cut-short br file that checks out.
 struct Checked<W> {
     inner: W,
     len: u64,
     crc: crc32fast::Hasher,
+    failed: Option<io::Error>,
 }
 
 impl<W: Write> Checked<W> {
@@ -43,13 +58,17 @@ impl<W: Write> Checked<W> {
             inner,
             len: 0,
             crc: crc32fast::Hasher::new(),
+            failed: None,
         }
     }
 }
 
 impl<W: Write> Write for Checked<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
+        let n = self.inner.write(buf).inspect_err(|e| {
+            self.failed
+                .get_or_insert_with(|| io::Error::new(e.kind(), e.to_string()));
+        })?;
         self.len += n as u64;
         self.crc.update(&buf[..n]);
         Ok(n)
@@ -60,14 +79,18 @@ impl<W: Write> Write for Checked<W> {
     }
 }
 
-/// The body as it is, zstd-coded and gzip-coded, from one rendering pass. gzip is stored too
-/// because clients that take nothing better are common (Python's `requests`, Safari), and
-/// coding 122 MB on the way took 0.5-0.65 s a hit (BENCHMARKS.md); br is left to be coded on
-/// the way, for the few clients that prefer it to both.
+type Sink = Checked<BufWriter<File>>;
+
+/// The body as it is, zstd-, gzip- and br-coded, from one rendering pass, so every coding a
+/// client may ask for is sent as stored. gzip is there for clients that take nothing better
+/// (Python's `requests`, Safari); br for those that take br and not zstd: coding 122 MB on the
+/// way took 0.5-0.65 s a hit for gzip and 1.1-2.1 s for br (BENCHMARKS.md).
 struct Tee {
-    plain: Checked<BufWriter<File>>,
-    zstd: zstd::stream::Encoder<'static, Checked<BufWriter<File>>>,
-    gzip: flate2::write::GzEncoder<Checked<BufWriter<File>>>,
+    plain: Sink,
+    zstd: zstd::stream::Encoder<'static, Sink>,
+    gzip: flate2::write::GzEncoder<Sink>,
+    // Boxed: its state is kilobytes, the others' a few pointers.
+    br: Box<brotli::CompressorWriter<Sink>>,
     etag: Fnv,
 }
 
@@ -76,6 +99,7 @@ impl Write for Tee {
         self.plain.write_all(buf)?;
         self.zstd.write_all(buf)?;
         self.gzip.write_all(buf)?;
+        self.br.write_all(buf)?;
         self.etag.update(buf);
         Ok(buf.len())
     }
@@ -83,17 +107,18 @@ impl Write for Tee {
     fn flush(&mut self) -> io::Result<()> {
         self.plain.flush()?;
         self.zstd.flush()?;
-        self.gzip.flush()
+        self.gzip.flush()?;
+        self.br.flush()
     }
 }
 
-/// Writes `view`'s whole TimeMap in `format` as `<stem>-<format>-<etag>.txt`, `.zst` and `.gz`
-/// in `dir`. A body the view rendered already (a miss's) is copied rather than rendered again.
+/// Writes `view`'s whole TimeMap in `format` as `<stem>-<format>-<etag>.txt`, `.zst`, `.gz` and
+/// `.br` in `dir`. A body the view rendered already (a miss's) is copied rather than rendered
+/// again. On any failure no file of it is left.
 pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io::Result<Rendering> {
     let segment = format.segment();
-    let tmp = |ext: &str| dir.join(format!("tmp-{stem}-{segment}.{ext}"));
-    let tmps = [tmp("txt"), tmp("zst"), tmp("gz")];
-    let (plain, zstd, gzip, etag) = match write_all(&tmps, view, format) {
+    let tmps = EXTS.map(|ext| dir.join(format!("tmp-{stem}-{segment}.{ext}")));
+    let (written, etag) = match write_all(&tmps, view, format) {
         Ok(w) => w,
         Err(e) => {
             for t in &tmps {
@@ -103,31 +128,21 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
         }
     };
     let hex = etag.value();
-    let done = |tmp: &Path, mut file: SpilledFile, ext: &str| -> io::Result<SpilledFile> {
+    let mut done: Vec<SpilledFile> = Vec::with_capacity(EXTS.len());
+    for ((tmp, mut file), ext) in tmps.iter().zip(written).zip(EXTS) {
         let path = dir.join(format!("{stem}-{segment}-{hex:016x}.{ext}"));
-        std::fs::rename(tmp, &path).inspect_err(|_| {
-            let _ = std::fs::remove_file(tmp);
-        })?;
+        if let Err(e) = std::fs::rename(tmp, &path) {
+            done.iter().for_each(SpilledFile::remove);
+            for t in &tmps[done.len()..] {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(e);
+        }
         file.path = path;
-        Ok(file)
-    };
-    let plain = done(&tmps[0], plain, "txt")?;
-    let zstd = match done(&tmps[1], zstd, "zst") {
-        Ok(z) => z,
-        Err(e) => {
-            plain.remove();
-            let _ = std::fs::remove_file(&tmps[2]);
-            return Err(e);
-        }
-    };
-    let gzip = match done(&tmps[2], gzip, "gz") {
-        Ok(g) => g,
-        Err(e) => {
-            plain.remove();
-            zstd.remove();
-            return Err(e);
-        }
-    };
+        done.push(file);
+    }
+    let [plain, zstd, gzip, br] = <[SpilledFile; 4]>::try_from(done)
+        .map_err(|_| io::Error::other("a rendering's files went missing"))?;
     let etag = etag.etag();
     Ok(Rendering {
         etag_header: HeaderValue::from_str(&etag).ok(),
@@ -136,27 +151,34 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
         plain,
         zstd,
         gzip,
+        br,
     })
 }
 
-/// The three files at `paths` (plain, zstd, gzip) and the body's ETag.
+/// The files at `paths` (plain, zstd, gzip, br: [`EXTS`]) and the body's ETag.
 fn write_all(
-    paths: &[PathBuf; 3],
+    paths: &[PathBuf; 4],
     view: &View,
     format: TimeMapFormat,
-) -> io::Result<(SpilledFile, SpilledFile, SpilledFile, Fnv)> {
-    let open = |p: &Path| -> io::Result<_> {
+) -> io::Result<([SpilledFile; 4], Fnv)> {
+    let open = |p: &Path| -> io::Result<Sink> {
         Ok(Checked::new(BufWriter::with_capacity(
             256 * 1024,
             File::create(p)?,
         )))
     };
-    let [plain_path, zstd_path, gzip_path] = paths;
+    let [plain_path, zstd_path, gzip_path, br_path] = paths;
     let mut tee = Tee {
         plain: open(plain_path)?,
         zstd: zstd::stream::Encoder::new(open(zstd_path)?, 3)?,
         // The fast level: written once a revision, in the background, for millions of mementos.
         gzip: flate2::write::GzEncoder::new(open(gzip_path)?, flate2::Compression::fast()),
+        br: Box::new(brotli::CompressorWriter::new(
+            open(br_path)?,
+            64 * 1024,
+            BR_QUALITY,
+            BR_LGWIN,
+        )),
         etag: Fnv::default(),
     };
     match view.rendered_ready(format) {
@@ -167,9 +189,13 @@ fn write_all(
         plain,
         zstd,
         gzip,
+        mut br,
         etag,
     } = tee;
-    let file = |c: Checked<BufWriter<File>>, path: &Path| -> io::Result<SpilledFile> {
+    let file = |c: Sink, path: &Path| -> io::Result<SpilledFile> {
+        if let Some(e) = c.failed {
+            return Err(e);
+        }
         let (len, crc) = (c.len, c.crc.finalize());
         c.inner.into_inner().map_err(|e| e.into_error())?;
         Ok(SpilledFile {
@@ -181,5 +207,9 @@ fn write_all(
     let plain = file(plain, plain_path)?;
     let zstd = file(zstd.finish()?, zstd_path)?;
     let gzip = file(gzip.finish()?, gzip_path)?;
-    Ok((plain, zstd, gzip, etag))
+    // Flushed first so an error shows; the stream's end is then a few bytes, and `file`
+    // sees whether writing them failed.
+    br.flush()?;
+    let br = file(br.into_inner(), br_path)?;
+    Ok(([plain, zstd, gzip, br], etag))
 }

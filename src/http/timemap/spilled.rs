@@ -45,9 +45,9 @@ pub(super) async fn answer(
     if let Some(v) = &rendering.link_header {
         h.insert(header::LINK, v.clone());
     }
-    // zstd and gzip are on disk already: chosen wherever the client takes one as gladly as its
-    // best (zstd first); br only for a client that prefers it, coded on the way.
-    let coding = encoding::negotiate_favouring(headers, &[Coding::Zstd, Coding::Gzip]);
+    // Every coding is on disk: among those the client takes most gladly, the smallest file
+    // as they usually come out (zstd 3, br 1, gzip fast: 1.9, 3.3, 6.7 MB of 122 MB).
+    let coding = encoding::negotiate_favouring(headers, &[Coding::Zstd, Coding::Br, Coding::Gzip]);
     let etag = match coding {
         Some(c) => {
             let tag = format!("{}-{}\"", rendering.etag.trim_end_matches('"'), c.token());
@@ -62,11 +62,11 @@ pub(super) async fn answer(
         state.cache.count_head_hit();
         return Some((StatusCode::NOT_MODIFIED, h).into_response());
     }
-    // zstd and gzip are on disk already; br is coded on the way, from the plain file.
-    let (file, on_the_way) = match coding {
-        Some(Coding::Zstd) => (&rendering.zstd, None),
-        Some(Coding::Gzip) => (&rendering.gzip, None),
-        other => (&rendering.plain, other),
+    let file = match coding {
+        Some(Coding::Zstd) => &rendering.zstd,
+        Some(Coding::Gzip) => &rendering.gzip,
+        Some(Coding::Br) => &rendering.br,
+        None => &rendering.plain,
     };
     if let Some(c) = coding {
         h.insert(
@@ -74,14 +74,12 @@ pub(super) async fn answer(
             HeaderValue::from_static(c.token()),
         );
     }
-    if on_the_way.is_none() {
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
-    }
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
     if head_only {
         state.cache.count_head_hit();
         return Some((StatusCode::OK, h, Body::empty()).into_response());
     }
-    let body = spill::body(spill.clone(), key, head.rev, file.clone(), on_the_way).await?;
+    let body = spill::body(spill.clone(), key, head.rev, file.clone()).await?;
     state.cache.count_head_hit();
     Some((StatusCode::OK, h, body).into_response())
 }
