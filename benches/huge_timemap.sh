@@ -48,6 +48,7 @@ serve() { # $1: config file; starts tmproxy under time -v, sets SERVE (time's pi
 }
 stop() { kill -TERM "$TM"; wait "$SERVE" || true; grep 'Maximum resident' "$WORK/serve.err" | sed 's/^\s*/  /'; }
 rss() { awk '/VmRSS/ {printf "%d MiB", $2/1024}' "/proc/$TM/status"; }
+hwm() { awk '/VmHWM/ {printf "%d kB", $2}' "/proc/$TM/status"; } # the peak so far
 
 echo "$N mementos, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
 config 'policy = "none"' >"$WORK/none.toml"
@@ -62,7 +63,8 @@ serve "$WORK/cached.toml"
 echo "default cache, empty directory:"
 echo -n "  first request: "; ask
 sleep 2 # the entry's write lands behind the answer
-echo "  RSS after the first request: $(rss)"
+# The peak so far is the first request's own: time -v's peak below also covers the hits.
+echo "  RSS after the first request: $(rss), its peak RSS: $(hwm)"
 for i in $(seq "$HITS"); do echo -n "  hit $i: "; ask; done
 echo -n "  hit, zstd: "; ask -H 'Accept-Encoding: zstd'
 echo -n "  hit, gzip (Python requests): "; ask -H 'Accept-Encoding: gzip, deflate'

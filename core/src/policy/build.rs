@@ -151,7 +151,7 @@ impl Policy {
             .iter()
             .filter(|m| !listed.contains(&m.datetime))
         {
-            let absence = match m.absent {
+            let absence = match m.absent.as_deref() {
                 Some(a) => Absence {
                     since: a.since,
                     confirmations: a.confirmations.saturating_add(1),
@@ -167,7 +167,7 @@ impl Policy {
                 mementos.push(ListedMemento {
                     uri_m: m.uri_m.clone(),
                     datetime: m.datetime,
-                    absent: Some(absence),
+                    absent: Some(Box::new(absence)),
                 });
             }
         }

@@ -168,10 +168,10 @@ mod tests {
                         ListedMemento {
                             uri_m: "http://ia/1999".into(),
                             datetime: at("19990101000000"),
-                            absent: Some(Absence {
+                            absent: Some(Box::new(Absence {
                                 since: at("20231225000000"),
                                 confirmations: 1,
-                            }),
+                            })),
                         },
                     ],
                     last_error: None,

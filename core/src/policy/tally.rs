@@ -3,7 +3,9 @@
 use super::names::Match;
 use crate::timemap::answer::Fetch;
 use crate::timemap::{MementoDatetime, TimeMap};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxBuildHasher, FxHashSet};
+use std::collections::HashSet;
+use std::hash::BuildHasher;
 
 /// (a, m) of a TimeMap under `matching`: a = archives with at least one memento, m = distinct
 /// keys (strict: URI-M; loose: (archive, datetime)). Fetches and entries are counted by the same
@@ -35,10 +37,11 @@ impl Tally {
     }
 }
 
-/// The one place keys are counted. O(n); FxHash, because these keys are our own (not
+/// The one place keys are counted. FxHash, because these keys are our own (not
 /// attacker-chosen table keys that outlive the call) and SipHash was most of a fetch's cost.
 /// Loose keys need no set when they come as one run per archive, each strictly oldest first,
 /// which is how fetches and entries list them: that set was ~70 MB for a million mementos.
+/// Strict keys are counted by sorted hashes ([`distinct_by`]), O(n log n) in 8 bytes a key.
 pub fn tally<'a>(keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)> + Clone) -> Tally {
     let n = keys.clone().count();
     let (archives, loose) = match archive_runs(keys.clone()) {
@@ -54,13 +57,49 @@ pub fn tally<'a>(keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)>
             (archives.len(), loose.len())
         }
     };
-    let mut strict: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(n, Default::default());
-    strict.extend(keys.map(|(_, _, uri_m)| uri_m));
+    let strict = distinct_by(keys.map(|(_, _, uri_m)| uri_m), |uri_m| {
+        FxBuildHasher.hash_one(uri_m)
+    });
     Tally {
         archives,
         loose,
-        strict: strict.len(),
+        strict,
     }
+}
+
+/// How many distinct strings `keys` holds, exactly, in 8 bytes a key: their 64-bit hashes,
+/// sorted, count the distinct hash values; only keys whose hash value repeats (the same URI-M
+/// listed twice, or a collision) go into a set of strings, which counts them exactly. A set of
+/// every key, sized for n, was ~35 MB at a million mementos, and landed on the first request's
+/// peak RSS whenever it ran as the body finished rendering (BENCHMARKS.md, [scale] RSS).
+fn distinct_by<'a>(
+    keys: impl Iterator<Item = &'a str> + Clone,
+    hash: impl Fn(&str) -> u64,
+) -> usize {
+    let mut hashes: Vec<u64> = keys.clone().map(&hash).collect();
+    hashes.sort_unstable();
+    let mut distinct_hashes = 0;
+    let mut repeated: Vec<u64> = Vec::new();
+    for run in hashes.chunk_by(|a, b| a == b) {
+        distinct_hashes += 1;
+        if run.len() > 1 {
+            repeated.push(run[0]);
+        }
+    }
+    drop(hashes);
+    if repeated.is_empty() {
+        return distinct_hashes;
+    }
+    // Each repeated value was counted once above; count its distinct strings instead. Keyed
+    // SipHash here: URI-Ms come from archives, and keys forged to share an FxHash must not
+    // also share this table's probe sequence.
+    let mut exact: HashSet<&str> = HashSet::new();
+    for key in keys {
+        if repeated.binary_search(&hash(key)).is_ok() {
+            exact.insert(key);
+        }
+    }
+    distinct_hashes - repeated.len() + exact.len()
 }
 
 /// How many archives the keys hold, when they come as one run per archive with each run's
@@ -168,6 +207,75 @@ mod tests {
             }
             let counted = tally(keys.iter().copied());
             assert_eq!(counted, by_sets(&keys), "case {case}: {keys:?}");
+        }
+    }
+
+    /// A fixed LCG, so a failure repeats.
+    fn lcg(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut state = seed;
+        move |m| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        }
+    }
+
+    #[test]
+    fn the_strict_count_is_exact_whatever_the_hashes_collide() {
+        let mut next = lcg(0x9e37_79b9);
+        type Hasher = fn(&str) -> u64;
+        let hashers: [(&str, Hasher); 4] = [
+            ("fx", |s| FxBuildHasher.hash_one(s)),
+            ("all one value", |_| 7),
+            ("by length", |s| s.len() as u64),
+            ("by last byte", |s| {
+                u64::from(s.bytes().last().unwrap_or(0) % 4)
+            }),
+        ];
+        for case in 0..300 {
+            // Pools from 1 to 60 URI-Ms for up to 120 keys: from all alike to all distinct.
+            let pool = 1 + next(60);
+            let uris: Vec<String> = (0..pool)
+                .map(|i| format!("http://a.example/{}/{}", next(1000), i))
+                .collect();
+            let len = next(120) as usize;
+            let keys: Vec<&str> = (0..len)
+                .map(|_| uris[next(pool) as usize].as_str())
+                .collect();
+            let expected = keys.iter().collect::<HashSet<_>>().len();
+            for (name, hash) in hashers {
+                assert_eq!(
+                    distinct_by(keys.iter().copied(), hash),
+                    expected,
+                    "case {case}, hasher {name}: {keys:?}"
+                );
+            }
+        }
+        assert_eq!(distinct_by(std::iter::empty(), |_| 0), 0);
+        // Two different URI-Ms under one hash value, each listed twice: two, not one or four.
+        let pairs = ["http://a/1", "http://a/2", "http://a/1", "http://a/2"];
+        assert_eq!(distinct_by(pairs.iter().copied(), |_| 0), 2);
+    }
+
+    #[test]
+    fn a_uri_m_listed_by_several_archives_counts_once() {
+        let at = |s: i64| {
+            Utc.timestamp_opt(1_000_000_000 + s, 0)
+                .single()
+                .expect("time")
+        };
+        let mut next = lcg(0x5eed);
+        let uris: Vec<String> = (0..500).map(|i| format!("http://w.example/{i}")).collect();
+        for case in 0..100 {
+            // Each archive lists a run, oldest first, drawn from one shared pool of URI-Ms.
+            let mut keys: Vec<(&str, MementoDatetime, &str)> = Vec::new();
+            for archive in ["ia", "pt", "uk"] {
+                for s in 0..next(200) as i64 {
+                    keys.push((archive, at(s), uris[next(500) as usize].as_str()));
+                }
+            }
+            assert_eq!(tally(keys.iter().copied()), by_sets(&keys), "case {case}");
         }
     }
 

@@ -774,8 +774,8 @@ fn merge_marks_a_missing_memento_absent_but_still_serves_it_after_one_answer() {
         .find(|c| c.datetime == mdt(4))
         .expect("still cached");
     assert_eq!(
-        gone.absent,
-        Some(Absence {
+        gone.absent.as_deref(),
+        Some(&Absence {
             since: day(1),
             confirmations: 1
         })
@@ -805,8 +805,8 @@ fn merge_keeps_a_memento_absent_twice_within_the_grace() {
         .find(|c| c.datetime == mdt(4))
         .expect("still cached");
     assert_eq!(
-        gone.absent,
-        Some(Absence {
+        gone.absent.as_deref(),
+        Some(&Absence {
             since: day(1),
             confirmations: 2
         })

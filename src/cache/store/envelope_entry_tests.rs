@@ -53,9 +53,11 @@ pub(super) fn entry_of(n: usize) -> Entry {
                 .map(|(i, t)| ListedMemento {
                     uri_m: format!("{base}{}/http://example.com/", t.format("%Y%m%d%H%M%S")).into(),
                     datetime: *t,
-                    absent: (i % 97 == 0).then_some(Absence {
-                        since: at[0],
-                        confirmations: 2,
+                    absent: (i % 97 == 0).then(|| {
+                        Box::new(Absence {
+                            since: at[0],
+                            confirmations: 2,
+                        })
                     }),
                 })
                 .collect(),
