@@ -134,6 +134,11 @@ fn cors() -> CorsLayer {
                 .collect::<Vec<_>>(),
         )
         .max_age(Duration::from_secs(86400))
+        // tower-http adds `Vary: origin, access-control-request-method,
+        // access-control-request-headers` by default, for answers that depend on them; every
+        // answer here is the same whatever they say (any origin, fixed lists), so none is sent:
+        // 80 bytes less on every answer, cache hits included.
+        .vary(Vec::<HeaderName>::new())
 }
 
 /// The public router: the Memento routes, `/healthz`, the web pages (`/`, `/ui/…`), plus `/admin/*` and `/metrics` unless

@@ -105,6 +105,15 @@ async fn cors_is_exactly_as_the_readme_says_and_options_asks_no_archive() {
         .map(|h| h.trim().to_ascii_lowercase())
         .collect();
     assert_eq!(exposed, want, "code and README agree");
+    // The same for every origin: only the content's own Vary, none for the CORS request
+    // headers (which would split a shared cache's copies per origin for nothing).
+    let vary: Vec<&str> = resp
+        .headers()
+        .get_all("vary")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(vary, ["accept-encoding"], "{vary:?}");
 }
 
 #[tokio::test]
