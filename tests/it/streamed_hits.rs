@@ -44,6 +44,17 @@ fn config(a: &SimulatedArchive, path: &Path) -> Config {
     c
 }
 
+/// An archive whose TimeMap is huge for [`config`] (8,000 mementos) and a proxy caching it in
+/// a new directory, kept alive by the caller.
+async fn huge_entry_proxy() -> (SimulatedArchive, tempfile::TempDir, Proxy) {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("dir");
+    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    (a, dir, proxy)
+}
+
 fn spill(proxy: &Proxy) -> Arc<Spill> {
     let state = proxy.state.as_ref().expect("state");
     state.spill.clone().expect("renderings on")
@@ -137,11 +148,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 
 #[tokio::test]
 async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() {
-    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
-        .await
-        .expect("archive");
-    let dir = tempfile::tempdir().expect("dir");
-    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let (a, _dir, proxy) = huge_entry_proxy().await;
     let served = bodies(&proxy).await;
     // What the ordinary path makes of the entry: each format asked with no head kept (dropped
     // as a damaged file would be), so the entry is read from disk and rendered in memory.
@@ -289,11 +296,7 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
 /// that request the ordinary way, whole and right, and is made again.
 #[tokio::test]
 async fn a_br_only_client_gets_the_stored_br_copy_and_a_damaged_one_falls_back() {
-    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
-        .await
-        .expect("archive");
-    let dir = tempfile::tempdir().expect("dir");
-    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let (a, _dir, proxy) = huge_entry_proxy().await;
     let want = bodies(&proxy).await.remove(0).0;
     let h = head(&proxy, None).await;
     let br = &h.formats[0].br;
@@ -439,11 +442,7 @@ async fn damaged(proxy: &Proxy, file: &Path, want: &[u8], accept: &str, how: &st
 
 #[tokio::test]
 async fn a_damaged_rendering_is_cut_short_dropped_and_made_again() {
-    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
-        .await
-        .expect("archive");
-    let dir = tempfile::tempdir().expect("dir");
-    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let (a, _dir, proxy) = huge_entry_proxy().await;
     let want = bodies(&proxy).await.remove(0).0;
     let mut rev = None;
     for (accept, how) in [
@@ -527,11 +526,7 @@ async fn renderings_removed_while_running_or_across_a_restart_are_made_again() {
 
 #[tokio::test]
 async fn a_purge_removes_the_renderings_and_a_refresh_serves_the_new_content() {
-    let a = SimulatedArchive::start(Behaviour::TimeMap(spec(8_000, 2001)))
-        .await
-        .expect("archive");
-    let dir = tempfile::tempdir().expect("dir");
-    let proxy = start_proxy(config(&a, &dir.path().join("cache"))).await;
+    let (a, _dir, proxy) = huge_entry_proxy().await;
     let old = bodies(&proxy).await.remove(0).0;
     let first = head(&proxy, None).await;
     let renderings = spill(&proxy).dir().to_owned();
