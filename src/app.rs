@@ -233,6 +233,7 @@ pub async fn build_with_lookup(
         archive_list: config.archives.clone(),
         compat: config.server.compat,
         memento_proxy_max_bytes: config.server.memento_proxy_max_bytes,
+        uri_rs: crate::memo::Memo::new(crate::memo::URI_R_SLOTS),
     });
     let public = router(state.clone());
     Ok((state, public))

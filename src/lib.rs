@@ -12,6 +12,7 @@ pub mod demo;
 pub(crate) mod error;
 pub mod http;
 pub mod logs;
+pub mod memo;
 pub mod sampling;
 pub mod serve;
 pub mod upstream;

@@ -230,6 +230,8 @@ pub struct TimeMapCache<S, V: ServedView> {
     forced: Mutex<HashMap<String, MementoDatetime>>,
     pub stats: CacheStats,
     observe: Option<ObservationLog>,
+    /// Canonical keys computed lately, by URI-R ([`TimeMapCache::key_of`]).
+    keys: crate::memo::Memo<String>,
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -255,6 +257,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             forced: Mutex::new(HashMap::new()),
             stats: CacheStats::new(),
             observe,
+            keys: crate::memo::Memo::new(crate::memo::URI_R_SLOTS),
         }
     }
 

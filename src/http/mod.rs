@@ -80,6 +80,8 @@ pub struct AppState {
     /// Huge entries' renderings on disk, streamed on a hit ([`spill`]); None with no store or
     /// `[cache] renderings_capacity = 0`.
     pub spill: Option<Arc<spill::Spill>>,
+    /// The URI-Rs parsed lately, by the text after the route: a hit parses its URI-R once.
+    pub uri_rs: crate::memo::Memo<UriR>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -326,7 +328,7 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     }
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
-    let uri_r = UriR::parse(&raw)?;
+    let uri_r = state.uri_rs.get_or_try(&raw, UriR::parse)?;
     // Into the request's log line (`log::RequestLog`): the URI-R as parsed, Debug-escaped.
     tracing::Span::current().record("uri_r", tracing::field::debug(uri_r.as_str()));
     Ok(Lookup {

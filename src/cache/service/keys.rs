@@ -32,7 +32,14 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// `[cache] canonical` (the exact text when it has none), else its exact text.
     pub fn key_of(&self, uri_r: &str) -> String {
         match self.settings.canonical {
-            true => tmproxy_core::surt::canonical_key(uri_r).unwrap_or_else(|| uri_r.to_owned()),
+            true => {
+                let key = |u: &str| {
+                    let key = tmproxy_core::surt::canonical_key(u).unwrap_or_else(|| u.to_owned());
+                    Ok::<_, std::convert::Infallible>(key)
+                };
+                let Ok(key) = self.keys.get_or_try(uri_r, key);
+                key
+            }
             false => uri_r.to_owned(),
         }
     }
