@@ -86,6 +86,10 @@ run redis-only 18304 all | tee "$WORK/redis-only.txt"
 # into it (not measured), then the measured one.
 run promote 18304 mem >/dev/null
 run warm 18304 mem
+# What each memory tier holds: B's filled up during redis-only, and its admission policy
+# (moka's TinyLFU) need not take all 3,000 back, so some warm hits read B's sled.
+tiers() { curl -s "http://127.0.0.1:$1/metrics" | grep -E '^tmproxy_cache_tier_entries' | tr '\n' ' '; }
+echo "B's tiers: $(tiers 18304)"; echo "solo's tiers: $(tiers 18302)"
 run solo 18302 mem
 echo "B after: $(xcache 18304 1) (u1: from its memory now); solo: $(xcache 18302 1)"
 echo "B's shared-tier calls: $(curl -s http://127.0.0.1:18304/metrics | grep -E '^tmproxy_cache_shared_(errors|unreadable)' | tr '\n' ' ')"
