@@ -229,15 +229,13 @@ async fn connection(
     let mut conn = std::pin::pin!(conn);
     let mut phase = Phase::Open;
     loop {
-        let verdict = decide(activity.snapshot(), activity.elapsed(), phase, &limits);
-        let at = match verdict {
-            Verdict::At(at, step) if at <= activity.elapsed() => match step {
+        let now = activity.elapsed();
+        let at = match decide(activity.snapshot(), now, phase, &limits) {
+            Verdict::At(at, step) if at <= now => match step {
                 Step::Drop => return,
                 Step::GoAway => {
                     conn.as_mut().graceful_shutdown();
-                    phase = Phase::Closing {
-                        since: activity.elapsed(),
-                    };
+                    phase = Phase::Closing { since: now };
                     continue;
                 }
             },

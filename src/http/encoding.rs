@@ -1,7 +1,7 @@
 //! Compressed answers: which content coding a client accepts (`Accept-Encoding`, RFC 9110
 //! §12.5.3), and the coded body, made once per cached rendering.
 
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderValue};
 use std::io::Write;
 
 /// A content coding we send. Preferred in this order among equal `q`: brotli and zstd make
@@ -27,6 +27,14 @@ impl Coding {
             Coding::Zstd => "zstd",
             Coding::Gzip => "gzip",
         }
+    }
+
+    /// The strong ETag of the body in this coding, from the plain body's (`"…"` → `"…-br"`):
+    /// each coding is its own representation (RFC 9110 §8.8.3), and `If-None-Match` matches
+    /// any of them (`timemap::if_none_match`).
+    pub fn etag(self, plain: &str) -> Option<HeaderValue> {
+        let tag = format!("{}-{}\"", plain.trim_end_matches('"'), self.token());
+        HeaderValue::from_str(&tag).ok()
     }
 
     /// The body in this coding. Levels are the fast end of each (a TimeMap is coded once per

@@ -142,10 +142,7 @@ pub async fn timemap(
     // Each coding is its own representation: its own strong ETag (RFC 9110 §8.8.3). The
     // plain one is built once with the rendering.
     let etag = match &coded {
-        Some((c, _)) => {
-            let tag = format!("{}-{}\"", rendered.etag.trim_end_matches('"'), c.token());
-            HeaderValue::from_str(&tag).ok()
-        }
+        Some((c, _)) => c.etag(&rendered.etag),
         None => rendered.etag_header,
     };
     if let Some(v) = etag {

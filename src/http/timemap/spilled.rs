@@ -7,7 +7,7 @@ use crate::http::{freshness_headers, spill, AppState, Lookup};
 use crate::timemap::serialize::TimeMapFormat;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 /// The answer from `lookup`'s head, or None: no head (not huge, not spilled yet, or dropped),
 /// another spelling of the URI-R, no longer fresh, a choice only the entry can serve (chosen
@@ -49,10 +49,7 @@ pub(super) async fn answer(
     // as they usually come out (zstd 3, br 1, gzip fast: 1.9, 3.3, 6.7 MB of 122 MB).
     let coding = encoding::negotiate_favouring(headers, &[Coding::Zstd, Coding::Br, Coding::Gzip]);
     let etag = match coding {
-        Some(c) => {
-            let tag = format!("{}-{}\"", rendering.etag.trim_end_matches('"'), c.token());
-            HeaderValue::from_str(&tag).ok()
-        }
+        Some(c) => c.etag(&rendering.etag),
         None => rendering.etag_header.clone(),
     };
     if let Some(v) = etag {
@@ -60,7 +57,11 @@ pub(super) async fn answer(
     }
     if if_none_match(headers, &rendering.etag) {
         state.cache.count_head_hit();
-        return Some((StatusCode::NOT_MODIFIED, h).into_response());
+        return Some(crate::http::answer(
+            StatusCode::NOT_MODIFIED,
+            h,
+            Body::empty(),
+        ));
     }
     let file = match coding {
         Some(Coding::Zstd) => &rendering.zstd,
@@ -77,9 +78,9 @@ pub(super) async fn answer(
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
     if head_only {
         state.cache.count_head_hit();
-        return Some((StatusCode::OK, h, Body::empty()).into_response());
+        return Some(crate::http::answer(StatusCode::OK, h, Body::empty()));
     }
     let body = spill::body(spill.clone(), key, head.rev, file.clone()).await?;
     state.cache.count_head_hit();
-    Some((StatusCode::OK, h, body).into_response())
+    Some(crate::http::answer(StatusCode::OK, h, body))
 }
