@@ -4,6 +4,8 @@
 use crate::app;
 use crate::config::Config;
 use crate::demo;
+use crate::serve::threads::ConnectionThreads;
+use crate::serve::ServeOptions;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::serialize::{render, SelfLinks, TimeMapFormat};
 use crate::upstream::Upstream;
@@ -69,13 +71,20 @@ pub async fn serve(
     let mut signals = app::StopSignals::install();
     let (begin, begun) = tokio::sync::oneshot::channel::<()>();
     let admin = admin_listener.map(|l| (l, crate::http::admin_router(state.clone())));
+    // Held until the end: the tasks requests left on these threads (a refresh being stored)
+    // are what `wind_down` waits for.
+    let threads = ConnectionThreads::for_this_runtime(app::MAX_BLOCKING_THREADS, RUNTIME_SHUTDOWN)
+        .map_err(|e| format!("cannot start the connection threads: {e}"))?;
     let server = app::serve_both(
         (listener, public),
         admin,
         async move {
             let _ = begun.await;
         },
-        app::ServeOptions::from_config(&config, &state),
+        ServeOptions {
+            threads: Some(threads.clone()),
+            ..app::ServeOptions::from_config(&config, &state)
+        },
     );
     tokio::pin!(server);
     let drain = config.upstream.deadline + DRAIN_SLACK;
@@ -115,6 +124,7 @@ pub async fn serve(
             app::wind_down(&state, std::time::Duration::ZERO).await;
         }
     }
+    drop(threads);
     tracing::info!("stopped");
     served.map_err(|e| format!("server stopped: {e}"))
 }

@@ -1,9 +1,10 @@
 //! Serving a router on a listener: hyper's HTTP/1 and HTTP/2 connections, each held to
-//! `header_read_timeout` and `idle_timeout` by a watchdog, at most `max_connections` open, and
-//! a graceful stop.
+//! `header_read_timeout` and `idle_timeout` by a watchdog, at most `max_connections` open, each
+//! on one connection thread from accept to close, and a graceful stop.
 
 mod activity;
 pub mod connections;
+pub mod threads;
 
 use crate::config::Config;
 use crate::http::AppState;
@@ -14,6 +15,7 @@ use futures::FutureExt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use threads::ConnectionThreads;
 use tokio::net::{TcpListener, TcpStream};
 
 /// HTTP/2 streams one connection may have open at once; the peer is told in its SETTINGS and a
@@ -46,6 +48,9 @@ pub struct ServeOptions {
     pub peer_address: bool,
     /// The open and refused counts (and caps) of the listeners, shared with `/metrics`.
     pub connections: Arc<Connections>,
+    /// Where the public listener's connections are served: these threads, each with its own
+    /// runtime (what `tmproxy serve` does), or when None the runtime that accepts them.
+    pub threads: Option<Arc<ConnectionThreads>>,
 }
 
 impl ServeOptions {
@@ -66,6 +71,7 @@ impl ServeOptions {
             h2_ping_timeout: H2_PING_TIMEOUT,
             peer_address: crate::http::rate::Rate::configured(&config.server).is_some(),
             connections: Arc::new(Connections::new(config.server.max_connections)),
+            threads: None,
         }
     }
 
@@ -103,11 +109,16 @@ pub async fn serve_both(
         return serve_with(public.0, public.1, shutdown, options).await;
     };
     let admin_counts = options.connections.admin.clone();
+    // The admin listener's few connections stay on the accepting runtime.
+    let admin_options = ServeOptions {
+        threads: None,
+        ..options.clone()
+    };
     let admin = serve_listener(
         admin_listener,
         admin_router,
         shutdown.clone(),
-        options.clone(),
+        admin_options,
         admin_counts,
     );
     let public = serve_with(public.0, public.1, shutdown, options);
@@ -175,15 +186,20 @@ async fn serve_listener(
             drop(stream);
             continue;
         };
-        tokio::spawn(connection(
-            stream,
-            peer,
-            router.clone(),
-            builder.clone(),
-            options.clone(),
-            stopping.clone(),
-            (open, running.clone()),
-        ));
+        let (router, builder, stopping) = (router.clone(), builder.clone(), stopping.clone());
+        // The connection needs no handle on the threads: only this loop hands them work.
+        let this = ServeOptions {
+            threads: None,
+            ..options.clone()
+        };
+        let held = (open, running.clone());
+        let serve = move |stream| connection(stream, peer, router, builder, this, stopping, held);
+        match &options.threads {
+            Some(threads) => threads.hand(stream, serve),
+            None => {
+                tokio::spawn(serve(stream));
+            }
+        }
     }
     let _ = stopping_tx.send(true);
     drop(listener);

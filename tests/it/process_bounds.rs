@@ -81,8 +81,9 @@ async fn a_second_tmproxy_on_the_same_cache_waits_then_exits_with_a_reason() {
 }
 
 /// Threads of process `pid` by kind, from /proc: tokio's (its workers and its blocking pool share
-/// the name `tokio-rt-worker`, `tokio-runtime-worker` in older tokio, cut to 15 bytes) and the
-/// cache store's sled calls (`tmproxy-store`).
+/// the name `tokio-rt-worker`, `tokio-runtime-worker` in older tokio, cut to 15 bytes; the
+/// connection threads `tmproxy-conn-N` and their blocking pools `tmproxy-blk-N`) and the cache
+/// store's sled calls (`tmproxy-store`).
 fn threads_of(pid: u32) -> (usize, usize) {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return (0, 0);
@@ -92,7 +93,14 @@ fn threads_of(pid: u32) -> (usize, usize) {
         .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
         .collect();
     (
-        names.iter().filter(|n| n.starts_with("tokio-")).count(),
+        names
+            .iter()
+            .filter(|n| {
+                ["tokio-", "tmproxy-conn-", "tmproxy-blk-"]
+                    .iter()
+                    .any(|p| n.starts_with(p))
+            })
+            .count(),
         names.iter().filter(|n| n.trim() == "tmproxy-store").count(),
     )
 }
@@ -151,11 +159,13 @@ async fn a_burst_of_cache_writes_runs_on_a_bounded_number_of_threads() {
             assert_eq!(status.as_u16(), 200, "{}", server.log());
         }
     }
-    // The runtime's workers (one a core) + at most MAX_BLOCKING_THREADS blocking threads;
-    // tokio's default of 512 blocking threads spreads such a burst over dozens. The sled calls
-    // (each put and its fsync) run on at most DISK_THREADS threads of their own.
+    // The main runtime's workers (one a core) and the connection threads (one a core), each
+    // runtime's blocking pool: MAX_BLOCKING_THREADS for the main one, as many shared out between
+    // the connection threads; tokio's default of 512 blocking threads spreads such a burst over
+    // dozens. The sled calls (each put and its fsync) run on at most DISK_THREADS threads.
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
-    let bound = cores + tmproxy::app::MAX_BLOCKING_THREADS;
+    let blocking = tmproxy::app::MAX_BLOCKING_THREADS;
+    let bound = 2 * cores + blocking + cores * blocking.div_ceil(cores);
     let store_bound = tmproxy::cache::store::DISK_THREADS;
     eprintln!(
         "at most {most} tokio threads (bound {bound}), {most_store} store threads (bound {store_bound})"

@@ -86,7 +86,11 @@ async fn get(url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    req.send().await.expect("GET")
+    // The error's chain in the message: a failure here says which connection broke, and how.
+    match req.send().await {
+        Ok(r) => r,
+        Err(e) => panic!("GET {url} with {headers:?}: {e:?}"),
+    }
 }
 
 fn decode(coding: &str, coded: &[u8]) -> Vec<u8> {

@@ -100,6 +100,17 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
     }
 }
 
+/// How the in-process proxies serve: as `tmproxy serve` does, each public connection on one of
+/// two connection threads with runtimes of their own (not on the test's runtime).
+fn serving(config: &Config, state: &tmproxy::http::AppState) -> tmproxy::app::ServeOptions {
+    let threads = tmproxy::serve::threads::ConnectionThreads::start(2, 4, Duration::from_secs(1))
+        .expect("connection threads start");
+    tmproxy::app::ServeOptions {
+        threads: Some(threads),
+        ..tmproxy::app::ServeOptions::from_config(config, state)
+    }
+}
+
 /// Starts the proxy for `config` on 127.0.0.1:0 with the system clock.
 pub async fn start_proxy(config: Config) -> Proxy {
     start_proxy_with(config, tmproxy::app::ClockChoice::System).await
@@ -140,7 +151,7 @@ pub async fn start_proxy_resolving(
             .await
             .expect("app builds");
     let (stop, stopped) = oneshot::channel::<()>();
-    let options = tmproxy::app::ServeOptions::from_config(&config, &state);
+    let options = serving(&config, &state);
     let task = tokio::spawn(tmproxy::app::serve_with(
         listener,
         router,
@@ -191,7 +202,7 @@ pub async fn start_proxy_with_admin_listener(mut config: Config) -> Proxy {
         async move {
             let _ = stopped.await;
         },
-        tmproxy::app::ServeOptions::from_config(&config, &state),
+        serving(&config, &state),
     ));
     Proxy {
         base,
