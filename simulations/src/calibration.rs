@@ -47,6 +47,8 @@ pub struct Calibration {
     pub loose_collisions: u64,
     /// URI-Rs whose URI-Ms changed while their loose keys stayed (a migration).
     pub migrated_uri_rs: u64,
+    /// The largest TimeMap seen on any day, in distinct URI-Ms.
+    pub largest: u64,
     /// TimeMap sizes (distinct URI-Ms) on the last day, for the size distribution.
     sizes: Vec<u64>,
 }
@@ -69,6 +71,13 @@ impl Calibration {
             .collect();
         for (t, d) in days.iter().enumerate() {
             self.failed_per_day[t] += u64::from(d.carried);
+        }
+        for d in days {
+            // A day's distinct URI-Ms are at most its list's length: most days need no set.
+            if d.mementos.len() as u64 > self.largest {
+                let uri_ms: HashSet<&str> = d.mementos.iter().map(|m| &*m.uri_m).collect();
+                self.largest = self.largest.max(uri_ms.len() as u64);
+            }
         }
         if counts.iter().all(|&(_, m)| m == 0) {
             self.always_empty += 1;
@@ -120,6 +129,7 @@ impl Calibration {
         for (a, b) in self.cases.iter_mut().zip(other.cases) {
             *a += b;
         }
+        self.largest = self.largest.max(other.largest);
         self.transitions += other.transitions;
         self.shrinking += other.shrinking;
         if self.failed_per_day.len() < other.failed_per_day.len() {

@@ -200,24 +200,22 @@ impl Calibration {
             thousands(self.migrated_uri_rs),
             Check::NotCompared,
         );
-        let largest = self.size_percentile(100.0);
+        let largest = self.largest;
         row(
-            "largest TimeMap on the last day (URI-Ms)",
+            "largest TimeMap (URI-Ms, on its largest day)",
             format!("Google Translate's: {}", thousands(PAPER_LARGEST)),
             thousands(largest),
-            band(
-                "±10%",
-                within_tenth(largest as f64, PAPER_LARGEST as f64),
-            ),
+            band("±10%", within_tenth(largest as f64, PAPER_LARGEST as f64)),
         );
         row(
-            "TimeMap size on the last day (URI-Ms): median / mean / p99",
+            "TimeMap size on the last day (URI-Ms): median / mean / p99 / max",
             "—".to_string(),
             format!(
-                "{} / {:.1} / {}",
+                "{} / {:.1} / {} / {}",
                 self.size_percentile(50.0),
                 self.mean_size(),
-                self.size_percentile(99.0)
+                self.size_percentile(99.0),
+                self.size_percentile(100.0)
             ),
             Check::NotCompared,
         );
@@ -292,7 +290,10 @@ mod tests {
         let c = Calibration::new();
         let t = c.table();
         assert!(t.contains("**OUTSIDE** (±2 points)"), "{t}");
-        assert!(t.contains("figures compared with the paper's are OUTSIDE"), "{t}");
+        assert!(
+            t.contains("figures compared with the paper's are OUTSIDE"),
+            "{t}"
+        );
         assert!(!c.outside().is_empty());
     }
 }
