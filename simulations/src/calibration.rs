@@ -9,14 +9,18 @@
 //!   not always empty, as the paper's Figure 3 leaves those out);
 //! - the *change interval* of a URI-R with k ≥ 1 changes is D / k days; the paper's 37.6 is the
 //!   mean of those, its "most frequent 30" the mode (k = 3 in 92 days);
-//! - an *outage day* is a day on which at least half of the URI-Rs' observations failed.
+//! - an *outage day* is a day on which at least half of the URI-Rs' observations failed;
+//! - a TimeMap's *size* is its number of distinct URI-Ms (the paper's cardinality, its Eq. 4).
+//!
+//! [`figures`] sets these beside the paper's figures, each with the band it must fall in.
 
 use crate::replay::{day0, outcome};
 use crate::series::LiveDay;
 use chrono::Duration;
 use std::collections::{BTreeMap, HashSet};
-use std::fmt::Write as _;
 use tmproxy_core::policy::{classify, Match};
+
+pub mod figures;
 
 /// Facts of a series, accumulated one URI-R at a time (memory: per day and per size, not per
 /// URI-R beyond the sizes kept for percentiles).
@@ -34,13 +38,18 @@ pub struct Calibration {
     interval_n: u64,
     /// Transitions by Table 1 case (index = case number; 0 unused).
     pub cases: [u64; 8],
+    /// Transitions of the URI-Rs that are not always empty, and those with m' < m among them.
+    pub transitions: u64,
+    pub shrinking: u64,
     /// Failed observations per day.
     failed_per_day: Vec<u64>,
     /// Mementos whose loose key another memento of the same TimeMap shares (last day).
     pub loose_collisions: u64,
     /// URI-Rs whose URI-Ms changed while their loose keys stayed (a migration).
     pub migrated_uri_rs: u64,
-    /// Loose TimeMap sizes on the last day, for the size distribution.
+    /// The largest TimeMap seen on any day, in distinct URI-Ms.
+    pub largest: u64,
+    /// TimeMap sizes (distinct URI-Ms) on the last day, for the size distribution.
     sizes: Vec<u64>,
 }
 
@@ -63,6 +72,13 @@ impl Calibration {
         for (t, d) in days.iter().enumerate() {
             self.failed_per_day[t] += u64::from(d.carried);
         }
+        for d in days {
+            // A day's distinct URI-Ms are at most its list's length: most days need no set.
+            if d.mementos.len() as u64 > self.largest {
+                let uri_ms: HashSet<&str> = d.mementos.iter().map(|m| &*m.uri_m).collect();
+                self.largest = self.largest.max(uri_ms.len() as u64);
+            }
+        }
         if counts.iter().all(|&(_, m)| m == 0) {
             self.always_empty += 1;
             return;
@@ -75,6 +91,8 @@ impl Calibration {
             self.cases[case] += 1;
             changes += u32::from(case != 1);
             shrank |= m2 < m;
+            self.transitions += 1;
+            self.shrinking += u64::from(m2 < m);
         }
         self.never_shrink += u64::from(!shrank);
         *self.changes.entry(changes).or_default() += 1;
@@ -89,7 +107,8 @@ impl Calibration {
                     self.loose_collisions += 1;
                 }
             }
-            self.sizes.push(keys.len() as u64);
+            let uri_ms: HashSet<&str> = last.mementos.iter().map(|m| &*m.uri_m).collect();
+            self.sizes.push(uri_ms.len() as u64);
         }
         if migrated(days) {
             self.migrated_uri_rs += 1;
@@ -110,6 +129,9 @@ impl Calibration {
         for (a, b) in self.cases.iter_mut().zip(other.cases) {
             *a += b;
         }
+        self.largest = self.largest.max(other.largest);
+        self.transitions += other.transitions;
+        self.shrinking += other.shrinking;
         if self.failed_per_day.len() < other.failed_per_day.len() {
             self.failed_per_day.resize(other.failed_per_day.len(), 0);
         }
@@ -128,6 +150,12 @@ impl Calibration {
     /// Share of the archived URI-Rs that never shrink.
     pub fn never_shrink_share(&self) -> f64 {
         ratio(self.never_shrink, self.archived())
+    }
+
+    /// Share of the archived URI-Rs' day-to-day transitions in which m did not fall (the
+    /// paper's 80.2% taken literally, per download; see [`figures`]).
+    pub fn not_shrinking_transition_share(&self) -> f64 {
+        ratio(self.transitions - self.shrinking, self.transitions)
     }
 
     /// Mean change interval in days (D / k averaged over URI-Rs with k ≥ 1).
@@ -188,88 +216,6 @@ impl Calibration {
 
     pub fn mean_size(&self) -> f64 {
         ratio(self.sizes.iter().sum(), self.sizes.len() as u64)
-    }
-
-    /// The facts beside the paper's, as a Markdown table.
-    pub fn table(&self) -> String {
-        let mut t = String::new();
-        let _ = writeln!(t, "| fact | paper (JCDL 2013) | this series |");
-        let _ = writeln!(t, "|---|---|---|");
-        let _ = writeln!(
-            t,
-            "| URI-Rs × days | 4,000 × 92 | {} × {} |",
-            self.uri_rs, self.days
-        );
-        let _ = writeln!(
-            t,
-            "| never shrink (archived URI-Rs) | 80.2% | {:.1}% |",
-            100.0 * self.never_shrink_share()
-        );
-        let mode = self
-            .mode_changes()
-            .map_or_else(|| "-".to_string(), |k| k.to_string());
-        let _ = writeln!(
-            t,
-            "| most frequent number of changes | 3 (\"3–4\") | {mode} |"
-        );
-        let _ = writeln!(
-            t,
-            "| mean interval between changes | 37.6 days | {:.1} days |",
-            self.mean_interval()
-        );
-        let case = self
-            .most_frequent_change()
-            .map_or_else(|| "-".to_string(), |c| format!("case {c}"));
-        let cases = (2..8)
-            .map(|c| format!("{c}: {}", self.cases[c]))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let _ = writeln!(
-            t,
-            "| most frequent change | case 6 | {case} ({cases}; case 1: {}) |",
-            self.cases[1]
-        );
-        let outages = self
-            .outages()
-            .iter()
-            .map(|(a, b)| format!("days {a}–{b}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let _ = writeln!(
-            t,
-            "| outages (≥ half the URI-Rs failed) | 3 (May 16–18; the IA proxy; 6 days in June) | {} |",
-            if outages.is_empty() { "none".to_string() } else { outages }
-        );
-        let _ = writeln!(
-            t,
-            "| failed observations | (replaced by the day before) | {} |",
-            self.failed()
-        );
-        let _ = writeln!(
-            t,
-            "| always-empty TimeMaps | \"some\" | {} ({:.1}%) |",
-            self.always_empty,
-            100.0 * ratio(self.always_empty, self.uri_rs)
-        );
-        let _ = writeln!(
-            t,
-            "| loose-key collisions (midnight times, simultaneous captures), last day | Archief Web: every time 00:00:00 | {} mementos |",
-            self.loose_collisions
-        );
-        let _ = writeln!(
-            t,
-            "| URI-Rs whose URI-Ms migrated | URI migrations observed | {} |",
-            self.migrated_uri_rs
-        );
-        let _ = writeln!(
-            t,
-            "| TimeMap size on the last day: median / mean / p99 / max | heavy-tailed, up to 5,800 | {} / {:.1} / {} / {} |",
-            self.size_percentile(50.0),
-            self.mean_size(),
-            self.size_percentile(99.0),
-            self.size_percentile(100.0)
-        );
-        t
     }
 }
 

@@ -9,7 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 use simulations::calibration::Calibration;
-use simulations::generate::{generate_each, live_groups, Preset};
+use simulations::generate::{generate_each, live_groups, Model, Preset};
 use simulations::import::{self, InputKind};
 use simulations::replay::{policy, replay, Replayer};
 use simulations::series::{
@@ -209,6 +209,12 @@ fn run(command: Command) -> Result<(), String> {
                 out.display()
             );
             println!();
+            if preset.model != Model::Jcdl2013 {
+                println!(
+                    "Only jcdl2013 is calibrated to the paper: the bands show how far this one is."
+                );
+                println!();
+            }
             print!("{}", calibration.table());
             Ok(())
         }

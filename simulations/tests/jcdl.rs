@@ -1,5 +1,5 @@
-//! The calibrated SYNTHETIC preset `jcdl2013` against the facts of `docs/cache-policy.md`,
-//! measured by `calibration` on a slice of its URI-Rs (the whole preset is for release builds).
+//! The calibrated SYNTHETIC preset `jcdl2013` against the paper's figures (restated in
+//! `calibration::figures`), measured by `calibration` on the whole preset at seed 1.
 
 use simulations::calibration::Calibration;
 use simulations::generate::{live_groups, Preset};
@@ -16,22 +16,28 @@ fn calibration(uri_rs: u32, seed: u64) -> Calibration {
     c
 }
 
+/// The whole preset at the seed the docs quote: every figure the table holds to the paper's lands
+/// in its band (2 points, 10%, or equal). A test of the generator's knobs: retuning one can fail it.
 #[test]
-fn a_slice_of_jcdl2013_shows_the_papers_facts() {
-    let c = calibration(1_000, 1);
-    assert_eq!((c.uri_rs, c.days), (1_000, 92));
-    let share = c.never_shrink_share();
-    assert!((0.75..=0.86).contains(&share), "never shrink: {share}");
-    assert_eq!(c.mode_changes(), Some(3), "{:?}", c.changes);
-    let mean = c.mean_interval();
-    assert!((32.0..=44.0).contains(&mean), "mean interval {mean}");
-    assert_eq!(c.most_frequent_change(), Some(6), "{:?}", c.cases);
+fn jcdl2013_at_seed_1_is_within_every_band_of_the_paper() {
+    let p = Preset::by_name("jcdl2013").expect("preset");
+    let c = calibration(p.uri_rs, 1);
+    let outside = c.outside();
+    assert!(
+        outside.is_empty(),
+        "outside their bands: {outside:?}\n{}",
+        c.table()
+    );
+    assert!(c
+        .table()
+        .contains("All 7 figures compared with the paper's are within"));
+    // The outages where jcdl.rs places them, and the facts the paper gives no figure for.
     let ia = (*IA_PROXY_BROKEN.start(), *IA_PROXY_BROKEN.end());
     let observer = (*OBSERVER_DOWN.start(), *OBSERVER_DOWN.end());
     let power = (*POWER_FAILURE.start(), *POWER_FAILURE.end());
     assert_eq!(c.outages(), vec![observer, power, ia]);
     assert!(
-        c.always_empty > 0 && c.always_empty < 200,
+        c.always_empty > 0 && c.always_empty < 800,
         "{}",
         c.always_empty
     );
