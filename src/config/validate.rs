@@ -223,6 +223,27 @@ impl Config {
                 "must be at least 1 (a memento missing once is not a redaction)".into(),
             );
         }
+        let r = &self.routing;
+        if !(1..=super::MAX_ROUTING_KEYS).contains(&r.max_keys) {
+            return fail(
+                "routing.max_keys",
+                format!("must be from 1 to {}", super::MAX_ROUTING_KEYS),
+            );
+        }
+        if r.min_evidence == 0 {
+            return fail(
+                "routing.min_evidence",
+                "must be at least 1 (no archive is skipped on no evidence)".into(),
+            );
+        }
+        for (key, v) in [
+            ("routing.min_share", r.min_share),
+            ("routing.explore", r.explore),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return fail(key, "must be a share from 0 to 1".into());
+            }
+        }
         if self.admin.token.chars().any(char::is_control) {
             return fail("admin.token", "must be free of control characters".into());
         }
