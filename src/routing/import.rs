@@ -118,9 +118,9 @@ fn decompressed(file: std::fs::File) -> Result<Box<dyn BufRead>, String> {
         .fill_buf()
         .map_err(|e| format!("cannot read the file: {e}"))?;
     if head.starts_with(&[0x1f, 0x8b]) {
-        Ok(Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(
-            reader,
-        ))))
+        Ok(Box::new(BufReader::new(
+            flate2::bufread::MultiGzDecoder::new(reader),
+        )))
     } else {
         Ok(Box::new(reader))
     }

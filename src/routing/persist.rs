@@ -84,7 +84,10 @@ impl ProfilesFile {
             }
             Err(reason) => {
                 // Only the owner moves it: another process's file is not ours to touch.
-                let moved_to = self.lock.is_some().then(|| self.path.with_extension("bin.damaged"));
+                let moved_to = self
+                    .lock
+                    .is_some()
+                    .then(|| self.path.with_extension("bin.damaged"));
                 if let Some(aside) = &moved_to {
                     if let Err(e) = std::fs::rename(&self.path, aside) {
                         self.writable = false;
@@ -92,7 +95,10 @@ impl ProfilesFile {
                         return (Profiles::new(max_keys), Loaded::Unreadable { reason });
                     }
                 }
-                (Profiles::new(max_keys), Loaded::Refused { reason, moved_to })
+                (
+                    Profiles::new(max_keys),
+                    Loaded::Refused { reason, moved_to },
+                )
             }
         }
     }
