@@ -8,9 +8,9 @@
 //!   is one URI-R (its frequency counts mementos, not URI-Rs); a wildcard key (`com,cnn)/news/*`,
 //!   `com,cnn,*`) stands for a subtree compacted into one line, and is worth its frequency, an
 //!   upper bound on the URI-Rs under it: imported evidence only ever makes an archive *asked*
-//!   (it adds held URI-Rs), so erring high costs requests, never recall.
-//! A host wildcard credits the registrable domain and TLD of the name it is under (`com,example,*`
-//! → `domain example.com`, `tld com`; `com,*` → `tld com` alone), never a host key.
+//!   (it adds held URI-Rs), so erring high costs requests, never recall. A host wildcard credits
+//!   the registrable domain and TLD of the name it is under (`com,example,*` → `domain
+//!   example.com`, `tld com`; `com,*` → `tld com` alone), never a host key.
 
 use super::keys::{surt_host, Key, Level, UriKeys};
 use super::profile::Profiles;
