@@ -230,10 +230,14 @@ impl Config {
                 format!("must be from 1 to {}", super::MAX_ROUTING_KEYS),
             );
         }
-        if r.min_evidence == 0 {
+        let most = tmproxy_core::routing::Tally::AGE_AT;
+        if !(1..=most).contains(&r.min_evidence) {
             return fail(
                 "routing.min_evidence",
-                "must be at least 1 (no archive is skipped on no evidence)".into(),
+                format!(
+                    "must be from 1 to {most} (none is skipped on no evidence; past {most} a \
+                     tally is halved, so more could never be reached)"
+                ),
             );
         }
         for (key, v) in [

@@ -102,7 +102,7 @@ pub fn import_file(
             report.repeats
         ));
     }
-    profiles_file.write(&stored::encode(&profiles)?)?;
+    profiles_file.write(&stored::encode(&profiles.to_stored())?)?;
     Ok(Imported {
         report,
         path: profiles_file.path().to_path_buf(),

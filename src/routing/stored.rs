@@ -20,9 +20,9 @@ const FRAMING: usize = MAGIC.len() + 4 + 4;
 const BYTES_PER_KEY: u64 = 2048;
 const MIN_CAP: u64 = 256 << 20;
 
-/// The file's bytes for `profiles`.
-pub fn encode(profiles: &Profiles) -> Result<Vec<u8>, String> {
-    let body = rmp_serde::to_vec_named(&profiles.to_stored())
+/// The file's bytes for `profiles` (see [`Profiles::to_stored`]).
+pub fn encode(profiles: &StoredProfiles) -> Result<Vec<u8>, String> {
+    let body = rmp_serde::to_vec_named(profiles)
         .map_err(|e| format!("cannot encode the profiles: {e}"))?;
     let crc = crc32fast::hash(&body);
     let mut out = Vec::with_capacity(body.len() / 3 + FRAMING);
@@ -101,14 +101,14 @@ mod tests {
     #[test]
     fn profiles_read_back_equal() {
         let p = profiles();
-        let bytes = encode(&p).unwrap();
+        let bytes = encode(&p.to_stored()).unwrap();
         assert_eq!(decode(&bytes, 100).unwrap().to_stored(), p.to_stored());
     }
 
     #[test]
     fn damage_is_refused_never_misread() {
         let p = profiles();
-        let bytes = encode(&p).unwrap();
+        let bytes = encode(&p.to_stored()).unwrap();
         // Each byte flipped in turn: the magic, the version, the frame or the checksum. A flip
         // that leaves the content intact (zstd's window size, say) may read; other content never.
         let mut refused = 0;

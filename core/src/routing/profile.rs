@@ -58,20 +58,22 @@ impl Observation {
 
 /// Counts at one key for one archive. When their sum passes [`Tally::AGE_AT`] both are halved,
 /// so the latest evidence weighs the most: an archive that starts holding a domain overturns a
-/// profile of thousands of misses after tens of explored hits, not thousands.
+/// profile of thousands of misses after tens of explored hits, not thousands. The cap also lets
+/// a count fit in a u16 (a profile of 100,000 keys is tens of MB: each key holds a tally per
+/// archive that answered under it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tally {
     /// URI-Rs it held mementos for.
-    pub held: u32,
+    pub held: u16,
     /// URI-Rs it held none for.
-    pub none: u32,
+    pub none: u16,
 }
 
 impl Tally {
     pub const AGE_AT: u32 = 4096;
 
     pub fn observed(self) -> u32 {
-        self.held + self.none
+        u32::from(self.held) + u32::from(self.none)
     }
 
     /// The share of URI-Rs with mementos; 0 when nothing was observed.
@@ -83,12 +85,19 @@ impl Tally {
     }
 
     fn add(&mut self, held: bool, times: u32) {
-        let slot = if held { &mut self.held } else { &mut self.none };
-        *slot = slot.saturating_add(times);
-        while self.held.saturating_add(self.none) > Tally::AGE_AT {
-            self.held /= 2;
-            self.none /= 2;
+        let (mut h, mut n) = (u64::from(self.held), u64::from(self.none));
+        if held {
+            h += u64::from(times);
+        } else {
+            n += u64::from(times);
         }
+        while h + n > u64::from(Tally::AGE_AT) {
+            h /= 2;
+            n /= 2;
+        }
+        // Both are at most AGE_AT now.
+        self.held = u16::try_from(h).unwrap_or(u16::MAX);
+        self.none = u16::try_from(n).unwrap_or(u16::MAX);
     }
 }
 

@@ -11,7 +11,8 @@ fn import(profiles: &mut Profiles, archive: &str, text: &[u8]) -> ImportReport {
 }
 
 fn held(p: &Profiles, archive: &str, level: Level, name: &str) -> u32 {
-    p.tally(archive, &key(level, name)).map_or(0, |t| t.held)
+    p.tally(archive, &key(level, name))
+        .map_or(0, |t| u32::from(t.held))
 }
 
 const CDXJ: &str = r#"!OpenWayback-CDXJ 1.0
