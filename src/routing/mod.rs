@@ -71,10 +71,10 @@ impl Routing {
                 "routing profiles unreadable, starting blank (and not saving over them)"
             ),
         }
-        if !file.owned() {
+        if let Some(reason) = file.not_owned_because() {
             tracing::warn!(
-                path = %file.path().display(),
-                "another process owns these routing profiles: learning in memory only"
+                path = %file.path().display(), %reason,
+                "routing profiles not ours to save: learning in memory only"
             );
         }
         Routing {
@@ -109,6 +109,12 @@ impl Routing {
         }
         self.lock().observe(observation);
         self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// [`Routing::observe`] of a fan-out's fresh answers ([`Observation::of_fetch`]): call it
+    /// with the fetch as the archives answered, before any merge with a cached entry.
+    pub fn observe_fetch(&self, fetch: &tmproxy_core::timemap::answer::Fetch) {
+        self.observe(&Observation::of_fetch(fetch));
     }
 
     /// Routes one miss of `uri_r` over the archives `ids` (in the fan-out's order): the routes

@@ -28,8 +28,8 @@ pub enum Loaded {
 /// The file and, when this process owns it, the lock that says so.
 pub(super) struct ProfilesFile {
     path: PathBuf,
-    /// Held for this value's life; None when another process holds it or it cannot be had.
-    lock: Option<File>,
+    /// Held for this value's life; Err says why not (another process holds it, no directory).
+    lock: Result<File, String>,
     /// False when the file exists but could not be read: writing would destroy it unread.
     writable: bool,
 }
@@ -37,7 +37,7 @@ pub(super) struct ProfilesFile {
 impl ProfilesFile {
     /// Takes the lock if it is free (a server goes on without it).
     pub(super) fn new(path: PathBuf) -> ProfilesFile {
-        let lock = take_lock(&path).ok();
+        let lock = take_lock(&path);
         ProfilesFile {
             path,
             lock,
@@ -50,7 +50,7 @@ impl ProfilesFile {
         let lock = take_lock(&path)?;
         Ok(ProfilesFile {
             path,
-            lock: Some(lock),
+            lock: Ok(lock),
             writable: true,
         })
     }
@@ -61,7 +61,12 @@ impl ProfilesFile {
 
     /// Whether saves go to disk.
     pub(super) fn owned(&self) -> bool {
-        self.lock.is_some() && self.writable
+        self.lock.is_ok() && self.writable
+    }
+
+    /// Why this process does not own the file, if it does not.
+    pub(super) fn not_owned_because(&self) -> Option<&str> {
+        self.lock.as_ref().err().map(String::as_str)
     }
 
     /// The profiles on disk, bounded to `max_keys`, or blank ones and why.
@@ -86,7 +91,7 @@ impl ProfilesFile {
                 // Only the owner moves it: another process's file is not ours to touch.
                 let moved_to = self
                     .lock
-                    .is_some()
+                    .is_ok()
                     .then(|| self.path.with_extension("bin.damaged"));
                 if let Some(aside) = &moved_to {
                     if let Err(e) = std::fs::rename(&self.path, aside) {

@@ -187,3 +187,28 @@ fn lines_are_read_within_their_bound() {
         [Some("short".to_owned()), None, Some("last".to_owned())]
     );
 }
+
+#[test]
+fn exploration_replays_miss_for_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config_in(dir.path());
+    config.routing.mode = RoutingMode::Learned;
+    config.routing.explore = 0.5;
+    let run = || {
+        let routing = Routing::open(&config);
+        teach(&routing, 3);
+        (0..200)
+            .map(|i| {
+                let uri = format!("http://example.pt/{}", i % 7);
+                let d = routing.decide(&["ia", "arquivo"], &uri);
+                (d.explored, d.routes[1].is_ask())
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = run();
+    assert_eq!(first, run());
+    let explored = first.iter().filter(|(e, _)| *e).count();
+    assert!((60..140).contains(&explored), "{explored} of 200");
+    // An explored miss asks arquivo; any other skips it.
+    assert!(first.iter().all(|(e, asked)| e == asked));
+}
