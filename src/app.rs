@@ -85,6 +85,17 @@ pub async fn build_with_lookup(
         ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
     };
     let public_url = public_url.unwrap_or_else(|| config.public_url());
+    // Read before the fan-out exists, so it can be handed to it; the file is read off the
+    // async threads.
+    let routing = {
+        let config = config.clone();
+        Arc::new(
+            tokio::task::spawn_blocking(move || crate::routing::Routing::open(&config))
+                .await
+                .map_err(|e| format!("routing profiles: cannot read them: {e}"))?,
+        )
+    };
+    crate::routing::Routing::spawn_saver(Arc::downgrade(&routing));
     let upstream = Arc::new(
         Upstream::new(config, clock.clone(), lookup)
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
@@ -234,6 +245,7 @@ pub async fn build_with_lookup(
         compat: config.server.compat,
         memento_proxy_max_bytes: config.server.memento_proxy_max_bytes,
         uri_rs: crate::memo::Memo::new(crate::memo::URI_R_SLOTS),
+        routing,
     });
     let public = router(state.clone());
     Ok((state, public))
@@ -346,6 +358,14 @@ pub async fn wind_down(state: &AppState, settle: Duration) {
         }
     };
     tokio::join!(jobs, refreshes);
+    // What the fan-outs taught since the last periodic save.
+    let routing = state.routing.clone();
+    match tokio::task::spawn_blocking(move || routing.save()).await {
+        Ok(Ok(true)) => tracing::info!("routing profiles saved"),
+        Ok(Ok(false)) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "cannot save the routing profiles"),
+        Err(e) => tracing::error!(error = %e, "cannot save the routing profiles"),
+    }
     match tokio::time::timeout(FLUSH_WITHIN, state.cache.flush()).await {
         Ok(Ok(())) => tracing::info!("cache store flushed"),
         Ok(Err(e)) => tracing::error!(error = %e, "cannot flush the cache store"),

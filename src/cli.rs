@@ -1,5 +1,5 @@
 //! The subcommands behind the thin binary: serve, check a server's health, print one TimeMap,
-//! run the demo, sample.
+//! run the demo, sample, import an archive profile.
 
 use crate::app;
 use crate::config::Config;
@@ -348,5 +348,32 @@ pub async fn sample(spec_path: &Path, out: &Path) -> Result<(), String> {
             ""
         }
     );
+    Ok(())
+}
+
+/// `tmproxy routing import ARCHIVE FILE [--config PATH] [--format auto|cdx|mementomap]`: adds
+/// the file's holdings to ARCHIVE's profile in the config's data directory and says what it read.
+pub async fn routing_import(
+    archive: &str,
+    file: &Path,
+    config_path: Option<&Path>,
+    format: &str,
+) -> Result<(), String> {
+    use tmproxy_core::routing::Format;
+    let config = load(config_path)?;
+    let format = match format {
+        "cdx" => Some(Format::Cdx),
+        "mementomap" => Some(Format::MementoMap),
+        _ => None,
+    };
+    let (archive, file) = (archive.to_owned(), file.to_path_buf());
+    // Reading a large index is blocking work.
+    let imported = tokio::task::spawn_blocking(move || {
+        crate::routing::import::import_file(&config, &archive, &file, format)
+            .map(|done| done.summary(&archive, &file))
+    })
+    .await
+    .map_err(|e| format!("the import stopped: {e}"))??;
+    println!("{imported}");
     Ok(())
 }

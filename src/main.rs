@@ -76,11 +76,37 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Archive profiles, which `[routing] mode = "learned"` asks archives by.
+    Routing {
+        #[command(subcommand)]
+        command: RoutingCommand,
+    },
     /// Start simulated archives on loopback and the proxy in front of them; prints curl commands.
     Demo {
         /// Address for the demo proxy, IP:port (127.0.0.1:0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:7089")]
         listen: SocketAddr,
+    },
+}
+
+#[derive(Subcommand)]
+enum RoutingCommand {
+    /// Add an archive's holdings to its profile from its CDX summary (CDXJ or classic CDX
+    /// lines, SURT-sorted) or a MementoMap file, plain or gzipped, so a new deployment does not
+    /// start blind. Writes the profiles file of the config's data directory; run it while no
+    /// server uses that directory (it refuses otherwise).
+    Import {
+        /// The archive's id, as the config names it.
+        archive: String,
+        /// The CDX/CDXJ or MementoMap file.
+        file: PathBuf,
+        /// Config file naming the archives and the data directory (else $TMPROXY_CONFIG, else
+        /// ./config.toml, else built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The file's format: told from its first data line unless given.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "cdx", "mementomap"])]
+        format: String,
     },
 }
 
@@ -126,7 +152,10 @@ fn log_format(command: &Command) -> tmproxy::config::LogFormat {
     let path = match command {
         Command::Serve { config, .. }
         | Command::Timemap { config, .. }
-        | Command::Health { config, .. } => config.as_deref(),
+        | Command::Health { config, .. }
+        | Command::Routing {
+            command: RoutingCommand::Import { config, .. },
+        } => config.as_deref(),
         Command::Sample { .. } | Command::Demo { .. } => None,
     };
     tmproxy::config::Config::load(path)
@@ -167,6 +196,15 @@ fn main() -> ExitCode {
             } => tmproxy::cli::timemap(&uri_r, format, config.as_deref()).await,
             Command::Demo { listen } => tmproxy::cli::demo(listen).await,
             Command::Sample { spec, out } => tmproxy::cli::sample(&spec, &out).await,
+            Command::Routing {
+                command:
+                    RoutingCommand::Import {
+                        archive,
+                        file,
+                        config,
+                        format,
+                    },
+            } => tmproxy::cli::routing_import(&archive, &file, config.as_deref(), &format).await,
         }
     });
     // Dropping a runtime waits for its blocking tasks however long they take: bounded instead.

@@ -42,6 +42,14 @@ pub struct ArchiveConfig {
     /// `kind = "cdx"`: the URI-M of a capture, with `{timestamp}` and `{url}` put in.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub replay: String,
+    /// Asked on every miss whatever its routing profile says (`[routing] mode = "learned"`);
+    /// the Internet Archive (`ia`) always is.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub always: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// `[[archives]] kind`.
@@ -103,6 +111,7 @@ impl ArchiveConfig {
             cdx: String::new(),
             dialect: CdxDialect::Auto,
             replay: String::new(),
+            always: false,
         }
     }
 }

@@ -10,12 +10,14 @@ pub mod archives_file;
 mod diagnostics;
 mod env;
 mod fields;
+mod routing;
 mod sections;
 mod validate;
 mod values;
 
 pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
 pub use env::ENV_OVERRIDES;
+pub use routing::{RoutingConfig, RoutingMode, MAX_ROUTING_KEYS};
 pub use sections::{
     AdminConfig, CacheConfig, Compat, LogConfig, LogFormat, ObserveConfig, SamplingConfig,
     ServerConfig, UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES,
@@ -48,6 +50,7 @@ pub struct Config {
     pub observe: ObserveConfig,
     pub sampling: SamplingConfig,
     pub log: LogConfig,
+    pub routing: RoutingConfig,
 }
 
 /// A configuration problem: which source, which key, what is wrong.
@@ -82,6 +85,7 @@ impl Default for Config {
             observe: ObserveConfig::default(),
             sampling: SamplingConfig::default(),
             log: LogConfig::default(),
+            routing: RoutingConfig::default(),
         }
     }
 }

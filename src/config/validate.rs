@@ -223,6 +223,31 @@ impl Config {
                 "must be at least 1 (a memento missing once is not a redaction)".into(),
             );
         }
+        let r = &self.routing;
+        if !(1..=super::MAX_ROUTING_KEYS).contains(&r.max_keys) {
+            return fail(
+                "routing.max_keys",
+                format!("must be from 1 to {}", super::MAX_ROUTING_KEYS),
+            );
+        }
+        let most = tmproxy_core::routing::Tally::AGE_AT;
+        if !(1..=most).contains(&r.min_evidence) {
+            return fail(
+                "routing.min_evidence",
+                format!(
+                    "must be from 1 to {most} (none is skipped on no evidence; past {most} a \
+                     tally is halved, so more could never be reached)"
+                ),
+            );
+        }
+        for (key, v) in [
+            ("routing.min_share", r.min_share),
+            ("routing.explore", r.explore),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return fail(key, "must be a share from 0 to 1".into());
+            }
+        }
         if self.admin.token.chars().any(char::is_control) {
             return fail("admin.token", "must be free of control characters".into());
         }

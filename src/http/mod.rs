@@ -82,6 +82,8 @@ pub struct AppState {
     pub spill: Option<Arc<spill::Spill>>,
     /// The URI-Rs parsed lately, by the text after the route: a hit parses its URI-R once.
     pub uri_rs: crate::memo::Memo<UriR>,
+    /// Archive profiles and the routing decision (issue 16), saved in the data directory.
+    pub routing: Arc<crate::routing::Routing>,
 }
 
 pub type SharedState = Arc<AppState>;
