@@ -169,7 +169,8 @@ pub async fn build_with_lookup(
         clock.clone(),
         view_context,
         observe,
-    ));
+    )
+    .with_routing(routing.clone()));
     // One subscriber per server: other replicas' stores and purges evict this one's local
     // copies. Weak, so it ends with the cache instead of keeping the sled lock alive.
     if let Some(shared) = cache.store().and_then(|s| s.shared()) {
