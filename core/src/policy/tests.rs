@@ -1222,3 +1222,20 @@ fn a_skipped_archive_that_held_nothing_is_recorded_as_skipped() {
     );
     assert_eq!(agg.skipped().count(), 1);
 }
+
+#[test]
+fn with_every_asked_archive_timed_out_a_skip_leaves_the_answer_a_timeout() {
+    use crate::timemap::aggregate::Verdict;
+    let f = fetch(0, vec![failed("ia", ArchiveStatus::Timeout), skipped("pt")]);
+    let agg = Aggregate::of(&f.uri_r, f.at, &f.archives);
+    assert_eq!(agg.verdict(), Verdict::Unavailable { timed_out: true });
+    assert_eq!(
+        agg.missing().map(|o| o.id.as_str()).collect::<Vec<_>>(),
+        ["ia"]
+    );
+    // Nothing answered: the cache is not touched.
+    let p = policy(PolicyKind::Conditional);
+    let cached = first(&p, vec![ok("ia", 0..2), ok("pt", 5..6)]);
+    let d = p.decide(Some(&cached), &f, day(1));
+    assert!(matches!(d, Decision::Unavailable { .. }), "{d:?}");
+}
