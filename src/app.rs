@@ -161,15 +161,18 @@ pub async fn build_with_lookup(
         min_refresh_interval: config.cache.min_refresh_interval,
         canonical: config.cache.canonical,
     };
-    let cache = Arc::new(TimeMapCache::new(
-        policy,
-        settings,
-        store,
-        upstream.clone(),
-        clock.clone(),
-        view_context,
-        observe,
-    ));
+    let cache = Arc::new(
+        TimeMapCache::new(
+            policy,
+            settings,
+            store,
+            upstream.clone(),
+            clock.clone(),
+            view_context,
+            observe,
+        )
+        .with_routing(routing.clone()),
+    );
     // One subscriber per server: other replicas' stores and purges evict this one's local
     // copies. Weak, so it ends with the cache instead of keeping the sled lock alive.
     if let Some(shared) = cache.store().and_then(|s| s.shared()) {

@@ -276,7 +276,7 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
         .await
         .map_err(|e| format!("server stopped: {e}"));
     drop(state);
-    let _ = std::fs::remove_dir_all(&config.cache.path);
+    let _ = std::fs::remove_dir_all(demo::demo_cache_dir());
     served
 }
 

@@ -144,7 +144,7 @@ impl AppError {
             AppError::NotArchived(agg) => {
                 let answered = agg.outcomes.iter().filter(|o| o.answer.status.answered()).count();
                 let missing: Vec<&str> = agg.missing().map(|o| o.id.as_str()).collect();
-                if missing.is_empty() {
+                let mut text = if missing.is_empty() {
                     format!("no memento of {} in any of the {answered} archives", agg.uri_r)
                 } else {
                     format!(
@@ -152,7 +152,13 @@ impl AppError {
                         agg.uri_r,
                         missing.join(", ")
                     )
+                };
+                let skipped: Vec<&str> = agg.skipped().map(|o| o.id.as_str()).collect();
+                if !skipped.is_empty() {
+                    text.push_str("; not asked (routing): ");
+                    text.push_str(&skipped.join(", "));
                 }
+                text
             }
             AppError::Upstream { timed_out, aggregate } => {
                 if aggregate.outcomes.is_empty() {
@@ -205,17 +211,25 @@ impl AppError {
 
 /// `X-Memento-Archives: ia=ok;n=12, arquivo=timeout;n=0`: each archive's outcome in one header,
 /// so a client reading only headers can still tell what is missing. An archive whose few
-/// mementos came from a fallback says so: `ia=error;n=2;fallback=timegate`.
+/// mementos came from a fallback says so: `ia=error;n=2;fallback=timegate`; one routing did
+/// not ask says why: `pt=skipped;n=0;detail=routing`.
 pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
     let text = agg
         .outcomes
         .iter()
         .map(|o| {
             let status = o.answer.status.as_str();
-            match o.answer.fallback {
-                Some(f) => format!("{}={status};n={};fallback={}", o.id, o.mementos, f.as_str()),
-                None => format!("{}={status};n={}", o.id, o.mementos),
+            let mut part = format!("{}={status};n={}", o.id, o.mementos);
+            if let Some(f) = o.answer.fallback {
+                part.push_str(";fallback=");
+                part.push_str(f.as_str());
             }
+            // Only a skip's detail: it is ours (`routing`), where a failure's quotes an archive.
+            if o.answer.status.skipped() {
+                part.push_str(";detail=");
+                part.push_str(tmproxy_core::routing::decide::DETAIL);
+            }
+            part
         })
         .collect::<Vec<_>>()
         .join(", ");

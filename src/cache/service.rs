@@ -8,11 +8,12 @@ use super::policy::{Action, ChangeCase, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
 use super::store::{Cacheable, Invalidate, Store, Tiered};
 use crate::clock::Clock;
+use crate::routing::Routing;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
-use crate::upstream::Upstream;
+use crate::upstream::{Ask, Upstream};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -123,6 +124,9 @@ pub struct Served<V> {
     /// On REFRESH: the Table 1 case and what the policy did.
     pub case: Option<ChangeCase>,
     pub action: Option<Action>,
+    /// Answered from a fan-out that asked every archive because the request said `Prefer:
+    /// archives=all` (its `Preference-Applied`).
+    pub all_asked: bool,
     /// When the archives were last asked, and until when the answer is fresh (when the content
     /// was fetched is the view's `aggregate.fetched_at`).
     pub checked_at: MementoDatetime,
@@ -161,6 +165,7 @@ impl<V: ServedView> Served<V> {
             status,
             case: None,
             action: None,
+            all_asked: false,
             checked_at: cached.entry.checked_at,
             fresh_until: cached.entry.fresh_until,
         }
@@ -175,6 +180,7 @@ impl<V: ServedView> Served<V> {
             status,
             case: None,
             action: None,
+            all_asked: false,
             checked_at: at,
             fresh_until: Some(at),
         }
@@ -195,6 +201,9 @@ pub struct Request {
     /// The format the answer will be rendered in, if the caller knows: a first answer renders
     /// it while its entry is being stored, instead of after.
     pub render: Option<TimeMapFormat>,
+    /// `Prefer: archives=all`: any fan-out this request makes asks every archive, whatever
+    /// routing would skip (such fan-outs are shared only with requests that asked the same).
+    pub ask_all: bool,
 }
 
 /// Cache settings the service applies (the policy itself is pure and separate, stale rules
@@ -232,6 +241,9 @@ pub struct TimeMapCache<S, V: ServedView> {
     observe: Option<ObservationLog>,
     /// Canonical keys computed lately, by URI-R ([`TimeMapCache::key_of`]).
     keys: crate::memo::Memo<String>,
+    /// Which archives a fan-out asks, and what each fan-out teaches; None: every archive, and
+    /// nothing learned (a cache built without a server around it).
+    routing: Option<Arc<Routing>>,
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -258,7 +270,14 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             stats: CacheStats::new(),
             observe,
             keys: crate::memo::Memo::new(crate::memo::URI_R_SLOTS),
+            routing: None,
         }
+    }
+
+    /// Fan-outs routed by, and teaching, `routing`.
+    pub fn with_routing(mut self, routing: Arc<Routing>) -> Self {
+        self.routing = Some(routing);
+        self
     }
 
     pub fn policy(&self) -> &Policy {
@@ -298,10 +317,14 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
-            let fetch = self.fan_out(uri_r, req.deadline, arrived).await;
+            let fetch = self
+                .fan_out(uri_r, req.deadline, arrived, req.ask_all)
+                .await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
-            return Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
+            let mut served = Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
+            served.all_asked = req.ask_all;
+            return served;
         };
         let now = self.clock.now();
         let cached = self.read(store, key, uri_r).await;
@@ -328,7 +351,9 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             }
             _ => {}
         }
-        if !req.force {
+        // A first store being written came from a fan-out this request may not have asked
+        // for (a routed one, for `Prefer: archives=all`).
+        if !req.force && !req.ask_all {
             if let Some(served) = self.settling_answer(key) {
                 return served;
             }
@@ -337,7 +362,10 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             at: arrived,
             deadline: None,
             cached: cached.clone(),
-            alone: req.force,
+            // Another replica's fan-out may have been routed: one asked for every archive is
+            // made here.
+            alone: req.force || req.ask_all,
+            ask_all: req.ask_all,
         };
         let served = match req.deadline {
             Some(d) if d < self.upstream.deadline() => {
@@ -346,7 +374,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             }
             _ => self.shared_refresh(key, asked, begun, req.render).await,
         };
-        served.unwrap_or_else(|| {
+        let mut served = served.unwrap_or_else(|| {
             // The refresh task itself failed (a panic in it): serve what we have rather than 500.
             match &cached {
                 Some(c) => Served::stored(c, self.context.as_ref(), CacheStatus::Stale),
@@ -360,7 +388,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                     CacheStatus::Miss,
                 ),
             }
-        })
+        });
+        // A MISS or REFRESH of an ask-all request comes from its own ask-all fan-out (it
+        // joins no other, nor a settling answer); a HIT or STALE was not asked anew.
+        served.all_asked =
+            req.ask_all && matches!(served.status, CacheStatus::Miss | CacheStatus::Refresh);
+        served
     }
 
     /// Whether an entry last checked at `checked_at` may be answered as a HIT now without
@@ -392,6 +425,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             deadline: None,
             cached: None,
             alone: false,
+            ask_all: false,
         };
         if !in_flight {
             if let Some(store) = &self.store {
@@ -434,23 +468,30 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
     ) -> Option<Served<V>> {
+        // Ask-all fan-outs are shared among themselves only (a NUL never is in a key): a
+        // routed one does not answer them, and many of them cost the archives one.
+        let inflight_key = match begun.ask_all {
+            true => format!("{key}\0all"),
+            false => key.to_string(),
+        };
         let shared = {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(f) = inflight.get(key) {
+            if let Some(f) = inflight.get(&inflight_key) {
                 f.clone()
             } else {
                 let this = self.clone();
                 let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
+                let flight = inflight_key.clone();
                 let task = tokio::spawn(async move {
                     let served = this.refresh(&owned_key, &uri_r, begun, render).await;
                     this.inflight
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .remove(&owned_key);
+                        .remove(&flight);
                     served
                 });
                 let f: SharedRefresh<V> = async move { task.await.ok().flatten() }.boxed().shared();
-                inflight.insert(key.to_string(), f.clone());
+                inflight.insert(inflight_key, f.clone());
                 f
             }
         };
@@ -458,15 +499,32 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     }
 
     /// The archives' answers for `uri_r`, by `deadline` (else the configured one) counted from
-    /// when the request arrived.
+    /// when the request arrived: the archives routing picks (every one with `ask_all`), and
+    /// the profiles learn from what they answered.
     async fn fan_out(
         &self,
         uri_r: &str,
         deadline: Option<Duration>,
         arrived: tokio::time::Instant,
+        ask_all: bool,
     ) -> Fetch {
         let deadline = deadline.unwrap_or(self.upstream.deadline());
-        let fetch = self.upstream.fetch_from(uri_r, deadline, arrived).await;
+        let decision = match (&self.routing, ask_all) {
+            (Some(routing), false) => {
+                let ids: Vec<&str> = self.upstream.archives().iter().map(|a| &*a.id).collect();
+                Some(routing.decide(&ids, uri_r))
+            }
+            _ => None,
+        };
+        let ask = decision.as_ref().map_or(Ask::All, Ask::Routed);
+        let fetch = self
+            .upstream
+            .fetch_asking(uri_r, deadline, arrived, ask)
+            .await;
+        // The fresh answers, before any merge: skipped and failed archives teach nothing.
+        if let Some(routing) = &self.routing {
+            routing.observe_fetch(&fetch);
+        }
         self.stats.count_fan_out();
         if let Some(log) = &self.observe {
             log.append(&fetch).await;

@@ -75,6 +75,16 @@ mod tests {
     }
 
     #[test]
+    fn the_id_all_is_reserved_for_prefer_archives_all() {
+        let e = parse(
+            "[[archives]]\nid = \"all\"\ntimemap = \"https://x.example/tm/\"\ntimegate = \"https://x.example/\"\n",
+        )
+        .expect_err("all is no archive id");
+        assert_eq!(e.key, "archives[0].id", "{e}");
+        assert!(e.to_string().contains("Prefer: archives=all"), "{e}");
+    }
+
+    #[test]
     fn out_of_range_values_are_refused_by_key() {
         for (text, key) in [
             ("mode = \"some\"", "routing.mode"),

@@ -331,5 +331,8 @@ pub(super) fn check_id(id: &str) -> Result<(), String> {
             "{id:?} may only contain a-z, 0-9, '.', '_' and '-'"
         ));
     }
+    if id == "all" {
+        return Err("\"all\" is reserved: `Prefer: archives=all` means every archive".into());
+    }
     Ok(())
 }

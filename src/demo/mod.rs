@@ -73,8 +73,10 @@ pub fn demo_config(
     config.upstream.deadline = Duration::from_secs(3);
     config.upstream.timeout = Duration::from_secs(3);
     config.upstream.connect_timeout = Duration::from_secs(1);
-    // The demo's cache lives and dies with it, never in the user's working directory.
-    config.cache.path = demo_cache_dir().display().to_string();
+    // The demo's data lives and dies with it, never in the user's working directory: the cache
+    // in `cache/` of its own directory, which is then the data directory (routing profiles,
+    // sampling jobs) rather than the temp dir itself.
+    config.cache.path = demo_cache_dir().join("cache").display().to_string();
     config.archives = archives
         .iter()
         .map(|(id, a)| ArchiveConfig {
@@ -91,7 +93,8 @@ pub fn demo_config(
     config
 }
 
-/// A per-process directory under the system's temp dir for the demo's cache.
+/// A per-process directory under the system's temp dir for the demo's data (its cache and
+/// what lives beside it), removed when the demo stops.
 pub fn demo_cache_dir() -> std::path::PathBuf {
     demo_cache_dir_of(std::process::id())
 }

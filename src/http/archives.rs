@@ -6,7 +6,7 @@ use super::json::JsonBody;
 use super::SharedState;
 use crate::config::ArchiveConfig;
 use crate::timemap::datetime::format_rfc3339;
-use crate::upstream::ledger::{LedgerSnapshot, Outcome};
+use crate::upstream::ledger::{LedgerSnapshot, Outcome, SkipReason};
 use crate::upstream::{Health, Upstream};
 use axum::extract::State;
 use axum::http::header;
@@ -31,6 +31,31 @@ pub struct ArchiveReport {
     /// Every outcome, zero counts too, so a dashboard sees the whole set.
     pub counts: BTreeMap<&'static str, u64>,
     pub latency_ms: Latency,
+    /// Its routing profile and what routing skipped of it (issue 16).
+    pub routing: RoutingReport,
+}
+
+/// One archive's routing since start: `profile_keys` (keys its profile holds), `skipped` (misses
+/// routing did not ask it), `skip_share` (those over every miss routing decided; 0 before any).
+#[derive(Debug, Serialize, PartialEq, Default)]
+pub struct RoutingReport {
+    pub profile_keys: usize,
+    pub skipped: u64,
+    pub skip_share: f64,
+}
+
+impl RoutingReport {
+    pub fn of(profile_keys: usize, skipped: u64, misses_decided: u64) -> RoutingReport {
+        let skip_share = match misses_decided {
+            0 => 0.0,
+            n => skipped as f64 / n as f64,
+        };
+        RoutingReport {
+            profile_keys,
+            skipped,
+            skip_share,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, PartialEq, Default)]
@@ -43,6 +68,9 @@ pub struct Latency {
 pub struct Observed<'a> {
     pub ledger: LedgerSnapshot,
     pub health: &'a Health,
+    /// Keys its routing profile holds, and misses routing decided since start.
+    pub profile_keys: usize,
+    pub misses_decided: u64,
 }
 
 /// The reports, in configured order. Pure: `observed` finds an enabled archive's record by id
@@ -88,6 +116,10 @@ pub fn reports<'a>(
                     p50: l.p50_ms,
                     p95: l.p95_ms,
                 }),
+                routing: seen.as_ref().map_or_else(RoutingReport::default, |o| {
+                    let skipped = o.ledger.skipped_by[SkipReason::Routing.index()];
+                    RoutingReport::of(o.profile_keys, skipped, o.misses_decided)
+                }),
             }
         })
         .collect()
@@ -98,11 +130,14 @@ pub fn current(state: &SharedState) -> Vec<ArchiveReport> {
     let upstream: &Upstream = &state.upstream;
     let health = upstream.health();
     let enabled = upstream.archives();
+    let misses_decided = state.routing.misses_decided();
     let observed = |id: &str| {
         let i = enabled.iter().position(|a| &*a.id == id)?;
         Some(Observed {
             ledger: upstream.ledgers()[i].snapshot(),
             health: &health[i],
+            profile_keys: state.routing.size(id).1,
+            misses_decided,
         })
     };
     reports(&state.archive_list, observed, upstream.now())
@@ -189,6 +224,7 @@ mod tests {
             Some(Duration::from_millis(900)),
             at(0),
         );
+        ledger.record_skip(SkipReason::Routing, at(0));
         let (a_ledger, b_ledger) = (ledger.snapshot(), Ledger::default().snapshot());
         let sleeping = Health {
             consecutive_failures: 2,
@@ -199,10 +235,14 @@ mod tests {
             "a" => Some(Observed {
                 ledger: a_ledger.clone(),
                 health: &sleeping,
+                profile_keys: 7,
+                misses_decided: 4,
             }),
             "b" => Some(Observed {
                 ledger: b_ledger.clone(),
                 health: &awake,
+                profile_keys: 0,
+                misses_decided: 0,
             }),
             _ => None,
         };
@@ -214,7 +254,16 @@ mod tests {
             got[0].dormant_until.as_deref(),
             Some("2027-01-15T08:01:00Z")
         );
-        assert_eq!(got[0].last_outcome, Some("timeout"));
+        assert_eq!(got[0].last_outcome, Some("skipped"));
+        assert_eq!(
+            got[0].routing,
+            RoutingReport {
+                profile_keys: 7,
+                skipped: 1,
+                skip_share: 0.25
+            }
+        );
+        assert_eq!(got[2].routing, RoutingReport::default(), "no miss yet: 0");
         assert_eq!(got[0].counts["timeout"], 1);
         assert_eq!(got[0].counts.len(), Outcome::ALL.len());
         assert_eq!(got[0].latency_ms.p50, Some(900));

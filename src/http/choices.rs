@@ -86,6 +86,17 @@ pub fn ids_in_prefer(headers: &HeaderMap) -> Option<Vec<String>> {
     found
 }
 
+/// The value of `Prefer: archives=` that asks every archive, routing or not.
+pub const EVERY_ARCHIVE: &str = "all";
+
+/// `Preference-Applied` when a fan-out asked every archive for `Prefer: archives=all`.
+pub const EVERY_ARCHIVE_APPLIED: &str = "archives=all";
+
+/// Whether `Prefer: archives=` named [`EVERY_ARCHIVE`] alone (in any case).
+pub fn is_every_archive(ids: &[String]) -> bool {
+    matches!(ids, [only] if only.eq_ignore_ascii_case(EVERY_ARCHIVE))
+}
+
 /// A Prefer value's preferences: split on commas outside double quotes, so
 /// `archives="ia, pt", wait=5` is two.
 fn split_preferences(text: &str) -> Vec<&str> {
@@ -206,6 +217,20 @@ where
     fn call(&mut self, req: Request) -> Self::Future {
         match ids_in_prefer(req.headers()) {
             None => Either::Left(self.inner.call(req)),
+            // Applied only when a fan-out asked every archive: the route says so itself
+            // (`cache_headers`); the answer still varies by Prefer.
+            Some(ids) if is_every_archive(&ids) => Either::Right(
+                self.inner
+                    .call(req)
+                    .map(|answer| {
+                        answer.map(|mut r| {
+                            let vary = HeaderValue::from_static("prefer");
+                            r.headers_mut().append(header::VARY, vary);
+                            r
+                        })
+                    })
+                    .boxed(),
+            ),
             Some(ids) => Either::Right(
                 self.inner
                     .call(req)

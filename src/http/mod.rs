@@ -279,6 +279,8 @@ pub struct Lookup {
     /// The archives it wants asked, when not every enabled one (`archives=`, `Prefer:
     /// archives=`): such an answer is never stored.
     pub archives: Option<Vec<String>>,
+    /// `Prefer: archives=all`: every archive asked, whatever routing would skip.
+    pub ask_all: bool,
     pub directives: choices::CacheDirectives,
 }
 
@@ -293,7 +295,12 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     let known = |id: &str| state.archive_list.iter().any(|a| a.id == id);
     let (raw, param) =
         split_archives_param(raw, |v| choices::ids_in_param(v).into_iter().all(known));
-    let prefer_ids = choices::ids_in_prefer(headers);
+    let mut prefer_ids = choices::ids_in_prefer(headers);
+    // `all` is no archive's id (config validation reserves it): every archive, unrouted.
+    let ask_all = prefer_ids.as_deref().is_some_and(choices::is_every_archive);
+    if ask_all {
+        prefer_ids = None;
+    }
     // Nearly every request chooses nothing: no lists are built for it.
     let archives = match (&param, &prefer_ids) {
         (None, None) => None,
@@ -337,6 +344,7 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
         uri_r,
         deadline,
         archives,
+        ask_all,
         directives: choices::cache_directives(headers),
     })
 }
@@ -398,6 +406,7 @@ pub async fn serve_lookup(
         no_cache: d.no_cache,
         force: false,
         render,
+        ask_all: lookup.ask_all,
     };
     Ok(match only {
         Some(only) => state.cache.lookup_only(uri_r, req, only).await,
@@ -425,6 +434,12 @@ pub fn cache_headers(h: &mut HeaderMap, served: &Served<View>, now: MementoDatet
     }
     if let Some(action) = served.action {
         h.insert(X_CACHE_ACTION, HeaderValue::from_static(action.as_str()));
+    }
+    if served.all_asked {
+        h.insert(
+            "preference-applied",
+            HeaderValue::from_static(choices::EVERY_ARCHIVE_APPLIED),
+        );
     }
     let stale = served.status == CacheStatus::Stale;
     freshness_headers(h, served.checked_at, served.fresh_until, stale, now);

@@ -136,6 +136,12 @@ impl Routing {
         core::decide(&self.lock(), &self.settings, &candidates, &keys, draw)
     }
 
+    /// Misses decided since start ([`Routing::decide`] calls): what `/archives`' skip share
+    /// is over.
+    pub fn misses_decided(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
     /// Keys held now, and how many of them profile `archive` (for `/archives`).
     pub fn size(&self, archive: &str) -> (usize, usize) {
         let p = self.lock();

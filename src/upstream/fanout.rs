@@ -5,17 +5,31 @@ use super::budget::Budget;
 use super::failure::FailureKind;
 use super::fallback::ask_archive;
 use super::fetch::{ArchiveFetch, FetchLimits, Route};
-use super::ledger::{Ledger, Outcome};
+use super::ledger::{Ledger, Outcome, SkipReason};
 use super::registry::{Archive, Health, Transition};
 use super::resolve::Lookup;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::timemap::answer::{Contribution, Fetch};
+use crate::timemap::answer::{ArchiveAnswer, Contribution, Fetch};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tmproxy_core::routing::decide::DETAIL as ROUTING;
+use tmproxy_core::routing::{Decision, Route as Routed};
 use tokio::time::Instant;
+
+/// Which archives a fan-out asks.
+#[derive(Debug, Clone, Copy)]
+pub enum Ask<'a> {
+    /// Every enabled (awake) archive.
+    All,
+    /// Only these ids (a client's `archives=`): the others are not in the fetch at all.
+    Only(&'a [String]),
+    /// As routing decided, one route per enabled archive in configured order: an archive it
+    /// skips is in the fetch as `skipped` with detail `routing`, and is not asked.
+    Routed(&'a Decision),
+}
 
 /// The archives, each one's client and hop rules, and each one's health. Cheap to share behind
 /// an `Arc`.
@@ -108,7 +122,7 @@ impl Upstream {
     /// [`Upstream::fetch`] for a request that arrived at `arrived`: the deadline counts from
     /// then, so time the request already spent (reading a huge entry from disk) is not added.
     pub async fn fetch_from(&self, uri_r: &str, deadline: Duration, arrived: Instant) -> Fetch {
-        self.fetch_only(uri_r, deadline, arrived, None).await
+        self.fetch_asking(uri_r, deadline, arrived, Ask::All).await
     }
 
     /// [`Upstream::fetch_from`] asking only the archives whose ids are in `only` (a client's
@@ -120,11 +134,30 @@ impl Upstream {
         arrived: Instant,
         only: Option<&[String]>,
     ) -> Fetch {
+        let ask = only.map_or(Ask::All, Ask::Only);
+        self.fetch_asking(uri_r, deadline, arrived, ask).await
+    }
+
+    /// [`Upstream::fetch_from`] asking the archives `ask` says.
+    pub async fn fetch_asking(
+        &self,
+        uri_r: &str,
+        deadline: Duration,
+        arrived: Instant,
+        ask: Ask<'_>,
+    ) -> Fetch {
         let asked: Vec<bool> = self
             .archives
             .iter()
-            .map(|a| only.is_none_or(|ids| ids.iter().any(|id| **id == *a.id)))
+            .map(|a| match ask {
+                Ask::Only(ids) => ids.iter().any(|id| **id == *a.id),
+                Ask::All | Ask::Routed(_) => true,
+            })
             .collect();
+        let routes = match ask {
+            Ask::Routed(decision) => &decision.routes[..],
+            _ => &[],
+        };
         let deadline = deadline.min(self.deadline);
         let started = Instant::now();
         let stop_at = arrived + deadline;
@@ -143,7 +176,7 @@ impl Upstream {
                     .dormant_until
                     .map(|t| t.to_rfc3339())
                     .unwrap_or_default();
-                self.ledgers[i].record(Outcome::Skipped, None, now);
+                self.ledgers[i].record_skip(SkipReason::Dormant, now);
                 results[i] = Some((
                     ArchiveFetch::failed(
                         FailureKind::Dormant,
@@ -155,6 +188,14 @@ impl Upstream {
                     ),
                     Duration::ZERO,
                 ));
+                continue;
+            }
+            if let Some(Routed::Skip(skip)) = routes.get(i) {
+                // Why, for an operator following one URI-R (per archive per miss: DEBUG).
+                tracing::debug!(archive = %archive.id, reason = %skip.explain(), "archive skipped by routing");
+                self.ledgers[i].record_skip(SkipReason::Routing, now);
+                let skipped = ArchiveFetch::answered(ArchiveAnswer::skipped(ROUTING));
+                results[i] = Some((skipped, Duration::ZERO));
                 continue;
             }
             self.fetches[i].fetch_add(1, Ordering::Relaxed);

@@ -12,8 +12,33 @@ use std::time::Duration;
 pub enum Outcome {
     /// It was asked, and this is its answer's status.
     Asked(ArchiveStatus),
-    /// It was dormant, so it was not asked.
+    /// It was not asked: dormant, or routing judged it holds nothing there ([`SkipReason`]).
     Skipped,
+}
+
+/// Why an archive was not asked, as `tmproxy_archive_requests_skipped_total{reason}` tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Asleep after repeated failures.
+    Dormant,
+    /// Its routing profile says it holds nothing for the URI-R's domain.
+    Routing,
+}
+
+impl SkipReason {
+    pub const ALL: [SkipReason; 2] = [SkipReason::Dormant, SkipReason::Routing];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Dormant => "dormant",
+            SkipReason::Routing => tmproxy_core::routing::decide::DETAIL,
+        }
+    }
+
+    /// Its place in [`SkipReason::ALL`] (and in `skipped_by`).
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 impl Outcome {
@@ -53,6 +78,8 @@ pub struct Ledger {
 
 struct Record {
     counts: [u64; Outcome::ALL.len()],
+    /// The `skipped` turns by reason, in [`SkipReason::ALL`] order.
+    skipped_by: [u64; SkipReason::ALL.len()],
     /// Per bucket of [`BUCKETS`] (not cumulative); answers slower than the last are only in
     /// `asked`.
     buckets: [u64; BUCKETS.len()],
@@ -69,6 +96,8 @@ struct Record {
 pub struct LedgerSnapshot {
     /// One count per [`Outcome::ALL`], in that order.
     pub counts: [u64; Outcome::ALL.len()],
+    /// The `skipped` turns by [`SkipReason::ALL`], in that order.
+    pub skipped_by: [u64; SkipReason::ALL.len()],
     /// Per [`BUCKETS`] (not cumulative): answers within each bound and over the one before.
     pub buckets: [u64; BUCKETS.len()],
     /// Answers timed (every outcome but `skipped`) and their total time in seconds.
@@ -84,6 +113,7 @@ impl Default for Ledger {
         Ledger {
             record: Mutex::new(Record {
                 counts: [0; Outcome::ALL.len()],
+                skipped_by: [0; SkipReason::ALL.len()],
                 buckets: [0; BUCKETS.len()],
                 asked: 0,
                 seconds: 0.0,
@@ -116,6 +146,14 @@ impl Ledger {
         }
     }
 
+    /// Counts a turn the archive was not asked, for `reason`.
+    pub fn record_skip(&self, reason: SkipReason, at: DateTime<Utc>) {
+        let mut r = self.record.lock().unwrap_or_else(|p| p.into_inner());
+        r.counts[Outcome::Skipped.index()] += 1;
+        r.skipped_by[reason.index()] += 1;
+        r.last = Some((Outcome::Skipped, at));
+    }
+
     pub fn snapshot(&self) -> LedgerSnapshot {
         let r = self.record.lock().unwrap_or_else(|p| p.into_inner());
         let quantile = |q: f64| {
@@ -126,6 +164,7 @@ impl Ledger {
         };
         LedgerSnapshot {
             counts: r.counts,
+            skipped_by: r.skipped_by,
             buckets: r.buckets,
             asked: r.asked,
             seconds: r.seconds,
@@ -152,10 +191,13 @@ mod tests {
             let outcome = Outcome::Asked(ArchiveStatus::Ok);
             ledger.record(outcome, Some(Duration::from_millis(ms)), at);
         }
-        ledger.record(Outcome::Skipped, None, at);
+        ledger.record_skip(SkipReason::Dormant, at);
+        ledger.record_skip(SkipReason::Routing, at);
+        ledger.record_skip(SkipReason::Routing, at);
         let s = ledger.snapshot();
         assert_eq!(s.counts[0], 10);
-        assert_eq!(s.counts[6], 1);
+        assert_eq!(s.counts[6], 3, "every skip is a skipped turn");
+        assert_eq!(s.skipped_by, [1, 2], "by reason: dormant, routing");
         assert_eq!(s.asked, 10);
         assert!((s.seconds - 3.9).abs() < 1e-9, "{}", s.seconds);
         assert_eq!(s.p50_ms, Some(100));

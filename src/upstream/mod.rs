@@ -12,5 +12,5 @@ pub mod memento;
 pub(crate) mod registry;
 pub mod resolve;
 
-pub use fanout::Upstream;
+pub use fanout::{Ask, Upstream};
 pub use registry::{Archive, Health, Transition};

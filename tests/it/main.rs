@@ -31,6 +31,7 @@ mod replicas;
 mod restarts;
 mod routes_hardening;
 mod routes_prop;
+mod routing;
 mod routing_profiles;
 mod sampling_api;
 mod sampling_cdx;

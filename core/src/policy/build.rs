@@ -10,6 +10,7 @@ use crate::timemap::answer::{Absence, Contribution, Fetch, ListedMemento};
 use crate::timemap::MementoDatetime;
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashSet;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
 impl Policy {
@@ -176,9 +177,45 @@ impl Policy {
             answer: fresh.answer.clone(),
             fetched_at: fresh.fetched_at,
             mementos,
-            last_error: None,
+            // None for an answer just listed; a skipped archive's kept contribution
+            // ([`with_skipped_kept`]) keeps the skip as its last_error.
+            last_error: fresh.last_error.clone(),
         }
     }
+}
+
+/// The fetch as the policy weighs it against `cached`: an archive routing did not ask keeps
+/// its cached contribution (the skip as its `last_error`), as a failed archive does under
+/// `merge`. So a routed fan-out is never read as that archive losing its mementos: no case 6
+/// from it, and no replacement (conditional, unconditional) that would drop them. Borrowed
+/// unchanged when no skipped archive held anything, nearly always: routing skips archives
+/// that hold nothing there.
+pub(super) fn with_skipped_kept<'a>(cached: &Entry, fresh: &'a Fetch) -> Cow<'a, Fetch> {
+    let kept = |r: &Contribution| {
+        if !r.answer.status.skipped() {
+            return None;
+        }
+        cached
+            .contributions
+            .iter()
+            .find(|c| c.archive == r.archive && !c.mementos.is_empty())
+    };
+    if !fresh.archives.iter().any(|r| kept(r).is_some()) {
+        return Cow::Borrowed(fresh);
+    }
+    let archives = fresh
+        .archives
+        .iter()
+        .map(|r| match kept(r) {
+            Some(c) => c.after_failure(&r.answer, fresh.at),
+            None => r.clone(),
+        })
+        .collect();
+    Cow::Owned(Fetch {
+        uri_r: fresh.uri_r.clone(),
+        at: fresh.at,
+        archives,
+    })
 }
 
 /// Adds to `kept` (oldest first, one per datetime) the mementos of `more` at datetimes it lacks.

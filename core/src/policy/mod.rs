@@ -20,7 +20,7 @@ pub use revision::revision;
 pub use tally::counts;
 
 use crate::timemap::answer::Fetch;
-use build::same_loose_set;
+use build::{same_loose_set, with_skipped_kept};
 use chrono::{DateTime, Duration, Utc};
 use entry::{Entry, HistoryItem};
 use std::collections::VecDeque;
@@ -85,6 +85,11 @@ impl Policy {
         let Some(cached) = cached else {
             return self.decide_first(fresh.clone(), now);
         };
+        // What the archives said, for the record; what is weighed and stored keeps the cached
+        // part of each archive routing skipped.
+        let answers = fresh;
+        let weighed = with_skipped_kept(cached, answers);
+        let fresh: &Fetch = &weighed;
 
         let fresh_tally = tally(fetch_keys(fresh));
         let (a2, m2) = fresh_tally.counts(self.matching);
@@ -107,7 +112,7 @@ impl Policy {
                 let mut e = cached.clone();
                 // The content stays, but each archive's status is what it said this time: a
                 // kept answer must not claim an archive is fine when its refetch just failed.
-                e.note_answers(fresh);
+                e.note_answers(answers);
                 e.checked_at = now;
                 e.fresh_until = self.fresh_until(now);
                 e.push_history(HistoryItem {

@@ -1146,3 +1146,96 @@ fn a_revision_names_each_decision_and_only_it() {
     };
     assert_ne!(revision(&entry), revision(&elsewhere));
 }
+
+// ---- archives routing skipped (issue 16) ------------------------------------------------
+
+/// An archive routing did not ask.
+fn skipped(archive: &str) -> Contribution {
+    answered(archive, ArchiveAnswer::skipped("routing"), vec![])
+}
+
+#[test]
+fn a_skipped_archive_never_replaces_or_shrinks_a_cached_entry_under_any_policy() {
+    for kind in [
+        PolicyKind::Conditional,
+        PolicyKind::Merge,
+        PolicyKind::Unconditional,
+    ] {
+        let p = policy(kind);
+        let cached = first(&p, vec![ok("ia", 0..3), ok("pt", 10..12)]);
+        // ia gains a memento while pt is skipped: without pt's part kept this is case 4
+        // (lost an archive, gained mementos), which conditional replaces on.
+        let d = decide_on(&p, &cached, 1, vec![ok("ia", 0..4), skipped("pt")]);
+        let e = stored(&d);
+        assert_eq!(d.case(), Some(ChangeCase::C2), "{kind:?}");
+        assert_eq!(served_m(e), 6, "{kind:?}: pt's two are still served");
+        let pt = e
+            .contributions
+            .iter()
+            .find(|c| c.archive == "pt")
+            .expect("pt kept");
+        assert_eq!(pt.answer.status, ArchiveStatus::Ok, "{kind:?}");
+        let why = pt.last_error.as_ref().expect("the skip is told");
+        assert_eq!(why.status, ArchiveStatus::Skipped);
+        assert_eq!(why.detail.as_deref(), Some("routing"));
+        // Nothing gained, pt skipped: case 1, never case 6, and the content is unchanged.
+        let d = decide_on(&p, e, 2, vec![ok("ia", 0..4), skipped("pt")]);
+        assert_eq!(d.case(), Some(ChangeCase::C1), "{kind:?}");
+        assert_eq!(served_uris(stored(&d)), served_uris(e), "{kind:?}");
+    }
+}
+
+#[test]
+fn a_failed_archive_still_counts_as_lost_where_a_skipped_one_does_not() {
+    // The contrast that makes the test above mean something: a timeout is case 6.
+    let p = policy(PolicyKind::Conditional);
+    let cached = first(&p, vec![ok("ia", 0..3), ok("pt", 10..12)]);
+    let d = decide_on(
+        &p,
+        &cached,
+        1,
+        vec![ok("ia", 0..3), failed("pt", ArchiveStatus::Timeout)],
+    );
+    assert_eq!(d.case(), Some(ChangeCase::C6));
+    let d = decide_on(&p, &cached, 1, vec![ok("ia", 0..3), skipped("pt")]);
+    assert_eq!(d.case(), Some(ChangeCase::C1));
+}
+
+#[test]
+fn a_skipped_archive_that_held_nothing_is_recorded_as_skipped() {
+    let p = policy(PolicyKind::Conditional);
+    let cached = first(&p, vec![ok("ia", 0..3), not_found("pt")]);
+    let d = decide_on(&p, &cached, 1, vec![ok("ia", 0..4), skipped("pt")]);
+    let e = stored(&d);
+    assert_eq!(d.action(), Action::Replaced);
+    let pt = e.contributions.iter().find(|c| c.archive == "pt");
+    assert_eq!(
+        pt.map(|c| c.answer.status),
+        Some(ArchiveStatus::Skipped),
+        "the skip replaces a 404: neither is content"
+    );
+    let agg = Aggregate::of(&e.uri_r, e.fetched_at, &e.contributions);
+    assert_eq!(
+        agg.verdict(),
+        crate::timemap::aggregate::Verdict::Found { partial: false },
+        "a skipped archive does not make the answer partial"
+    );
+    assert_eq!(agg.skipped().count(), 1);
+}
+
+#[test]
+fn with_every_asked_archive_timed_out_a_skip_leaves_the_answer_a_timeout() {
+    use crate::timemap::aggregate::Verdict;
+    let f = fetch(0, vec![failed("ia", ArchiveStatus::Timeout), skipped("pt")]);
+    let agg = Aggregate::of(&f.uri_r, f.at, &f.archives);
+    assert_eq!(agg.verdict(), Verdict::Unavailable { timed_out: true });
+    assert_eq!(
+        agg.missing().map(|o| o.id.as_str()).collect::<Vec<_>>(),
+        ["ia"]
+    );
+    // Nothing answered: the cache is not touched.
+    let p = policy(PolicyKind::Conditional);
+    let cached = first(&p, vec![ok("ia", 0..2), ok("pt", 5..6)]);
+    let d = p.decide(Some(&cached), &f, day(1));
+    assert!(matches!(d, Decision::Unavailable { .. }), "{d:?}");
+}

@@ -90,7 +90,8 @@ pub struct Aggregate {
 /// What the aggregate means for a client, before any cache has a say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// At least one memento; `partial` when some archive could not be asked or read.
+    /// At least one memento; `partial` when some archive could not be asked or read (an archive
+    /// routing chose not to ask is not missing: its profile says it holds nothing here).
     Found { partial: bool },
     /// No memento among the archives that answered; `partial` when others failed, so the
     /// answer is "not in the archives that could be asked" and says which could not.
@@ -140,24 +141,30 @@ impl Aggregate {
             .iter()
             .filter(|o| o.answer.status.answered())
             .count();
-        let partial = answered < self.outcomes.len();
+        let partial = self.missing().next().is_some();
         if !self.timemap.is_empty() {
             Verdict::Found { partial }
         } else if answered > 0 {
             Verdict::NotArchived { partial }
         } else {
             Verdict::Unavailable {
-                timed_out: !self.outcomes.is_empty()
+                timed_out: self.missing().next().is_some()
                     && self
-                        .outcomes
-                        .iter()
+                        .missing()
                         .all(|o| o.answer.status == ArchiveStatus::Timeout),
             }
         }
     }
 
-    /// The archives whose answer is missing from the aggregate.
+    /// The archives whose answer is missing from the aggregate: asked, and failed.
     pub fn missing(&self) -> impl Iterator<Item = &ArchiveOutcome> {
-        self.outcomes.iter().filter(|o| !o.answer.status.answered())
+        self.outcomes
+            .iter()
+            .filter(|o| !o.answer.status.answered() && !o.answer.status.skipped())
+    }
+
+    /// The archives routing did not ask.
+    pub fn skipped(&self) -> impl Iterator<Item = &ArchiveOutcome> {
+        self.outcomes.iter().filter(|o| o.answer.status.skipped())
     }
 }

@@ -26,6 +26,10 @@ pub enum ArchiveStatus {
     Error,
     /// Answered 2xx but nothing in the body could be read as a TimeMap.
     Malformed,
+    /// Not asked: routing judged from its profile that it holds nothing here (detail
+    /// `routing`). Neither an answer nor a failure: it teaches the profiles nothing, makes no
+    /// answer partial, and never shrinks a cached entry.
+    Skipped,
 }
 
 impl ArchiveStatus {
@@ -37,6 +41,7 @@ impl ArchiveStatus {
             ArchiveStatus::Timeout => "timeout",
             ArchiveStatus::Error => "error",
             ArchiveStatus::Malformed => "malformed",
+            ArchiveStatus::Skipped => "skipped",
         }
     }
 
@@ -47,6 +52,11 @@ impl ArchiveStatus {
             self,
             ArchiveStatus::Ok | ArchiveStatus::Empty | ArchiveStatus::NotFound
         )
+    }
+
+    /// True when the archive was left out on purpose (routing), not asked and failed.
+    pub fn skipped(self) -> bool {
+        self == ArchiveStatus::Skipped
     }
 }
 
@@ -84,6 +94,12 @@ impl Fallback {
 }
 
 impl ArchiveAnswer {
+    /// The answer of an archive routing did not ask: status `skipped`, its reason as detail
+    /// (`routing`).
+    pub fn skipped(reason: &str) -> ArchiveAnswer {
+        ArchiveAnswer::failed(ArchiveStatus::Skipped, None, Some(reason.to_owned()))
+    }
+
     /// An answer that is a failure (or a 404), with no page read.
     pub fn failed(
         status: ArchiveStatus,

@@ -102,6 +102,10 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             .upstream
             .fetch_only(uri_r, deadline, arrived, Some(only))
             .await;
+        // A client's own choice is not routed, but what the archives answered still teaches.
+        if let Some(routing) = &self.routing {
+            routing.observe_fetch(&fetch);
+        }
         self.stats.count_fan_out();
         self.stats.count_served(CacheStatus::Miss);
         let mut served = Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);

@@ -56,6 +56,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 status: CacheStatus::Miss,
                 case: None,
                 action: Some(Action::NotStored),
+                all_asked: false,
                 checked_at: now,
                 fresh_until,
             };
@@ -82,6 +83,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             status: CacheStatus::Miss,
             case: None,
             action: Some(reported),
+            all_asked: false,
             checked_at: now,
             fresh_until,
         }

@@ -36,6 +36,8 @@ pub(super) struct Begun<V> {
     pub cached: Option<Arc<CachedTimeMap<V>>>,
     /// An admin's refresh: asks the archives itself, never waits for another replica's.
     pub alone: bool,
+    /// `Prefer: archives=all`: every archive is asked, whatever routing would skip.
+    pub ask_all: bool,
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -103,7 +105,9 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 FanOutClaim::Alone => None,
             }
         };
-        let fetch = self.fan_out(uri_r, Some(limit), begun.at).await;
+        let fetch = self
+            .fan_out(uri_r, Some(limit), begun.at, begun.ask_all)
+            .await;
         let served = self
             .refresh_fetched(store, key, fetch, begun, answer_by, render, stale_view)
             .await;

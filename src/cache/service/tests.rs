@@ -198,6 +198,30 @@ async fn concurrent_misses_for_one_uri_r_share_one_fan_out() {
 }
 
 #[tokio::test]
+async fn concurrent_ask_all_misses_share_one_fan_out_among_themselves() {
+    // `Prefer: archives=all` from many clients at once must not multiply the load on the
+    // archives: such fan-outs are shared, with each other only.
+    let archive = archive_of(&["20010101000000"]).await;
+    let (cache, _) = cache_for(&archive, Policy::default());
+    let ask_all = Request {
+        ask_all: true,
+        ..Request::default()
+    };
+    let lookups = (0..8).map(|_| {
+        let cache = cache.clone();
+        async move { cache.lookup(URI_R, ask_all).await }
+    });
+    let answers = futures::future::join_all(lookups).await;
+    assert!(answers
+        .iter()
+        .all(|a| a.all_asked && a.status == CacheStatus::Miss));
+    assert_eq!(archive.requests(), 1);
+    // A HIT asked nobody: the preference was not applied to it.
+    let hit = cache.lookup(URI_R, ask_all).await;
+    assert_eq!((hit.status, hit.all_asked), (CacheStatus::Hit, false));
+}
+
+#[tokio::test]
 async fn an_outage_serves_the_stored_entry_stale_and_leaves_it_untouched() {
     let archive = archive_of(&["20010101000000"]).await;
     let (cache, clock) = cache_for(&archive, Policy::default());

@@ -6,7 +6,7 @@ mod cache;
 
 use super::route::{Route, ROUTES};
 use super::{Cache, SharedState};
-use crate::upstream::ledger::{Outcome, BUCKETS};
+use crate::upstream::ledger::{Outcome, SkipReason, BUCKETS};
 use crate::upstream::Upstream;
 use axum::extract::State;
 use axum::http::header;
@@ -190,7 +190,7 @@ fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std:
     let ids: Vec<&str> = upstream.archives().iter().map(|a| &*a.id).collect();
     let mut requests = out.encode_descriptor(
         "tmproxy_archive_requests",
-        "Each archive's turns in a fan-out, by outcome (skipped: dormant, not asked).",
+        "Each archive's turns in a fan-out, by outcome (skipped: not asked, dormant or routed).",
         None,
         MetricType::Counter,
     )?;
@@ -198,6 +198,18 @@ fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std:
         for (outcome, n) in Outcome::ALL.iter().zip(ledger.counts) {
             let labels = [("archive", *id), ("outcome", outcome.as_str())];
             counter(&mut requests.encode_family(&labels)?, n)?;
+        }
+    }
+    let mut skipped = out.encode_descriptor(
+        "tmproxy_archive_requests_skipped",
+        "Each archive's turns it was not asked, by reason (dormant; routing: its profile says it holds nothing there).",
+        None,
+        MetricType::Counter,
+    )?;
+    for (id, ledger) in ids.iter().zip(&ledgers) {
+        for (reason, n) in SkipReason::ALL.iter().zip(ledger.skipped_by) {
+            let labels = [("archive", *id), ("reason", reason.as_str())];
+            counter(&mut skipped.encode_family(&labels)?, n)?;
         }
     }
     let mut durations = out.encode_descriptor(
