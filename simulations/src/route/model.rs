@@ -120,54 +120,56 @@ pub struct ArchiveModel {
     pub scatter: f64,
 }
 
-const fn archive(
-    id: &'static str,
-    latency_ms: u32,
-    home: &'static [&'static str],
-    p_home: f64,
-    p_else: f64,
-    coverage: f64,
-    scale: f64,
-    scatter: f64,
-) -> ArchiveModel {
-    ArchiveModel {
-        id,
-        latency_ms,
-        home,
-        p_home,
-        p_else,
-        coverage,
-        scale,
-        scatter,
-    }
-}
+/// One row of [`TABLE`].
+type Row = (
+    &'static str,
+    u32,
+    &'static [&'static str],
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+);
 
-/// The archives, shaped like an aggregator's list (ids are the model's, not real endpoints).
-pub const ARCHIVES: &[ArchiveModel] = &[
-    archive("ia", 900, &[], 0.0, 0.92, 0.85, 6.0, 0.05),
-    archive("ukwa", 600, &["uk"], 0.9, 0.002, 0.7, 3.0, 0.0005),
-    archive("arquivo", 400, &["pt"], 0.9, 0.01, 0.7, 3.0, 0.001),
-    archive("vefsafn", 500, &["is"], 0.95, 0.001, 0.8, 3.0, 0.0002),
-    archive("webarchiv-cz", 500, &["cz"], 0.85, 0.001, 0.6, 2.0, 0.0002),
-    archive("dnb", 700, &["de"], 0.5, 0.001, 0.5, 2.0, 0.0002),
-    archive("bnf", 800, &["fr"], 0.8, 0.002, 0.6, 3.0, 0.0005),
-    archive("archive-today", 700, &[], 0.0, 0.03, 0.3, 1.0, 0.01),
-    archive(
-        "archive-it",
-        600,
-        &["org", "edu", "gov"],
-        0.03,
-        0.005,
-        0.8,
-        2.0,
-        0.001,
-    ),
-    archive("perma", 400, &[], 0.0, 0.02, 0.1, 1.0, 0.005),
-    archive("loc", 1200, &["gov", "us"], 0.3, 0.003, 0.5, 2.0, 0.0005),
-    archive("stanford", 500, &["edu"], 0.1, 0.001, 0.5, 2.0, 0.0005),
+/// The archives, shaped like an aggregator's list (ids are the model's, not real endpoints):
+/// id, median latency (ms), home TLDs, p_home, p_else, coverage, scale, scatter.
+#[rustfmt::skip]
+const TABLE: &[Row] = &[
+    ("ia",            900,  &[],                    0.0,  0.92,  0.85, 6.0, 0.05),
+    ("ukwa",          600,  &["uk"],                0.9,  0.002, 0.7,  3.0, 0.0005),
+    ("arquivo",       400,  &["pt"],                0.9,  0.01,  0.7,  3.0, 0.001),
+    ("vefsafn",       500,  &["is"],                0.95, 0.001, 0.8,  3.0, 0.0002),
+    ("webarchiv-cz",  500,  &["cz"],                0.85, 0.001, 0.6,  2.0, 0.0002),
+    ("dnb",           700,  &["de"],                0.5,  0.001, 0.5,  2.0, 0.0002),
+    ("bnf",           800,  &["fr"],                0.8,  0.002, 0.6,  3.0, 0.0005),
+    ("archive-today", 700,  &[],                    0.0,  0.03,  0.3,  1.0, 0.01),
+    ("archive-it",    600,  &["org", "edu", "gov"], 0.03, 0.005, 0.8,  2.0, 0.001),
+    ("perma",         400,  &[],                    0.0,  0.02,  0.1,  1.0, 0.005),
+    ("loc",           1200, &["gov", "us"],         0.3,  0.003, 0.5,  2.0, 0.0005),
+    ("stanford",      500,  &["edu"],               0.1,  0.001, 0.5,  2.0, 0.0005),
     // Holds nothing, answers slowly: what every miss waits for under `all`.
-    archive("slow", 5000, &[], 0.0, 0.0, 0.0, 1.0, 0.0),
+    ("slow",          5000, &[],                    0.0,  0.0,   0.0,  1.0, 0.0),
 ];
+
+/// The model's archives, from [`TABLE`].
+pub fn archives() -> Vec<ArchiveModel> {
+    TABLE
+        .iter()
+        .map(
+            |&(id, latency_ms, home, p_home, p_else, coverage, scale, scatter)| ArchiveModel {
+                id,
+                latency_ms,
+                home,
+                p_home,
+                p_else,
+                coverage,
+                scale,
+                scatter,
+            },
+        )
+        .collect()
+}
 
 /// Popular hosts (the top 1%) are crawled this many times more often (capped at certainty).
 const POPULAR_BOOST: f64 = 3.0;
@@ -248,11 +250,12 @@ pub fn generate(preset: &Preset, seed: u64) -> Stream {
     let hosts = hosts(preset, &mut rng);
     // Per (host, archive): the share of the host's URI-Rs the archive holds (0: not crawled).
     let popular_hosts = preset.hosts / 100;
+    let archives = archives();
     let coverage: Vec<Vec<f64>> = hosts
         .iter()
         .enumerate()
         .map(|(h, host)| {
-            ARCHIVES
+            archives
                 .iter()
                 .map(|a| {
                     let mut p = if a.home.contains(&host.tld) {
@@ -285,7 +288,7 @@ pub fn generate(preset: &Preset, seed: u64) -> Stream {
             1.0
         };
         let mut held = Vec::new();
-        for (a, model) in ARCHIVES.iter().enumerate() {
+        for (a, model) in archives.iter().enumerate() {
             if rng.chance(coverage[h][a]) || rng.chance(model.scatter) {
                 // Pareto: scale / U^(1/alpha), U in (0, 1].
                 let u = 1.0 - unit(&mut rng);
@@ -311,7 +314,7 @@ pub fn generate(preset: &Preset, seed: u64) -> Stream {
         .collect();
     Stream {
         source: format!("SYNTHETIC preset {}, seed {seed}", preset.name),
-        archives: ARCHIVES
+        archives: archives
             .iter()
             .map(|a| Archive {
                 id: a.id.to_string(),
