@@ -142,6 +142,9 @@ pub fn summary(source: &str, intro: &[String], rows: &[RunResult]) -> String {
     s
 }
 
+/// The server's `[routing]` defaults (min_share, explore, min_evidence), marked on the plot.
+pub const DEFAULTS: (f64, f64, u32) = (0.02, 0.05, 20);
+
 /// A published result to mark on the plot: (memento recall, requests avoided, label).
 pub const PUBLISHED: &[(f64, f64, &str)] = &[
     (
@@ -187,6 +190,20 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String>
     let blue = RGBColor(31, 119, 180);
     let green = RGBColor(44, 160, 44);
     let red = RGBColor(214, 39, 40);
+    // The target: at least 70% avoided at recall ≥ 0.99 (the upper right corner).
+    chart
+        .draw_series(std::iter::once(Rectangle::new(
+            [(TARGET_RECALL, TARGET_AVOIDED), (1.005, 1.0)],
+            RGBColor(255, 200, 0).mix(0.25).filled(),
+        )))
+        .map_err(|x| e(&x))?
+        .label("issue 16 target: ≥ 70% avoided at memento recall ≥ 0.99")
+        .legend(|(x, y)| {
+            Rectangle::new(
+                [(x, y - 5), (x + 20, y + 5)],
+                RGBColor(255, 200, 0).mix(0.5).filled(),
+            )
+        });
     let learned: Vec<&RunResult> = rows.iter().filter(|r| r.mode == "learned").collect();
     chart
         .draw_series(
@@ -215,6 +232,32 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String>
         .map_err(|x| e(&x))?
         .label("all (every archive on every miss)")
         .legend(|(x, y)| Circle::new((x + 10, y), 6, BLACK.filled()));
+    let defaults = learned.iter().filter(|r| {
+        (r.min_share, r.explore, r.min_evidence) == (DEFAULTS.0, DEFAULTS.1, DEFAULTS.2)
+    });
+    chart
+        .draw_series(
+            defaults.map(|r| {
+                TriangleMarker::new((r.memento_recall, r.avoided), 8, BLACK.stroke_width(2))
+            }),
+        )
+        .map_err(|x| e(&x))?
+        .label("[routing] defaults: min_share 0.02, explore 0.05, min_evidence 20")
+        .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, BLACK.stroke_width(2)));
+    if let Some(b) = best(rows) {
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (b.memento_recall, b.avoided),
+                9,
+                BLACK.stroke_width(2),
+            )))
+            .map_err(|x| e(&x))?
+            .label(format!(
+                "best at memento recall ≥ {TARGET_RECALL}: min_share {}, explore {}, min_evidence {} ({} avoided, recall {:.4})",
+                b.min_share, b.explore, b.min_evidence, pct(b.avoided), b.memento_recall
+            ))
+            .legend(|(x, y)| Circle::new((x + 10, y), 7, BLACK.stroke_width(2)));
+    }
     chart
         .draw_series(
             PUBLISHED
@@ -225,30 +268,19 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String>
         .label("published (not the same measure or data: see labels)")
         .legend(move |(x, y)| Cross::new((x + 10, y), 6, red.stroke_width(2)));
     for (i, p) in PUBLISHED.iter().enumerate() {
-        let short = p.2.split(':').next().unwrap_or(p.2);
-        let anchor = (x0 + 0.01, 0.32 - 0.05 * i as f64);
+        let (who, rest) = p.2.split_once(':').unwrap_or((p.2, ""));
+        let caveat = rest
+            .split_once('(')
+            .map_or("", |(_, c)| c.trim_end_matches(')'));
+        let anchor = (x0 + 0.005, 0.42 - 0.05 * i as f64);
         chart
             .draw_series(std::iter::once(Text::new(
-                format!("× {short}: recall {}, avoided {}", p.0, pct(p.1)),
+                format!("× {who}: recall {}, {} avoided ({caveat})", p.0, pct(p.1)),
                 anchor,
                 ("sans-serif", 13).into_font().color(&red),
             )))
             .map_err(|x| e(&x))?;
     }
-    // The target: at least 70% avoided at recall ≥ 0.99 (the upper right corner).
-    chart
-        .draw_series(std::iter::once(Rectangle::new(
-            [(TARGET_RECALL, TARGET_AVOIDED), (1.005, 1.0)],
-            RGBColor(255, 200, 0).mix(0.25).filled(),
-        )))
-        .map_err(|x| e(&x))?
-        .label("issue 16 target: ≥ 70% avoided at memento recall ≥ 0.99")
-        .legend(|(x, y)| {
-            Rectangle::new(
-                [(x, y - 5), (x + 20, y + 5)],
-                RGBColor(255, 200, 0).mix(0.5).filled(),
-            )
-        });
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerLeft)
