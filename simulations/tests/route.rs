@@ -181,6 +181,11 @@ fn bad_trace_lines_are_refused_with_their_line_number() {
             1,
             "expected",
         ),
+        (
+            r#"{"uri_r": "x", "holdings": {"ia": 1, "ia": 2}}"#.to_string(),
+            1,
+            "named twice",
+        ),
         (many, trace::MAX_ARCHIVES as u64 + 1, "archives"),
     ];
     for (text, line, why) in cases {

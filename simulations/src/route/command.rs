@@ -132,7 +132,8 @@ pub fn run(a: RouteArgs) -> Result<(), String> {
             println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
         }
     }
-    let text = report::summary(&stream.source, &intro, &rows);
+    let ids: Vec<String> = stream.archives.iter().map(|a| a.id.clone()).collect();
+    let text = report::summary(&stream.source, &ids, &intro, &rows);
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let csv = dir.join("route.csv");

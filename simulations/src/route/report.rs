@@ -50,6 +50,22 @@ pub fn best(rows: &[RunResult]) -> Option<&RunResult> {
         .max_by(|a, b| a.avoided.total_cmp(&b.avoided))
 }
 
+/// `id n (share of the mementos missed)` for each archive that missed any.
+fn missed(archives: &[String], r: &RunResult) -> String {
+    let total: u64 = r.missed_by_archive.iter().sum();
+    let parts: Vec<String> = archives
+        .iter()
+        .zip(&r.missed_by_archive)
+        .filter(|(_, &n)| n > 0)
+        .map(|(id, &n)| format!("{id} {n} ({:.0}%)", 100.0 * n as f64 / total as f64))
+        .collect();
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// The share of the median miss latency a setting cuts against `all`.
 pub fn latency_cut(r: &RunResult) -> Option<f64> {
     let (mine, all) = (r.median_latency_ms?, r.median_latency_all_ms?);
@@ -84,7 +100,7 @@ pub fn table_row(r: &RunResult) -> String {
 pub const TABLE_HEAD: &str = "| mode | min_share | explore | min_evidence | requests/miss | avoided | memento recall | URI-R recall | median miss wait | wait cut |\n|---|---|---|---|---|---|---|---|---|---|";
 
 /// The summary: what was replayed, the best trade-off against the target, every setting.
-pub fn summary(source: &str, intro: &[String], rows: &[RunResult]) -> String {
+pub fn summary(source: &str, archives: &[String], intro: &[String], rows: &[RunResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Routing: archive requests avoided against recall\n");
     let _ = writeln!(s, "Source: {source}.\n");
@@ -129,6 +145,11 @@ pub fn summary(source: &str, intro: &[String], rows: &[RunResult]) -> String {
                 ms(b.median_latency_ms),
                 latency_cut(b).map_or("—".to_string(), pct),
                 if met { "met" } else { "NOT met" }
+            );
+            let _ = writeln!(
+                s,
+                "Mementos it missed, by archive: {}.\n",
+                missed(archives, b)
             );
         }
         None => {

@@ -44,6 +44,9 @@ pub struct RunResult {
     pub median_latency_ms: Option<u32>,
     /// The same when every archive is asked.
     pub median_latency_all_ms: Option<u32>,
+    /// Mementos missed, per archive (in the stream's order): where recall is lost.
+    #[serde(skip)]
+    pub missed_by_archive: Vec<u64>,
 }
 
 /// The `all` setting.
@@ -70,6 +73,7 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
     let mut waits = Vec::with_capacity(if timed { misses.len() } else { 0 });
     let mut waits_all = Vec::with_capacity(waits.capacity());
     let mut counts = vec![0u32; stream.archives.len()];
+    let mut missed = vec![0u64; stream.archives.len()];
     for (n, m) in misses.iter().enumerate() {
         let uri = &stream.uris[m.uri as usize];
         counts.iter_mut().for_each(|c| *c = 0);
@@ -96,6 +100,7 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
             };
             wait_all = wait_all.max(latency);
             if !route.is_ask() {
+                missed[a] += u64::from(held);
                 continue;
             }
             requests += 1;
@@ -143,6 +148,7 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
         explored,
         median_latency_ms: median(&mut waits),
         median_latency_all_ms: median(&mut waits_all),
+        missed_by_archive: missed,
     }
 }
 

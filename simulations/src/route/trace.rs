@@ -1,7 +1,8 @@
 //! Trace files for `memsim route --trace`: one JSON object per line, in request order,
 //! `{"uri_r": "...", "holdings": {"ARCHIVE_ID": MEMENTO_COUNT, ...}}`. An archive not listed
 //! holds nothing for that URI-R; the archives are those named anywhere in the trace, in the
-//! order first named. Other fields are ignored; blank lines are skipped.
+//! order first named (an id named twice on a line is refused). Other fields are ignored; blank
+//! lines are skipped.
 //!
 //! The input is hostile: a line is read at most [`MAX_LINE`] bytes at a time, and a bad line
 //! (too long, not UTF-8, not such an object, a count that is not a whole number up to 2^32 − 1,
@@ -10,7 +11,7 @@
 
 use super::{Archive, Holdings, Request, Stream, Uri};
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
 use tmproxy_core::routing::UriKeys;
 
@@ -26,7 +27,41 @@ pub const MAX_ARCHIVES: usize = 4096;
 #[derive(Deserialize)]
 struct Line {
     uri_r: String,
-    holdings: BTreeMap<String, u32>,
+    holdings: Named,
+}
+
+/// A JSON object's `(name, count)` pairs in the order written (a map would sort them, and the
+/// archives' order is the order first named), a name given twice refused.
+struct Named(Vec<(String, u32)>);
+
+impl<'de> Deserialize<'de> for Named {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Named, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Named;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of archive ids to memento counts")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<Named, M::Error> {
+                let mut out: Vec<(String, u32)> = Vec::new();
+                while let Some((id, n)) = m.next_entry::<String, u32>()? {
+                    if out.iter().any(|(seen, _)| *seen == id) {
+                        return Err(serde::de::Error::custom(format!(
+                            "archive {id:?} named twice"
+                        )));
+                    }
+                    if out.len() >= MAX_ARCHIVES {
+                        return Err(serde::de::Error::custom(
+                            "more archives than a trace may name",
+                        ));
+                    }
+                    out.push((id, n));
+                }
+                Ok(Named(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// Why a trace was refused.
@@ -90,7 +125,7 @@ pub fn read<R: BufRead>(
             ));
         }
         let mut held: Holdings = Vec::new();
-        for (id, count) in line.holdings {
+        for (id, count) in line.holdings.0 {
             if id.is_empty() || id.len() > MAX_ID || id.chars().any(char::is_control) {
                 return Err(TraceError::Line(
                     n,
@@ -146,21 +181,25 @@ pub fn read<R: BufRead>(
 /// Writes `requests` of `stream` as a trace (every archive of the stream named on the first
 /// line, with 0 where it holds nothing, so a replay knows the same archives in the same order).
 pub fn write<W: Write>(stream: &Stream, requests: &[Request], mut out: W) -> std::io::Result<()> {
+    let json = |s: &str| serde_json::to_string(s).map_err(std::io::Error::other);
     for (i, r) in requests.iter().enumerate() {
-        let mut holdings = serde_json::Map::new();
-        if i == 0 {
-            for a in &stream.archives {
-                holdings.insert(a.id.clone(), 0.into());
+        let mut counts = vec![0u32; stream.archives.len()];
+        for &(a, c) in &stream.holdings[r.holdings as usize] {
+            counts[usize::from(a)] = c;
+        }
+        // Written by hand, not through a map: the archives in the stream's order.
+        let mut pairs = Vec::new();
+        for (a, &c) in stream.archives.iter().zip(&counts) {
+            if i == 0 || c > 0 {
+                pairs.push(format!("{}: {c}", json(&a.id)?));
             }
         }
-        for &(a, c) in &stream.holdings[r.holdings as usize] {
-            holdings.insert(stream.archives[usize::from(a)].id.clone(), c.into());
-        }
-        let line = serde_json::json!({
-            "uri_r": stream.uris[r.uri as usize].uri_r,
-            "holdings": holdings,
-        });
-        writeln!(out, "{line}")?;
+        let uri = json(&stream.uris[r.uri as usize].uri_r)?;
+        writeln!(
+            out,
+            "{{\"uri_r\": {uri}, \"holdings\": {{{}}}}}",
+            pairs.join(", ")
+        )?;
     }
     out.flush()
 }
