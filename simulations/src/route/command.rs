@@ -103,6 +103,9 @@ pub fn run(a: RouteArgs) -> Result<(), String> {
                         unknown.join(", ")
                     );
                 }
+                if stream.requests.is_empty() {
+                    return Err(format!("{}: no requests in the trace", path.display()));
+                }
                 let stream = Stream {
                     source: format!("trace {}", path.display()),
                     ..stream

@@ -137,7 +137,11 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
         misses: misses.len() as u64,
         requests,
         requests_all,
-        requests_per_miss: ratio(requests, misses.len() as u64),
+        requests_per_miss: if misses.is_empty() {
+            0.0
+        } else {
+            requests as f64 / misses.len() as f64
+        },
         avoided: 1.0 - ratio(requests, requests_all),
         memento_recall: ratio(mementos, mementos_all),
         uri_recall: ratio(found, found_all),
