@@ -43,7 +43,7 @@ pub struct RouteArgs {
     /// Print one JSON object per setting tried, one a line (nothing else on stdout).
     #[arg(long)]
     pub json: bool,
-    /// Write route.csv, summary.md and route.svg into this directory.
+    /// Write route.csv, summary.md, route.svg and route-zoom.svg into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// With --preset: write its misses (after the cache) as a trace and stop; `--trace` of that
@@ -144,11 +144,22 @@ pub fn run(a: RouteArgs) -> Result<(), String> {
         report::write_csv(&rows, BufWriter::new(file))
             .map_err(|e| format!("{}: {e}", csv.display()))?;
         let svg = dir.join("route.svg");
-        report::plot(&svg, &stream.source, &rows)?;
+        report::plot(&svg, &stream.source, &rows, false)?;
+        let zoom = dir.join("route-zoom.svg");
+        report::plot(&zoom, &stream.source, &rows, true)?;
         let md = dir.join("summary.md");
-        let text = format!("{text}\n![requests avoided against recall](route.svg)\n");
+        let text = format!(
+            "{text}\n![requests avoided against recall](route.svg)\n\n\
+             ![the same, the recall axis zoomed on the settings](route-zoom.svg)\n"
+        );
         std::fs::write(&md, text).map_err(|e| format!("{}: {e}", md.display()))?;
-        eprintln!("→ {}, {}, {}", csv.display(), md.display(), svg.display());
+        eprintln!(
+            "→ {}, {}, {}, {}",
+            csv.display(),
+            md.display(),
+            svg.display(),
+            zoom.display()
+        );
     }
     if !a.json {
         print!("{text}");

@@ -182,14 +182,32 @@ pub const PUBLISHED: &[(f64, f64, &str)] = &[
 
 /// Requests avoided against memento recall (filled) and URI-R recall (rings) per setting,
 /// `all` at (1, 0), the published results as crosses, the target region's corner marked.
-pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String> {
+/// `zoom`: the recall axis spans only the settings' recalls (a published point left of it is
+/// named in its label but not drawn).
+pub fn plot(path: &Path, source: &str, rows: &[RunResult], zoom: bool) -> Result<(), String> {
     let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let published = PUBLISHED.iter().map(|p| p.0).filter(|_| !zoom);
     let lowest = rows
         .iter()
         .map(|r| r.memento_recall.min(r.uri_recall))
-        .chain(PUBLISHED.iter().map(|p| p.0))
+        .chain(published)
         .fold(1.0f64, f64::min);
-    let x0 = ((lowest - 0.02) * 50.0).floor() / 50.0;
+    let x0 = if zoom {
+        ((lowest - 0.002) * 200.0).floor() / 200.0
+    } else {
+        ((lowest - 0.02) * 50.0).floor() / 50.0
+    };
+    let y0 = if zoom {
+        let low = rows
+            .iter()
+            .filter(|r| r.mode == "learned")
+            .map(|r| r.avoided)
+            .fold(1.0f64, f64::min);
+        // Room below the points for the legend.
+        ((low - 0.2) * 10.0).floor().max(0.0) / 10.0
+    } else {
+        0.0
+    };
     let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let mut chart = ChartBuilder::on(&root)
@@ -200,7 +218,7 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String>
         .margin(14)
         .x_label_area_size(42)
         .y_label_area_size(60)
-        .build_cartesian_2d(x0..1.005f64, 0f64..1.0f64)
+        .build_cartesian_2d(x0..1.005f64, y0..1.0f64)
         .map_err(|x| e(&x))?;
     chart
         .configure_mesh()
@@ -247,7 +265,7 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String>
     chart
         .draw_series(
             rows.iter()
-                .filter(|r| r.mode == "all")
+                .filter(|r| r.mode == "all" && r.avoided >= y0)
                 .map(|r| Circle::new((r.memento_recall, r.avoided), 6, BLACK.filled())),
         )
         .map_err(|x| e(&x))?
@@ -283,6 +301,7 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String>
         .draw_series(
             PUBLISHED
                 .iter()
+                .filter(|p| p.0 >= x0 && p.1 >= y0)
                 .map(|p| Cross::new((p.0, p.1), 7, red.stroke_width(2))),
         )
         .map_err(|x| e(&x))?
@@ -293,7 +312,14 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult]) -> Result<(), String>
         let caveat = rest
             .split_once('(')
             .map_or("", |(_, c)| c.trim_end_matches(')'));
-        let anchor = (x0 + 0.005, 0.42 - 0.05 * i as f64);
+        let anchor = (
+            x0 + 0.01 * (1.005 - x0),
+            if zoom {
+                1.0 - (1.0 - y0) * (0.03 + 0.04 * i as f64)
+            } else {
+                0.42 - 0.05 * i as f64
+            },
+        );
         chart
             .draw_series(std::iter::once(Text::new(
                 format!("× {who}: recall {}, {} avoided ({caveat})", p.0, pct(p.1)),
