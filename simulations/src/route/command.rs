@@ -70,50 +70,56 @@ fn check_settings(a: &RouteArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// A preset's stream; what it is goes into `intro`, the summary's first lines.
+fn preset_stream(p: &model::Preset, seed: u64, ttl: u64, intro: &mut Vec<String>) -> Stream {
+    let stream = model::generate(p, seed);
+    intro.push(format!(
+        "SYNTHETIC holdings model (made-up hosts, URI-Rs and holdings; its numbers say nothing \
+         about real archives): {} hosts, {} URI-Rs, {} requests, cache TTL {ttl} requests.",
+        p.hosts, p.uri_rs, p.requests
+    ));
+    let shares = model::held_shares(&stream);
+    let held: Vec<String> = stream
+        .archives
+        .iter()
+        .zip(&shares)
+        .map(|(a, s)| format!("{} {:.1}%", a.id, 100.0 * s))
+        .collect();
+    intro.push(format!("URI-Rs held per archive: {}.", held.join(", ")));
+    stream
+}
+
+/// A trace file's stream, refused whole at its first bad line.
+fn trace_stream(path: &std::path::Path, always: &[String]) -> Result<Stream, String> {
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (stream, unknown) = trace::read(BufReader::new(file), always)
+        .map_err(|e| format!("{}: {e} (trace refused)", path.display()))?;
+    if !unknown.is_empty() {
+        eprintln!(
+            "memsim: --always names archives the trace does not: {}",
+            unknown.join(", ")
+        );
+    }
+    if stream.requests.is_empty() {
+        return Err(format!("{}: no requests in the trace", path.display()));
+    }
+    Ok(Stream {
+        source: format!("trace {}", path.display()),
+        ..stream
+    })
+}
+
 pub fn run(a: RouteArgs) -> Result<(), String> {
     check_settings(&a)?;
     let mut intro = Vec::new();
-    let (stream, ttl) =
-        match (&a.preset, a.seed, &a.trace) {
-            (Some(p), Some(seed), _) => {
-                let stream = model::generate(p, seed);
-                intro.push(format!(
-                "SYNTHETIC holdings model (made-up hosts, URI-Rs and holdings; its numbers say \
-                 nothing about real archives): {} hosts, {} URI-Rs, {} requests, cache TTL {} \
-                 requests.",
-                p.hosts, p.uri_rs, p.requests, a.ttl.unwrap_or(p.ttl)
-            ));
-                let shares = model::held_shares(&stream);
-                let held: Vec<String> = stream
-                    .archives
-                    .iter()
-                    .zip(&shares)
-                    .map(|(a, s)| format!("{} {:.1}%", a.id, 100.0 * s))
-                    .collect();
-                intro.push(format!("URI-Rs held per archive: {}.", held.join(", ")));
-                (stream, a.ttl.unwrap_or(p.ttl))
-            }
-            (_, _, Some(path)) => {
-                let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let (stream, unknown) = trace::read(BufReader::new(file), &a.always)
-                    .map_err(|e| format!("{}: {e} (trace refused)", path.display()))?;
-                if !unknown.is_empty() {
-                    eprintln!(
-                        "memsim: --always names archives the trace does not: {}",
-                        unknown.join(", ")
-                    );
-                }
-                if stream.requests.is_empty() {
-                    return Err(format!("{}: no requests in the trace", path.display()));
-                }
-                let stream = Stream {
-                    source: format!("trace {}", path.display()),
-                    ..stream
-                };
-                (stream, a.ttl.unwrap_or(0))
-            }
-            _ => return Err("give --preset NAME --seed N, or --trace FILE".to_string()),
-        };
+    let (stream, ttl) = match (&a.preset, a.seed, &a.trace) {
+        (Some(p), Some(seed), _) => {
+            let ttl = a.ttl.unwrap_or(p.ttl);
+            (preset_stream(p, seed, ttl, &mut intro), ttl)
+        }
+        (_, _, Some(path)) => (trace_stream(path, &a.always)?, a.ttl.unwrap_or(0)),
+        _ => return Err("give --preset NAME --seed N, or --trace FILE".to_string()),
+    };
     let misses = stream.misses(ttl);
     if let Some(path) = &a.write_trace {
         let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
