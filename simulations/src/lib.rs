@@ -10,5 +10,6 @@ pub mod jcdl;
 pub mod plot;
 pub mod replay;
 pub mod rng;
+pub mod route;
 pub mod series;
 pub mod sweep;

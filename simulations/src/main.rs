@@ -81,6 +81,9 @@ enum Command {
     /// Run the series through the real server (in-process, simulated clock, fake archives) and
     /// check that what it served equals `replay` for the same policy (loose match).
     E2e(E2eArgs),
+    /// Archive routing (issue 16): replay a SYNTHETIC holdings model or a trace through the
+    /// server's routing code under each setting; report requests avoided against recall.
+    Route(simulations::route::command::RouteArgs),
     /// Every policy but `none` at TTL 0..D-1 and inf (loose match): writes DIR/sweep.csv and
     /// DIR/summary.md.
     Sweep {
@@ -273,6 +276,7 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::E2e(a) => e2e_command(a),
+        Command::Route(a) => simulations::route::command::run(a),
         Command::Convert { from, out } => {
             let (kind, c) = import::load(&from).map_err(|e| e.to_string())?;
             if kind == InputKind::Series {

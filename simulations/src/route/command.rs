@@ -1,0 +1,174 @@
+//! The `memsim route` command: its arguments and what it prints and writes.
+
+use super::{model, report, sim, trace, Stream};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::PathBuf;
+use tmproxy_core::routing::Settings;
+
+/// Arguments of `memsim route`.
+#[derive(clap::Args, Debug)]
+pub struct RouteArgs {
+    /// A SYNTHETIC holdings model: small (tests) or web (the realistic default). Needs --seed.
+    #[arg(long, value_parser = parse_preset, requires = "seed", required_unless_present = "trace")]
+    pub preset: Option<model::Preset>,
+    #[arg(long, requires = "preset")]
+    pub seed: Option<u64>,
+    /// Or a trace: one {"uri_r": "...", "holdings": {"ARCHIVE_ID": COUNT, ...}} per line.
+    #[arg(long, conflicts_with = "preset")]
+    pub trace: Option<PathBuf>,
+    /// With --trace: the archives never skipped (the Internet Archive, `ia`, is always asked).
+    #[arg(long, value_delimiter = ',', default_value = "ia", requires = "trace")]
+    pub always: Vec<String>,
+    /// The cache's TTL in requests (request i at tick i; 0: every request is a miss). Default:
+    /// the preset's, or 0 for a trace (its lines taken as fan-outs, like the observation log's).
+    #[arg(long)]
+    pub ttl: Option<u64>,
+    /// The min_share values swept.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.005,0.01,0.02,0.05,0.1"
+    )]
+    pub min_share: Vec<f64>,
+    /// The explore values swept.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
+    pub explore: Vec<f64>,
+    /// The min_evidence values swept.
+    #[arg(long, value_delimiter = ',', default_value = "5,20")]
+    pub min_evidence: Vec<u32>,
+    /// `[routing] max_keys` of the profiles.
+    #[arg(long, default_value_t = sim::MAX_KEYS)]
+    pub max_keys: usize,
+    /// Print one JSON object per setting tried, one a line (nothing else on stdout).
+    #[arg(long)]
+    pub json: bool,
+    /// Write route.csv, summary.md, route.svg and route-zoom.svg into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// With --preset: write its misses (after the cache) as a trace and stop; `--trace` of that
+    /// file replays exactly the preset's run.
+    #[arg(long, requires = "preset")]
+    pub write_trace: Option<PathBuf>,
+}
+
+fn parse_preset(s: &str) -> Result<model::Preset, String> {
+    model::Preset::by_name(s).ok_or_else(|| format!("expected one of {}", model::Preset::names()))
+}
+
+fn check_settings(a: &RouteArgs) -> Result<(), String> {
+    let share = |v: &f64| (0.0..=1.0).contains(v);
+    if !a.min_share.iter().all(share) || !a.explore.iter().all(share) {
+        return Err("--min-share and --explore take shares between 0 and 1".to_string());
+    }
+    if a.min_evidence.iter().any(|&e| e == 0 || e > 4096) {
+        return Err("--min-evidence takes 1 to 4096 (a tally's cap)".to_string());
+    }
+    if a.max_keys == 0 {
+        return Err("--max-keys must be at least 1".to_string());
+    }
+    Ok(())
+}
+
+/// A preset's stream; what it is goes into `intro`, the summary's first lines.
+fn preset_stream(p: &model::Preset, seed: u64, ttl: u64, intro: &mut Vec<String>) -> Stream {
+    let stream = model::generate(p, seed);
+    intro.push(format!(
+        "SYNTHETIC holdings model (made-up hosts, URI-Rs and holdings; its numbers say nothing \
+         about real archives): {} hosts, {} URI-Rs, {} requests, cache TTL {ttl} requests.",
+        p.hosts, p.uri_rs, p.requests
+    ));
+    let shares = model::held_shares(&stream);
+    let held: Vec<String> = stream
+        .archives
+        .iter()
+        .zip(&shares)
+        .map(|(a, s)| format!("{} {:.1}%", a.id, 100.0 * s))
+        .collect();
+    intro.push(format!("URI-Rs held per archive: {}.", held.join(", ")));
+    stream
+}
+
+/// A trace file's stream, refused whole at its first bad line.
+fn trace_stream(path: &std::path::Path, always: &[String]) -> Result<Stream, String> {
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (stream, unknown) = trace::read(BufReader::new(file), always)
+        .map_err(|e| format!("{}: {e} (trace refused)", path.display()))?;
+    if !unknown.is_empty() {
+        eprintln!(
+            "memsim: --always names archives the trace does not: {}",
+            unknown.join(", ")
+        );
+    }
+    if stream.requests.is_empty() {
+        return Err(format!("{}: no requests in the trace", path.display()));
+    }
+    Ok(Stream {
+        source: format!("trace {}", path.display()),
+        ..stream
+    })
+}
+
+pub fn run(a: RouteArgs) -> Result<(), String> {
+    check_settings(&a)?;
+    let mut intro = Vec::new();
+    let (stream, ttl) = match (&a.preset, a.seed, &a.trace) {
+        (Some(p), Some(seed), _) => {
+            let ttl = a.ttl.unwrap_or(p.ttl);
+            (preset_stream(p, seed, ttl, &mut intro), ttl)
+        }
+        (_, _, Some(path)) => (trace_stream(path, &a.always)?, a.ttl.unwrap_or(0)),
+        _ => return Err("give --preset NAME --seed N, or --trace FILE".to_string()),
+    };
+    let misses = stream.misses(ttl);
+    if let Some(path) = &a.write_trace {
+        let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        trace::write(&stream, &misses, BufWriter::new(file))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!(
+            "{}: {} misses of {} requests written as a trace → {} (replay with --trace, TTL 0)",
+            stream.source,
+            misses.len(),
+            stream.requests.len(),
+            path.display()
+        );
+        return Ok(());
+    }
+    let settings: Vec<Settings> = sim::grid(&a.min_share, &a.explore, &a.min_evidence);
+    let rows = sim::sweep(&stream, &misses, &settings, a.max_keys, 2);
+    if a.json {
+        for r in &rows {
+            println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+        }
+    }
+    let ids: Vec<String> = stream.archives.iter().map(|a| a.id.clone()).collect();
+    let text = report::summary(&stream.source, &ids, &intro, &rows);
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let csv = dir.join("route.csv");
+        let file = File::create(&csv).map_err(|e| format!("{}: {e}", csv.display()))?;
+        report::write_csv(&rows, BufWriter::new(file))
+            .map_err(|e| format!("{}: {e}", csv.display()))?;
+        let svg = dir.join("route.svg");
+        report::plot(&svg, &stream.source, &rows, false)?;
+        let zoom = dir.join("route-zoom.svg");
+        report::plot(&zoom, &stream.source, &rows, true)?;
+        let md = dir.join("summary.md");
+        let text = format!(
+            "{text}\n![requests avoided against recall](route.svg)\n\n\
+             ![the same, the recall axis zoomed on the settings](route-zoom.svg)\n"
+        );
+        std::fs::write(&md, text).map_err(|e| format!("{}: {e}", md.display()))?;
+        eprintln!(
+            "→ {}, {}, {}, {}",
+            csv.display(),
+            md.display(),
+            svg.display(),
+            zoom.display()
+        );
+    }
+    if !a.json {
+        print!("{text}");
+    }
+    Ok(())
+}
