@@ -4,6 +4,7 @@
 //! restated here in our words, with where the paper gives them; nothing is read at run time.
 
 use super::{ratio, Calibration};
+use crate::sweep::thousands;
 use std::fmt::Write as _;
 
 /// The paper's data set: URI-Rs (1,000 from each of four sources) and days (2012-05-01 to 07-31).
@@ -63,19 +64,6 @@ fn within_tenth(ours: f64, paper: f64) -> bool {
 
 fn band(band: &'static str, within: bool) -> Check {
     Check::Band { band, within }
-}
-
-/// 4000 → "4,000".
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 impl Calibration {
