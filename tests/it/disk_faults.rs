@@ -116,19 +116,10 @@ pub async fn healthz(base: &str) -> (u16, String) {
 }
 
 pub async fn metric(base: &str, name: &str) -> u64 {
-    let text = client()
-        .get(format!("{base}/metrics"))
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("body");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+    match crate::support::metric_value(base, name).await {
+        Some(v) => v as u64,
+        None => panic!("no {name} in {base}/metrics"),
+    }
 }
 
 /// A miss whose write failed: answered in time, served, and not claimed stored.

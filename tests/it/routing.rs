@@ -4,7 +4,9 @@
 //! `Prefer: archives=all` asks every one, exploration finds an archive that starts holding a
 //! domain, profiles survive a restart of the binary, and a skip never shrinks a cached entry.
 
-use crate::support::{archive_config, client, get_json, outcome, start_proxy, ServeProcess};
+use crate::support::{
+    archive_config, client, get_json, metric_value, outcome, start_proxy, ServeProcess,
+};
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -157,20 +159,6 @@ fn header_text(resp: &reqwest::Response, name: &str) -> String {
         .join(", ")
 }
 
-/// The value of the series `series` (name and labels exactly) in /metrics.
-async fn metric(base: &str, series: &str) -> Option<f64> {
-    let text = client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("body");
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
-
 /// Stops an in-process proxy as `tmproxy serve` stops: wound down, its profiles saved.
 async fn stop_saving(proxy: crate::support::Proxy) {
     if let Some(state) = &proxy.state {
@@ -212,9 +200,9 @@ async fn a_domain_one_archive_holds_stops_being_asked_of_the_others_after_min_ev
     assert_eq!(archives.get("uk").asked(), 3, "asked only while learning");
     assert_eq!(archives.get("pt").asked(), 6);
     assert_eq!(archives.get("ia").asked(), 6);
-    assert_eq!(metric(&proxy.base, SKIPPED_UK).await, Some(3.0));
+    assert_eq!(metric_value(&proxy.base, SKIPPED_UK).await, Some(3.0));
     let pt_skips = r#"tmproxy_archive_requests_skipped_total{archive="pt",reason="routing"}"#;
-    assert_eq!(metric(&proxy.base, pt_skips).await, Some(0.0));
+    assert_eq!(metric_value(&proxy.base, pt_skips).await, Some(0.0));
 
     let (status, reports) = get_json(&format!("{}/archives", proxy.base)).await;
     assert_eq!(status, 200);
@@ -309,7 +297,7 @@ async fn mode_all_never_skips_but_still_learns() {
         assert!(!header.contains("skipped"), "{header}");
     }
     assert_eq!(archives.get("uk").asked(), 6);
-    assert_eq!(metric(&proxy.base, SKIPPED_UK).await, Some(0.0));
+    assert_eq!(metric_value(&proxy.base, SKIPPED_UK).await, Some(0.0));
     let (_, reports) = get_json(&format!("{}/archives", proxy.base)).await;
     let uk = reports
         .as_array()

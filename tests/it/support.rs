@@ -223,6 +223,26 @@ pub fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// The value of the series `series` (its name and labels exactly) in `base`'s /metrics.
+pub async fn metric_value(base: &str, series: &str) -> Option<f64> {
+    let text = client()
+        .get(format!("{base}/metrics"))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("body");
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
 /// GET and the parsed JSON body.
 pub async fn get_json(url: &str) -> (u16, serde_json::Value) {
     let resp = client().get(url).send().await.expect("request");
