@@ -32,8 +32,18 @@ fn assert_same(stream: &Stream, misses: &[Request], row: &E2eRow, s: &Settings) 
     let want = sim::run(stream, misses, s, sim::MAX_KEYS);
     assert_eq!(row.requests_by_archive, want.requests_by_archive, "{s:?}");
     assert_eq!(
-        (row.requests, row.requests_all, row.mementos, row.mementos_all),
-        (want.requests, want.requests_all, want.mementos, want.mementos_all),
+        (
+            row.requests,
+            row.requests_all,
+            row.mementos,
+            row.mementos_all
+        ),
+        (
+            want.requests,
+            want.requests_all,
+            want.mementos,
+            want.mementos_all
+        ),
         "{s:?}"
     );
     assert_eq!(
@@ -41,7 +51,10 @@ fn assert_same(stream: &Stream, misses: &[Request], row: &E2eRow, s: &Settings) 
         (want.memento_recall, want.uri_recall, want.avoided),
         "{s:?}"
     );
-    assert_eq!(differences(stream, misses, row, &want), Vec::<String>::new());
+    assert_eq!(
+        differences(stream, misses, row, &want),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -60,7 +73,11 @@ fn the_server_over_http_asks_and_serves_what_memsim_route_counts() {
         assert!(row.memento_recall < 1.0 || row.uri_recall < 1.0, "{row:?}");
     }
     // The slow archive holds nothing, and the mementos served are the holdings' own.
-    let slow = stream.archives.iter().position(|a| a.id == "slow").expect("slow");
+    let slow = stream
+        .archives
+        .iter()
+        .position(|a| a.id == "slow")
+        .expect("slow");
     assert_eq!(rows[0].mementos_by_archive[slow], 0);
     assert!(rows[0].mementos > 10 * misses.len() as u64, "{:?}", rows[0]);
 }
@@ -97,7 +114,14 @@ fn memsim_route_e2e_replays_a_trace_and_exits_0_when_equal() {
         .expect("run memsim route");
     assert!(wrote.status.success(), "{wrote:?}");
     let out = Command::new(memsim)
-        .args(["route-e2e", "--misses", "400", "--min-evidence", "5", "--json"])
+        .args([
+            "route-e2e",
+            "--misses",
+            "400",
+            "--min-evidence",
+            "5",
+            "--json",
+        ])
         .arg("--trace")
         .arg(&trace)
         .output()
@@ -111,7 +135,13 @@ fn memsim_route_e2e_replays_a_trace_and_exits_0_when_equal() {
     for v in &lines {
         assert_eq!(v["equal"], true, "{v}");
         assert_eq!(v["misses"], 400);
-        for field in ["requests", "requests_all", "avoided", "memento_recall", "uri_recall"] {
+        for field in [
+            "requests",
+            "requests_all",
+            "avoided",
+            "memento_recall",
+            "uri_recall",
+        ] {
             assert!(v[field].is_number(), "{field} in {v}");
         }
     }

@@ -132,7 +132,9 @@ async fn run_async(
         stray: AtomicU64::new(0),
         slow,
     });
-    let app = axum::Router::new().fallback(answer).with_state(fake.clone());
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(fake.clone());
     let archives_task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -260,7 +262,8 @@ async fn ask_each(
         let before = counts_now();
         let started = Instant::now();
         let served = ask(client, base, uri_r).await?;
-        c.latencies_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        c.latencies_ms
+            .push(started.elapsed().as_secs_f64() * 1000.0);
         let after = counts_now();
         let stray = fake.stray.load(Ordering::SeqCst);
         if stray > 0 {
@@ -403,7 +406,9 @@ fn memento_time(a: usize, k: u32) -> DateTime<Utc> {
 /// A fake archive's answer to `/a{index}/timemap/{URI-R}`.
 async fn answer(State(fake): State<Arc<Fake>>, req: HttpRequest<Body>) -> Response {
     let path = req.uri().path_and_query().map_or("", |p| p.as_str());
-    let parsed = path.strip_prefix("/a").and_then(|p| p.split_once("/timemap/"));
+    let parsed = path
+        .strip_prefix("/a")
+        .and_then(|p| p.split_once("/timemap/"));
     let Some((a, uri_r)) = parsed.and_then(|(i, u)| Some((i.parse::<usize>().ok()?, u))) else {
         fake.stray.fetch_add(1, Ordering::SeqCst);
         return StatusCode::NOT_FOUND.into_response();
@@ -449,7 +454,12 @@ async fn answer(State(fake): State<Arc<Fake>>, req: HttpRequest<Body>) -> Respon
 
 /// Where an HTTP run and memsim's replay of the same misses and setting differ (empty: they
 /// are equal): requests and mementos per archive, URI-Rs found, and the `all` references.
-pub fn differences(stream: &Stream, misses: &[Request], e2e: &E2eRow, sim: &RunResult) -> Vec<String> {
+pub fn differences(
+    stream: &Stream,
+    misses: &[Request],
+    e2e: &E2eRow,
+    sim: &RunResult,
+) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |what: String, got: u64, want: u64| {
         if got != want {
@@ -462,7 +472,11 @@ pub fn differences(stream: &Stream, misses: &[Request], e2e: &E2eRow, sim: &RunR
     check("mementos".into(), e2e.mementos, sim.mementos);
     check("mementos_all".into(), e2e.mementos_all, sim.mementos_all);
     check("uris_found".into(), e2e.uris_found, sim.uris_found);
-    check("uris_found_all".into(), e2e.uris_found_all, sim.uris_found_all);
+    check(
+        "uris_found_all".into(),
+        e2e.uris_found_all,
+        sim.uris_found_all,
+    );
     let mut held = vec![0u64; stream.archives.len()];
     for m in misses {
         for &(a, k) in &stream.holdings[m.holdings as usize] {
