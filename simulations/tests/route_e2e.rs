@@ -146,5 +146,11 @@ fn memsim_route_e2e_replays_a_trace_and_exits_0_when_equal() {
         }
     }
     assert_eq!(lines[1]["mode"], "learned");
-    assert!(lines[1]["requests"].as_u64() < lines[0]["requests"].as_u64());
+    // `ia` is always asked; `slow`, which holds nothing, is skipped once learned.
+    assert_eq!(lines[1]["requests_by_archive"]["ia"], 400);
+    let slow = lines[1]["requests_by_archive"]["slow"].as_u64();
+    assert!(slow.expect("slow's requests") < 400);
+    assert!(lines[1]["median_miss_ms"].is_number());
+    let requests = |v: &serde_json::Value| v["requests"].as_u64().expect("requests");
+    assert!(requests(&lines[1]) < requests(&lines[0]));
 }

@@ -38,7 +38,7 @@ pub struct RouteE2eArgs {
     #[arg(long, value_parser = parse_slow)]
     pub slow: Option<(String, u64)>,
     /// One JSON object per setting, `memsim route --json`'s fields plus `median_miss_ms`,
-    /// `equal` and `differences`.
+    /// `requests_by_archive`, `equal` and `differences`.
     #[arg(long)]
     pub json: bool,
 }
@@ -115,6 +115,13 @@ pub fn run(a: RouteE2eArgs) -> Result<(), String> {
         equal &= diff.is_empty();
         if a.json {
             let mut v = serde_json::to_value(row).map_err(|e| e.to_string())?;
+            let asked: serde_json::Map<String, serde_json::Value> = stream
+                .archives
+                .iter()
+                .zip(&row.requests_by_archive)
+                .map(|(a, &n)| (a.id.clone(), n.into()))
+                .collect();
+            v["requests_by_archive"] = asked.into();
             v["equal"] = diff.is_empty().into();
             v["differences"] = diff.clone().into();
             println!("{v}");
