@@ -35,6 +35,9 @@ use tmproxy_core::routing::{Mode, Settings};
 pub struct Slow {
     pub archive: String,
     pub delay: Duration,
+    /// The first miss (from 0) it is slow for, and timed from: the misses before it warm the
+    /// profiles, as a server that has run a while has.
+    pub from: usize,
 }
 
 /// What one setting did over HTTP, in `memsim route --json`'s shape (its model latencies aside).
@@ -57,7 +60,8 @@ pub struct E2eRow {
     pub mementos_all: u64,
     pub uris_found: u64,
     pub uris_found_all: u64,
-    /// The median time the server took to answer a miss, measured by the client (ms).
+    /// The median time the server took to answer a miss, measured by the client (ms), over
+    /// the misses from `Slow::from` on (all of them without a slow archive).
     pub median_miss_ms: f64,
     /// Requests each archive received, in the stream's order.
     #[serde(skip)]
@@ -85,7 +89,10 @@ struct Fake {
     requests: Vec<AtomicU64>,
     /// Requests for another URI-R than the one being asked, or outside any TimeMap path.
     stray: AtomicU64,
+    /// The slow archive's index and delay.
     slow: Option<(usize, Duration)>,
+    /// Whether the slow archive is slow for the miss being asked.
+    slow_now: std::sync::atomic::AtomicBool,
 }
 
 /// Runs `all` and then each of `settings` (those in mode `learned`) over HTTP.
@@ -111,13 +118,13 @@ async fn run_async(
     max_keys: usize,
     slow: Option<&Slow>,
 ) -> Result<Vec<E2eRow>, String> {
-    let slow = match slow {
+    let (slow, timed_from) = match slow {
         Some(s) => {
             let i = stream.archives.iter().position(|a| a.id == s.archive);
             let i = i.ok_or_else(|| format!("--slow: no archive {:?} in the stream", s.archive))?;
-            Some((i, s.delay))
+            (Some((i, s.delay)), s.from)
         }
-        None => None,
+        None => (None, 0),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -131,6 +138,7 @@ async fn run_async(
         requests: stream.archives.iter().map(|_| AtomicU64::new(0)).collect(),
         stray: AtomicU64::new(0),
         slow,
+        slow_now: Default::default(),
     });
     let app = axum::Router::new()
         .fallback(answer)
@@ -144,7 +152,7 @@ async fn run_async(
     let mut result = Ok(());
     let runs = std::iter::once(&all).chain(settings.iter().filter(|s| s.mode == Mode::Learned));
     for s in runs {
-        match one_setting(&fake, stream, misses, s, max_keys).await {
+        match one_setting(&fake, stream, misses, s, max_keys, timed_from).await {
             Ok(counted) => {
                 let reference = reference.get_or_insert_with(|| Counted {
                     requests_by_archive: counted.requests_by_archive.clone(),
@@ -210,6 +218,7 @@ async fn one_setting(
     misses: &[Request],
     s: &Settings,
     max_keys: usize,
+    timed_from: usize,
 ) -> Result<Counted, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
     let config = config_for(stream, &fake.base, s, max_keys, &dir.path().join("cache"))?;
@@ -228,7 +237,7 @@ async fn one_setting(
         .timeout(Duration::from_secs(120))
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
-    let result = ask_each(fake, stream, misses, &client, &base).await;
+    let result = ask_each(fake, stream, misses, &client, &base, timed_from).await;
     proxy_task.abort();
     result
 }
@@ -239,6 +248,7 @@ async fn ask_each(
     misses: &[Request],
     client: &reqwest::Client,
     base: &str,
+    timed_from: usize,
 ) -> Result<Counted, String> {
     let n = stream.archives.len();
     let mut c = Counted {
@@ -259,11 +269,14 @@ async fn ask_each(
             held[usize::from(a)] = k;
         }
         *fake.current.lock().unwrap_or_else(|e| e.into_inner()) = (uri_r.clone(), held);
+        fake.slow_now.store(i >= timed_from, Ordering::SeqCst);
         let before = counts_now();
         let started = Instant::now();
         let served = ask(client, base, uri_r).await?;
-        c.latencies_ms
-            .push(started.elapsed().as_secs_f64() * 1000.0);
+        if i >= timed_from {
+            c.latencies_ms
+                .push(started.elapsed().as_secs_f64() * 1000.0);
+        }
         let after = counts_now();
         let stray = fake.stray.load(Ordering::SeqCst);
         if stray > 0 {
@@ -429,7 +442,7 @@ async fn answer(State(fake): State<Arc<Fake>>, req: HttpRequest<Body>) -> Respon
     }
     counter.fetch_add(1, Ordering::SeqCst);
     if let Some((slow, delay)) = fake.slow {
-        if slow == a {
+        if slow == a && fake.slow_now.load(Ordering::SeqCst) {
             tokio::time::sleep(delay).await;
         }
     }

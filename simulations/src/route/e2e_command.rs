@@ -37,6 +37,10 @@ pub struct RouteE2eArgs {
     /// Make one archive answer slowly: `ID=MS` (at most 10,000 ms), for the miss latency.
     #[arg(long, value_parser = parse_slow)]
     pub slow: Option<(String, u64)>,
+    /// With --slow: the archive is slow, and misses are timed, only from this miss (from 0)
+    /// on; the misses before warm the profiles quickly.
+    #[arg(long, requires = "slow", default_value_t = 0)]
+    pub timed_from: usize,
     /// One JSON object per setting, `memsim route --json`'s fields plus `median_miss_ms`,
     /// `requests_by_archive`, `equal` and `differences`.
     #[arg(long)]
@@ -99,6 +103,7 @@ pub fn run(a: RouteE2eArgs) -> Result<(), String> {
     let slow = a.slow.as_ref().map(|(id, ms)| e2e::Slow {
         archive: id.clone(),
         delay: std::time::Duration::from_millis(*ms),
+        from: a.timed_from,
     });
     let rows = e2e::run(&stream, &misses, &settings, a.max_keys, slow.as_ref())?;
     let mut equal = true;
