@@ -13,20 +13,17 @@
 //! fake archives and what they hold are shared. `all` runs first: its mementos and URI-Rs found
 //! are the references of recall, measured over HTTP too.
 
-use super::sim::RunResult;
+mod archives;
+mod row;
+
 use super::{Request, Stream};
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::{header, Request as HttpRequest, StatusCode};
-use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Duration as Span, TimeZone, Utc};
-use serde::Serialize;
+use archives::{answer, Fake};
+pub use row::{differences, E2eRow};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tmproxy::app::{build_with_clock, ClockChoice};
 use tmproxy::config::Config;
-use tmproxy::timemap::datetime::format_rfc1123;
 use tmproxy_core::routing::{Mode, Settings};
 
 /// An archive made slow: it waits this long before every answer (it should hold nothing, for
@@ -40,37 +37,6 @@ pub struct Slow {
     pub from: usize,
 }
 
-/// What one setting did over HTTP, in `memsim route --json`'s shape (its model latencies aside).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct E2eRow {
-    pub mode: &'static str,
-    pub min_share: f64,
-    pub explore: f64,
-    pub min_evidence: u32,
-    pub misses: u64,
-    pub requests: u64,
-    /// The archive requests of the `all` run, counted at the fake archives.
-    pub requests_all: u64,
-    pub requests_per_miss: f64,
-    pub avoided: f64,
-    pub memento_recall: f64,
-    pub uri_recall: f64,
-    pub mementos: u64,
-    /// The mementos the server served in the `all` run.
-    pub mementos_all: u64,
-    pub uris_found: u64,
-    pub uris_found_all: u64,
-    /// The median time the server took to answer a miss, measured by the client (ms), over
-    /// the misses from `Slow::from` on (all of them without a slow archive).
-    pub median_miss_ms: f64,
-    /// Requests each archive received, in the stream's order.
-    #[serde(skip)]
-    pub requests_by_archive: Vec<u64>,
-    /// Mementos each archive contributed to the served TimeMaps, in the stream's order.
-    #[serde(skip)]
-    pub mementos_by_archive: Vec<u64>,
-}
-
 /// What one HTTP run counted, before the references of the `all` run are known.
 #[derive(Debug, Default)]
 struct Counted {
@@ -78,21 +44,6 @@ struct Counted {
     mementos_by_archive: Vec<u64>,
     uris_found: u64,
     latencies_ms: Vec<f64>,
-}
-
-/// The fake archives' shared state: what is being asked now, and the requests counted.
-struct Fake {
-    /// `http://127.0.0.1:PORT`, for the URI-Ms.
-    base: String,
-    /// The miss being asked: its URI-R and each archive's memento count.
-    current: Mutex<(String, Vec<u32>)>,
-    requests: Vec<AtomicU64>,
-    /// Requests for another URI-R than the one being asked, or outside any TimeMap path.
-    stray: AtomicU64,
-    /// The slow archive's index and delay.
-    slow: Option<(usize, Duration)>,
-    /// Whether the slow archive is slow for the miss being asked.
-    slow_now: std::sync::atomic::AtomicBool,
 }
 
 /// Runs `all` and then each of `settings` (those in mode `learned`) over HTTP.
@@ -407,107 +358,4 @@ fn config_for(
         Config::from_toml_str(&toml, "memsim route-e2e").map_err(|e| format!("config: {e}"))?;
     config.validate().map_err(|e| format!("config: {e}"))?;
     Ok(config)
-}
-
-/// The first memento's datetime; memento `k` of archive `a` is `k` minutes and `a` seconds
-/// later, so no two mementos of a TimeMap share an (archive, datetime) or a URI-M.
-fn memento_time(a: usize, k: u32) -> DateTime<Utc> {
-    let t0 = Utc.with_ymd_and_hms(1996, 1, 1, 0, 0, 0).single();
-    t0.unwrap_or_default() + Span::minutes(i64::from(k)) + Span::seconds(a as i64)
-}
-
-/// A fake archive's answer to `/a{index}/timemap/{URI-R}`.
-async fn answer(State(fake): State<Arc<Fake>>, req: HttpRequest<Body>) -> Response {
-    let path = req.uri().path_and_query().map_or("", |p| p.as_str());
-    let parsed = path
-        .strip_prefix("/a")
-        .and_then(|p| p.split_once("/timemap/"));
-    let Some((a, uri_r)) = parsed.and_then(|(i, u)| Some((i.parse::<usize>().ok()?, u))) else {
-        fake.stray.fetch_add(1, Ordering::SeqCst);
-        return StatusCode::NOT_FOUND.into_response();
-    };
-    let Some(counter) = fake.requests.get(a) else {
-        fake.stray.fetch_add(1, Ordering::SeqCst);
-        return StatusCode::NOT_FOUND.into_response();
-    };
-    let (current, held) = fake
-        .current
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let decoded = percent_encoding::percent_decode_str(uri_r).decode_utf8_lossy();
-    if uri_r != current && decoded != current {
-        fake.stray.fetch_add(1, Ordering::SeqCst);
-        return StatusCode::NOT_FOUND.into_response();
-    }
-    counter.fetch_add(1, Ordering::SeqCst);
-    if let Some((slow, delay)) = fake.slow {
-        if slow == a && fake.slow_now.load(Ordering::SeqCst) {
-            tokio::time::sleep(delay).await;
-        }
-    }
-    let n = held.get(a).copied().unwrap_or(0);
-    if n == 0 {
-        return StatusCode::NOT_FOUND.into_response();
-    }
-    let mut body = String::with_capacity(64 + 120 * n as usize);
-    body.push_str(&format!("<{current}>; rel=\"original\""));
-    for k in 0..n {
-        let t = memento_time(a, k);
-        body.push_str(&format!(
-            ",\n<{}/a{a}/web/{}/{current}>; rel=\"memento\"; datetime=\"{}\"",
-            fake.base,
-            t.format("%Y%m%d%H%M%S"),
-            format_rfc1123(t)
-        ));
-    }
-    body.push('\n');
-    ([(header::CONTENT_TYPE, "application/link-format")], body).into_response()
-}
-
-/// Where an HTTP run and memsim's replay of the same misses and setting differ (empty: they
-/// are equal): requests and mementos per archive, URI-Rs found, and the `all` references.
-pub fn differences(
-    stream: &Stream,
-    misses: &[Request],
-    e2e: &E2eRow,
-    sim: &RunResult,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |what: String, got: u64, want: u64| {
-        if got != want {
-            out.push(format!("{what}: server {got}, memsim {want}"));
-        }
-    };
-    check("misses".into(), e2e.misses, sim.misses);
-    check("requests".into(), e2e.requests, sim.requests);
-    check("requests_all".into(), e2e.requests_all, sim.requests_all);
-    check("mementos".into(), e2e.mementos, sim.mementos);
-    check("mementos_all".into(), e2e.mementos_all, sim.mementos_all);
-    check("uris_found".into(), e2e.uris_found, sim.uris_found);
-    check(
-        "uris_found_all".into(),
-        e2e.uris_found_all,
-        sim.uris_found_all,
-    );
-    let mut held = vec![0u64; stream.archives.len()];
-    for m in misses {
-        for &(a, k) in &stream.holdings[m.holdings as usize] {
-            held[usize::from(a)] += u64::from(k);
-        }
-    }
-    for (a, archive) in stream.archives.iter().enumerate() {
-        let get = |v: &[u64]| v.get(a).copied().unwrap_or(0);
-        check(
-            format!("requests to {}", archive.id),
-            get(&e2e.requests_by_archive),
-            get(&sim.requests_by_archive),
-        );
-        check(
-            format!("mementos of {}", archive.id),
-            get(&e2e.mementos_by_archive),
-            held[a] - get(&sim.missed_by_archive),
-        );
-    }
-    out
 }
