@@ -84,6 +84,10 @@ enum Command {
     /// Archive routing (issue 16): replay a SYNTHETIC holdings model or a trace through the
     /// server's routing code under each setting; report requests avoided against recall.
     Route(simulations::route::command::RouteArgs),
+    /// `memsim route`'s misses sent over HTTP to the real server (in-process, routing at each
+    /// setting, fake archives answering from the holdings): its requests and recall compared
+    /// with the replay's (feature `e2e`).
+    RouteE2e(simulations::route::e2e_command::RouteE2eArgs),
     /// Every policy but `none` at TTL 0..D-1 and inf (loose match): writes DIR/sweep.csv and
     /// DIR/summary.md.
     Sweep {
@@ -277,6 +281,7 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::E2e(a) => e2e_command(a),
         Command::Route(a) => simulations::route::command::run(a),
+        Command::RouteE2e(a) => simulations::route::e2e_command::run(a),
         Command::Convert { from, out } => {
             let (kind, c) = import::load(&from).map_err(|e| e.to_string())?;
             if kind == InputKind::Series {

@@ -1,7 +1,7 @@
 //! `memsim route` against the server's own routing state (`tmproxy::routing::Routing`, feature
 //! `e2e`): the same misses decided by the server's `decide` (its miss counter drawing
 //! exploration) and taught through its `observe` give exactly the requests and mementos memsim
-//! counts. Not yet over HTTP: that waits for the fan-out's wiring.
+//! counts. The same over HTTP, through the fan-out: `tests/route_e2e.rs`.
 
 use simulations::route::model::{generate, Preset};
 use simulations::route::sim;

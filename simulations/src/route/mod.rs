@@ -8,6 +8,9 @@
 //! [`sim`] replays it, [`report`] writes the CSV, the summary and the plot.
 
 pub mod command;
+#[cfg(feature = "e2e")]
+pub mod e2e;
+pub mod e2e_command;
 pub mod model;
 pub mod report;
 pub mod sim;

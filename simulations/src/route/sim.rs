@@ -47,6 +47,10 @@ pub struct RunResult {
     /// Mementos missed, per archive (in the stream's order): where recall is lost.
     #[serde(skip)]
     pub missed_by_archive: Vec<u64>,
+    /// Requests made, per archive (in the stream's order): what `memsim route-e2e` counts at
+    /// the fake archives.
+    #[serde(skip)]
+    pub requests_by_archive: Vec<u64>,
 }
 
 /// The `all` setting.
@@ -74,6 +78,7 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
     let mut waits_all = Vec::with_capacity(waits.capacity());
     let mut counts = vec![0u32; stream.archives.len()];
     let mut missed = vec![0u64; stream.archives.len()];
+    let mut asked = vec![0u64; stream.archives.len()];
     for (n, m) in misses.iter().enumerate() {
         let uri = &stream.uris[m.uri as usize];
         counts.iter_mut().for_each(|c| *c = 0);
@@ -104,6 +109,7 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
                 continue;
             }
             requests += 1;
+            asked[a] += 1;
             got += u64::from(held);
             wait = wait.max(latency);
             let outcome = if held > 0 {
@@ -153,11 +159,12 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
         median_latency_ms: median(&mut waits),
         median_latency_all_ms: median(&mut waits_all),
         missed_by_archive: missed,
+        requests_by_archive: asked,
     }
 }
 
 /// `a / b`, 1 when there is nothing to count (no miss found anything: nothing was lost).
-fn ratio(a: u64, b: u64) -> f64 {
+pub fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         if a == 0 {
             1.0
