@@ -6,10 +6,12 @@ use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use tmproxy_core::routing::Settings;
 
-/// Arguments of `memsim route`.
+/// Where the requests come from, for `memsim route` and `memsim route-e2e`: a SYNTHETIC preset
+/// or a trace, and the cache's TTL that makes misses of them.
 #[derive(clap::Args, Debug)]
-pub struct RouteArgs {
-    /// A SYNTHETIC holdings model: small (tests) or web (the realistic default). Needs --seed.
+pub struct Source {
+    /// A SYNTHETIC holdings model: small (tests; over HTTP) or web (the realistic default).
+    /// Needs --seed.
     #[arg(long, value_parser = parse_preset, requires = "seed", required_unless_present = "trace")]
     pub preset: Option<model::Preset>,
     #[arg(long, requires = "preset")]
@@ -24,6 +26,24 @@ pub struct RouteArgs {
     /// the preset's, or 0 for a trace (its lines taken as fan-outs, like the observation log's).
     #[arg(long)]
     pub ttl: Option<u64>,
+}
+
+impl Source {
+    /// The stream and the TTL its misses are made with.
+    pub fn stream(&self) -> Result<(Stream, u64), String> {
+        match (&self.preset, self.seed, &self.trace) {
+            (Some(p), Some(seed), _) => Ok((model::generate(p, seed), self.ttl.unwrap_or(p.ttl))),
+            (_, _, Some(path)) => Ok((trace_stream(path, &self.always)?, self.ttl.unwrap_or(0))),
+            _ => Err("give --preset NAME --seed N, or --trace FILE".to_string()),
+        }
+    }
+}
+
+/// Arguments of `memsim route`.
+#[derive(clap::Args, Debug)]
+pub struct RouteArgs {
+    #[command(flatten)]
+    pub source: Source,
     /// The min_share values swept.
     #[arg(
         long,
@@ -70,23 +90,24 @@ fn check_settings(a: &RouteArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// A preset's stream; what it is goes into `intro`, the summary's first lines.
-fn preset_stream(p: &model::Preset, seed: u64, ttl: u64, intro: &mut Vec<String>) -> Stream {
-    let stream = model::generate(p, seed);
-    intro.push(format!(
-        "SYNTHETIC holdings model (made-up hosts, URI-Rs and holdings; its numbers say nothing \
-         about real archives): {} hosts, {} URI-Rs, {} requests, cache TTL {ttl} requests.",
-        p.hosts, p.uri_rs, p.requests
-    ));
-    let shares = model::held_shares(&stream);
+/// What a preset's stream is: the summary's first lines.
+fn preset_intro(p: &model::Preset, stream: &Stream, ttl: u64) -> Vec<String> {
+    let shares = model::held_shares(stream);
     let held: Vec<String> = stream
         .archives
         .iter()
         .zip(&shares)
         .map(|(a, s)| format!("{} {:.1}%", a.id, 100.0 * s))
         .collect();
-    intro.push(format!("URI-Rs held per archive: {}.", held.join(", ")));
-    stream
+    vec![
+        format!(
+            "SYNTHETIC holdings model (made-up hosts, URI-Rs and holdings; its numbers say \
+             nothing about real archives): {} hosts, {} URI-Rs, {} requests, cache TTL {ttl} \
+             requests.",
+            p.hosts, p.uri_rs, p.requests
+        ),
+        format!("URI-Rs held per archive: {}.", held.join(", ")),
+    ]
 }
 
 /// A trace file's stream, refused whole at its first bad line.
@@ -111,14 +132,10 @@ fn trace_stream(path: &std::path::Path, always: &[String]) -> Result<Stream, Str
 
 pub fn run(a: RouteArgs) -> Result<(), String> {
     check_settings(&a)?;
-    let mut intro = Vec::new();
-    let (stream, ttl) = match (&a.preset, a.seed, &a.trace) {
-        (Some(p), Some(seed), _) => {
-            let ttl = a.ttl.unwrap_or(p.ttl);
-            (preset_stream(p, seed, ttl, &mut intro), ttl)
-        }
-        (_, _, Some(path)) => (trace_stream(path, &a.always)?, a.ttl.unwrap_or(0)),
-        _ => return Err("give --preset NAME --seed N, or --trace FILE".to_string()),
+    let (stream, ttl) = a.source.stream()?;
+    let intro = match &a.source.preset {
+        Some(p) => preset_intro(p, &stream, ttl),
+        None => Vec::new(),
     };
     let misses = stream.misses(ttl);
     if let Some(path) = &a.write_trace {

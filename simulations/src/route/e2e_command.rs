@@ -1,26 +1,11 @@
 //! The `memsim route-e2e` command: `memsim route`'s misses through the real server over HTTP
 //! (`route::e2e`, feature `e2e`), compared with the pure replay of the same misses.
 
-use super::{model, trace};
-use std::path::PathBuf;
-
 /// Arguments of `memsim route-e2e`.
 #[derive(clap::Args, Debug)]
 pub struct RouteE2eArgs {
-    /// A SYNTHETIC holdings model (small suits: every miss is an HTTP request). Needs --seed.
-    #[arg(long, value_parser = parse_preset, requires = "seed", required_unless_present = "trace")]
-    pub preset: Option<model::Preset>,
-    #[arg(long, requires = "preset")]
-    pub seed: Option<u64>,
-    /// Or a trace (as `memsim route --trace`); its archive ids must be valid config ids.
-    #[arg(long, conflicts_with = "preset")]
-    pub trace: Option<PathBuf>,
-    /// With --trace: the archives never skipped.
-    #[arg(long, value_delimiter = ',', default_value = "ia", requires = "trace")]
-    pub always: Vec<String>,
-    /// The cache's TTL in requests, as `memsim route --ttl` (the preset's, or 0 for a trace).
-    #[arg(long)]
-    pub ttl: Option<u64>,
+    #[command(flatten)]
+    pub source: super::command::Source,
     /// Only the first N misses (each is one request to the server).
     #[arg(long)]
     pub misses: Option<usize>,
@@ -47,10 +32,6 @@ pub struct RouteE2eArgs {
     pub json: bool,
 }
 
-fn parse_preset(s: &str) -> Result<model::Preset, String> {
-    model::Preset::by_name(s).ok_or_else(|| format!("expected one of {}", model::Preset::names()))
-}
-
 fn parse_slow(s: &str) -> Result<(String, u64), String> {
     let (id, ms) = s.split_once('=').ok_or("expected ID=MS")?;
     let ms: u64 = ms.parse().map_err(|_| "expected ID=MS")?;
@@ -62,16 +43,7 @@ fn parse_slow(s: &str) -> Result<(String, u64), String> {
 
 /// The stream and its misses, as `memsim route` builds them.
 pub fn stream_of(a: &RouteE2eArgs) -> Result<(super::Stream, Vec<super::Request>), String> {
-    let (stream, ttl) = match (&a.preset, a.seed, &a.trace) {
-        (Some(p), Some(seed), _) => (model::generate(p, seed), a.ttl.unwrap_or(p.ttl)),
-        (_, _, Some(path)) => {
-            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let (stream, _) = trace::read(std::io::BufReader::new(file), &a.always)
-                .map_err(|e| format!("{}: {e} (trace refused)", path.display()))?;
-            (stream, a.ttl.unwrap_or(0))
-        }
-        _ => return Err("give --preset NAME --seed N, or --trace FILE".to_string()),
-    };
+    let (stream, ttl) = a.source.stream()?;
     let mut misses = stream.misses(ttl);
     if let Some(n) = a.misses {
         misses.truncate(n);

@@ -133,21 +133,14 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
     }
     let requests_all = misses.len() as u64 * stream.archives.len() as u64;
     RunResult {
-        mode: match settings.mode {
-            Mode::All => "all",
-            Mode::Learned => "learned",
-        },
+        mode: mode_name(settings.mode),
         min_share: settings.min_share,
         explore: settings.explore,
         min_evidence: settings.min_evidence,
         misses: misses.len() as u64,
         requests,
         requests_all,
-        requests_per_miss: if misses.is_empty() {
-            0.0
-        } else {
-            requests as f64 / misses.len() as f64
-        },
+        requests_per_miss: per_miss(requests, misses.len() as u64),
         avoided: 1.0 - ratio(requests, requests_all),
         memento_recall: ratio(mementos, mementos_all),
         uri_recall: ratio(found, found_all),
@@ -160,6 +153,23 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
         median_latency_all_ms: median(&mut waits_all),
         missed_by_archive: missed,
         requests_by_archive: asked,
+    }
+}
+
+/// A mode as `[routing] mode` names it.
+pub fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::All => "all",
+        Mode::Learned => "learned",
+    }
+}
+
+/// Archive requests per miss (0 without misses).
+pub fn per_miss(requests: u64, misses: u64) -> f64 {
+    if misses == 0 {
+        0.0
+    } else {
+        requests as f64 / misses as f64
     }
 }
 

@@ -130,21 +130,14 @@ fn row(s: &Settings, misses: u64, mut c: Counted, reference: &Counted) -> E2eRow
     let mementos_all: u64 = reference.mementos_by_archive.iter().sum();
     c.latencies_ms.sort_by(f64::total_cmp);
     E2eRow {
-        mode: match s.mode {
-            Mode::All => "all",
-            Mode::Learned => "learned",
-        },
+        mode: super::sim::mode_name(s.mode),
         min_share: s.min_share,
         explore: s.explore,
         min_evidence: s.min_evidence,
         misses,
         requests,
         requests_all,
-        requests_per_miss: if misses == 0 {
-            0.0
-        } else {
-            requests as f64 / misses as f64
-        },
+        requests_per_miss: super::sim::per_miss(requests, misses),
         avoided: 1.0 - super::sim::ratio(requests, requests_all),
         memento_recall: super::sim::ratio(mementos, mementos_all),
         uri_recall: super::sim::ratio(c.uris_found, reference.uris_found),
@@ -331,10 +324,7 @@ fn config_for(
     max_keys: usize,
     cache_path: &std::path::Path,
 ) -> Result<Config, String> {
-    let mode = match s.mode {
-        Mode::All => "all",
-        Mode::Learned => "learned",
-    };
+    let mode = super::sim::mode_name(s.mode);
     let mut toml = format!(
         "[server]\nlisten = \"127.0.0.1:0\"\n\
          [upstream]\nfailures_before_dormant = 0\ntimeout = \"60s\"\ndeadline = \"90s\"\n\
