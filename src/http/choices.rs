@@ -251,7 +251,7 @@ fn mark_preferences(mut resp: Response, ids: &[String]) -> Response {
     if !status.is_client_error() && !status.is_server_error() {
         let applied = format!("archives=\"{}\"", ids.join(" "));
         if let Ok(v) = HeaderValue::from_str(&applied) {
-            resp.headers_mut().insert("preference-applied", v);
+            resp.headers_mut().insert(super::PREFERENCE_APPLIED, v);
         }
     }
     resp

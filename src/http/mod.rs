@@ -98,6 +98,7 @@ pub const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
 pub const X_CACHE_CASE: HeaderName = HeaderName::from_static("x-cache-case");
 pub const X_CACHE_ACTION: HeaderName = HeaderName::from_static("x-cache-action");
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub const PREFERENCE_APPLIED: HeaderName = HeaderName::from_static("preference-applied");
 
 /// An answer with these headers, moved in whole: `(status, headers, body).into_response()`
 /// copies them one by one into an empty map that grows and rehashes on the way.
@@ -437,7 +438,7 @@ pub fn cache_headers(h: &mut HeaderMap, served: &Served<View>, now: MementoDatet
     }
     if served.all_asked {
         h.insert(
-            "preference-applied",
+            PREFERENCE_APPLIED,
             HeaderValue::from_static(choices::EVERY_ARCHIVE_APPLIED),
         );
     }
