@@ -6,16 +6,7 @@ use simulations::route::model::{generate, Preset};
 use simulations::route::sim::{self, RunResult};
 use simulations::route::{trace, Stream};
 use std::process::Command;
-use tmproxy_core::routing::{Mode, Settings};
-
-fn learned(min_evidence: u32, min_share: f64, explore: f64) -> Settings {
-    Settings {
-        mode: Mode::Learned,
-        min_evidence,
-        min_share,
-        explore,
-    }
-}
+use tmproxy_core::routing::Settings;
 
 fn sweep_small(seed: u64) -> Vec<RunResult> {
     let stream = generate(&Preset::SMALL, seed);
@@ -85,7 +76,12 @@ fn a_hand_built_trace_gives_the_numbers_computed_by_hand() {
     assert_eq!(stream.archives.len(), 3);
     let misses = stream.misses(0);
     assert_eq!(misses.len(), 8);
-    let r = sim::run(&stream, &misses, &learned(3, 0.5, 0.0), sim::MAX_KEYS);
+    let r = sim::run(
+        &stream,
+        &misses,
+        &Settings::learned(3, 0.5, 0.0),
+        sim::MAX_KEYS,
+    );
     // Misses 1-3 ask all three; from miss 4 `b` is skipped (0 of 3 at host one.example).
     assert_eq!((r.requests, r.requests_all), (3 * 3 + 5 * 2, 24));
     assert_eq!(r.avoided, 1.0 - 19.0 / 24.0);
@@ -97,16 +93,26 @@ fn a_hand_built_trace_gives_the_numbers_computed_by_hand() {
     assert_eq!(r.explored, 0);
     assert_eq!(r.median_latency_ms, None, "a trace has no latencies");
     // Exploring every miss is `all` again; `all` loses nothing.
-    for s in [learned(3, 0.5, 1.0), sim::all()] {
+    for s in [Settings::learned(3, 0.5, 1.0), sim::all()] {
         let r = sim::run(&stream, &misses, &s, sim::MAX_KEYS);
         assert_eq!((r.requests, r.mementos, r.uris_found), (24, 28, 8));
     }
     // min_evidence 4: `b` is asked one more time (on miss 4) before it is skipped.
-    let r = sim::run(&stream, &misses, &learned(4, 0.5, 0.0), sim::MAX_KEYS);
+    let r = sim::run(
+        &stream,
+        &misses,
+        &Settings::learned(4, 0.5, 0.0),
+        sim::MAX_KEYS,
+    );
     assert_eq!(r.requests, 4 * 3 + 4 * 2);
     // `b` always asked: nothing skipped but nothing to skip from ia either.
     let always_b = read(HAND, &["b"]).expect("a good trace");
-    let r = sim::run(&always_b, &misses, &learned(3, 0.5, 0.0), sim::MAX_KEYS);
+    let r = sim::run(
+        &always_b,
+        &misses,
+        &Settings::learned(3, 0.5, 0.0),
+        sim::MAX_KEYS,
+    );
     assert_eq!((r.requests, r.mementos), (24, 28));
 }
 
@@ -120,7 +126,11 @@ fn a_presets_written_trace_replays_its_run_exactly() {
     assert_eq!(replayed.requests.len(), misses.len());
     assert_eq!(replayed.archives.len(), stream.archives.len());
     let again = replayed.misses(0);
-    for s in [sim::all(), learned(20, 0.02, 0.05), learned(5, 0.1, 0.0)] {
+    for s in [
+        sim::all(),
+        Settings::learned(20, 0.02, 0.05),
+        Settings::learned(5, 0.1, 0.0),
+    ] {
         let (a, b) = (
             sim::run(&stream, &misses, &s, sim::MAX_KEYS),
             sim::run(&replayed, &again, &s, sim::MAX_KEYS),

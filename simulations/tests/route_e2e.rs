@@ -7,19 +7,10 @@ use simulations::route::e2e::{differences, run, E2eRow};
 use simulations::route::model::{generate, Preset};
 use simulations::route::{sim, Request, Stream};
 use std::process::Command;
-use tmproxy_core::routing::{Mode, Settings};
+use tmproxy_core::routing::Settings;
 
 /// Misses of the small preset replayed: enough for profiles past `min_evidence` at many keys.
 const MISSES: usize = 1500;
-
-fn learned(min_evidence: u32, min_share: f64, explore: f64) -> Settings {
-    Settings {
-        mode: Mode::Learned,
-        min_evidence,
-        min_share,
-        explore,
-    }
-}
 
 fn small(seed: u64) -> (Stream, Vec<Request>) {
     let stream = generate(&Preset::SMALL, seed);
@@ -60,7 +51,10 @@ fn assert_same(stream: &Stream, misses: &[Request], row: &E2eRow, s: &Settings) 
 #[test]
 fn the_server_over_http_asks_and_serves_what_memsim_route_counts() {
     let (stream, misses) = small(1);
-    let settings = [learned(5, 0.02, 0.05), learned(20, 0.1, 0.0)];
+    let settings = [
+        Settings::learned(5, 0.02, 0.05),
+        Settings::learned(20, 0.1, 0.0),
+    ];
     let rows = run(&stream, &misses, &settings, sim::MAX_KEYS, None).expect("e2e run");
     assert_eq!(rows.len(), 3, "all, then each setting");
     assert_eq!(rows[0].mode, "all");
@@ -87,14 +81,14 @@ fn a_server_one_setting_off_from_memsim_is_told_apart() {
     // The server runs one setting; memsim's replay at that setting matches it, and memsim's at
     // each parameter one step off does not.
     let (stream, misses) = small(2);
-    let at = learned(5, 0.05, 0.05);
+    let at = Settings::learned(5, 0.05, 0.05);
     let rows = run(&stream, &misses, &[at], sim::MAX_KEYS, None).expect("e2e run");
     let row = &rows[1];
     assert_same(&stream, &misses, row, &at);
     for off in [
-        learned(6, 0.05, 0.05),
-        learned(5, 0.06, 0.05),
-        learned(5, 0.05, 0.06),
+        Settings::learned(6, 0.05, 0.05),
+        Settings::learned(5, 0.06, 0.05),
+        Settings::learned(5, 0.05, 0.06),
     ] {
         let want = sim::run(&stream, &misses, &off, sim::MAX_KEYS);
         let diff = differences(&stream, &misses, row, &want);

@@ -29,6 +29,18 @@ pub struct Settings {
     pub explore: f64,
 }
 
+impl Settings {
+    /// `mode = "learned"` with these thresholds.
+    pub fn learned(min_evidence: u32, min_share: f64, explore: f64) -> Settings {
+        Settings {
+            mode: Mode::Learned,
+            min_evidence,
+            min_share,
+            explore,
+        }
+    }
+}
+
 /// The detail a skipped archive is reported with (`archives[].detail`).
 pub const DETAIL: &str = "routing";
 

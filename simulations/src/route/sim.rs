@@ -213,12 +213,7 @@ pub fn grid(min_shares: &[f64], explores: &[f64], min_evidences: &[u32]) -> Vec<
     for &min_evidence in min_evidences {
         for &min_share in min_shares {
             for &explore in explores {
-                out.push(Settings {
-                    mode: Mode::Learned,
-                    min_evidence,
-                    min_share,
-                    explore,
-                });
+                out.push(Settings::learned(min_evidence, min_share, explore));
             }
         }
     }

@@ -2,15 +2,6 @@
 
 use super::*;
 
-fn learned(min_evidence: u32, min_share: f64, explore: f64) -> Settings {
-    Settings {
-        mode: Mode::Learned,
-        min_evidence,
-        min_share,
-        explore,
-    }
-}
-
 /// `times` URI-Rs of `host`, each held by `ia` and `holder` and by nobody else among `others`.
 fn learn(p: &mut Profiles, host: &str, times: u32, holder: &str, others: &[&str]) {
     for i in 0..times {
@@ -30,7 +21,7 @@ const NO_EXPLORE: u64 = u64::MAX;
 #[test]
 fn an_archive_is_skipped_only_after_min_evidence_observations() {
     let c = candidates(&["ia", "uk", "pt"]);
-    let s = learned(20, 0.02, 0.05);
+    let s = Settings::learned(20, 0.02, 0.05);
     let keys = UriKeys::of_uri("http://www.example.co.uk/new");
     let mut p = Profiles::new(1000);
     learn(&mut p, "www.example.co.uk", 19, "uk", &["pt"]);
@@ -54,7 +45,7 @@ fn an_archive_is_skipped_only_after_min_evidence_observations() {
 #[test]
 fn the_most_specific_key_with_enough_evidence_decides() {
     let c = candidates(&["pt"]);
-    let s = learned(20, 0.02, 0.0);
+    let s = Settings::learned(20, 0.02, 0.0);
     let mut p = Profiles::new(1000);
     // pt holds nothing across twenty hosts of example.com…
     for h in 0..20 {
@@ -82,10 +73,10 @@ fn min_share_is_the_line() {
     p.add("x", &k, false, 49);
     // 1 of 50 is 0.02: not below 0.02.
     assert_eq!(
-        decide(&p, &learned(20, 0.02, 0.0), &c, &keys, 0).routes[0],
+        decide(&p, &Settings::learned(20, 0.02, 0.0), &c, &keys, 0).routes[0],
         Route::Ask
     );
-    assert!(!decide(&p, &learned(20, 0.021, 0.0), &c, &keys, 0).routes[0].is_ask());
+    assert!(!decide(&p, &Settings::learned(20, 0.021, 0.0), &c, &keys, 0).routes[0].is_ask());
 }
 
 #[test]
@@ -102,13 +93,13 @@ fn always_archives_and_mode_all_are_always_asked() {
         Candidate::new("mine", true),
         Candidate::new("other", false),
     ];
-    let d = decide(&p, &learned(20, 0.02, 0.0), &c, &keys, 0);
+    let d = decide(&p, &Settings::learned(20, 0.02, 0.0), &c, &keys, 0);
     assert_eq!(d.routes[0], Route::Ask, "the Internet Archive");
     assert_eq!(d.routes[1], Route::Ask, "always = true");
     assert!(!d.routes[2].is_ask());
     let all = Settings {
         mode: Mode::All,
-        ..learned(20, 0.02, 0.0)
+        ..Settings::learned(20, 0.02, 0.0)
     };
     assert!(decide(&p, &all, &c, &keys, 0)
         .routes
@@ -136,7 +127,7 @@ fn exploration_is_a_share_of_draws_and_replays_exactly() {
 #[test]
 fn an_explored_miss_asks_every_archive_and_lets_a_profile_recover() {
     let c = candidates(&["ia", "pt"]);
-    let s = learned(20, 0.02, 0.05);
+    let s = Settings::learned(20, 0.02, 0.05);
     let keys = UriKeys::of_uri("http://example.pt/");
     let mut p = Profiles::new(100);
     learn(&mut p, "example.pt", 200, "ia", &["pt"]);
