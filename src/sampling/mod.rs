@@ -10,6 +10,7 @@ pub(crate) mod filters;
 pub mod index;
 pub(crate) mod jobs;
 pub mod offline;
+pub mod reading;
 pub(crate) mod report;
 pub(crate) mod revisit;
 pub mod surt;

@@ -80,6 +80,11 @@ pub(super) async fn first_captures(
                     c.root,
                     &meta_of(&timestamp, &mime),
                 );
+                if fc.output.is_multiple_of(1024) {
+                    progress
+                        .memory
+                        .set_sampler(sampler.domains(), year_c.output);
+                }
             }
             Kept::Aside { stage, reason } => {
                 match stage {

@@ -1,12 +1,15 @@
 //! The run's input and the offline stages over it, read on a blocking thread while the CDX
 //! stage asks about the candidates they pass on.
 
+use super::limits::{Limits, PER_ENTRY, PER_URL};
 use super::ndjson::Log;
 use super::popular::PopularPool;
 use super::Progress;
+use crate::sampling::index::parse_line;
 use crate::sampling::offline::{Candidate, Offline};
-use crate::sampling::FunnelRow;
-use std::io::{BufRead, Write};
+use crate::sampling::reading::{Line, LineReader, OrderCheck};
+use crate::sampling::{FunnelRow, SetAside};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,7 +20,9 @@ pub(super) type OfflineResult = Result<(Vec<FunnelRow>, PopularPool), String>;
 
 /// Reads `input` through the offline stages on a blocking thread, each candidate sent on `tx`
 /// (bounded, so reading keeps pace with the CDX stage); stops early when the receiver is gone
-/// or the run is cancelled.
+/// or the run is cancelled. Lines are read under `limits` (a line too long or not UTF-8 is set
+/// aside with its number; input out of order, too large or a gzip bomb ends the run with an
+/// error naming the line or the limit), and the engine's memory estimate is checked as it goes.
 pub(super) fn spawn_offline(
     input: PathBuf,
     popular: Vec<String>,
@@ -25,38 +30,73 @@ pub(super) fn spawn_offline(
     tx: tokio::sync::mpsc::Sender<Candidate>,
     aside_log: Arc<Log>,
     prog: Arc<Progress>,
+    limits: Limits,
 ) -> tokio::task::JoinHandle<OfflineResult> {
     tokio::task::spawn_blocking(move || -> OfflineResult {
-        let mut reader = crate::sampling::index::open_counted(&input, prog.input_read.clone())
-            .map_err(|e| format!("{}: {e}", input.display()))?;
+        let reader =
+            crate::sampling::index::open_counted(&input, prog.input_read.clone(), limits.read)
+                .map_err(|e| format!("{}: {e}", input.display()))?;
+        let mut reader = LineReader::new(reader, limits.read.max_line);
         let mut o = Offline::new(&popular);
         let mut pool = PopularPool::new(seed, &popular);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return Err(format!("{}: {e}", input.display())),
+        let mut order = OrderCheck::default();
+        let mut aside = |a: SetAside| {
+            if a.stage == "popular_domains" {
+                pool.push(&a.url);
+                let bytes = pool.len() as u64 * (PER_ENTRY + PER_URL);
+                prog.memory.popular.store(bytes, Ordering::Relaxed);
             }
-            prog.lines.fetch_add(1, Ordering::Relaxed);
-            let mut batch = Vec::new();
-            o.push_line(&line, &mut |c| batch.push(c), &mut |a| {
-                if a.stage == "popular_domains" {
-                    pool.push(&a.url);
+            aside_log.write(&a)
+        };
+        loop {
+            let (number, line) = match reader.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(e) => {
+                    let at = prog.lines.load(Ordering::Relaxed);
+                    return Err(format!("{} (after line {at}): {e}", input.display()));
                 }
-                aside_log.write(&a)
-            });
+            };
+            prog.lines.store(number, Ordering::Relaxed);
+            let mut batch = Vec::new();
+            match line {
+                Line::Text(text) => {
+                    if let Ok(rec) = parse_line(text) {
+                        order.check(rec.key, rec.timestamp.unwrap_or(""), text, number)?;
+                    }
+                    o.push_line(text, &mut |c| batch.push(c), &mut aside);
+                }
+                Line::TooLong { bytes, head } => {
+                    let reason = format!(
+                        "line {number}: {bytes} bytes, longer than [sampling] max_line ({} \
+                         bytes); skipped unread",
+                        limits.read.max_line
+                    );
+                    o.reject_line(&head, reason, &mut aside);
+                }
+                Line::NotUtf8 { at, lossy } => {
+                    let reason = format!("line {number}: not UTF-8 (a bad byte at offset {at})");
+                    o.reject_line(&lossy, reason, &mut aside);
+                }
+            }
             for c in batch {
                 if tx.blocking_send(c).is_err() {
                     // The CDX side stopped (cancelled): stop reading.
+                    drop(aside);
                     return Ok((o.funnel(), pool));
                 }
+            }
+            if number.is_multiple_of(4096) {
+                prog.memory
+                    .hosts
+                    .store(o.hosts() as u64 * (PER_ENTRY + PER_URL), Ordering::Relaxed);
+                prog.memory.check(limits.max_memory)?;
             }
             if prog.cancel.load(Ordering::Relaxed) {
                 break;
             }
         }
+        drop(aside);
         Ok((o.funnel(), pool))
     })
 }

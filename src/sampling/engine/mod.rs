@@ -23,12 +23,14 @@
 mod checkpoint;
 mod first_capture;
 mod input;
+mod limits;
 mod ndjson;
 mod popular;
 mod roots;
 mod spec;
 mod timemaps;
 
+pub use limits::{Limits, MemoryUse};
 pub use spec::{DownsamplingSpec, Spec, SpecError};
 
 use super::cdx::{CdxClient, CdxSettings};
@@ -61,6 +63,8 @@ pub struct Progress {
     /// stage too, and gives the ETA.
     pub input_read: Arc<AtomicU64>,
     pub input_size: AtomicU64,
+    /// The engine's estimate of its big structures, checked against `[sampling] max_memory`.
+    pub memory: MemoryUse,
 }
 
 impl Progress {
@@ -113,8 +117,19 @@ struct Stages<'a> {
     errors: &'a Log,
 }
 
-/// Runs `spec` into `out`. A previous run's checkpoint in `out` is reused.
+/// Runs `spec` into `out` under the default [`Limits`]. A previous run's checkpoint in `out` is
+/// reused.
 pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Outcome, String> {
+    run_with(spec, out, progress, Limits::default()).await
+}
+
+/// [`run`] under `limits` (the `[sampling]` ones).
+pub async fn run_with(
+    spec: &Spec,
+    out: &Path,
+    progress: Arc<Progress>,
+    limits: Limits,
+) -> Result<Outcome, String> {
     spec.validate().map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let params = spec.downsampling_params().map_err(|e| e.to_string())?;
@@ -125,6 +140,15 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     progress
         .resumed_answers
         .store(resumed.len() as u64, Ordering::Relaxed);
+    let resumed_bytes = resumed
+        .keys()
+        .map(|u| u.len() as u64 + limits::PER_ENTRY + limits::PER_URL)
+        .sum();
+    progress
+        .memory
+        .resumed
+        .store(resumed_bytes, Ordering::Relaxed);
+    progress.memory.check(limits.max_memory)?;
     // Written through: every answer is in the file once written, so it is never flushed.
     let answers = Log::open_checkpoint(&checkpoint)?;
     let set_aside = Arc::new(Log::open(&out.join("set_aside.ndjson"), false)?);
@@ -165,6 +189,7 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
         tx,
         set_aside.clone(),
         progress.clone(),
+        limits,
     );
 
     let mut sampler = Sampler::new(spec.seed, params);

@@ -9,7 +9,7 @@ mod feed;
 
 pub use feed::{Feed, Fetcher};
 
-use super::engine::{run, Progress, Spec, SpecError};
+use super::engine::{run_with, Limits, Progress, Spec, SpecError};
 use crate::clock::Clock;
 use crate::config::SamplingConfig;
 use serde::{Deserialize, Serialize};
@@ -302,7 +302,7 @@ impl Jobs {
         self.set_state(&id, JobState::Running, None);
         let jobs = self.clone();
         jobs.track(tokio::spawn(async move {
-            let result = run(&spec, &out, progress).await;
+            let result = run_with(&spec, &out, progress, Limits::from(&self.limits)).await;
             match result {
                 // Stopped by a shutdown: stays `running` on disk, to be resumed.
                 Ok(o) if o.cancelled && self.stopping.load(Ordering::Relaxed) => {}
