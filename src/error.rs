@@ -51,6 +51,8 @@ pub enum AppError {
     NoSuchJob(String),
     /// The job's output is asked for before it is done (its state given).
     JobNotDone(String, String),
+    /// A feed of the job is already running: (id, URI-Rs warmed, of).
+    FeedRunning(String, u64, u64),
     /// The server runs no sampling jobs (its jobs directory could not be opened).
     SamplingDisabled,
     /// A request body (admin, sampling) over the limit, in bytes.
@@ -103,7 +105,7 @@ impl AppError {
             | AppError::NoSuchPage { .. }
             | AppError::NotCached(_)
             | AppError::NoSuchJob(_) => StatusCode::NOT_FOUND,
-            AppError::JobNotDone(..) => StatusCode::CONFLICT,
+            AppError::JobNotDone(..) | AppError::FeedRunning(..) => StatusCode::CONFLICT,
             AppError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -185,6 +187,12 @@ impl AppError {
             AppError::JobNotDone(id, state) => {
                 format!("sampling job {} is {state}, not done", clip(id))
             }
+            AppError::FeedRunning(id, warmed, of) => format!(
+                "sampling job {} is already being fed ({warmed} of {of} URI-Rs warmed); a second \
+                 feed is not started (see GET /admin/sampling/jobs/{}/feed)",
+                clip(id),
+                clip(id)
+            ),
             AppError::BodyTooLarge(limit) => {
                 format!("request body over the {limit}-byte limit")
             }

@@ -84,6 +84,7 @@ fn job_error(id: &str, e: JobError) -> AppError {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),
         ),
+        JobError::FeedRunning(f) => AppError::FeedRunning(id.to_string(), f.warmed, f.uri_rs),
     }
 }
 

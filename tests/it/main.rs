@@ -35,6 +35,7 @@ mod routing;
 mod routing_profiles;
 mod sampling_api;
 mod sampling_cdx;
+mod sampling_crashes;
 mod sampling_hostile;
 mod sampling_job;
 mod shared_cas;

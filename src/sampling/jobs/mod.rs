@@ -6,6 +6,7 @@
 //! by `[sampling]`.
 
 mod feed;
+mod resume;
 
 pub use feed::{Feed, Fetcher};
 
@@ -39,6 +40,10 @@ pub struct JobRecord {
     pub created_at: String,
     #[serde(default)]
     pub finished_at: Option<String>,
+    /// Deaths of the process while running this job with no work checkpointed in between (two
+    /// fail the job instead of resuming it: see `resume`).
+    #[serde(default)]
+    pub crashes: u32,
 }
 
 struct Job {
@@ -62,6 +67,8 @@ pub struct Jobs {
     /// Requests per second to the aggregator while feeding (the `[sampling] rate_limit`).
     feed_rate: f64,
     feeds: Mutex<BTreeMap<String, Feed>>,
+    /// Jobs whose feed task is running: a second feed of one is refused (409), not started.
+    feeding: Mutex<std::collections::HashSet<String>>,
     /// Whether the server writes an observation log (`observe` needs one).
     pub observing: bool,
     /// The job and feed tasks, so a stopping server can wait for them to reach a checkpoint
@@ -99,6 +106,7 @@ impl Jobs {
             feed_rate: limits.rate_limit,
             observing,
             feeds: Mutex::new(BTreeMap::new()),
+            feeding: Mutex::new(std::collections::HashSet::new()),
             tasks: Mutex::new(Vec::new()),
             limits,
         });
@@ -141,13 +149,12 @@ impl Jobs {
                 );
             }
         }
-        for id in resume {
-            tracing::info!(job = %id, "resuming sampling job");
-            jobs.clone().start(&id);
-        }
+        jobs.resume_all(resume);
         for (id, feed) in feeds {
             tracing::info!(job = %id, "resuming the feed of sampling job");
-            jobs.clone().spawn_feed(id, feed, true);
+            if jobs.claim_feed(&id) {
+                jobs.clone().spawn_feed(id, feed, true);
+            }
         }
         Ok(jobs)
     }
@@ -242,6 +249,7 @@ impl Jobs {
             error: None,
             created_at: now.to_string(),
             finished_at: None,
+            crashes: 0,
         };
         self.save(&record)?;
         if let Ok(mut g) = self.jobs.lock() {
@@ -298,11 +306,33 @@ impl Jobs {
             return;
         };
         let id = id.to_string();
-        let out = self.job_dir(&id).join("out");
+        let dir = self.job_dir(&id);
+        let out = dir.join("out");
         self.set_state(&id, JobState::Running, None);
+        let mut marker = resume::Marker {
+            work_at_start: resume::work_done(&dir),
+            ..resume::Marker::default()
+        };
+        resume::write_marker(&dir, &marker);
         let jobs = self.clone();
         jobs.track(tokio::spawn(async move {
-            let result = run_with(&spec, &out, progress, Limits::from(&self.limits)).await;
+            let limits = Limits::from(&self.limits);
+            let run = run_with(&spec, &out, progress.clone(), limits);
+            tokio::pin!(run);
+            let mut tick = tokio::time::interval(resume::MARK_EVERY);
+            let result = loop {
+                tokio::select! {
+                    r = &mut run => break r,
+                    // Not once the server stops: its markers are cleared, a late tick must
+                    // not put one back.
+                    _ = tick.tick(), if !self.stopping.load(Ordering::Relaxed) => {
+                        marker = resume::update_marker(&dir, marker, &progress)
+                    }
+                }
+            };
+            // The run ended by itself (done, failed, cancelled, stopped at a checkpoint): not a
+            // death of the process.
+            resume::clear_marker(&dir);
             match result {
                 // Stopped by a shutdown: stays `running` on disk, to be resumed.
                 Ok(o) if o.cancelled && self.stopping.load(Ordering::Relaxed) => {}
@@ -341,9 +371,19 @@ impl Jobs {
             .lock()
             .map(|mut t| std::mem::take(&mut *t))
             .unwrap_or_default();
-        tokio::time::timeout(within, futures::future::join_all(tasks))
+        let settled = tokio::time::timeout(within, futures::future::join_all(tasks))
             .await
-            .is_ok()
+            .is_ok();
+        // A clean stop, even of a job still waiting on an answer: not a crash at the next start.
+        let ids: Vec<String> = self
+            .jobs
+            .lock()
+            .map(|g| g.keys().cloned().collect())
+            .unwrap_or_default();
+        for id in ids {
+            resume::clear_marker(&self.job_dir(&id));
+        }
+        settled
     }
 
     /// Cancels a job (its checkpoint stays). False when there is no such job.
@@ -457,6 +497,8 @@ fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), Str
 pub enum JobError {
     NoSuchJob,
     NotDone(JobState),
+    /// A feed of the job is running (its state given): a second one is not started.
+    FeedRunning(Feed),
 }
 
 /// `candidate` parsed, when it is under the allowed `prefix`: the same scheme, host and port, no
