@@ -79,7 +79,7 @@ async fn a_job_that_crashed_the_server_twice_is_failed_and_a_clean_stop_does_not
     // A CDX API that never answers: the job stays in its first captures with nothing to save.
     let app = axum::Router::new().route(
         "/cdx",
-        axum::routing::get(|| std::future::pending::<&'static str>()),
+        axum::routing::get(std::future::pending::<&'static str>),
     );
     let (addr, task) = crate::support::serve_fake(app).await;
     let cdx = format!("http://{addr}/cdx");

@@ -82,7 +82,6 @@ pub(super) fn spawn_offline(
             for c in batch {
                 if tx.blocking_send(c).is_err() {
                     // The CDX side stopped (cancelled): stop reading.
-                    drop(aside);
                     return Ok((o.funnel(), pool));
                 }
             }
@@ -96,7 +95,6 @@ pub(super) fn spawn_offline(
                 break;
             }
         }
-        drop(aside);
         Ok((o.funnel(), pool))
     })
 }
