@@ -244,6 +244,54 @@ async fn a_restart_resumes_a_job_and_a_cancelled_one_stays_cancelled() {
     task.abort();
 }
 
+/// A gzip bomb submitted as a job: the job is `failed` with the limit named, and a restart does
+/// not resume it (before, it stayed `running` and took every restart down with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bomb_fails_its_job_and_a_failed_job_is_not_resumed() {
+    use std::io::Write as _;
+    let (cdx, fake, task) = fake_cdx().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    // SYNTHETIC: 32 MB of zeros, no newline, gzipped to about 32 KB.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&vec![0u8; 32 << 20]).expect("gzip");
+    std::fs::write(inputs.join("bomb.gz"), gz.finish().expect("gzip")).expect("write");
+    let cache = dir.path().join("data/cache");
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let base = proxy.base.clone();
+    let (status, v) = post(
+        &base,
+        &json!({"input": "bomb.gz", "cdx_api": cdx, "dialect": "ia"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("an id").to_string();
+    let mut failed = Value::Null;
+    for _ in 0..400 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        failed = serde_json::from_str(&t).expect("JSON");
+        if failed["state"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(failed["state"], "failed", "{failed}");
+    let error = failed["error"].as_str().unwrap_or("");
+    assert!(error.contains("max_gzip_ratio"), "{error}");
+    proxy.stop().await;
+
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let (_, t) = get(&format!("{}/admin/sampling/jobs/{id}", proxy.base)).await;
+    let v: Value = serde_json::from_str(&t).expect("JSON");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["error"], failed["error"]);
+    assert_eq!(v["counters"]["index_lines"], 0, "not run again: {v}");
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 0);
+    proxy.stop().await;
+    task.abort();
+}
+
 /// A job resumed after a restart is checked against the boundary again: its input swapped for a
 /// symlink out of `input_dir` while the server was down, it fails with the reason and reads
 /// nothing.

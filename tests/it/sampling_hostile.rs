@@ -330,3 +330,58 @@ async fn off_a_terminal_the_cli_prints_plain_progress_and_its_summary() {
     );
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_max_memory_fails_naming_it() {
+    let (cdx, fake, task) = fake_cdx().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 8,192 URLs of a popular domain: held in its pool, asked nothing while the input is read.
+    let input = dir.path().join("popular.txt");
+    let text: String = (0..8192)
+        .map(|i| format!("com,twitter)/user{i:05} 20160101000000 p 0 1\n"))
+        .collect();
+    std::fs::write(&input, text).expect("write");
+    let limits = Limits {
+        max_memory: 500_000,
+        ..Limits::default()
+    };
+    let p = Arc::new(Progress::default());
+    let e = run_with(
+        &spec(&input, &cdx),
+        &dir.path().join("o1"),
+        p.clone(),
+        limits,
+    )
+    .await
+    .expect_err("past max_memory");
+    assert!(
+        e.contains("past [sampling] max_memory (500000 bytes)"),
+        "{e}"
+    );
+    assert!(e.contains("popular pool"), "{e}");
+    assert_eq!(
+        p.lines.load(std::sync::atomic::Ordering::Relaxed),
+        4096,
+        "checked as the input is read, not at its end"
+    );
+    assert_eq!(fake.requests.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // A checkpoint too large to hold: refused before anything is read.
+    let out = dir.path().join("o2");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let answers: String = (0..5000)
+        .map(|i| format!("{{\"url\":\"https://h{i}.example/\",\"answer\":{{\"result\":\"not_archived\"}}}}\n"))
+        .collect();
+    std::fs::write(out.join("first_captures.ndjson"), answers).expect("write");
+    let limits = Limits {
+        max_memory: 100_000,
+        ..Limits::default()
+    };
+    let p = Arc::new(Progress::default());
+    let e = run_with(&spec(&input, &cdx), &out, p.clone(), limits)
+        .await
+        .expect_err("past max_memory");
+    assert!(e.contains("resumed answers"), "{e}");
+    assert_eq!(p.lines.load(std::sync::atomic::Ordering::Relaxed), 0);
+    task.abort();
+}

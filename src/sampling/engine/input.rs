@@ -86,17 +86,22 @@ pub(super) fn spawn_offline(
                 }
             }
             if number.is_multiple_of(4096) {
-                prog.memory
-                    .hosts
-                    .store(o.hosts() as u64 * (PER_ENTRY + PER_URL), Ordering::Relaxed);
-                prog.memory.check(limits.max_memory)?;
+                account(&o, &prog, limits)?;
             }
             if prog.cancel.load(Ordering::Relaxed) {
                 break;
             }
         }
+        account(&o, &prog, limits)?;
         Ok((o.funnel(), pool))
     })
+}
+
+/// The offline stages' share of the memory estimate brought up to date, and the whole checked.
+fn account(o: &Offline, prog: &Progress, limits: Limits) -> Result<(), String> {
+    let hosts = o.hosts() as u64 * (PER_ENTRY + PER_URL);
+    prog.memory.hosts.store(hosts, Ordering::Relaxed);
+    prog.memory.check(limits.max_memory)
 }
 
 /// The input as a local file: a path as it is, an http(s) URL downloaded into `out` first.

@@ -195,6 +195,8 @@ pub async fn run_with(
     let mut sampler = Sampler::new(spec.seed, params);
     progress.set_stage("first_capture");
     let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await;
+    let kept = firsts.years.output;
+    progress.memory.set_sampler(sampler.domains(), kept);
     let (mut funnel, pool) = match offline.await {
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
@@ -215,6 +217,7 @@ pub async fn run_with(
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
+    progress.memory.check(limits.max_memory)?;
     funnel.push(row("first_capture", firsts.first_capture));
     funnel.push(row("mime_html", firsts.mime));
     funnel.push(row("years", firsts.years));
