@@ -385,3 +385,39 @@ async fn a_run_past_max_memory_fails_naming_it() {
     assert_eq!(p.lines.load(std::sync::atomic::Ordering::Relaxed), 0);
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_input_url_is_cut_at_max_input_bytes() {
+    let (cdx, _fake, task) = fake_cdx().await;
+    // An input URL whose body never ends (SYNTHETIC zeros, 64 KiB a chunk).
+    let app = axum::Router::new().route(
+        "/index",
+        axum::routing::get(|| async {
+            let chunks = futures::stream::repeat_with(|| {
+                Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![0u8; 64 << 10]))
+            });
+            axum::body::Body::from_stream(chunks)
+        }),
+    );
+    let (addr, endless) = crate::support::serve_fake(app).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut s = spec(Path::new("unused"), &cdx);
+    s.input = format!("http://{addr}/index");
+    let limits = Limits {
+        read: ReadLimits {
+            max_input_bytes: 1 << 20,
+            ..ReadLimits::default()
+        },
+        ..Limits::default()
+    };
+    let out = dir.path().join("out");
+    let p = Arc::new(Progress::default());
+    let e = run_with(&s, &out, p, limits).await.expect_err("cut");
+    assert!(e.contains("max_input_bytes (1048576 bytes)"), "{e}");
+    assert!(
+        !out.join("input.index").exists(),
+        "the partial download removed"
+    );
+    endless.abort();
+    task.abort();
+}

@@ -104,8 +104,13 @@ fn account(o: &Offline, prog: &Progress, limits: Limits) -> Result<(), String> {
     prog.memory.check(limits.max_memory)
 }
 
-/// The input as a local file: a path as it is, an http(s) URL downloaded into `out` first.
-pub(super) async fn local_input(input: &str, out: &Path) -> Result<PathBuf, String> {
+/// The input as a local file: a path as it is, an http(s) URL downloaded into `out` first, at
+/// most `max_bytes` of it (0 = no limit; an endless body must not fill the disk).
+pub(super) async fn local_input(
+    input: &str,
+    out: &Path,
+    max_bytes: u64,
+) -> Result<PathBuf, String> {
     if !(input.starts_with("http://") || input.starts_with("https://")) {
         return Ok(PathBuf::from(input));
     }
@@ -123,7 +128,16 @@ pub(super) async fn local_input(input: &str, out: &Path) -> Result<PathBuf, Stri
         return Err(format!("input {input}: HTTP {}", r.status()));
     }
     let mut file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut got = 0u64;
     while let Some(chunk) = r.chunk().await.map_err(|e| format!("input {input}: {e}"))? {
+        got += chunk.len() as u64;
+        if max_bytes > 0 && got > max_bytes {
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            return Err(format!(
+                "input {input}: larger than [sampling] max_input_bytes ({max_bytes} bytes)"
+            ));
+        }
         file.write_all(&chunk)
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }

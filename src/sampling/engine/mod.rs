@@ -177,7 +177,7 @@ pub async fn run_with(
     };
 
     progress.set_stage("offline");
-    let input = input::local_input(&spec.input, out).await?;
+    let input = input::local_input(&spec.input, out, limits.read.max_input_bytes).await?;
     if let Ok(meta) = std::fs::metadata(&input) {
         progress.input_size.store(meta.len(), Ordering::Relaxed);
     }
