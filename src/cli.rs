@@ -338,6 +338,9 @@ pub async fn sample(spec_path: &Path, out: &Path) -> Result<(), String> {
         b.finish();
     }
     let outcome = result?;
+    for w in &outcome.warnings {
+        eprintln!("warning: {w}");
+    }
     println!(
         "{} URLs sampled → {}/sample.ndjson (funnel.json, report.md{})",
         outcome.sample,

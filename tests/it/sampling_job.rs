@@ -117,6 +117,7 @@ pub fn spec(input: &std::path::Path, cdx: &str) -> Spec {
         popular_domains: vec!["twitter.com".into()],
         popular_quota: 1,
         downsampling: Default::default(),
+        candidate_pool: None,
         long_tail_threshold: 900_000,
         long_tail_fraction: 0.9,
         collect_timemaps: false,

@@ -42,10 +42,14 @@ pub(super) fn spawn_offline(
             prog.lines.fetch_add(1, Ordering::Relaxed);
             let mut batch = Vec::new();
             o.push_line(&line, &mut |c| batch.push(c), &mut |a| {
+                // A popular domain's URL is handed to the quota stage, which records its fate.
                 if a.stage == "popular_domains" {
-                    pool.push(&a.url);
+                    if let Some(not_drawn) = pool.push(&a.url) {
+                        aside_log.write(&not_drawn);
+                    }
+                } else {
+                    aside_log.write(&a)
                 }
-                aside_log.write(&a)
             });
             for c in batch {
                 if tx.blocking_send(c).is_err() {
