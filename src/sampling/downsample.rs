@@ -267,7 +267,11 @@ impl Sampler {
             let drop = over.contains(bucket) && b.n == 1 && seeded_hash(seed, domain) < cut;
             if drop {
                 // A single-URL domain holds its one URL as its root or in its pool.
-                let url = b.root.as_ref().map(|r| &r.0).or(b.keep.peek().map(|k| &k.1));
+                let url = b
+                    .root
+                    .as_ref()
+                    .map(|r| &r.0)
+                    .or(b.keep.peek().map(|k| &k.1));
                 if let Some(url) = url {
                     dropped(*bucket, domain, url);
                 }
@@ -467,8 +471,15 @@ mod tests {
         all.sort();
         let n = all.len();
         all.dedup();
-        assert_eq!((n, all.len()), (1002, 1002), "each URL once, picked or left");
-        assert!(f.shortfalls.is_empty(), "K·ln(1002)+1 = 36 fits a pool of 50");
+        assert_eq!(
+            (n, all.len()),
+            (1002, 1002),
+            "each URL once, picked or left"
+        );
+        assert!(
+            f.shortfalls.is_empty(),
+            "K·ln(1002)+1 = 36 fits a pool of 50"
+        );
     }
 
     #[test]

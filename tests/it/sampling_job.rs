@@ -181,6 +181,8 @@ async fn a_job_runs_end_to_end_and_accounts_for_every_url() {
             "session_ids",
             "index_files",
             "likely_html",
+            "wildcard_roots",
+            "index_file_roots",
             "popular_domains",
             "first_capture",
             "mime_html",
@@ -188,7 +190,8 @@ async fn a_job_runs_end_to_end_and_accounts_for_every_url() {
             "popular_quota",
             "root_upsampling",
             "long_tail",
-            "downsampling"
+            "downsampling",
+            "sample"
         ]
     );
     let first = funnel

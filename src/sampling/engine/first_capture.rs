@@ -81,7 +81,7 @@ pub(super) async fn first_captures(
             Kept::Aside { stage, reason } => {
                 match stage {
                     "first_capture" => fc.set_aside += 1,
-                    "mime" => {
+                    "mime_html" => {
                         fc.output += 1;
                         mime_c.input += 1;
                         mime_c.set_aside += 1
@@ -147,7 +147,7 @@ pub(super) fn classify(answer: FirstCapture, years: [u16; 2]) -> Kept {
         } => {
             if !is_html_mime(&mime) {
                 return Kept::Aside {
-                    stage: "mime",
+                    stage: "mime_html",
                     reason: format!("first capture is {mime}, not text/html"),
                 };
             }

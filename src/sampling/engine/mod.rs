@@ -376,7 +376,6 @@ fn write_reports(
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

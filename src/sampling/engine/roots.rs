@@ -108,6 +108,10 @@ mod tests {
         assert_eq!(window([1996, 2021]), Some([1996, 2002]));
         assert_eq!(window([1999, 2001]), Some([1999, 2001]));
         assert_eq!(window([2000, 2010]), Some([2000, 2002]));
-        assert_eq!(window([2010, 2021]), None, "no early years: nothing to upsample");
+        assert_eq!(
+            window([2010, 2021]),
+            None,
+            "no early years: nothing to upsample"
+        );
     }
 }

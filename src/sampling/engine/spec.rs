@@ -309,11 +309,26 @@ mod tests {
         assert_eq!(a.result_hash(), faster.result_hash());
         assert_eq!(a.result_hash().len(), 32);
         for other in [
-            Spec { seed: 1, ..a.clone() },
-            Spec { years: [2010, 2021], ..a.clone() },
-            Spec { popular_quota: 5, ..a.clone() },
-            Spec { candidate_pool: Some(10), ..a.clone() },
-            Spec { hydrate_revisits: true, ..a.clone() },
+            Spec {
+                seed: 1,
+                ..a.clone()
+            },
+            Spec {
+                years: [2010, 2021],
+                ..a.clone()
+            },
+            Spec {
+                popular_quota: 5,
+                ..a.clone()
+            },
+            Spec {
+                candidate_pool: Some(10),
+                ..a.clone()
+            },
+            Spec {
+                hydrate_revisits: true,
+                ..a.clone()
+            },
         ] {
             assert_ne!(a.result_hash(), other.result_hash(), "{other:?}");
         }

@@ -101,14 +101,19 @@ pub(super) async fn collect_timemaps(
         ..Log::open(&dir.join("index.ndjson"), true)?
     };
     let mut failed: HashMap<usize, Entry> = HashMap::new();
-    let todo: Vec<usize> = (0..sample.len()).filter(|i| !done.contains_key(i)).collect();
+    let todo: Vec<usize> = (0..sample.len())
+        .filter(|i| !done.contains_key(i))
+        .collect();
     let dir_ref = &dir;
     let mut fetched = futures::stream::iter(todo)
         .map(|i| async move {
             let url = &sample[i].url;
             let note = captures.note(url, STAGE);
             let rows = captures.client.timemap_noting(url, &note).await;
-            (i, rows.and_then(|rows| save(dir_ref, i, url, rows, hydrate)))
+            (
+                i,
+                rows.and_then(|rows| save(dir_ref, i, url, rows, hydrate)),
+            )
         })
         .buffer_unordered(concurrency.max(1));
     while let Some((i, entry)) = fetched.next().await {
@@ -169,7 +174,8 @@ pub(super) async fn collect_timemaps(
     }
     let tmp = dir.join("index.ndjson.part");
     write_ndjson(&tmp, &all)?;
-    std::fs::rename(&tmp, dir.join("index.ndjson")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::rename(&tmp, dir.join("index.ndjson"))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     if hydrate {
         let text = serde_json::to_string(&sum).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("hydration.json"), text).map_err(|e| e.to_string())?;

@@ -1,0 +1,586 @@
+//! The engine's stages after the offline ones, against an in-process fake IA CDX server on
+//! 127.0.0.1:0 that counts what it is asked: every URL of a SYNTHETIC index holding every trap
+//! ends once in the sample, `set_aside.ndjson` or `errors.ndjson` and the funnel chains; retries
+//! are in `retries.ndjson`; `years` bounds root upsampling; the quota, the roots and the
+//! TimeMaps ask several at once with the same result; a stopped TimeMap stage resumes asking
+//! only what is missing; a checkpoint written for another spec is refused.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tmproxy::sampling::engine::{run, Progress, SampledUrl, Spec};
+
+#[derive(Default)]
+struct Fake {
+    /// Questions per url parameter (first captures and TimeMap pages alike).
+    seen: Mutex<HashMap<String, u32>>,
+    /// `showNumPages` questions: one per TimeMap asked.
+    timemaps: AtomicU64,
+    /// Requests under way and the most at once, per kind (`root`, `popular`, `timemap`).
+    inflight: Mutex<HashMap<&'static str, (u64, u64)>>,
+    latency_ms: AtomicU64,
+    /// No first-try 503s.
+    steady: AtomicBool,
+}
+
+fn h(url: &str) -> u64 {
+    url.bytes().fold(1469598103934665603u64, |a, b| {
+        (a ^ u64::from(b)).wrapping_mul(1099511628211)
+    })
+}
+
+fn kind(url: &str, q: &HashMap<String, String>) -> &'static str {
+    if q.contains_key("showNumPages") || q.contains_key("page") {
+        "timemap"
+    } else if url.contains("twitter") {
+        "popular"
+    } else if url.ends_with(".com/") {
+        "root"
+    } else {
+        "other"
+    }
+}
+
+async fn cdx(State(f): State<Arc<Fake>>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let url = q.get("url").cloned().unwrap_or_default();
+    let k = kind(&url, &q);
+    if let Ok(mut m) = f.inflight.lock() {
+        let e = m.entry(k).or_default();
+        e.0 += 1;
+        e.1 = e.1.max(e.0);
+    }
+    let latency = f.latency_ms.load(Ordering::Relaxed);
+    if latency > 0 {
+        tokio::time::sleep(Duration::from_millis(latency)).await;
+    }
+    let answer = answer(&f, &url, &q);
+    if let Ok(mut m) = f.inflight.lock() {
+        m.entry(k).or_default().0 -= 1;
+    }
+    answer
+}
+
+fn answer(f: &Fake, url: &str, q: &HashMap<String, String>) -> Response {
+    let n = {
+        let mut seen = f.seen.lock().expect("lock");
+        let n = seen.entry(url.to_string()).or_default();
+        *n += 1;
+        *n
+    };
+    let x = h(url);
+    if q.contains_key("showNumPages") {
+        f.timemaps.fetch_add(1, Ordering::Relaxed);
+        return "1\n".into_response();
+    }
+    if url.contains("blocked") {
+        return (StatusCode::FORBIDDEN, "Blocked Site Error").into_response();
+    }
+    if url.contains("fatal") {
+        return (StatusCode::BAD_REQUEST, "bad url").into_response();
+    }
+    if x.is_multiple_of(11) && n == 1 && !f.steady.load(Ordering::Relaxed) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    if x.is_multiple_of(13) && !q.contains_key("page") {
+        return "".into_response();
+    }
+    // Hosts named `old…` were first archived in 1998 (root upsampling's window).
+    let year = if url.contains("old") {
+        1998
+    } else {
+        1996 + x % 26
+    };
+    let mime = if x.is_multiple_of(17) && !q.contains_key("page") {
+        "image/jpeg"
+    } else {
+        "text/html"
+    };
+    format!(
+        r#"[["urlkey","timestamp","original","mimetype","statuscode","digest","length"],["k","{year}0101000000","{url}","{mime}","200","D","1"],["k","{year}0601000000","{url}","{mime}","200","D","1"]]"#
+    )
+    .into_response()
+}
+
+async fn fake_cdx() -> (String, Arc<Fake>, tokio::task::JoinHandle<()>) {
+    let fake = Arc::new(Fake::default());
+    let app = axum::Router::new()
+        .route("/cdx", axum::routing::get(cdx))
+        .with_state(fake.clone());
+    let (addr, task) = crate::support::serve_fake(app).await;
+    (format!("http://{addr}/cdx"), fake, task)
+}
+
+/// A SYNTHETIC ZipNum-like index (sorted) with every trap the stages meet: deep pages with and
+/// without roots, a big domain (evictions, downsampling, a shortfall), single-URL domains (the
+/// long tail), rootless `old…` hosts (root upsampling), an index file and a wildcard of
+/// rootless hosts (re-entered roots), one of a popular domain, session ids, an invalid key, a
+/// garbage line, a repeated SURT, images, blocked and failing URLs, and a popular domain.
+fn trap_index(dir: &Path) -> PathBuf {
+    let mut lines = Vec::new();
+    for host in 0..40 {
+        let key = format!("com,site{host:03})");
+        if host % 3 == 0 {
+            lines.push(format!("{key}/ 20010101000000 p 0 1"));
+        }
+        for page in 0..(1 + host % 12) {
+            lines.push(format!("{key}/page{page}.html 20050101000000 p 0 1"));
+        }
+        lines.push(format!("{key}/logo.gif 20050101000000 p 0 1"));
+    }
+    for page in 0..2000 {
+        lines.push(format!("com,big)/p{page:04}.html 20050101000000 p 0 1"));
+    }
+    for tiny in 0..60 {
+        lines.push(format!("com,tiny{tiny:02})/x.html 20050101000000 p 0 1"));
+    }
+    for old in 0..8 {
+        lines.push(format!("com,old{old})/a.html 19990101000000 p 0 1"));
+        lines.push(format!("com,old{old})/b.html 19990101000000 p 0 1"));
+    }
+    lines.push("com,idx)/index.php 20050101000000 p 0 1".into());
+    lines.push("com,idx)/about.html 20050101000000 p 0 1".into());
+    lines.push("com,wild)/search?q=* 20050101000000 p 0 1".into());
+    lines.push("com,twitter)/search?q=* 20160101000000 p 0 1".into());
+    lines.push("com,site002)/x.php?PHPSESSID=0123456789abcdef0123456789abcdef 2005 p 0 1".into());
+    lines.push(")/?dn=nohost 20050101000000 p 0 1".into());
+    lines.push("garbage-without-timestamp".into());
+    lines.push("com,site004)/page1.html 20060101000000 p 0 1".into());
+    for user in 0..40 {
+        lines.push(format!("com,twitter)/user{user:02} 20160101000000 p 0 1"));
+    }
+    lines.push("com,blocked)/page.html 20160101000000 p 0 1".into());
+    lines.push("com,fatal)/page.html 20160101000000 p 0 1".into());
+    lines.sort();
+    let path = dir.join("index.txt");
+    let mut f = std::fs::File::create(&path).expect("create");
+    for l in lines {
+        writeln!(f, "{l}").expect("write");
+    }
+    path
+}
+
+fn spec(input: &Path, cdx: &str) -> Spec {
+    Spec {
+        input: input.display().to_string(),
+        cdx_api: cdx.to_string(),
+        dialect: Some(tmproxy::sampling::cdx::Dialect::Ia),
+        seed: 42,
+        years: [1996, 2021],
+        concurrency: 8,
+        rate_limit: 0.0,
+        popular_domains: vec!["twitter.com".into()],
+        popular_quota: 1,
+        downsampling: Default::default(),
+        candidate_pool: Some(20),
+        long_tail_threshold: 10,
+        long_tail_fraction: 0.9,
+        collect_timemaps: false,
+        hydrate_revisits: false,
+    }
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn sample_of(dir: &Path) -> Vec<SampledUrl> {
+    lines(&dir.join("sample.ndjson"))
+        .into_iter()
+        .map(|v| serde_json::from_value(v).expect("a sample line"))
+        .collect()
+}
+
+fn funnel(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("funnel.json")).expect("funnel");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// Checks each row's `in = out + set_aside + errors` and the chain: a main row's `in` is the
+/// main row before it's `out` plus the `out` of the side rows `into` it; a side row `from` a
+/// stage takes that stage's `set_aside`.
+fn check_chain(rows: &[serde_json::Value]) {
+    let n = |r: &serde_json::Value, k: &str| r[k].as_u64().expect("a count");
+    let by: HashMap<&str, &serde_json::Value> = rows
+        .iter()
+        .map(|r| (r["stage"].as_str().expect("stage"), r))
+        .collect();
+    let mut prev: Option<&serde_json::Value> = None;
+    for r in rows {
+        let stage = r["stage"].as_str().expect("stage");
+        assert_eq!(
+            n(r, "in"),
+            n(r, "out") + n(r, "set_aside") + n(r, "errors"),
+            "{r}"
+        );
+        if let Some(from) = r["from"].as_str() {
+            assert_eq!(n(r, "in"), n(by[from], "set_aside"), "{r} from {from}");
+        }
+        if r.get("into").is_some() || r.get("from").is_some() {
+            continue;
+        }
+        let side: u64 = rows
+            .iter()
+            .filter(|s| s["into"].as_str() == Some(stage))
+            .map(|s| n(s, "out"))
+            .sum();
+        if let Some(p) = prev {
+            assert_eq!(n(r, "in"), n(p, "out") + side, "{r} after {p}");
+        }
+        prev = Some(r);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_url_ends_once_in_sample_set_aside_or_errors_and_the_funnel_chains() {
+    let (cdx, _fake, task) = fake_cdx().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = trap_index(dir.path());
+    let out = dir.path().join("out");
+    let outcome = run(&spec(&input, &cdx), &out, Arc::new(Progress::default()))
+        .await
+        .expect("the run");
+    let rows = funnel(&out);
+    check_chain(&rows);
+    let at = |s: &str| {
+        rows.iter()
+            .find(|r| r["stage"] == s)
+            .unwrap_or_else(|| panic!("row {s}"))
+            .clone()
+    };
+    let n = |s: &str, k: &str| at(s)[k].as_u64().expect("a count");
+    // Every trap was met.
+    for (stage, key) in [
+        ("wildcard_roots", "out"),
+        ("index_file_roots", "out"),
+        ("long_tail", "set_aside"),
+        ("downsampling", "set_aside"),
+        ("root_upsampling", "out"),
+        ("popular_quota", "out"),
+        ("popular_quota", "set_aside"),
+        ("first_capture", "errors"),
+    ] {
+        assert!(n(stage, key) > 0, "{stage}.{key}: {rows:?}");
+    }
+    let sample = sample_of(&out);
+    let aside = lines(&out.join("set_aside.ndjson"));
+    let errors = lines(&out.join("errors.ndjson"));
+    assert_eq!(sample.len() as u64, n("sample", "out"));
+    assert_eq!(sample.len(), outcome.sample);
+    // Each URL once across the three files.
+    let mut seen: HashMap<String, &str> = HashMap::new();
+    let all = sample
+        .iter()
+        .map(|s| (s.url.clone(), "sample"))
+        .chain(
+            aside
+                .iter()
+                .map(|a| (a["url"].as_str().expect("url").to_string(), "aside")),
+        )
+        .chain(
+            errors
+                .iter()
+                .map(|a| (a["url"].as_str().expect("url").to_string(), "error")),
+        );
+    for (url, file) in all {
+        if let Some(before) = seen.insert(url.clone(), file) {
+            panic!("{url} is in {before} and {file}");
+        }
+    }
+    // And every URL is there: the input's distinct keys (a repeated SURT is the same URL
+    // again), the roots stages re-entered and the roots upsampling added.
+    let distinct = n("read", "in") - n("unique_surts", "set_aside")
+        + n("wildcard_roots", "in")
+        + n("index_file_roots", "in")
+        + n("root_upsampling", "in");
+    assert_eq!(seen.len() as u64, distinct);
+    // Per stage, the files hold what the funnel counts.
+    let count = |list: &[serde_json::Value], stage: &str| {
+        list.iter().filter(|a| a["stage"] == stage).count() as u64
+    };
+    for r in &rows {
+        let stage = r["stage"].as_str().expect("stage");
+        if matches!(stage, "unique_surts" | "popular_domains" | "read") {
+            continue; // not recorded / handed to the quota / its errors are lines, set aside
+        }
+        assert_eq!(count(&aside, stage), n(stage, "set_aside"), "{stage}");
+        assert_eq!(count(&errors, stage), n(stage, "errors"), "{stage}");
+    }
+    assert_eq!(count(&aside, "read"), n("read", "errors"));
+    assert!(aside.iter().any(|a| a["stage"] == "long_tail"
+        && a["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("long_tail"))));
+    assert!(aside
+        .iter()
+        .any(|a| a["stage"] == "downsampling" && a["reason"] == "downsampled"));
+    // No quota pick is also set aside (the offline stage hands them over, unrecorded).
+    assert_eq!(count(&aside, "popular_domains"), 0);
+    // The twitter.com wildcard's root went to the quota like twitter.com's other URLs.
+    assert!(sample
+        .iter()
+        .map(|s| s.url.as_str())
+        .chain(aside.iter().filter_map(|a| a["url"].as_str()))
+        .any(|u| u == "https://twitter.com/"));
+    // Transient failures are logged, one line per retry, and their URLs are accounted for.
+    let retries = lines(&out.join("retries.ndjson"));
+    assert!(!retries.is_empty());
+    for r in &retries {
+        assert_eq!(r["status"], 503, "{r}");
+        assert_eq!(r["attempt"], 1, "{r}");
+        assert!(r["stage"].is_string() && r["reason"].is_string(), "{r}");
+        assert!(seen.contains_key(r["url"].as_str().expect("url")), "{r}");
+    }
+    // big.com's targets above the pool of 20 are reported, and said.
+    let shortfalls: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(out.join("shortfalls.json")).expect("shortfalls"),
+    )
+    .expect("JSON");
+    assert!(!shortfalls.is_empty() && shortfalls.iter().all(|s| s["domain"] == "big.com"));
+    assert!(shortfalls
+        .iter()
+        .all(|s| s["target"].as_u64() > s["sampled"].as_u64() && s["pool"] == 20));
+    assert!(outcome
+        .warnings
+        .iter()
+        .any(|w| w.contains("shortfalls.json")));
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn years_bound_root_upsampling() {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = trap_index(dir.path());
+    // 1996–2021: the `old…` hosts get their roots, first captured in 1998.
+    let wide = dir.path().join("wide");
+    run(&spec(&input, &cdx), &wide, Arc::new(Progress::default()))
+        .await
+        .expect("the run");
+    assert!(sample_of(&wide)
+        .iter()
+        .any(|s| s.root && s.url.starts_with("https://old")));
+    // 2010–2021: no stage may bring in an earlier year, and upsampling asks nothing.
+    let asked_before = fake.seen.lock().expect("lock").clone();
+    let late = dir.path().join("late");
+    let s = Spec {
+        years: [2010, 2021],
+        ..spec(&input, &cdx)
+    };
+    run(&s, &late, Arc::new(Progress::default()))
+        .await
+        .expect("the run");
+    let sample = sample_of(&late);
+    assert!(!sample.is_empty());
+    for u in &sample {
+        let year: u16 = u.first_capture[..4].parse().expect("a year");
+        assert!((2010..=2021).contains(&year), "{u:?}");
+    }
+    let rows = funnel(&late);
+    let up = rows
+        .iter()
+        .find(|r| r["stage"] == "root_upsampling")
+        .expect("row");
+    assert_eq!(up["in"], 0, "{up}");
+    check_chain(&rows);
+    // No root URL was asked for upsampling: only roots that were candidates were asked again.
+    let seen = fake.seen.lock().expect("lock");
+    let roots = |m: &HashMap<String, u32>| {
+        m.iter()
+            .filter(|(u, _)| u.ends_with(".com/"))
+            .map(|(u, n)| (u.clone(), *n))
+            .collect::<HashMap<String, u32>>()
+    };
+    let input_roots: HashSet<String> = (0..40)
+        .filter(|h| h % 3 == 0)
+        .map(|h| format!("https://site{h:03}.com/"))
+        .chain([
+            "https://idx.com/".to_string(),
+            "https://wild.com/".to_string(),
+        ])
+        .collect();
+    for (url, n) in roots(&seen) {
+        let before = asked_before.get(&url).copied().unwrap_or(0);
+        if !input_roots.contains(&url) && !url.contains("twitter") {
+            assert_eq!(n, before, "{url} asked again for upsampling");
+        }
+    }
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quota_roots_and_timemaps_ask_several_at_once_with_the_same_result() {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = trap_index(dir.path());
+    let serial = dir.path().join("serial");
+    let s = Spec {
+        concurrency: 1,
+        collect_timemaps: true,
+        ..spec(&input, &cdx)
+    };
+    run(&s, &serial, Arc::new(Progress::default()))
+        .await
+        .expect("serial run");
+    fake.inflight.lock().expect("lock").clear();
+    fake.latency_ms.store(10, Ordering::Relaxed);
+    let parallel = dir.path().join("parallel");
+    let s = Spec {
+        concurrency: 4,
+        ..s
+    };
+    run(&s, &parallel, Arc::new(Progress::default()))
+        .await
+        .expect("parallel run");
+    let peaks = fake.inflight.lock().expect("lock").clone();
+    for k in ["popular", "root", "timemap"] {
+        let peak = peaks.get(k).map_or(0, |p| p.1);
+        assert!(peak > 1, "{k}: at most {peak} at once ({peaks:?})");
+    }
+    assert_eq!(sample_of(&parallel), sample_of(&serial));
+    let index = |d: &Path| std::fs::read_to_string(d.join("timemaps/index.ndjson")).expect("index");
+    assert_eq!(index(&parallel), index(&serial));
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_timemap_stage_resumes_asking_only_the_missing_ones() {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = trap_index(dir.path());
+    let s = Spec {
+        collect_timemaps: true,
+        hydrate_revisits: true,
+        concurrency: 2,
+        ..spec(&input, &cdx)
+    };
+    let whole = dir.path().join("whole");
+    run(&s, &whole, Arc::new(Progress::default()))
+        .await
+        .expect("uninterrupted run");
+    let n = fake.timemaps.swap(0, Ordering::Relaxed);
+    assert_eq!(n as usize, sample_of(&whole).len());
+
+    // Stopped once 10 TimeMaps are through.
+    fake.latency_ms.store(5, Ordering::Relaxed);
+    let part = dir.path().join("part");
+    let progress = Arc::new(Progress::default());
+    let watcher = {
+        let p = progress.clone();
+        tokio::spawn(async move {
+            while p.timemaps.load(Ordering::Relaxed) < 10 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            p.cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    let first = run(&s, &part, progress).await.expect("stopped run");
+    let _ = watcher.await;
+    assert!(first.cancelled);
+    let written = std::fs::read_to_string(part.join("timemaps/index.ndjson"))
+        .expect("index")
+        .lines()
+        .count() as u64;
+    assert!(written >= 10 && written < n, "{written} of {n}");
+    // A TimeMap killed half-written: its file is there, torn, with no index line.
+    let missing = (0..n as usize)
+        .map(|i| format!("{i:06}.ndjson"))
+        .find(|f| !part.join("timemaps").join(f).exists())
+        .expect("one not written");
+    std::fs::write(
+        part.join("timemaps").join(&missing),
+        "{\"urlkey\":\"k\",\"tim",
+    )
+    .expect("torn");
+
+    fake.timemaps.store(0, Ordering::Relaxed);
+    fake.latency_ms.store(0, Ordering::Relaxed);
+    let again = run(&s, &part, Arc::new(Progress::default()))
+        .await
+        .expect("resumed run");
+    assert!(!again.cancelled);
+    assert_eq!(
+        fake.timemaps.load(Ordering::Relaxed),
+        n - written,
+        "only the missing TimeMaps are asked"
+    );
+    let files = |d: &Path| {
+        let mut v: Vec<(String, String)> = std::fs::read_dir(d.join("timemaps"))
+            .expect("dir")
+            .map(|e| {
+                let e = e.expect("entry");
+                let name = e.file_name().to_string_lossy().to_string();
+                (name, std::fs::read_to_string(e.path()).expect("read"))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        files(&part),
+        files(&whole),
+        "the same TimeMaps, index and hydration"
+    );
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_written_for_another_spec_is_refused() {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = trap_index(dir.path());
+    let a = dir.path().join("a");
+    run(&spec(&input, &cdx), &a, Arc::new(Progress::default()))
+        .await
+        .expect("the run");
+    let b = dir.path().join("b");
+    std::fs::create_dir_all(&b).expect("dir");
+    std::fs::copy(
+        a.join("first_captures.ndjson"),
+        b.join("first_captures.ndjson"),
+    )
+    .expect("copy");
+    let other = Spec {
+        seed: 43,
+        ..spec(&input, &cdx)
+    };
+    let err = run(&other, &b, Arc::new(Progress::default()))
+        .await
+        .expect_err("refused");
+    assert!(
+        err.contains("another spec") && err.contains("seed"),
+        "{err}"
+    );
+    assert!(!b.join("sample.ndjson").exists());
+    // The same spec, only faster, is the same result: the copy is reused, only the failures
+    // (not kept in a checkpoint) asked again.
+    let asked = fake.seen.lock().expect("lock").values().sum::<u32>();
+    let failures = lines(&a.join("errors.ndjson")).len() as u32;
+    assert!(failures > 0);
+    let faster = Spec {
+        concurrency: 16,
+        ..spec(&input, &cdx)
+    };
+    run(&faster, &b, Arc::new(Progress::default()))
+        .await
+        .expect("same spec");
+    assert_eq!(
+        fake.seen.lock().expect("lock").values().sum::<u32>(),
+        asked + failures
+    );
+    assert_eq!(sample_of(&b), sample_of(&a));
+    task.abort();
+}
