@@ -584,3 +584,69 @@ async fn a_checkpoint_written_for_another_spec_is_refused() {
     assert_eq!(sample_of(&b), sample_of(&a));
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_capped_by_the_server_says_so_in_its_warnings() {
+    use crate::support::{client, start_proxy};
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    crate::sampling_job::index_file(&inputs);
+    let mut c = tmproxy::config::Config::default();
+    c.admin.token = "t".into();
+    c.archives = Vec::new();
+    c.cache.path = dir.path().join("data/cache").display().to_string();
+    c.sampling.input_dir = inputs.display().to_string();
+    c.sampling.allowed_urls = vec![cdx.clone()];
+    c.sampling.concurrency = 2;
+    c.sampling.rate_limit = 1000.0;
+    let proxy = start_proxy(c).await;
+    let body = serde_json::json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia",
+                                  "concurrency": 8});
+    let r = client()
+        .post(format!("{}/admin/sampling/jobs", proxy.base))
+        .bearer_auth("t")
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST");
+    let v: serde_json::Value = serde_json::from_str(&r.text().await.expect("body")).expect("JSON");
+    let id = v["id"].as_str().expect("an id").to_string();
+    let mut status = serde_json::Value::Null;
+    for _ in 0..600 {
+        status = client()
+            .get(format!("{}/admin/sampling/jobs/{id}", proxy.base))
+            .bearer_auth("t")
+            .send()
+            .await
+            .expect("GET")
+            .text()
+            .await
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .expect("JSON");
+        if status["state"] == "done" || status["state"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status["state"], "done", "{status}");
+    let warnings: Vec<&str> = status["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert!(
+        warnings.contains(&"concurrency 8 capped to 2 by [sampling] concurrency"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.contains(&"rate_limit unlimited capped to 1000/s by [sampling] rate_limit"),
+        "{warnings:?}"
+    );
+    task.abort();
+}
