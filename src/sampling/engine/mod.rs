@@ -3,22 +3,28 @@
 //!
 //! Stages after the offline ones: first capture of each candidate through the CDX API (in
 //! parallel, rate-limited), the MIME filter (`text/html`), the year filter (1996 on, within
-//! `years`), root-URL upsampling (a domain without a root URL gets `https://host/` if it was
-//! first archived 1996–2002), the long-tail reduction, log downsampling, and optionally each
-//! sampled URL's TimeMap through CDX pagination (revisits hydrated).
+//! `years`), the popular domains' quota, root-URL upsampling (a domain without a root URL gets
+//! `https://host/` if it was first archived 1996–2002, within `years`), the long-tail reduction,
+//! log downsampling, and optionally each sampled URL's TimeMap through CDX pagination (revisits
+//! hydrated). Every CDX stage asks `concurrency` at a time and decides in a fixed order, so the
+//! result depends on the seed, never on arrival order.
 //!
 //! Files in the output directory: `sample.ndjson` (`url, year, root, first_capture, mime`),
-//! `funnel.json` (`[{stage, in, out, set_aside, errors}]`, pipeline order), `set_aside.ndjson`
-//! (every URL a stage did not pass on, with its reason), `errors.ndjson` (CDX answers that were
-//! not a clean 200), `report.md`, `timemaps/` when collected, and `first_captures.ndjson`: the
-//! checkpoint. Each CDX answer is appended there as it arrives, so a run that stops (killed,
-//! cancelled) and starts again over the same directory reuses those answers instead of asking
-//! again; since the downsampling choice depends on the seed and not on arrival order, the
-//! resumed run's sample is the uninterrupted run's.
+//! `funnel.json` (`[{stage, in, out, set_aside, errors, from?, into?}]`, pipeline order, chained:
+//! see [`FunnelRow`]), `set_aside.ndjson` and `errors.ndjson` (every URL a stage did not pass on,
+//! with its stage and reason: with the sample, each URL exactly once), `retries.ndjson` (every
+//! CDX retry), `shortfalls.json` (targets the candidate pool could not meet), `report.md`,
+//! `ccdf.svg`, `timemaps/` when collected, and the checkpoints: `first_captures.ndjson` (a header
+//! with the spec's result hash, then each CDX answer appended as it arrives) and
+//! `timemaps/index.ndjson` (each TimeMap once its file is complete). A run that stops (killed,
+//! cancelled) and starts again over the same directory reuses them instead of asking again, and
+//! ends with the uninterrupted run's sample; a directory checkpointed for another spec is
+//! refused.
 //!
 //! Memory: the offline stages keep nothing per line; candidates stream to the CDX stage through
-//! a bounded channel; the sampler keeps at most a few hundred URLs per (year, domain); the
-//! checkpoint's answers are held in a map on resume (one entry per candidate already asked).
+//! a bounded channel; the sampler keeps at most `candidate_pool` URLs per (year, domain), the
+//! quota 5,000 per popular domain; the checkpoint's answers are held in a map on resume (one
+//! entry per candidate already asked).
 
 mod checkpoint;
 mod first_capture;
