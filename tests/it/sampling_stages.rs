@@ -2,8 +2,9 @@
 //! 127.0.0.1:0 that counts what it is asked: every URL of a SYNTHETIC index holding every trap
 //! ends once in the sample, `set_aside.ndjson` or `errors.ndjson` and the funnel chains; retries
 //! are in `retries.ndjson`; `years` bounds root upsampling; the quota, the roots and the
-//! TimeMaps ask several at once with the same result; a stopped TimeMap stage resumes asking
-//! only what is missing; a checkpoint written for another spec is refused.
+//! TimeMaps ask several at once with the same result; a TimeMap stage stopped (cancelled, or a
+//! `tmproxy sample` child killed) resumes asking only what is missing, a torn file not counted;
+//! a checkpoint written for another spec is refused; a job capped by `[sampling]` says so.
 
 mod fixture;
 
@@ -422,6 +423,86 @@ async fn a_job_capped_by_the_server_says_so_in_its_warnings() {
     assert!(
         warnings.contains(&"rate_limit unlimited capped to 1000/s by [sampling] rate_limit"),
         "{warnings:?}"
+    );
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tmproxy_sample_killed_during_timemaps_resumes_to_the_same_files() {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = trap_index(dir.path());
+    let s = Spec {
+        collect_timemaps: true,
+        hydrate_revisits: true,
+        concurrency: 2,
+        ..spec(&input, &cdx)
+    };
+    let whole = dir.path().join("whole");
+    run(&s, &whole, Arc::new(Progress::default()))
+        .await
+        .expect("uninterrupted run");
+    let n = fake.timemaps.swap(0, Ordering::Relaxed);
+
+    // A child `tmproxy sample`, killed (SIGKILL: no flush, no cleanup) mid-way through the
+    // TimeMaps, slowed down so that it is mid-way when the test looks.
+    let spec_path = dir.path().join("spec.toml");
+    std::fs::write(&spec_path, toml::to_string(&s).expect("TOML")).expect("spec");
+    let part = dir.path().join("part");
+    fake.timemap_latency_ms.store(20, Ordering::Relaxed);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tmproxy"))
+        .arg("sample")
+        .arg("--spec")
+        .arg(&spec_path)
+        .arg("--out")
+        .arg(&part)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let index = part.join("timemaps/index.ndjson");
+    let written = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+            .count() as u64
+    };
+    for _ in 0..3000 {
+        if written(&index) >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let k = written(&index);
+    assert!(k >= 5 && k < n, "killed with {k} of {n} TimeMaps written");
+
+    fake.timemaps.store(0, Ordering::Relaxed);
+    fake.timemap_latency_ms.store(0, Ordering::Relaxed);
+    run(&s, &part, Arc::new(Progress::default()))
+        .await
+        .expect("resumed run");
+    assert_eq!(fake.timemaps.load(Ordering::Relaxed), n - k);
+    let files = |d: &Path| {
+        let mut v: Vec<(String, String)> = std::fs::read_dir(d.join("timemaps"))
+            .expect("dir")
+            .filter_map(Result::ok)
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                (name, std::fs::read_to_string(e.path()).unwrap_or_default())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // The same files, and no `.part` left over: each was finished and renamed on resume.
+    assert_eq!(files(&part), files(&whole));
+    assert_eq!(
+        std::fs::read_to_string(part.join("sample.ndjson")).expect("sample"),
+        std::fs::read_to_string(whole.join("sample.ndjson")).expect("sample")
     );
     task.abort();
 }

@@ -21,6 +21,8 @@ pub(super) struct Fake {
     /// Requests under way and the most at once, per kind (`root`, `popular`, `timemap`).
     pub(super) inflight: Mutex<HashMap<&'static str, (u64, u64)>>,
     pub(super) latency_ms: AtomicU64,
+    /// Added to TimeMap answers only.
+    pub(super) timemap_latency_ms: AtomicU64,
     /// No first-try 503s.
     pub(super) steady: AtomicBool,
 }
@@ -51,7 +53,10 @@ async fn cdx(State(f): State<Arc<Fake>>, Query(q): Query<HashMap<String, String>
         e.0 += 1;
         e.1 = e.1.max(e.0);
     }
-    let latency = f.latency_ms.load(Ordering::Relaxed);
+    let mut latency = f.latency_ms.load(Ordering::Relaxed);
+    if k == "timemap" {
+        latency += f.timemap_latency_ms.load(Ordering::Relaxed);
+    }
     if latency > 0 {
         tokio::time::sleep(Duration::from_millis(latency)).await;
     }
