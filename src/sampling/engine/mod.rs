@@ -152,8 +152,12 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
     let answers = Log::open_checkpoint(&checkpoint)?;
     let set_aside = Arc::new(Log::open(&out.join("set_aside.ndjson"), false)?);
     let errors = Log::open(&out.join("errors.ndjson"), false)?;
-    // Appended across runs: a retry happened, whether or not its answer is reused later.
-    let retries = Log::open(&out.join("retries.ndjson"), true)?;
+    // Appended across runs (a retry happened, whether or not its answer is reused later) and
+    // written through, so a kill does not lose the last ones: retries are few beside answers.
+    let retries = Log {
+        write_through: true,
+        ..Log::open(&out.join("retries.ndjson"), true)?
+    };
 
     let dialect = match spec.dialect {
         Some(d) => d,
