@@ -204,4 +204,28 @@ mod tests {
         assert!(read.contains_key("http://a.example/") && read.contains_key("http://b.example/"));
         assert_eq!(read.len(), 2);
     }
+
+    #[test]
+    fn a_checkpoint_is_claimed_by_one_spec_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("first_captures.ndjson");
+        let spec: Spec =
+            serde_json::from_str(r#"{"input": "x", "cdx_api": "http://h/cdx"}"#).expect("a spec");
+        let other = Spec {
+            seed: 9,
+            ..spec.clone()
+        };
+        // New: the header is written; the same spec claims it again, another is refused.
+        assert_eq!(claim(&path, &spec, false), Ok(()));
+        assert_eq!(claim(&path, &spec, false), Ok(()));
+        let refused = claim(&path, &other, false).expect_err("another spec");
+        assert!(refused.contains(&spec.result_hash()) && refused.contains(&other.result_hash()));
+        // A header torn by a kill, before any answer: claimed afresh.
+        std::fs::write(&path, "{\"spec_ha").expect("torn");
+        assert_eq!(claim(&path, &other, false), Ok(()));
+        assert!(claim(&path, &spec, false).is_err());
+        // Answers without a header (or under a garbage first line): refused.
+        std::fs::write(&path, "garbage\n").expect("write");
+        assert!(claim(&path, &spec, true).is_err());
+    }
 }
