@@ -46,6 +46,9 @@ pub async fn sample(spec_path: &Path, out: &Path, config: Option<&Path>) -> Resu
         with_lines(&spec, out, progress.clone(), limits).await
     };
     let outcome = result?;
+    for w in &outcome.warnings {
+        eprintln!("warning: {w}");
+    }
     if !std::io::stderr().is_terminal() {
         eprintln!(
             "{} (finished in {:.0} s)",
@@ -78,7 +81,12 @@ pub async fn sample(spec_path: &Path, out: &Path, config: Option<&Path>) -> Resu
 /// every CDX request failed. None when the input and the CDX API worked and the method simply
 /// kept nothing (every URL set aside with its reason).
 pub fn nothing_worked(funnel: &[FunnelRow]) -> Option<String> {
-    let row = |stage: &str| funnel.iter().find(|r| r.stage == stage).map(|r| r.counters);
+    let row = |stage: &str| {
+        funnel
+            .iter()
+            .find(|r| r.stage == stage && r.from.is_none() && r.into.is_none())
+            .map(|r| r.counters)
+    };
     let read = row("read")?;
     if read.output == 0 {
         return Some(format!(
@@ -202,14 +210,8 @@ mod tests {
             errors,
         };
         vec![
-            FunnelRow {
-                stage: "read",
-                counters: c(read.0, read.1, read.0 - read.1),
-            },
-            FunnelRow {
-                stage: "first_capture",
-                counters: c(asked.0, asked.0 - asked.1, asked.1),
-            },
+            FunnelRow::main("read", c(read.0, read.1, read.0 - read.1)),
+            FunnelRow::main("first_capture", c(asked.0, asked.0 - asked.1, asked.1)),
         ]
     }
 

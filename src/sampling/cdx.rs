@@ -107,6 +107,22 @@ pub enum FirstCapture {
     },
 }
 
+/// One retry the client made: the attempt it follows (1-based), the HTTP status that caused it
+/// (none for a timeout or a connection failure), why, and how long it waited. The stages log
+/// each one to `retries.ndjson`, so transient failures that later succeeded are not invisible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNote {
+    pub attempt: u32,
+    pub status: Option<u16>,
+    pub reason: String,
+    pub wait: Duration,
+}
+
+/// Where a caller hears of retries (nowhere, for [`CdxClient::first_capture`]).
+pub type OnRetry<'a> = &'a (dyn Fn(RetryNote) + Send + Sync);
+
+fn no_note(_: RetryNote) {}
+
 /// What a fetch ended as, before parsing.
 enum Fetched {
     Body(String),
@@ -175,10 +191,11 @@ impl CdxClient {
         tokio::time::sleep_until(at).await;
     }
 
-    /// GET with the query, retried as [`verdict`] says.
-    async fn fetch(&self, query: &[(&str, String)]) -> Fetched {
+    /// GET with the query, retried as [`verdict`] says; each retry told to `on_retry`.
+    async fn fetch(&self, query: &[(&str, String)], on_retry: OnRetry<'_>) -> Fetched {
         let mut attempt = 0;
         loop {
+            let mut status_seen = None;
             let answer = {
                 let _permit = self.permits.acquire().await;
                 self.wait_for_slot().await;
@@ -192,6 +209,7 @@ impl CdxClient {
                 match sent {
                     Ok(r) => {
                         let status = r.status().as_u16();
+                        status_seen = Some(status);
                         let retry_after = r
                             .headers()
                             .get(reqwest::header::RETRY_AFTER)
@@ -234,14 +252,27 @@ impl CdxClient {
                         ));
                     }
                     self.count(|s| s.retries += 1);
-                    let wait = after.unwrap_or_else(|| {
-                        backoff(
-                            self.settings.backoff_base,
-                            attempt,
-                            self.settings.backoff_cap,
-                        )
+                    let wait = after
+                        .unwrap_or_else(|| {
+                            backoff(
+                                self.settings.backoff_base,
+                                attempt,
+                                self.settings.backoff_cap,
+                            )
+                        })
+                        .min(self.settings.backoff_cap);
+                    let reason = match status_seen {
+                        Some(s) if why.trim().is_empty() => format!("HTTP {s}"),
+                        Some(s) => format!("HTTP {s}: {}", crate::uri_r::clip(why.trim())),
+                        None => crate::uri_r::clip(why.trim()),
+                    };
+                    on_retry(RetryNote {
+                        attempt,
+                        status: status_seen,
+                        reason,
+                        wait,
                     });
-                    tokio::time::sleep(wait.min(self.settings.backoff_cap)).await;
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -249,12 +280,17 @@ impl CdxClient {
 
     /// The earliest capture of `url` (exact match, `limit=1`).
     pub async fn first_capture(&self, url: &str) -> FirstCapture {
+        self.first_capture_noting(url, &no_note).await
+    }
+
+    /// [`CdxClient::first_capture`], each retry told to `on_retry`.
+    pub async fn first_capture_noting(&self, url: &str, on_retry: OnRetry<'_>) -> FirstCapture {
         let query = [
             ("url", url.to_string()),
             ("limit", "1".to_string()),
             ("output", "json".to_string()),
         ];
-        match self.fetch(&query).await {
+        match self.fetch(&query, on_retry).await {
             Fetched::Blocked => FirstCapture::Blocked,
             Fetched::Failed(reason) => FirstCapture::Failed { reason },
             Fetched::Body(body) => match parse_rows(self.settings.dialect, &body) {
@@ -278,11 +314,23 @@ impl CdxClient {
     /// `showNumPages` only over a ZipNum index; over a plain one it sends the captures instead,
     /// and then the index is one unpaged answer.
     pub async fn timemap(&self, url: &str) -> Result<Vec<CdxRow>, String> {
+        self.timemap_noting(url, &no_note).await
+    }
+
+    /// [`CdxClient::timemap`], each retry told to `on_retry`.
+    pub async fn timemap_noting(
+        &self,
+        url: &str,
+        on_retry: OnRetry<'_>,
+    ) -> Result<Vec<CdxRow>, String> {
         let pages = match self
-            .fetch(&[
-                ("url", url.to_string()),
-                ("showNumPages", "true".to_string()),
-            ])
+            .fetch(
+                &[
+                    ("url", url.to_string()),
+                    ("showNumPages", "true".to_string()),
+                ],
+                on_retry,
+            )
             .await
         {
             Fetched::Body(b) if b.trim().is_empty() => Some(0),
@@ -311,7 +359,7 @@ impl CdxClient {
             ]],
         };
         for (page, query) in queries.iter().enumerate() {
-            match self.fetch(query).await {
+            match self.fetch(query, on_retry).await {
                 Fetched::Body(b) => {
                     rows.extend(parse_rows(self.settings.dialect, &b).map_err(|e| e.0)?)
                 }

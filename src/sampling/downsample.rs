@@ -4,9 +4,12 @@
 //! The choice is "bottom-k by seeded hash": every URL gets a priority `hash(seed, url)` and a
 //! domain keeps the URLs with the smallest priorities, its root URL first. That is a uniform
 //! random sample, the same for a seed whatever order the URLs arrive in (so a resumed job picks
-//! what an uninterrupted one would), and it streams: a domain holds at most [`KEEP_CAP`]
-//! candidates (enough for any N this side of 10^12), so memory grows with the domains kept,
-//! never with the input.
+//! what an uninterrupted one would), and it streams: a (year, domain) holds at most `pool`
+//! candidates (the spec's `candidate_pool`, by default Eq. 1's largest target over the years
+//! for any N a u64 can count, see [`Downsampling::largest_target`]), so memory grows with the
+//! domains kept, never with the input. Every URL that leaves the pool (evicted, a second root,
+//! not picked, dropped by the long tail) is handed to the caller's sink, so none is lost
+//! silently; a target the pool cannot meet is reported as a [`Shortfall`].
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
@@ -67,6 +70,15 @@ impl Downsampling {
     pub fn target(&self, n: u64, bucket: u16) -> u64 {
         target(n, self.k_for(bucket), self.c, self.log_base)
     }
+
+    /// Eq. 1's largest target over the year buckets of `years` (inclusive) at N = u64::MAX:
+    /// a pool this large never falls short, whatever the input.
+    pub fn largest_target(&self, years: [u16; 2]) -> u64 {
+        (years[0]..=years[1])
+            .map(|y| self.target(u64::MAX, y.max(2000)))
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// Eq. 1: `min(N, round(K·log_base(N) + C))` (0 for N = 0).
@@ -78,8 +90,9 @@ pub fn target(n: u64, k: f64, c: f64, base: f64) -> u64 {
     (v.max(0.0) as u64).min(n)
 }
 
-/// The most candidates a domain keeps: Eq. 1 at N = 10^12 with K = 10, C = 10, natural log.
-pub const KEEP_CAP: usize = 300;
+/// The largest candidate pool a spec may ask for: a (year, domain) holds this many URLs at
+/// most, which bounds memory whatever K and C say (a larger target is a [`Shortfall`]).
+pub const MAX_POOL: usize = 100_000;
 
 /// SplitMix64 of (seed, text): the seeded priority of a URL or domain (FNV-1a of the text, then
 /// a SplitMix64 finaliser). Stable across platforms and runs.
@@ -112,7 +125,31 @@ struct DomainBucket {
 pub struct Sampler {
     seed: u64,
     params: Downsampling,
+    /// Candidates kept per (year, domain) besides its root.
+    pool: usize,
     buckets: HashMap<(u16, String), DomainBucket>,
+}
+
+/// A (year, domain) whose Eq. 1 target is above what its candidate pool could hold.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Shortfall {
+    /// The year bucket (2000 = 1996–2000).
+    pub year: u16,
+    pub domain: String,
+    /// N of Eq. 1.
+    pub urls: u64,
+    pub target: u64,
+    /// What the sample holds instead.
+    pub sampled: u64,
+    pub pool: usize,
+}
+
+/// What [`Sampler::finish`] hands back.
+#[derive(Debug, Clone, Default)]
+pub struct Finished {
+    pub picked: Vec<Picked>,
+    pub counts: BTreeMap<String, DomainCounts>,
+    pub shortfalls: Vec<Shortfall>,
 }
 
 /// One URL that stays.
@@ -143,21 +180,33 @@ pub struct LongTail {
 }
 
 impl Sampler {
-    pub fn new(seed: u64, params: Downsampling) -> Sampler {
+    /// A sampler keeping `pool` candidates per (year, domain) (clamped to 1..=[`MAX_POOL`]).
+    pub fn new(seed: u64, params: Downsampling, pool: usize) -> Sampler {
         Sampler {
             seed,
             params,
+            pool: pool.clamp(1, MAX_POOL),
             buckets: HashMap::new(),
         }
     }
 
-    pub fn push(&mut self, bucket: u16, domain: &str, url: &str, root: bool) {
-        self.push_with(bucket, domain, url, root, "");
+    /// [`Sampler::push_with`] without a payload; the URL that left the pool, if any.
+    pub fn push(&mut self, bucket: u16, domain: &str, url: &str, root: bool) -> Option<String> {
+        self.push_with(bucket, domain, url, root, "")
     }
 
-    /// [`Sampler::push`] with a payload kept beside the URL while it may still be picked (so
-    /// no per-URL side table is needed: memory stays per domain).
-    pub fn push_with(&mut self, bucket: u16, domain: &str, url: &str, root: bool, meta: &str) {
+    /// Feeds a URL with a payload kept beside it while it may still be picked (so no per-URL
+    /// side table is needed: memory stays per domain). Returns the URL that can no longer be
+    /// picked, if one left: this one or the one it evicted (a second root URL of a (year,
+    /// domain) leaves at once: the first stands for it).
+    pub fn push_with(
+        &mut self,
+        bucket: u16,
+        domain: &str,
+        url: &str,
+        root: bool,
+        meta: &str,
+    ) -> Option<String> {
         let b = self
             .buckets
             .entry((bucket, domain.to_string()))
@@ -166,15 +215,20 @@ impl Sampler {
         if root {
             if b.root.is_none() {
                 b.root = Some((url.to_string(), meta.to_string()));
+                return None;
             }
-            return;
+            return Some(url.to_string());
         }
         let p = seeded_hash(self.seed, url);
-        if b.keep.len() < KEEP_CAP {
+        if b.keep.len() < self.pool {
             b.keep.push((p, url.to_string(), meta.to_string()));
+            None
         } else if b.keep.peek().is_some_and(|(top, _, _)| p < *top) {
-            b.keep.pop();
+            let evicted = b.keep.pop().map(|(_, u, _)| u);
             b.keep.push((p, url.to_string(), meta.to_string()));
+            evicted
+        } else {
+            Some(url.to_string())
         }
     }
 
@@ -189,8 +243,14 @@ impl Sampler {
     }
 
     /// Drops `fraction` of the single-URL domains (chosen by seeded hash) in every bucket with
-    /// more than `threshold` domains (the paper: 90% above 900,000).
-    pub fn reduce_long_tail(&mut self, threshold: u64, fraction: f64) -> LongTail {
+    /// more than `threshold` domains (the paper: 90% above 900,000); each dropped URL goes to
+    /// `dropped` (bucket, domain, url).
+    pub fn reduce_long_tail(
+        &mut self,
+        threshold: u64,
+        fraction: f64,
+        dropped: &mut impl FnMut(u16, &str, &str),
+    ) -> LongTail {
         let mut per_bucket: BTreeMap<u16, u64> = BTreeMap::new();
         for (bucket, _) in self.buckets.keys() {
             *per_bucket.entry(*bucket).or_default() += 1;
@@ -204,7 +264,19 @@ impl Sampler {
         let seed = self.seed ^ 0x5A5A_5A5A_5A5A_5A5A;
         let before = self.buckets.len();
         self.buckets.retain(|(bucket, domain), b| {
-            !(over.contains(bucket) && b.n == 1 && seeded_hash(seed, domain) < cut)
+            let drop = over.contains(bucket) && b.n == 1 && seeded_hash(seed, domain) < cut;
+            if drop {
+                // A single-URL domain holds its one URL as its root or in its pool.
+                let url = b
+                    .root
+                    .as_ref()
+                    .map(|r| &r.0)
+                    .or(b.keep.peek().map(|k| &k.1));
+                if let Some(url) = url {
+                    dropped(*bucket, domain, url);
+                }
+            }
+            !drop
         });
         LongTail {
             buckets: over,
@@ -212,13 +284,15 @@ impl Sampler {
         }
     }
 
-    /// The sample, in (bucket, domain, root first, then priority) order, and per-domain counts
-    /// (summed over buckets).
-    pub fn finish(self) -> (Vec<Picked>, BTreeMap<String, DomainCounts>) {
+    /// The sample, in (bucket, domain, root first, then priority) order, per-domain counts
+    /// (summed over buckets) and the targets the pool could not meet; every candidate not
+    /// picked goes to `not_picked` (bucket, domain, url).
+    pub fn finish(self, not_picked: &mut impl FnMut(u16, &str, &str)) -> Finished {
         let mut keys: Vec<&(u16, String)> = self.buckets.keys().collect();
         keys.sort();
         let mut out = Vec::new();
         let mut counts: BTreeMap<String, DomainCounts> = BTreeMap::new();
+        let mut shortfalls = Vec::new();
         for key in keys {
             let Some(b) = self.buckets.get(key) else {
                 continue;
@@ -236,11 +310,18 @@ impl Sampler {
                         meta: meta.clone(),
                     });
                     picked += 1;
+                } else {
+                    not_picked(*bucket, domain, root);
                 }
             }
             let mut rest: Vec<&(u64, String, String)> = b.keep.iter().collect();
             rest.sort();
-            for (_, url, meta) in rest.into_iter().take(k.saturating_sub(picked)) {
+            let take = k.saturating_sub(picked);
+            for (i, (_, url, meta)) in rest.into_iter().enumerate() {
+                if i >= take {
+                    not_picked(*bucket, domain, url);
+                    continue;
+                }
                 out.push(Picked {
                     bucket: *bucket,
                     domain: domain.clone(),
@@ -250,100 +331,27 @@ impl Sampler {
                 });
                 picked += 1;
             }
+            if picked < k {
+                shortfalls.push(Shortfall {
+                    year: *bucket,
+                    domain: domain.clone(),
+                    urls: b.n,
+                    target: k as u64,
+                    sampled: picked as u64,
+                    pool: self.pool,
+                });
+            }
             let c = counts.entry(domain.clone()).or_default();
             c.before += b.n;
             c.after += picked as u64;
         }
-        (out, counts)
+        Finished {
+            picked: out,
+            counts,
+            shortfalls,
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn eq_1_on_the_papers_numbers() {
-        let p = Downsampling::default();
-        // google.com's 1.8 M URLs in one 2004 bucket (K = 5): round(5·ln(1.8e6) + 1) = 73.
-        assert_eq!(p.target(1_800_000, 2004), 73);
-        // K = 1 (2012): round(ln(1.8e6) + 1) = 15.
-        assert_eq!(p.target(1_800_000, 2012), 15);
-        // Small domains keep everything: min(N, …).
-        assert_eq!(p.target(1, 2004), 1);
-        assert_eq!(p.target(2, 2004), 2);
-        assert_eq!(p.target(0, 2004), 0);
-        // Base 10 instead of e.
-        assert_eq!(target(1_000_000, 2.0, 1.0, 10.0), 13);
-        // The paper's 459 for google.com is a sum over its year buckets; with Table 7's K and
-        // 1.8 M spread evenly over the 22 buckets it would be Σ round(K·ln(81,818) + 1).
-        let spread: u64 = TABLE7_K
-            .iter()
-            .map(|&(b, _)| p.target(1_800_000 / 22, b))
-            .sum();
-        assert_eq!(spread, 590);
-    }
-
-    #[test]
-    fn root_first_then_a_seeded_choice_independent_of_order() {
-        let urls: Vec<String> = (0..500).map(|i| format!("https://a.com/p{i}")).collect();
-        let run = |seed: u64, rev: bool| {
-            let mut s = Sampler::new(seed, Downsampling::default());
-            let mut list = urls.clone();
-            if rev {
-                list.reverse();
-            }
-            for u in &list {
-                s.push(2004, "a.com", u, false);
-            }
-            s.push(2004, "a.com", "https://a.com/", true);
-            s.finish()
-        };
-        let (picked, counts) = run(7, false);
-        // N = 501: round(5·ln 501 + 1) = 32.
-        assert_eq!(picked.len(), 32);
-        assert!(picked[0].root && picked[0].url == "https://a.com/");
-        assert_eq!(
-            counts["a.com"],
-            DomainCounts {
-                before: 501,
-                after: 32
-            }
-        );
-        assert_eq!(
-            run(7, true).0,
-            picked,
-            "the order of arrival does not matter"
-        );
-        assert_ne!(run(8, false).0, picked, "the seed does");
-    }
-
-    #[test]
-    fn the_long_tail_drops_single_url_domains_only_in_crowded_buckets() {
-        let mut s = Sampler::new(1, Downsampling::default());
-        for i in 0..1000 {
-            s.push(
-                2010,
-                &format!("d{i}.com"),
-                &format!("https://d{i}.com/x"),
-                false,
-            );
-        }
-        s.push(2010, "big.com", "https://big.com/a", false);
-        s.push(2010, "big.com", "https://big.com/b", false);
-        for i in 0..10 {
-            s.push(
-                2003,
-                &format!("e{i}.com"),
-                &format!("https://e{i}.com/x"),
-                false,
-            );
-        }
-        let lt = s.reduce_long_tail(500, 0.9);
-        assert_eq!(lt.buckets, vec![2010]);
-        assert!((850..=950).contains(&lt.dropped_domains), "{lt:?}");
-        let (picked, _) = s.finish();
-        assert!(picked.iter().any(|p| p.domain == "big.com"));
-        assert_eq!(picked.iter().filter(|p| p.bucket == 2003).count(), 10);
-    }
-}
+mod tests;

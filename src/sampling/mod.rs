@@ -29,11 +29,33 @@ pub struct Counters {
 }
 
 /// A row of the funnel (`funnel.json`): the stage's name and its counters, in pipeline order.
+///
+/// The funnel chains: a row's `in` is the `out` of the main-chain row before it plus the `out`
+/// of every side row whose `into` names it. A side row (re-entered roots, the popular quota,
+/// root upsampling) says where its `out` goes (`into`) and, when its URLs come from another
+/// stage rather than being new, which stage handed them over (`from`: its `in` is that stage's
+/// `set_aside`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FunnelRow {
     pub stage: &'static str,
     #[serde(flatten)]
     pub counters: Counters,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub into: Option<&'static str>,
+}
+
+impl FunnelRow {
+    /// A main-chain row.
+    pub fn main(stage: &'static str, counters: Counters) -> FunnelRow {
+        FunnelRow {
+            stage,
+            counters,
+            from: None,
+            into: None,
+        }
+    }
 }
 
 /// A URL a stage did not pass on, and why: nothing leaves the pipeline without a record.

@@ -3,7 +3,9 @@
 //! www-collisions, session-id aliases, index-file aliases (root re-entered if new), likely HTML,
 //! popular domains (set aside for the per-year quota sampler). Each stage counts in, out, set
 //! aside and errors; every URL not passed on goes to the set-aside sink with its reason (a
-//! duplicate SURT is counted, not recorded: it is the same URL again).
+//! duplicate SURT is counted, not recorded: it is the same URL again). A re-entered root is a
+//! new URL: it is counted in a side row of its own (`wildcard_roots`, `index_file_roots`)
+//! whose `out` joins `popular_domains`, so each stage's `in = out + set_aside + errors` holds.
 //!
 //! Memory: the last SURT key (the index is sorted, so duplicates are adjacent) and the set of
 //! hosts whose root URL has been passed on; nothing per input line.
@@ -15,7 +17,7 @@ use super::{Counters, FunnelRow, SetAside};
 use std::collections::HashSet;
 
 /// The stages, in pipeline order (their names are the funnel's).
-pub const STAGES: [&str; 9] = [
+pub const STAGES: [&str; 11] = [
     "read",
     "unique_surts",
     "surt_to_url",
@@ -24,6 +26,8 @@ pub const STAGES: [&str; 9] = [
     "session_ids",
     "index_files",
     "likely_html",
+    "wildcard_roots",
+    "index_file_roots",
     "popular_domains",
 ];
 
@@ -35,7 +39,9 @@ const COLLISIONS: usize = 4;
 const SESSION_IDS: usize = 5;
 const INDEX_FILES: usize = 6;
 const LIKELY_HTML: usize = 7;
-const POPULAR: usize = 8;
+const WILDCARD_ROOTS: usize = 8;
+const INDEX_FILE_ROOTS: usize = 9;
+const POPULAR: usize = 10;
 
 /// A URL that passed every offline stage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +79,11 @@ impl Offline {
         STAGES
             .iter()
             .zip(self.counters)
-            .map(|(&stage, counters)| FunnelRow { stage, counters })
+            .enumerate()
+            .map(|(i, (&stage, counters))| FunnelRow {
+                into: matches!(i, WILDCARD_ROOTS | INDEX_FILE_ROOTS).then_some(STAGES[POPULAR]),
+                ..FunnelRow::main(stage, counters)
+            })
             .collect()
     }
 
@@ -158,7 +168,7 @@ impl Offline {
                 "CDX wildcard URL (ends with '*')".into(),
                 aside,
             );
-            self.reenter_root(WILDCARDS, &url, &host, out);
+            self.reenter_root(WILDCARD_ROOTS, &url, &host, out, aside);
             return;
         }
         self.counters[WILDCARDS].output += 1;
@@ -193,7 +203,7 @@ impl Offline {
                 "index-file alias of the root URL".into(),
                 aside,
             );
-            self.reenter_root(INDEX_FILES, &url, &host, out);
+            self.reenter_root(INDEX_FILE_ROOTS, &url, &host, out, aside);
             return;
         }
         self.counters[INDEX_FILES].output += 1;
@@ -255,32 +265,23 @@ impl Offline {
         });
     }
 
-    /// A stage that drops a URL re-enters its host's root URL, once per host.
+    /// A stage that drops a URL re-enters its host's root URL, once per host: a new URL,
+    /// counted in the side row `side`, then through the popular-domains stage like any other.
     fn reenter_root(
         &mut self,
-        stage: usize,
+        side: usize,
         url: &str,
         host: &str,
         out: &mut impl FnMut(Candidate),
+        aside: &mut impl FnMut(SetAside),
     ) {
         if host.is_empty() || self.roots.contains(host) {
             return;
         }
         self.roots.insert(host.to_string());
-        self.counters[stage].output += 1;
-        let domain = strip_www(host).to_string();
-        let popular = self
-            .popular
-            .iter()
-            .any(|p| domain == *p || domain.ends_with(&format!(".{p}")));
-        if !popular {
-            out(Candidate {
-                url: root_of(url),
-                domain,
-                root: true,
-                reentered: true,
-            });
-        }
+        self.counters[side].input += 1;
+        self.counters[side].output += 1;
+        self.pass(POPULAR, root_of(url), host, true, true, out, aside);
     }
 }
 
@@ -372,12 +373,24 @@ mod tests {
                 errors: 0
             })
         );
-        // Every URL that went in came out or was set aside (re-entered roots add to out).
+        // Every URL that went in came out, was set aside or was an error; re-entered roots
+        // are their own rows, joining popular_domains.
         for r in &f {
             let c = r.counters;
-            assert!(c.output + c.set_aside + c.errors >= c.input, "{r:?}");
+            assert_eq!(c.output + c.set_aside + c.errors, c.input, "{r:?}");
         }
         assert_eq!(STAGES.len(), f.len());
+        let side: u64 = f
+            .iter()
+            .filter(|r| r.into == Some("popular_domains"))
+            .map(|r| r.counters.output)
+            .sum();
+        assert_eq!(at("wildcard_roots").map(|c| c.output), Some(1));
+        assert_eq!(at("index_file_roots").map(|c| c.output), Some(1));
+        assert_eq!(
+            at("popular_domains").map(|c| c.input),
+            at("likely_html").map(|c| c.output + side)
+        );
     }
 
     #[test]

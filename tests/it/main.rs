@@ -38,6 +38,7 @@ mod sampling_cdx;
 mod sampling_crashes;
 mod sampling_hostile;
 mod sampling_job;
+mod sampling_stages;
 mod shared_cas;
 mod shared_tier;
 mod streamed_hits;

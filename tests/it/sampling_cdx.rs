@@ -269,6 +269,7 @@ async fn a_whole_job_against_pywb_over_a_zipnum_collection() {
         popular_domains: vec![],
         popular_quota: 20,
         downsampling: Default::default(),
+        candidate_pool: None,
         long_tail_threshold: 900_000,
         long_tail_fraction: 0.9,
         collect_timemaps: true,

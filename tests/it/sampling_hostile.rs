@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use tmproxy::sampling::engine::{run, run_with, Limits, Progress};
+use tmproxy::sampling::engine::{run, run_with, Limits, Progress, Spec};
 use tmproxy::sampling::reading::ReadLimits;
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -369,8 +369,12 @@ async fn a_run_past_max_memory_fails_naming_it() {
     // A checkpoint too large to hold: refused before anything is read.
     let out = dir.path().join("o2");
     std::fs::create_dir_all(&out).expect("mkdir");
-    let answers: String = (0..5000)
-        .map(|i| format!("{{\"url\":\"https://h{i}.example/\",\"answer\":{{\"result\":\"not_archived\"}}}}\n"))
+    // The checkpoint's header ties it to the spec, as a run writes it.
+    let sp = spec(&input, &cdx);
+    let header = serde_json::json!({"spec_hash": sp.result_hash(), "fields": Spec::RESULT_FIELDS});
+    let answers: String = std::iter::once(format!("{header}\n"))
+        .chain((0..5000)
+        .map(|i| format!("{{\"url\":\"https://h{i}.example/\",\"answer\":{{\"result\":\"not_archived\"}}}}\n")))
         .collect();
     std::fs::write(out.join("first_captures.ndjson"), answers).expect("write");
     let limits = Limits {
@@ -378,7 +382,7 @@ async fn a_run_past_max_memory_fails_naming_it() {
         ..Limits::default()
     };
     let p = Arc::new(Progress::default());
-    let e = run_with(&spec(&input, &cdx), &out, p.clone(), limits)
+    let e = run_with(&sp, &out, p.clone(), limits)
         .await
         .expect_err("past max_memory");
     assert!(e.contains("resumed answers"), "{e}");

@@ -117,6 +117,7 @@ pub fn spec(input: &std::path::Path, cdx: &str) -> Spec {
         popular_domains: vec!["twitter.com".into()],
         popular_quota: 1,
         downsampling: Default::default(),
+        candidate_pool: None,
         long_tail_threshold: 900_000,
         long_tail_fraction: 0.9,
         collect_timemaps: false,
@@ -180,6 +181,8 @@ async fn a_job_runs_end_to_end_and_accounts_for_every_url() {
             "session_ids",
             "index_files",
             "likely_html",
+            "wildcard_roots",
+            "index_file_roots",
             "popular_domains",
             "first_capture",
             "mime_html",
@@ -187,7 +190,8 @@ async fn a_job_runs_end_to_end_and_accounts_for_every_url() {
             "popular_quota",
             "root_upsampling",
             "long_tail",
-            "downsampling"
+            "downsampling",
+            "sample"
         ]
     );
     let first = funnel

@@ -1,8 +1,11 @@
 //! The checkpoint of a run: every CDX first-capture answer appended to `first_captures.ndjson`
-//! as it arrives, so a run started again over the same directory asks none of them twice.
+//! as it arrives, so a run started again over the same directory asks none of them twice. Its
+//! first line is a header with the spec's result hash ([`Spec::result_hash`]): answers and
+//! TimeMaps kept for one spec are never reused by another.
 
 use super::ndjson::Log;
-use crate::sampling::cdx::{CdxClient, FirstCapture};
+use super::Spec;
+use crate::sampling::cdx::{CdxClient, FirstCapture, RetryNote};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -37,20 +40,100 @@ impl Log {
     }
 }
 
+/// The checkpoint's first line.
+#[derive(Serialize, Deserialize)]
+struct Header {
+    spec_hash: String,
+    fields: String,
+}
+
+/// Ties the checkpoint at `path` to `spec`: a new (or empty, or torn before its first answer)
+/// checkpoint gets the spec's header; one written for another spec, or with no header above
+/// its answers (`has_answers`), is refused, naming both hashes.
+pub(super) fn claim(path: &Path, spec: &Spec, has_answers: bool) -> Result<(), String> {
+    use std::io::Read;
+    let hash = spec.result_hash();
+    // The header only: the file may be gigabytes, and a hostile one a single endless line.
+    let mut first = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = std::io::BufReader::new(f.take(4096)).read_until(b'\n', &mut first);
+    }
+    if let Ok(h) = serde_json::from_slice::<Header>(first.trim_ascii_end()) {
+        if h.spec_hash == hash {
+            return Ok(());
+        }
+        return Err(format!(
+            "{} was written for another spec (hash {}, this spec's is {hash}; the hash covers {}): \
+             run this spec over another output directory",
+            path.display(),
+            h.spec_hash,
+            Spec::RESULT_FIELDS
+        ));
+    }
+    if has_answers {
+        return Err(format!(
+            "{} has answers but no spec hash (written before checkpoints were tied to a spec): \
+             run over another output directory",
+            path.display()
+        ));
+    }
+    let header = serde_json::to_string(&Header {
+        spec_hash: hash,
+        fields: Spec::RESULT_FIELDS.to_string(),
+    })
+    .map_err(|e| e.to_string())?;
+    std::fs::write(path, header + "\n").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// One line of `retries.ndjson`.
+#[derive(Serialize)]
+pub(super) struct Retried<'a> {
+    pub(super) url: &'a str,
+    pub(super) stage: &'static str,
+    pub(super) attempt: u32,
+    pub(super) status: Option<u16>,
+    pub(super) reason: String,
+    pub(super) wait_ms: u64,
+}
+
 /// First captures as the stages ask for them: the checkpoint's answer when a previous run had
 /// one, else the CDX API's, appended to the checkpoint before it is used.
 pub(super) struct FirstCaptures {
     pub(super) client: Arc<CdxClient>,
     pub(super) resumed: HashMap<String, FirstCapture>,
     pub(super) answers: Log,
+    /// `retries.ndjson`: every retry the client made, with the URL and stage.
+    pub(super) retries: Log,
 }
 
 impl FirstCaptures {
-    pub(super) async fn get(&self, url: &str) -> FirstCapture {
+    /// Tells `retries.ndjson` of a retry for `url` in `stage`.
+    pub(super) fn note<'a>(
+        &'a self,
+        url: &'a str,
+        stage: &'static str,
+    ) -> impl Fn(RetryNote) + Send + Sync + 'a {
+        move |n: RetryNote| {
+            self.retries.write(&Retried {
+                url,
+                stage,
+                attempt: n.attempt,
+                status: n.status,
+                reason: n.reason,
+                wait_ms: u64::try_from(n.wait.as_millis()).unwrap_or(u64::MAX),
+            })
+        }
+    }
+
+    /// The first capture of `url`, asked for `stage`.
+    pub(super) async fn get(&self, url: &str, stage: &'static str) -> FirstCapture {
         match self.resumed.get(url) {
             Some(a) => a.clone(),
             None => {
-                let a = self.client.first_capture(url).await;
+                let a = self
+                    .client
+                    .first_capture_noting(url, &self.note(url, stage))
+                    .await;
                 self.answers.write(&Answered {
                     url: url.to_string(),
                     answer: a.clone(),
@@ -120,5 +203,29 @@ mod tests {
         let read = read_checkpoint(&path);
         assert!(read.contains_key("http://a.example/") && read.contains_key("http://b.example/"));
         assert_eq!(read.len(), 2);
+    }
+
+    #[test]
+    fn a_checkpoint_is_claimed_by_one_spec_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("first_captures.ndjson");
+        let spec: Spec =
+            serde_json::from_str(r#"{"input": "x", "cdx_api": "http://h/cdx"}"#).expect("a spec");
+        let other = Spec {
+            seed: 9,
+            ..spec.clone()
+        };
+        // New: the header is written; the same spec claims it again, another is refused.
+        assert_eq!(claim(&path, &spec, false), Ok(()));
+        assert_eq!(claim(&path, &spec, false), Ok(()));
+        let refused = claim(&path, &other, false).expect_err("another spec");
+        assert!(refused.contains(&spec.result_hash()) && refused.contains(&other.result_hash()));
+        // A header torn by a kill, before any answer: claimed afresh.
+        std::fs::write(&path, "{\"spec_ha").expect("torn");
+        assert_eq!(claim(&path, &other, false), Ok(()));
+        assert!(claim(&path, &spec, false).is_err());
+        // Answers without a header (or under a garbage first line): refused.
+        std::fs::write(&path, "garbage\n").expect("write");
+        assert!(claim(&path, &spec, true).is_err());
     }
 }

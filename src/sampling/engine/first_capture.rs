@@ -15,7 +15,8 @@ pub(super) struct FirstCaptured {
     pub(super) first_capture: Counters,
     pub(super) mime: Counters,
     pub(super) years: Counters,
-    /// Domains whose candidates included their root URL: root upsampling leaves them alone.
+    /// Domains whose candidates included their root URL, whatever its answer: root upsampling
+    /// leaves them alone (their root is accounted for here, once).
     pub(super) domains_with_root: HashSet<String>,
     /// Every domain kept, with the host root upsampling would ask for.
     pub(super) domains: BTreeMap<String, String>,
@@ -44,7 +45,7 @@ pub(super) async fn first_captures(
     let stream = futures::stream::poll_fn(|cx| rx.poll_recv(cx));
     let mut asked = stream
         .map(|c: Candidate| async move {
-            let answer = captures.get(&c.url).await;
+            let answer = captures.get(&c.url, "first_capture").await;
             progress.cdx_answers.fetch_add(1, Ordering::Relaxed);
             (c, answer)
         })
@@ -55,8 +56,10 @@ pub(super) async fn first_captures(
         if progress.cancel.load(Ordering::Relaxed) {
             break;
         }
-        let year_range = spec.years;
-        match classify(answer, year_range) {
+        if c.root {
+            domains_with_root.insert(c.domain.clone());
+        }
+        match classify(answer, spec.years) {
             Kept::Sample {
                 bucket,
                 timestamp,
@@ -67,19 +70,13 @@ pub(super) async fn first_captures(
                 mime_c.output += 1;
                 year_c.input += 1;
                 year_c.output += 1;
-                if c.root {
-                    domains_with_root.insert(c.domain.clone());
-                }
                 if let Some(host) = crate::sampling::surt::url_host(&c.url) {
                     domains.entry(c.domain.clone()).or_insert(host);
                 }
-                sampler.push_with(
-                    bucket,
-                    &c.domain,
-                    &c.url,
-                    c.root,
-                    &meta_of(&timestamp, &mime),
-                );
+                let meta = meta_of(&timestamp, &mime);
+                if let Some(left) = sampler.push_with(bucket, &c.domain, &c.url, c.root, &meta) {
+                    stages.downsampled(&left);
+                }
                 if fc.output.is_multiple_of(1024) {
                     progress
                         .memory
@@ -89,7 +86,7 @@ pub(super) async fn first_captures(
             Kept::Aside { stage, reason } => {
                 match stage {
                     "first_capture" => fc.set_aside += 1,
-                    "mime" => {
+                    "mime_html" => {
                         fc.output += 1;
                         mime_c.input += 1;
                         mime_c.set_aside += 1
@@ -155,7 +152,7 @@ pub(super) fn classify(answer: FirstCapture, years: [u16; 2]) -> Kept {
         } => {
             if !is_html_mime(&mime) {
                 return Kept::Aside {
-                    stage: "mime",
+                    stage: "mime_html",
                     reason: format!("first capture is {mime}, not text/html"),
                 };
             }

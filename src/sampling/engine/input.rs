@@ -41,12 +41,16 @@ pub(super) fn spawn_offline(
         let mut pool = PopularPool::new(seed, &popular);
         let mut order = OrderCheck::default();
         let mut aside = |a: SetAside| {
+            // A popular domain's URL is handed to the quota stage, which records its fate.
             if a.stage == "popular_domains" {
-                pool.push(&a.url);
+                if let Some(not_drawn) = pool.push(&a.url) {
+                    aside_log.write(&not_drawn);
+                }
                 let bytes = pool.len() as u64 * (PER_ENTRY + PER_URL);
                 prog.memory.popular.store(bytes, Ordering::Relaxed);
+            } else {
+                aside_log.write(&a)
             }
-            aside_log.write(&a)
         };
         loop {
             let (number, line) = match reader.next_line() {

@@ -45,6 +45,8 @@ pub struct MemoryUse {
     pub hosts: AtomicU64,
     pub popular: AtomicU64,
     pub sampler: AtomicU64,
+    /// The sampler's candidate pool per (year, domain), which bounds what a bucket keeps.
+    pub pool: AtomicU64,
 }
 
 /// Bytes per entry, beside the strings' own: a hash map or heap slot, its `String` headers and
@@ -61,10 +63,11 @@ impl MemoryUse {
             .sum()
     }
 
-    /// The sampler: per (year, domain) its counters, and at most `KEEP_CAP` + 1 URLs kept;
-    /// `urls` pushed is an upper bound on those kept.
+    /// The sampler: per (year, domain) its counters, and at most its candidate pool + 1 (the
+    /// root) URLs kept; `urls` pushed is an upper bound on those kept.
     pub(super) fn set_sampler(&self, buckets: usize, urls: u64) {
-        let kept = urls.min(buckets as u64 * (crate::sampling::downsample::KEEP_CAP as u64 + 1));
+        let per_bucket = self.pool.load(Ordering::Relaxed) + 1;
+        let kept = urls.min(buckets as u64 * per_bucket);
         let bytes = buckets as u64 * (PER_ENTRY + 64) + kept * (PER_ENTRY + PER_URL);
         self.sampler.store(bytes, Ordering::Relaxed);
     }
@@ -99,6 +102,7 @@ mod tests {
     #[test]
     fn the_estimate_is_checked_against_the_limit_and_names_it() {
         let m = MemoryUse::default();
+        m.pool.store(300, Ordering::Relaxed);
         assert!(m.check(1000).is_ok());
         m.set_sampler(10, 5);
         let sampler = m.sampler.load(Ordering::Relaxed);

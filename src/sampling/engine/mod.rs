@@ -3,22 +3,28 @@
 //!
 //! Stages after the offline ones: first capture of each candidate through the CDX API (in
 //! parallel, rate-limited), the MIME filter (`text/html`), the year filter (1996 on, within
-//! `years`), root-URL upsampling (a domain without a root URL gets `https://host/` if it was
-//! first archived 1996–2002), the long-tail reduction, log downsampling, and optionally each
-//! sampled URL's TimeMap through CDX pagination (revisits hydrated).
+//! `years`), the popular domains' quota, root-URL upsampling (a domain without a root URL gets
+//! `https://host/` if it was first archived 1996–2002, within `years`), the long-tail reduction,
+//! log downsampling, and optionally each sampled URL's TimeMap through CDX pagination (revisits
+//! hydrated). Every CDX stage asks `concurrency` at a time and decides in a fixed order, so the
+//! result depends on the seed, never on arrival order.
 //!
 //! Files in the output directory: `sample.ndjson` (`url, year, root, first_capture, mime`),
-//! `funnel.json` (`[{stage, in, out, set_aside, errors}]`, pipeline order), `set_aside.ndjson`
-//! (every URL a stage did not pass on, with its reason), `errors.ndjson` (CDX answers that were
-//! not a clean 200), `report.md`, `timemaps/` when collected, and `first_captures.ndjson`: the
-//! checkpoint. Each CDX answer is appended there as it arrives, so a run that stops (killed,
-//! cancelled) and starts again over the same directory reuses those answers instead of asking
-//! again; since the downsampling choice depends on the seed and not on arrival order, the
-//! resumed run's sample is the uninterrupted run's.
+//! `funnel.json` (`[{stage, in, out, set_aside, errors, from?, into?}]`, pipeline order, chained:
+//! see [`FunnelRow`]), `set_aside.ndjson` and `errors.ndjson` (every URL a stage did not pass on,
+//! with its stage and reason: with the sample, each URL exactly once), `retries.ndjson` (every
+//! CDX retry), `shortfalls.json` (targets the candidate pool could not meet), `report.md`,
+//! `ccdf.svg`, `timemaps/` when collected, and the checkpoints: `first_captures.ndjson` (a header
+//! with the spec's result hash, then each CDX answer appended as it arrives) and
+//! `timemaps/index.ndjson` (each TimeMap once its file is complete). A run that stops (killed,
+//! cancelled) and starts again over the same directory reuses them instead of asking again, and
+//! ends with the uninterrupted run's sample; a directory checkpointed for another spec is
+//! refused.
 //!
 //! Memory: the offline stages keep nothing per line; candidates stream to the CDX stage through
-//! a bounded channel; the sampler keeps at most a few hundred URLs per (year, domain); the
-//! checkpoint's answers are held in a map on resume (one entry per candidate already asked).
+//! a bounded channel; the sampler keeps at most `candidate_pool` URLs per (year, domain), the
+//! quota 5,000 per popular domain; the checkpoint's answers are held in a map on resume (one
+//! entry per candidate already asked).
 
 mod checkpoint;
 mod first_capture;
@@ -34,10 +40,10 @@ pub use limits::{Limits, MemoryUse};
 pub use spec::{DownsamplingSpec, Spec, SpecError};
 
 use super::cdx::{CdxClient, CdxSettings};
-use super::downsample::{DomainCounts, Picked, Sampler};
+use super::downsample::{DomainCounts, Finished, Picked, Sampler};
 use super::filters::bucket_label;
 use super::offline::Candidate;
-use super::{Counters, FunnelRow};
+use super::{Counters, FunnelRow, SetAside};
 use checkpoint::{read_checkpoint, FirstCaptures};
 use ndjson::{write_ndjson, Log};
 use serde::{Deserialize, Serialize};
@@ -102,6 +108,9 @@ pub struct Outcome {
     pub sample: usize,
     pub funnel: Vec<FunnelRow>,
     pub cancelled: bool,
+    /// Where the run did not do what the spec says (targets the candidate pool could not
+    /// meet): shown by the CLI and the job's status.
+    pub warnings: Vec<String>,
 }
 
 /// What the stages after the offline ones share.
@@ -117,8 +126,19 @@ struct Stages<'a> {
     errors: &'a Log,
 }
 
+impl Stages<'_> {
+    /// A URL the sampler let go before the end (its pool had better ones, or a second root).
+    fn downsampled(&self, url: &str) {
+        self.set_aside.write(&SetAside {
+            stage: "downsampling",
+            url: url.to_string(),
+            reason: "downsampled".to_string(),
+        });
+    }
+}
+
 /// Runs `spec` into `out` under the default [`Limits`]. A previous run's checkpoint in `out` is
-/// reused.
+/// reused if it was written for the same spec (its result hash), refused otherwise.
 pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Outcome, String> {
     run_with(spec, out, progress, Limits::default()).await
 }
@@ -133,10 +153,12 @@ pub async fn run_with(
     spec.validate().map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let params = spec.downsampling_params().map_err(|e| e.to_string())?;
+    let pool = spec.pool(&params);
 
-    // The checkpoint: answers already had.
+    // The checkpoint: answers already had, for this spec only.
     let checkpoint = out.join("first_captures.ndjson");
     let resumed = read_checkpoint(&checkpoint);
+    checkpoint::claim(&checkpoint, spec, !resumed.is_empty())?;
     progress
         .resumed_answers
         .store(resumed.len() as u64, Ordering::Relaxed);
@@ -153,6 +175,12 @@ pub async fn run_with(
     let answers = Log::open_checkpoint(&checkpoint)?;
     let set_aside = Arc::new(Log::open(&out.join("set_aside.ndjson"), false)?);
     let errors = Log::open(&out.join("errors.ndjson"), false)?;
+    // Appended across runs (a retry happened, whether or not its answer is reused later) and
+    // written through, so a kill does not lose the last ones: retries are few beside answers.
+    let retries = Log {
+        write_through: true,
+        ..Log::open(&out.join("retries.ndjson"), true)?
+    };
 
     let dialect = match spec.dialect {
         Some(d) => d,
@@ -164,9 +192,10 @@ pub async fn run_with(
         ..CdxSettings::new(&spec.cdx_api, dialect)
     })?;
     let captures = FirstCaptures {
-        client: client.clone(),
+        client,
         resumed,
         answers,
+        retries,
     };
     let stages = Stages {
         spec,
@@ -192,12 +221,13 @@ pub async fn run_with(
         limits,
     );
 
-    let mut sampler = Sampler::new(spec.seed, params);
+    progress.memory.pool.store(pool as u64, Ordering::Relaxed);
+    let mut sampler = Sampler::new(spec.seed, params, pool);
     progress.set_stage("first_capture");
     let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await;
     let kept = firsts.years.output;
     progress.memory.set_sampler(sampler.domains(), kept);
-    let (mut funnel, pool) = match offline.await {
+    let (mut funnel, popular_pool) = match offline.await {
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
     };
@@ -208,26 +238,32 @@ pub async fn run_with(
     let stopped = |funnel: Vec<FunnelRow>| {
         set_aside.flush();
         errors.flush();
+        captures.retries.flush();
         Outcome {
             sample: 0,
             funnel,
             cancelled: true,
+            warnings: Vec::new(),
         }
     };
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
     progress.memory.check(limits.max_memory)?;
-    funnel.push(row("first_capture", firsts.first_capture));
-    funnel.push(row("mime_html", firsts.mime));
-    funnel.push(row("years", firsts.years));
+    funnel.push(FunnelRow::main("first_capture", firsts.first_capture));
+    funnel.push(FunnelRow::main("mime_html", firsts.mime));
+    funnel.push(FunnelRow::main("years", firsts.years));
 
     progress.set_stage("popular_quota");
-    let (quota_c, quota_picked) = popular::quota(&stages, pool).await;
+    let (quota_c, quota_picked) = popular::quota(&stages, popular_pool).await;
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
-    funnel.push(row("popular_quota", quota_c));
+    funnel.push(FunnelRow {
+        from: Some("popular_domains"),
+        into: Some("sample"),
+        ..FunnelRow::main("popular_quota", quota_c)
+    });
 
     progress.set_stage("root_upsampling");
     let up = roots::upsample_roots(
@@ -240,46 +276,87 @@ pub async fn run_with(
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
-    funnel.push(row("root_upsampling", up));
+    funnel.push(FunnelRow {
+        into: Some("long_tail"),
+        ..FunnelRow::main("root_upsampling", up)
+    });
 
     progress.set_stage("downsampling");
-    let (picked, counts) = downsample(spec, sampler, &mut funnel);
-    let sample = sample_of(&picked, quota_picked);
-    progress
-        .sampled
-        .store(sample.len() as u64, Ordering::Relaxed);
+    let finished = downsample(&stages, sampler, &mut funnel);
+    let sample = sample_of(&finished.picked, quota_picked);
+    let n = sample.len() as u64;
+    funnel.push(FunnelRow::main(
+        "sample",
+        Counters {
+            input: n,
+            output: n,
+            ..Counters::default()
+        },
+    ));
+    progress.sampled.store(n, Ordering::Relaxed);
     write_ndjson(&out.join("sample.ndjson"), &sample)?;
+    let mut warnings = Vec::new();
+    if !finished.shortfalls.is_empty() {
+        warnings.push(format!(
+            "{} (year, domain) targets of Eq. 1 are above the candidate pool of {pool}: \
+             their sample is short, see shortfalls.json (raise candidate_pool)",
+            finished.shortfalls.len()
+        ));
+    }
+    let text = serde_json::to_string_pretty(&finished.shortfalls).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("shortfalls.json"), text + "\n").map_err(|e| e.to_string())?;
 
     if spec.collect_timemaps {
         progress.set_stage("timemaps");
-        let tm =
-            timemaps::collect_timemaps(&client, &sample, out, spec.hydrate_revisits, &progress)
-                .await?;
+        let tm = timemaps::collect_timemaps(
+            &captures,
+            &errors,
+            &sample,
+            out,
+            spec.hydrate_revisits,
+            spec.concurrency,
+            &progress,
+        )
+        .await?;
         if progress.cancel.load(Ordering::Relaxed) {
             return Ok(stopped(funnel));
         }
-        funnel.push(row("timemaps", tm));
+        funnel.push(FunnelRow::main("timemaps", tm));
     }
     set_aside.flush();
     errors.flush();
-    write_reports(out, &funnel, &counts)?;
+    captures.retries.flush();
+    write_reports(out, &funnel, &finished.counts)?;
     progress.set_stage("done");
     Ok(Outcome {
         sample: sample.len(),
         funnel,
         cancelled: false,
+        warnings,
     })
 }
 
-/// The long-tail reduction, then log downsampling, each with its funnel row.
-fn downsample(
-    spec: &Spec,
-    mut sampler: Sampler,
-    funnel: &mut Vec<FunnelRow>,
-) -> (Vec<Picked>, BTreeMap<String, DomainCounts>) {
+/// The long-tail reduction, then log downsampling, each with its funnel row; every URL either
+/// drops is in `set_aside.ndjson` (stage `long_tail`, or `downsampling` with `downsampled`).
+fn downsample(stages: &Stages<'_>, mut sampler: Sampler, funnel: &mut Vec<FunnelRow>) -> Finished {
+    let spec = stages.spec;
     let before = sampler.urls();
-    let lt = sampler.reduce_long_tail(spec.long_tail_threshold, spec.long_tail_fraction);
-    funnel.push(row(
+    let reason = format!(
+        "long_tail: a single-URL domain in a year with more than {} domains",
+        spec.long_tail_threshold
+    );
+    let lt = sampler.reduce_long_tail(
+        spec.long_tail_threshold,
+        spec.long_tail_fraction,
+        &mut |_, _, url| {
+            stages.set_aside.write(&SetAside {
+                stage: "long_tail",
+                url: url.to_string(),
+                reason: reason.clone(),
+            })
+        },
+    );
+    funnel.push(FunnelRow::main(
         "long_tail",
         Counters {
             input: before,
@@ -288,17 +365,18 @@ fn downsample(
             errors: 0,
         },
     ));
-    let (picked, counts) = sampler.finish();
-    funnel.push(row(
+    let finished = sampler.finish(&mut |_, _, url| stages.downsampled(url));
+    let kept = before - lt.dropped_domains;
+    funnel.push(FunnelRow::main(
         "downsampling",
         Counters {
-            input: before - lt.dropped_domains,
-            output: picked.len() as u64,
-            set_aside: (before - lt.dropped_domains).saturating_sub(picked.len() as u64),
+            input: kept,
+            output: finished.picked.len() as u64,
+            set_aside: kept.saturating_sub(finished.picked.len() as u64),
             errors: 0,
         },
     ));
-    (picked, counts)
+    finished
 }
 
 /// The sample: the downsampled URLs, then the popular domains' quota picks as they are (the
@@ -334,10 +412,6 @@ fn write_reports(
     std::fs::write(out.join("ccdf.svg"), super::report::ccdf_svg(counts))
         .map_err(|e| e.to_string())?;
     Ok(())
-}
-
-fn row(stage: &'static str, counters: Counters) -> FunnelRow {
-    FunnelRow { stage, counters }
 }
 
 #[cfg(test)]

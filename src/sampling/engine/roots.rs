@@ -1,5 +1,11 @@
 //! Root-URL upsampling: a domain whose candidates held no root URL gets `https://host/` when it
 //! was first archived 1996–2002, so the early web's front pages are not lost to deep links.
+//!
+//! `years` bounds it like every stage: the window is 1996–2002 intersected with `years`, and
+//! with no overlap (a 2010–2021 sample) the stage asks nothing. A domain whose root URL was a
+//! candidate (whatever its answer) is left alone: that URL is already accounted for once.
+//! The roots are asked `concurrency`·2 at a time, in domain order; the sampler does not depend
+//! on arrival order anyway.
 
 use super::first_capture::{classify, meta_of, Kept};
 use super::Stages;
@@ -8,14 +14,28 @@ use crate::sampling::{Counters, SetAside};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 
+const STAGE: &str = "root_upsampling";
+
+/// The paper's window of first captures for an upsampled root.
+const WINDOW: [u16; 2] = [1996, 2002];
+
+/// The window within `years`, if they overlap.
+pub(super) fn window(years: [u16; 2]) -> Option<[u16; 2]> {
+    let w = [WINDOW[0].max(years[0]), WINDOW[1].min(years[1])];
+    (w[0] <= w[1]).then_some(w)
+}
+
 /// `domains` maps each kept domain to its host; those in `domains_with_root` are left alone.
+/// Stops early (counters partial) when the run is cancelled.
 pub(super) async fn upsample_roots(
     stages: &Stages<'_>,
     domains: &BTreeMap<String, String>,
     domains_with_root: &HashSet<String>,
     sampler: &mut Sampler,
 ) -> Counters {
+    use futures::StreamExt;
     let Stages {
+        spec,
         progress,
         captures,
         set_aside,
@@ -23,29 +43,45 @@ pub(super) async fn upsample_roots(
         ..
     } = *stages;
     let mut up = Counters::default();
-    for (domain, host) in domains {
+    let Some(window) = window(spec.years) else {
+        return up;
+    };
+    let rootless: Vec<(&String, &String)> = domains
+        .iter()
+        .filter(|(domain, _)| !domains_with_root.contains(*domain))
+        .collect();
+    // Indices, not references, through the stream: a closure over borrowed items is not
+    // general enough for the job's spawned future.
+    let rootless = &rootless;
+    let mut asked = futures::stream::iter(0..rootless.len())
+        .map(|i| async move {
+            let (domain, host) = rootless[i];
+            let root = format!("https://{host}/");
+            let answer = captures.get(&root, STAGE).await;
+            (domain, root, answer)
+        })
+        .buffered(spec.concurrency.max(1) * 2);
+    while let Some((domain, root, answer)) = asked.next().await {
         if progress.cancel.load(Ordering::Relaxed) {
             break;
         }
-        if domains_with_root.contains(domain) {
-            continue;
-        }
         up.input += 1;
-        let root = format!("https://{host}/");
-        let answer = captures.get(&root).await;
-        match classify(answer, [1996, 2002]) {
+        match classify(answer, window) {
             Kept::Sample {
                 bucket,
                 timestamp,
                 mime,
             } => {
                 up.output += 1;
-                sampler.push_with(bucket, domain, &root, true, &meta_of(&timestamp, &mime));
+                let meta = meta_of(&timestamp, &mime);
+                if let Some(left) = sampler.push_with(bucket, domain, &root, true, &meta) {
+                    stages.downsampled(&left);
+                }
             }
             Kept::Aside { reason, .. } => {
                 up.set_aside += 1;
                 set_aside.write(&SetAside {
-                    stage: "root_upsampling",
+                    stage: STAGE,
                     url: root,
                     reason,
                 });
@@ -53,7 +89,7 @@ pub(super) async fn upsample_roots(
             Kept::Error(reason) => {
                 up.errors += 1;
                 errors.write(&SetAside {
-                    stage: "root_upsampling",
+                    stage: STAGE,
                     url: root,
                     reason,
                 });
@@ -61,4 +97,21 @@ pub(super) async fn upsample_roots(
         }
     }
     up
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_bounded_by_years() {
+        assert_eq!(window([1996, 2021]), Some([1996, 2002]));
+        assert_eq!(window([1999, 2001]), Some([1999, 2001]));
+        assert_eq!(window([2000, 2010]), Some([2000, 2002]));
+        assert_eq!(
+            window([2010, 2021]),
+            None,
+            "no early years: nothing to upsample"
+        );
+    }
 }

@@ -34,6 +34,11 @@ pub struct Spec {
     pub popular_quota: u32,
     #[serde(default)]
     pub downsampling: DownsamplingSpec,
+    /// Candidates kept per (year, domain) for downsampling to choose from. Absent: Eq. 1's
+    /// largest target over `years` (what no N can exceed), so no target is cut short; smaller
+    /// saves memory, and a target it cannot meet is listed in `shortfalls.json`.
+    #[serde(default)]
+    pub candidate_pool: Option<usize>,
     #[serde(default = "default_long_tail_threshold")]
     pub long_tail_threshold: u64,
     #[serde(default = "default_long_tail_fraction")]
@@ -135,8 +140,52 @@ impl Spec {
         if !(0.0..=1.0).contains(&self.long_tail_fraction) {
             return Err(bad("long_tail_fraction", "must be between 0 and 1"));
         }
+        let max = crate::sampling::downsample::MAX_POOL;
+        if self.candidate_pool.is_some_and(|p| p == 0 || p > max) {
+            return Err(bad("candidate_pool", format!("must be 1–{max}")));
+        }
         self.downsampling_params()?;
         Ok(())
+    }
+
+    /// The candidate pool per (year, domain): the spec's, else Eq. 1's largest target over
+    /// `years` (bounded by [`MAX_POOL`](crate::sampling::downsample::MAX_POOL)).
+    pub fn pool(&self, params: &Downsampling) -> usize {
+        self.candidate_pool.unwrap_or_else(|| {
+            let largest = params.largest_target(self.years);
+            usize::try_from(largest)
+                .unwrap_or(usize::MAX)
+                .clamp(1, crate::sampling::downsample::MAX_POOL)
+        })
+    }
+
+    /// The fields that change a run's result, in the checkpoint's header: a directory whose
+    /// checkpoint has another hash is refused. Not in it: `concurrency` and `rate_limit` (how
+    /// fast, not what) and `collect_timemaps` (a run may add TimeMaps to a finished sample).
+    pub const RESULT_FIELDS: &'static str = "input cdx_api dialect seed years popular_domains \
+         popular_quota downsampling candidate_pool long_tail_threshold long_tail_fraction \
+         hydrate_revisits";
+
+    /// The hash of [`Spec::RESULT_FIELDS`]: 128 bits of two seeded 64-bit hashes of their JSON
+    /// (stable: the struct's field order, `k` a sorted map), as hex.
+    pub fn result_hash(&self) -> String {
+        let fields = serde_json::json!([
+            self.input,
+            self.cdx_api,
+            self.dialect,
+            self.seed,
+            self.years,
+            self.popular_domains,
+            self.popular_quota,
+            self.downsampling,
+            self.candidate_pool,
+            self.long_tail_threshold,
+            self.long_tail_fraction,
+            self.hydrate_revisits,
+        ])
+        .to_string();
+        let h = crate::sampling::downsample::seeded_hash;
+        format!("{:016x}{:016x}", h(1, &fields), h(2, &fields))
     }
 
     /// Eq. 1's parameters from the spec.
@@ -183,6 +232,7 @@ mod tests {
             popular_domains: vec![],
             popular_quota: 20,
             downsampling: DownsamplingSpec::default(),
+            candidate_pool: None,
             long_tail_threshold: 900_000,
             long_tail_fraction: 0.9,
             collect_timemaps: false,
@@ -217,8 +267,70 @@ mod tests {
         let mut d = ok.clone();
         d.downsampling.k.insert("twenty".into(), 1.0);
         assert_eq!(field(d), Err("downsampling.k".into()));
-        let mut d = ok;
+        assert_eq!(
+            field(Spec {
+                candidate_pool: Some(0),
+                ..ok.clone()
+            }),
+            Err("candidate_pool".into())
+        );
+        let mut d = ok.clone();
         d.downsampling.k.insert("1998".into(), 4.0);
         assert_eq!(d.downsampling_params().map(|p| p.k_for(2000)), Ok(4.0));
+        // The default pool is Eq. 1's largest target (K = 5 in 2004: 5·ln(2^64) + 1 = 223).
+        assert_eq!(ok.pool(&Downsampling::default()), 223);
+    }
+
+    #[test]
+    fn the_result_hash_follows_what_changes_the_result_only() {
+        let a = Spec {
+            input: "x".into(),
+            cdx_api: "http://127.0.0.1:1/cdx".into(),
+            dialect: None,
+            seed: 0,
+            years: [1996, 2021],
+            concurrency: 4,
+            rate_limit: 0.0,
+            popular_domains: vec![],
+            popular_quota: 20,
+            downsampling: DownsamplingSpec::default(),
+            candidate_pool: None,
+            long_tail_threshold: 900_000,
+            long_tail_fraction: 0.9,
+            collect_timemaps: false,
+            hydrate_revisits: false,
+        };
+        let faster = Spec {
+            concurrency: 64,
+            rate_limit: 10.0,
+            collect_timemaps: true,
+            ..a.clone()
+        };
+        assert_eq!(a.result_hash(), faster.result_hash());
+        assert_eq!(a.result_hash().len(), 32);
+        for other in [
+            Spec {
+                seed: 1,
+                ..a.clone()
+            },
+            Spec {
+                years: [2010, 2021],
+                ..a.clone()
+            },
+            Spec {
+                popular_quota: 5,
+                ..a.clone()
+            },
+            Spec {
+                candidate_pool: Some(10),
+                ..a.clone()
+            },
+            Spec {
+                hydrate_revisits: true,
+                ..a.clone()
+            },
+        ] {
+            assert_ne!(a.result_hash(), other.result_hash(), "{other:?}");
+        }
     }
 }

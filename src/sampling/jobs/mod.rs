@@ -3,7 +3,7 @@
 //! checkpoint (the engine's), cancellable. The HTTP boundary of a submitted job is enforced
 //! here: `input` must be a file inside `[sampling] input_dir` (after resolving `..` and symlinks)
 //! or a URL under an `allowed_urls` prefix, as must `cdx_api`; concurrency and rate are capped
-//! by `[sampling]`.
+//! by `[sampling]`, each cap named in the job's `warnings` and logged.
 
 mod feed;
 mod resume;
@@ -44,6 +44,10 @@ pub struct JobRecord {
     /// fail the job instead of resuming it: see `resume`).
     #[serde(default)]
     pub crashes: u32,
+    /// Where the job does not do what its spec asked: concurrency or rate capped by
+    /// `[sampling]`, targets its candidate pool could not meet (the engine's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 struct Job {
@@ -163,7 +167,8 @@ impl Jobs {
         self.dir.join(id)
     }
 
-    /// Checks a submitted spec against the boundary; caps its budget.
+    /// Checks a submitted spec against the boundary (its budget is capped by `submit`, which
+    /// says so in the job's `warnings`).
     pub fn admit(&self, mut spec: Spec) -> Result<Spec, Refused> {
         spec.validate()?;
         // What is checked is what is used: the URL as the client that will fetch it reads it.
@@ -210,19 +215,37 @@ impl Jobs {
             }
             spec.input = real.display().to_string();
         }
-        spec.concurrency = spec.concurrency.min(self.limits.concurrency);
-        if self.limits.rate_limit > 0.0 {
-            spec.rate_limit = if spec.rate_limit > 0.0 {
-                spec.rate_limit.min(self.limits.rate_limit)
-            } else {
-                self.limits.rate_limit
-            };
-        }
         Ok(spec)
     }
 
+    /// Caps the spec's budget by `[sampling]`; says what it changed (the job's `warnings`).
+    fn cap(&self, spec: &mut Spec) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if spec.concurrency > self.limits.concurrency {
+            warnings.push(format!(
+                "concurrency {} capped to {} by [sampling] concurrency",
+                spec.concurrency, self.limits.concurrency
+            ));
+            spec.concurrency = self.limits.concurrency;
+        }
+        let cap = self.limits.rate_limit;
+        if cap > 0.0 && (spec.rate_limit == 0.0 || spec.rate_limit > cap) {
+            let asked = if spec.rate_limit == 0.0 {
+                "unlimited".to_string()
+            } else {
+                format!("{}/s", spec.rate_limit)
+            };
+            warnings.push(format!(
+                "rate_limit {asked} capped to {cap}/s by [sampling] rate_limit"
+            ));
+            spec.rate_limit = cap;
+        }
+        warnings
+    }
+
     /// Stores an admitted spec and starts it; returns the job id.
-    pub fn submit(self: &Arc<Self>, spec: Spec, now: &str) -> Result<String, String> {
+    pub fn submit(self: &Arc<Self>, mut spec: Spec, now: &str) -> Result<String, String> {
+        let warnings = self.cap(&mut spec);
         let id = {
             let mut n = self
                 .next
@@ -250,7 +273,11 @@ impl Jobs {
             created_at: now.to_string(),
             finished_at: None,
             crashes: 0,
+            warnings,
         };
+        for w in &record.warnings {
+            tracing::warn!(job = %id, "{w}");
+        }
         self.save(&record)?;
         if let Ok(mut g) = self.jobs.lock() {
             g.insert(
@@ -296,6 +323,20 @@ impl Jobs {
         }
     }
 
+    /// Adds the engine's warnings to the job's (saved with its next state).
+    fn warn(&self, id: &str, warnings: Vec<String>) {
+        if let Ok(mut g) = self.jobs.lock() {
+            if let Some(job) = g.get_mut(id) {
+                for w in warnings {
+                    tracing::warn!(job = %id, "{w}");
+                    if !job.record.warnings.contains(&w) {
+                        job.record.warnings.push(w);
+                    }
+                }
+            }
+        }
+    }
+
     fn start(self: Arc<Self>, id: &str) {
         let Some((spec, progress)) = self.jobs.lock().ok().and_then(|mut g| {
             let job = g.get_mut(id)?;
@@ -337,7 +378,10 @@ impl Jobs {
                 // Stopped by a shutdown: stays `running` on disk, to be resumed.
                 Ok(o) if o.cancelled && self.stopping.load(Ordering::Relaxed) => {}
                 Ok(o) if o.cancelled => self.set_state(&id, JobState::Cancelled, None),
-                Ok(_) => self.set_state(&id, JobState::Done, None),
+                Ok(o) => {
+                    self.warn(&id, o.warnings);
+                    self.set_state(&id, JobState::Done, None)
+                }
                 Err(e) => self.set_state(&id, JobState::Failed, Some(e)),
             }
         }));
@@ -429,6 +473,7 @@ impl Jobs {
             "error": job.record.error,
             "created_at": job.record.created_at,
             "finished_at": job.record.finished_at,
+            "warnings": job.record.warnings,
             "stage": stage,
             "counters": {
                 "index_lines": p.lines.load(Ordering::Relaxed),
