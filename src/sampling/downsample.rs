@@ -142,6 +142,17 @@ pub struct LongTail {
     pub dropped_domains: u64,
 }
 
+/// One year bucket as the sampler holds it: its domains and URLs (N summed over the domains),
+/// and the K and C Eq. 1 gives it. Taken before and after the long-tail reduction, it is the
+/// input side of the paper's Table 7.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct YearInput {
+    pub domains: u64,
+    pub urls: u64,
+    pub k: f64,
+    pub c: f64,
+}
+
 impl Sampler {
     pub fn new(seed: u64, params: Downsampling) -> Sampler {
         Sampler {
@@ -186,6 +197,31 @@ impl Sampler {
     /// Domains kept so far (what memory grows with).
     pub fn domains(&self) -> usize {
         self.buckets.len()
+    }
+
+    /// Per year bucket: domains, URLs, K and C, as held now (a read: the state is unchanged).
+    pub fn per_year(&self) -> BTreeMap<u16, YearInput> {
+        let mut years: BTreeMap<u16, YearInput> = BTreeMap::new();
+        for ((bucket, _), b) in &self.buckets {
+            let y = years.entry(*bucket).or_insert_with(|| YearInput {
+                k: self.params.k_for(*bucket),
+                c: self.params.c,
+                ..YearInput::default()
+            });
+            y.domains += 1;
+            y.urls += b.n;
+        }
+        years
+    }
+
+    /// URLs per domain summed over the buckets, as held now. Taken before the long-tail
+    /// reduction, it still counts the domains the reduction drops (the CCDF's "before").
+    pub fn urls_per_domain(&self) -> BTreeMap<String, u64> {
+        let mut per: BTreeMap<String, u64> = BTreeMap::new();
+        for ((_, domain), b) in &self.buckets {
+            *per.entry(domain.clone()).or_default() += b.n;
+        }
+        per
     }
 
     /// Drops `fraction` of the single-URL domains (chosen by seeded hash) in every bucket with
@@ -339,9 +375,20 @@ mod tests {
                 false,
             );
         }
+        let before = s.urls_per_domain();
+        assert_eq!(before.len(), 1011);
+        assert_eq!(before["big.com"], 2);
         let lt = s.reduce_long_tail(500, 0.9);
         assert_eq!(lt.buckets, vec![2010]);
         assert!((850..=950).contains(&lt.dropped_domains), "{lt:?}");
+        let after = s.per_year();
+        assert_eq!(after[&2010].domains, 1001 - lt.dropped_domains);
+        assert_eq!(after[&2010].urls, 1002 - lt.dropped_domains);
+        assert_eq!((after[&2003].domains, after[&2003].urls), (10, 10));
+        assert_eq!(
+            (after[&2010].k, after[&2003].k, after[&2010].c),
+            (2.0, 2.0, 1.0)
+        );
         let (picked, _) = s.finish();
         assert!(picked.iter().any(|p| p.domain == "big.com"));
         assert_eq!(picked.iter().filter(|p| p.bucket == 2003).count(), 10);

@@ -36,6 +36,7 @@ mod routing_profiles;
 mod sampling_api;
 mod sampling_cdx;
 mod sampling_job;
+mod sampling_report;
 mod shared_cas;
 mod shared_tier;
 mod streamed_hits;
