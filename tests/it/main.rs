@@ -35,6 +35,7 @@ mod routing;
 mod routing_profiles;
 mod sampling_api;
 mod sampling_cdx;
+mod sampling_files;
 mod sampling_job;
 mod sampling_report;
 mod shared_cas;
