@@ -137,14 +137,18 @@ pub fn markdown(rows: &[YearRow], sample_size: u64) -> String {
             .map_or(String::new(), |p| {
                 format!("{}, {}, {}, {}", p.1, p.2, p.3, p.4)
             });
+        // A year only the popular quota reached gave Eq. 1 nothing: no K or C to show.
+        let (k, c) = if r.before > 0 || r.long_tail > 0 {
+            (r.k.to_string(), r.c.to_string())
+        } else {
+            (String::new(), String::new())
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {paper} |",
+            "| {} | {} | {} | {k} | {c} | {} | {} | {} | {} | {} | {paper} |",
             bucket_label(r.bucket),
             r.domains,
             r.before,
-            r.k,
-            r.c,
             r.after,
             r.roots,
             r.quota,
@@ -242,6 +246,10 @@ mod tests {
             md.contains(
                 "| 2010 | 20 | 50 | 2 | 1 | 25 | 9 | 2 | 27 | 30 | 403.5K, 2.6M, 2, 1.2M |"
             ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 2016 | 0 | 0 |  |  | 0 | 0 | 1 | 1 | 0 | 605.4K, 5.1M, 1, 1.2M |"),
             "{md}"
         );
         assert!(
