@@ -51,6 +51,13 @@ pub enum AppError {
     NoSuchJob(String),
     /// The job's output is asked for before it is done (its state given).
     JobNotDone(String, String),
+    /// A job file that the admin API does not serve (not one of the pinned names, or not a
+    /// TimeMap file's pattern): the name as asked.
+    NoSuchJobFile(String),
+    /// A served job file that is not there: the job, the file, the job's state.
+    JobFileMissing(String, String, String),
+    /// A job file that is a symlink, a FIFO or another non-regular file: refused, and why.
+    JobFileRefused(String),
     /// The server runs no sampling jobs (its jobs directory could not be opened).
     SamplingDisabled,
     /// A request body (admin, sampling) over the limit, in bytes.
@@ -102,7 +109,10 @@ impl AppError {
             | AppError::NoSuchRoute
             | AppError::NoSuchPage { .. }
             | AppError::NotCached(_)
-            | AppError::NoSuchJob(_) => StatusCode::NOT_FOUND,
+            | AppError::NoSuchJob(_)
+            | AppError::NoSuchJobFile(_)
+            | AppError::JobFileMissing(..)
+            | AppError::JobFileRefused(_) => StatusCode::NOT_FOUND,
             AppError::JobNotDone(..) => StatusCode::CONFLICT,
             AppError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -184,6 +194,22 @@ impl AppError {
             AppError::NoSuchJob(id) => format!("no sampling job {}", clip(id)),
             AppError::JobNotDone(id, state) => {
                 format!("sampling job {} is {state}, not done", clip(id))
+            }
+            AppError::NoSuchJobFile(name) => format!(
+                "no job file {:?}: files/ serves {}; timemaps/ serves NNNNNN.ndjson, index.ndjson and hydration.json",
+                clip(name),
+                crate::sampling::job_files::FILES.join(", ")
+            ),
+            AppError::JobFileMissing(id, file, state) => {
+                let why = if matches!(state.as_str(), "queued" | "running") {
+                    "not written yet"
+                } else {
+                    "not written by this run (a run that stopped before it, or a version of tmproxy that does not write it; TimeMaps only with collect_timemaps)"
+                };
+                format!("sampling job {} is {state}: {file} is {why}", clip(id))
+            }
+            AppError::JobFileRefused(why) => {
+                format!("job file refused: {why} (the API serves regular files only, no symlinks)")
             }
             AppError::BodyTooLarge(limit) => {
                 format!("request body over the {limit}-byte limit")
