@@ -53,6 +53,13 @@ pub enum AppError {
     JobNotDone(String, String),
     /// A feed of the job is already running: (id, URI-Rs warmed, of).
     FeedRunning(String, u64, u64),
+    /// A job file that the admin API does not serve (not one of the pinned names, or not a
+    /// TimeMap file's pattern): the name as asked.
+    NoSuchJobFile(String),
+    /// A served job file that is not there: the job, the file, the job's state.
+    JobFileMissing(String, String, String),
+    /// A job file that is a symlink, a FIFO or another non-regular file: refused, and why.
+    JobFileRefused(String),
     /// The server runs no sampling jobs (its jobs directory could not be opened).
     SamplingDisabled,
     /// A request body (admin, sampling) over the limit, in bytes.
@@ -104,7 +111,10 @@ impl AppError {
             | AppError::NoSuchRoute
             | AppError::NoSuchPage { .. }
             | AppError::NotCached(_)
-            | AppError::NoSuchJob(_) => StatusCode::NOT_FOUND,
+            | AppError::NoSuchJob(_)
+            | AppError::NoSuchJobFile(_)
+            | AppError::JobFileMissing(..)
+            | AppError::JobFileRefused(_) => StatusCode::NOT_FOUND,
             AppError::JobNotDone(..) | AppError::FeedRunning(..) => StatusCode::CONFLICT,
             AppError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -193,6 +203,22 @@ impl AppError {
                 clip(id),
                 clip(id)
             ),
+            AppError::NoSuchJobFile(name) => format!(
+                "no job file {:?}: files/ serves {}; timemaps/ serves NNNNNN.ndjson, index.ndjson and hydration.json",
+                clip(name),
+                crate::sampling::job_files::FILES.join(", ")
+            ),
+            AppError::JobFileMissing(id, file, state) => {
+                let why = if matches!(state.as_str(), "queued" | "running") {
+                    "not written yet"
+                } else {
+                    "not written by this run (a run that stopped before it, or a version of tmproxy that does not write it; TimeMaps only with collect_timemaps)"
+                };
+                format!("sampling job {} is {state}: {file} is {why}", clip(id))
+            }
+            AppError::JobFileRefused(why) => {
+                format!("job file refused: {why} (the API serves regular files only, no symlinks)")
+            }
             AppError::BodyTooLarge(limit) => {
                 format!("request body over the {limit}-byte limit")
             }

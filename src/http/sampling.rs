@@ -1,5 +1,7 @@
 //! `/admin/sampling/jobs`: start, list, watch, cancel sampling jobs and read their sample and
-//! funnel. Every route wants the admin token (checked by `admin::require_admin`, the admin
+//! funnel, and their report, logs and TimeMaps (`files/{name}`, `timemaps/{name}`: only the
+//! names `sampling::job_files` lists, opened without following a symlink; anything else is a
+//! 404). Every route wants the admin token (checked by `admin::require_admin`, the admin
 //! group's route layer); a bad spec is a 400 naming the field.
 
 use super::admin::read_body;
@@ -7,7 +9,8 @@ use super::json::JsonBody;
 use super::SharedState;
 use crate::error::AppError;
 use crate::sampling::engine::Spec;
-use crate::sampling::jobs::{JobError, Jobs};
+use crate::sampling::job_files::{self, OpenError, Served};
+use crate::sampling::jobs::{JobError, JobState, Jobs};
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
@@ -24,6 +27,8 @@ pub fn routes() -> Router<SharedState> {
         .route("/admin/sampling/jobs/{id}/sample", get(sample))
         .route("/admin/sampling/jobs/{id}/funnel", get(funnel))
         .route("/admin/sampling/jobs/{id}/feed", axum::routing::post(feed))
+        .route("/admin/sampling/jobs/{id}/files/{name}", get(file))
+        .route("/admin/sampling/jobs/{id}/timemaps/{name}", get(timemap))
 }
 
 /// A job id from the path. axum's own `Path` refuses an id that is not UTF-8 (`%80`) with its
@@ -38,6 +43,21 @@ impl<S: Send + Sync> FromRequestParts<S> for JobId {
             .await
             .map(|Path(id)| JobId(id))
             .map_err(|e| AppError::BadParameter(format!("job id: {}", e.body_text())))
+    }
+}
+
+/// A job id and a file name from the path. A segment that is not UTF-8 (`%80`) names no file
+/// the API serves: a 404 like any other unknown name.
+struct JobFile(String, String);
+
+impl<S: Send + Sync> FromRequestParts<S> for JobFile {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map(|Path((id, name))| JobFile(id, name))
+            .map_err(|_| AppError::NoSuchJobFile("(not UTF-8)".into()))
     }
 }
 
@@ -77,31 +97,52 @@ async fn cancel(State(state): State<SharedState>, JobId(id): JobId) -> Result<Re
 fn job_error(id: &str, e: JobError) -> AppError {
     match e {
         JobError::NoSuchJob => AppError::NoSuchJob(id.to_string()),
-        JobError::NotDone(s) => AppError::JobNotDone(
-            id.to_string(),
-            serde_json::to_value(s)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-        ),
+        JobError::NotDone(s) => AppError::JobNotDone(id.to_string(), state_name(s)),
         JobError::FeedRunning(f) => AppError::FeedRunning(id.to_string(), f.warmed, f.uri_rs),
     }
 }
 
+fn state_name(state: JobState) -> String {
+    serde_json::to_value(state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Streams `file` of job `id`'s output; `need_done` for the sample and the funnel, which are
+/// only whole once the job is done.
 async fn output(
     state: &SharedState,
     id: String,
-    file: &str,
-    content_type: &'static str,
+    file: Served,
+    need_done: bool,
 ) -> Result<Response, AppError> {
-    let path = jobs(state)?
-        .output(&id, file)
-        .map_err(|e| job_error(&id, e))?;
-    let file = tokio::fs::File::open(&path)
-        .await
-        .map_err(|e| AppError::Internal(format!("{}: {e}", path.display())))?;
-    // Streamed: a sample can be large.
-    let body = Body::from_stream(tokio_util_stream(file));
+    let (dir, job_state) = jobs(state)?.output(&id).map_err(|e| job_error(&id, e))?;
+    if need_done && job_state != JobState::Done {
+        return Err(job_error(&id, JobError::NotDone(job_state)));
+    }
+    let content_type = file.content_type;
+    let opened =
+        tokio::task::spawn_blocking(move || job_files::open(&dir, &file).map_err(|e| (e, file)))
+            .await
+            .map_err(|e| AppError::Internal(format!("opening a job file: {e}")))?;
+    let file = match opened {
+        Ok(f) => f,
+        Err((OpenError::Missing, file)) => {
+            return Err(AppError::JobFileMissing(
+                id,
+                file.shown(),
+                state_name(job_state),
+            ))
+        }
+        Err((OpenError::Refused(why), _)) => {
+            tracing::warn!(job = %id, %why, "job file refused");
+            return Err(AppError::JobFileRefused(why));
+        }
+        Err((OpenError::Io(e), _)) => return Err(AppError::Internal(e)),
+    };
+    // Streamed: a sample or a TimeMap can be large.
+    let body = Body::from_stream(tokio_util_stream(tokio::fs::File::from_std(file)));
     Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }
 
@@ -125,11 +166,30 @@ fn tokio_util_stream(
 }
 
 async fn sample(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
-    output(&state, id, "sample.ndjson", "application/x-ndjson").await
+    output(&state, id, job_files::sample(), true).await
 }
 
 async fn funnel(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
-    output(&state, id, "funnel.json", "application/json").await
+    output(&state, id, job_files::funnel(), true).await
+}
+
+/// `report.md`, `set_aside.ndjson`, `errors.ndjson`, `retries.ndjson`, as they stand (a
+/// running job's logs are still growing).
+async fn file(
+    State(state): State<SharedState>,
+    JobFile(id, name): JobFile,
+) -> Result<Response, AppError> {
+    let file = job_files::job_file(&name).ok_or(AppError::NoSuchJobFile(name))?;
+    output(&state, id, file, false).await
+}
+
+/// A file of the job's `out/timemaps/`.
+async fn timemap(
+    State(state): State<SharedState>,
+    JobFile(id, name): JobFile,
+) -> Result<Response, AppError> {
+    let file = job_files::timemap_file(&name).ok_or(AppError::NoSuchJobFile(name))?;
+    output(&state, id, file, false).await
 }
 
 /// `{"warm": true, "observe": "1d"}`: both optional (warm defaults to true, no observe = warm

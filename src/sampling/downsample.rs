@@ -179,6 +179,17 @@ pub struct LongTail {
     pub dropped_domains: u64,
 }
 
+/// One year bucket as the sampler holds it: its domains and URLs (N summed over the domains),
+/// and the K and C Eq. 1 gives it. Taken before and after the long-tail reduction, it is the
+/// input side of the paper's Table 7.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct YearInput {
+    pub domains: u64,
+    pub urls: u64,
+    pub k: f64,
+    pub c: f64,
+}
+
 impl Sampler {
     /// A sampler keeping `pool` candidates per (year, domain) (clamped to 1..=[`MAX_POOL`]).
     pub fn new(seed: u64, params: Downsampling, pool: usize) -> Sampler {
@@ -240,6 +251,31 @@ impl Sampler {
     /// Domains kept so far (what memory grows with).
     pub fn domains(&self) -> usize {
         self.buckets.len()
+    }
+
+    /// Per year bucket: domains, URLs, K and C, as held now (a read: the state is unchanged).
+    pub fn per_year(&self) -> BTreeMap<u16, YearInput> {
+        let mut years: BTreeMap<u16, YearInput> = BTreeMap::new();
+        for ((bucket, _), b) in &self.buckets {
+            let y = years.entry(*bucket).or_insert_with(|| YearInput {
+                k: self.params.k_for(*bucket),
+                c: self.params.c,
+                ..YearInput::default()
+            });
+            y.domains += 1;
+            y.urls += b.n;
+        }
+        years
+    }
+
+    /// URLs per domain summed over the buckets, as held now. Taken before the long-tail
+    /// reduction, it still counts the domains the reduction drops (the CCDF's "before").
+    pub fn urls_per_domain(&self) -> BTreeMap<String, u64> {
+        let mut per: BTreeMap<String, u64> = BTreeMap::new();
+        for ((_, domain), b) in &self.buckets {
+            *per.entry(domain.clone()).or_default() += b.n;
+        }
+        per
     }
 
     /// Drops `fraction` of the single-URL domains (chosen by seeded hash) in every bucket with

@@ -8,6 +8,7 @@ pub mod downsample;
 pub mod engine;
 pub(crate) mod filters;
 pub mod index;
+pub(crate) mod job_files;
 pub(crate) mod jobs;
 pub mod offline;
 pub mod reading;

@@ -588,6 +588,16 @@ fn admin_routes() -> Vec<(reqwest::Method, String, &'static str)> {
         (Method::GET, "/admin/sampling/jobs/x/sample".into(), ""),
         (Method::GET, "/admin/sampling/jobs/x/funnel".into(), ""),
         (Method::POST, "/admin/sampling/jobs/x/feed".into(), "{}"),
+        (
+            Method::GET,
+            "/admin/sampling/jobs/x/files/report.md".into(),
+            "",
+        ),
+        (
+            Method::GET,
+            "/admin/sampling/jobs/x/timemaps/index.ndjson".into(),
+            "",
+        ),
     ]
 }
 

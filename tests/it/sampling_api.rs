@@ -12,9 +12,9 @@ use std::time::Duration;
 use tmproxy::config::Config;
 use tmproxy::sampling::engine::{run, Progress};
 
-const TOKEN: &str = "sampling-token";
+pub const TOKEN: &str = "sampling-token";
 
-fn config(input_dir: &std::path::Path, cdx: &str, cache: &std::path::Path) -> Config {
+pub fn config(input_dir: &std::path::Path, cdx: &str, cache: &std::path::Path) -> Config {
     let mut c = Config::default();
     c.admin.token = TOKEN.into();
     c.archives = Vec::new();
@@ -25,7 +25,7 @@ fn config(input_dir: &std::path::Path, cdx: &str, cache: &std::path::Path) -> Co
     c
 }
 
-async fn post(base: &str, body: &Value) -> (u16, Value) {
+pub async fn post(base: &str, body: &Value) -> (u16, Value) {
     let r = client()
         .post(format!("{base}/admin/sampling/jobs"))
         .bearer_auth(TOKEN)
@@ -42,7 +42,7 @@ async fn post(base: &str, body: &Value) -> (u16, Value) {
     )
 }
 
-async fn get(url: &str) -> (u16, String) {
+pub async fn get(url: &str) -> (u16, String) {
     let r = client()
         .get(url)
         .bearer_auth(TOKEN)
@@ -52,7 +52,7 @@ async fn get(url: &str) -> (u16, String) {
     (r.status().as_u16(), r.text().await.expect("body"))
 }
 
-async fn wait_for(base: &str, id: &str, state: &str) -> Value {
+pub async fn wait_for(base: &str, id: &str, state: &str) -> Value {
     for _ in 0..600 {
         let (_, text) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
         let v: Value = serde_json::from_str(&text).expect("status JSON");

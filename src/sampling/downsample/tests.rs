@@ -80,6 +80,9 @@ fn the_long_tail_drops_single_url_domains_only_in_crowded_buckets() {
             false,
         );
     }
+    let before = s.urls_per_domain();
+    assert_eq!(before.len(), 1011);
+    assert_eq!(before["big.com"], 2);
     let mut dropped = Vec::new();
     let lt = s.reduce_long_tail(500, 0.9, &mut |b, d, u| {
         dropped.push((b, d.to_string(), u.to_string()))
@@ -91,6 +94,14 @@ fn the_long_tail_drops_single_url_domains_only_in_crowded_buckets() {
     assert!(dropped
         .iter()
         .all(|(b, d, u)| *b == 2010 && *u == format!("https://{d}/x")));
+    let after = s.per_year();
+    assert_eq!(after[&2010].domains, 1001 - lt.dropped_domains);
+    assert_eq!(after[&2010].urls, 1002 - lt.dropped_domains);
+    assert_eq!((after[&2003].domains, after[&2003].urls), (10, 10));
+    assert_eq!(
+        (after[&2010].k, after[&2003].k, after[&2010].c),
+        (2.0, 2.0, 1.0)
+    );
     let picked = s.finish(&mut |_, _, _| {}).picked;
     assert!(picked.iter().any(|p| p.domain == "big.com"));
     assert_eq!(picked.iter().filter(|p| p.bucket == 2003).count(), 10);

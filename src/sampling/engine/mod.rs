@@ -40,7 +40,7 @@ pub use limits::{Limits, MemoryUse};
 pub use spec::{DownsamplingSpec, Spec, SpecError};
 
 use super::cdx::{CdxClient, CdxSettings};
-use super::downsample::{DomainCounts, Finished, Picked, Sampler};
+use super::downsample::{DomainCounts, Finished, Picked, Sampler, YearInput};
 use super::filters::bucket_label;
 use super::offline::Candidate;
 use super::{Counters, FunnelRow, SetAside};
@@ -282,7 +282,7 @@ pub async fn run_with(
     });
 
     progress.set_stage("downsampling");
-    let finished = downsample(&stages, sampler, &mut funnel);
+    let (finished, years) = downsample(&stages, sampler, &mut funnel);
     let sample = sample_of(&finished.picked, quota_picked);
     let n = sample.len() as u64;
     funnel.push(FunnelRow::main(
@@ -326,7 +326,14 @@ pub async fn run_with(
     set_aside.flush();
     errors.flush();
     captures.retries.flush();
-    write_reports(out, &funnel, &finished.counts)?;
+    write_reports(
+        out,
+        &funnel,
+        &finished.counts,
+        &years,
+        &finished.picked,
+        &sample,
+    )?;
     progress.set_stage("done");
     Ok(Outcome {
         sample: sample.len(),
@@ -336,11 +343,25 @@ pub async fn run_with(
     })
 }
 
+/// The sampler's years on either side of the long-tail reduction (the report's Table 7).
+struct Years {
+    before_long_tail: BTreeMap<u16, YearInput>,
+    eq1: BTreeMap<u16, YearInput>,
+}
+
 /// The long-tail reduction, then log downsampling, each with its funnel row; every URL either
 /// drops is in `set_aside.ndjson` (stage `long_tail`, or `downsampling` with `downsampled`).
-fn downsample(stages: &Stages<'_>, mut sampler: Sampler, funnel: &mut Vec<FunnelRow>) -> Finished {
+/// The per-domain counts' `before` is taken ahead of the long tail, so the domains it drops
+/// still count (the report's CCDF).
+fn downsample(
+    stages: &Stages<'_>,
+    mut sampler: Sampler,
+    funnel: &mut Vec<FunnelRow>,
+) -> (Finished, Years) {
     let spec = stages.spec;
     let before = sampler.urls();
+    let before_long_tail = sampler.per_year();
+    let urls_per_domain = sampler.urls_per_domain();
     let reason = format!(
         "long_tail: a single-URL domain in a year with more than {} domains",
         spec.long_tail_threshold
@@ -356,6 +377,7 @@ fn downsample(stages: &Stages<'_>, mut sampler: Sampler, funnel: &mut Vec<Funnel
             })
         },
     );
+    let eq1 = sampler.per_year();
     funnel.push(FunnelRow::main(
         "long_tail",
         Counters {
@@ -376,7 +398,15 @@ fn downsample(stages: &Stages<'_>, mut sampler: Sampler, funnel: &mut Vec<Funnel
             errors: 0,
         },
     ));
-    finished
+    let mut finished = finished;
+    for (domain, n) in urls_per_domain {
+        finished.counts.entry(domain).or_default().before = n;
+    }
+    let years = Years {
+        before_long_tail,
+        eq1,
+    };
+    (finished, years)
 }
 
 /// The sample: the downsampled URLs, then the popular domains' quota picks as they are (the
@@ -398,20 +428,40 @@ fn sample_of(picked: &[Picked], quota_picked: Vec<SampledUrl>) -> Vec<SampledUrl
     sample
 }
 
-/// `funnel.json`, `report.md` and `ccdf.svg`.
+/// `funnel.json`, `report.md` and `ccdf.svg`, each written whole and renamed into place, so
+/// the admin API never serves half of one.
 fn write_reports(
     out: &Path,
     funnel: &[FunnelRow],
     counts: &BTreeMap<String, DomainCounts>,
+    years: &Years,
+    picked: &[Picked],
+    sample: &[SampledUrl],
 ) -> Result<(), String> {
+    use super::report::{ccdf_svg, report, year_rows, Tables, YearSample};
+    let write = |name: &str, text: String| {
+        let (tmp, path) = (out.join(format!("{name}.tmp")), out.join(name));
+        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+    };
     let text = serde_json::to_string_pretty(funnel).map_err(|e| e.to_string())?;
     // Ends with a newline: the file is also an admin answer, and every JSON answer has one.
-    std::fs::write(out.join("funnel.json"), text + "\n").map_err(|e| e.to_string())?;
-    std::fs::write(out.join("report.md"), super::report::report(funnel, counts))
-        .map_err(|e| e.to_string())?;
-    std::fs::write(out.join("ccdf.svg"), super::report::ccdf_svg(counts))
-        .map_err(|e| e.to_string())?;
-    Ok(())
+    write("funnel.json", text + "\n")?;
+    let mut per_year: BTreeMap<String, YearSample> = BTreeMap::new();
+    for s in sample {
+        let y = per_year.entry(s.year.clone()).or_default();
+        y.urls += 1;
+        y.roots += u64::from(s.root);
+    }
+    let rows = year_rows(&years.before_long_tail, &years.eq1, picked, &per_year);
+    let tables = Tables {
+        funnel,
+        counts,
+        years: &rows,
+        sample_size: sample.len() as u64,
+    };
+    write("report.md", report(&tables))?;
+    write("ccdf.svg", ccdf_svg(counts))
 }
 
 #[cfg(test)]

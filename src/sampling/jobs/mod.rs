@@ -495,10 +495,17 @@ impl Jobs {
         }))
     }
 
-    /// The file of a finished job's output (`sample.ndjson`, `funnel.json`), or why not.
-    pub fn output(&self, id: &str, file: &str) -> Result<PathBuf, JobError> {
-        self.done(id)?;
-        Ok(self.job_dir(id).join("out").join(file))
+    /// Job `id`'s directory (its output is `out/` in it) and its state. The caller decides what
+    /// the state allows: the sample and the funnel wait for `done`, the report, the logs and
+    /// the TimeMaps are served as they stand (`sampling::job_files` opens them).
+    pub fn output(&self, id: &str) -> Result<(PathBuf, JobState), JobError> {
+        let state = self
+            .jobs
+            .lock()
+            .ok()
+            .and_then(|g| g.get(id).map(|j| j.record.state))
+            .ok_or(JobError::NoSuchJob)?;
+        Ok((self.job_dir(id), state))
     }
 
     /// Ok when job `id` has finished, else why not (no such job, or its state).
