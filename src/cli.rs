@@ -284,8 +284,8 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
 /// the operator (so `[sampling] input_dir` and `allowed_urls` do not apply), a progress bar per
 /// stage on stderr. A second run over the same DIR resumes from its checkpoint.
 pub async fn sample(spec_path: &Path, out: &Path) -> Result<(), String> {
+    use crate::sampling::engine::progress::{plain_line, stage_line, FIRST_CAPTURE, OFFLINE};
     use crate::sampling::engine::{run, Progress, Spec};
-    use std::sync::atomic::Ordering;
     let text =
         std::fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
     let spec: Spec = toml::from_str(&text).map_err(|e| {
@@ -313,18 +313,10 @@ pub async fn sample(spec_path: &Path, out: &Path) -> Result<(), String> {
         let (offline, cdx, done) = (offline.clone(), cdx.clone(), done.clone());
         tokio::spawn(async move {
             loop {
-                offline.set_message(format!("{} index lines", p.lines.load(Ordering::Relaxed)));
-                cdx.set_message(format!(
-                    "{} answers ({} from the checkpoint)",
-                    p.cdx_answers.load(Ordering::Relaxed),
-                    p.resumed_answers.load(Ordering::Relaxed)
-                ));
-                let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
-                done.set_message(format!(
-                    "stage {stage}: {} sampled, {} TimeMaps",
-                    p.sampled.load(Ordering::Relaxed),
-                    p.timemaps.load(Ordering::Relaxed)
-                ));
+                let view = p.view(true);
+                offline.set_message(stage_line(&view.stages[OFFLINE]));
+                cdx.set_message(stage_line(&view.stages[FIRST_CAPTURE]));
+                done.set_message(plain_line(&view));
                 for b in [&offline, &cdx, &done] {
                     b.tick();
                 }

@@ -3,6 +3,7 @@
 
 use super::ndjson::Log;
 use super::popular::PopularPool;
+use super::progress::{FIRST_CAPTURE, POPULAR_QUOTA};
 use super::Progress;
 use crate::sampling::offline::{Candidate, Offline};
 use crate::sampling::FunnelRow;
@@ -39,7 +40,10 @@ pub(super) fn spawn_offline(
                 Ok(_) => {}
                 Err(e) => return Err(format!("{}: {e}", input.display())),
             }
-            prog.lines.fetch_add(1, Ordering::Relaxed);
+            let lines = prog.lines.fetch_add(1, Ordering::Relaxed) + 1;
+            if lines.is_multiple_of(1024) {
+                prog.offline_read();
+            }
             let mut batch = Vec::new();
             o.push_line(&line, &mut |c| batch.push(c), &mut |a| {
                 // A popular domain's URL is handed to the quota stage, which records its fate.
@@ -47,20 +51,26 @@ pub(super) fn spawn_offline(
                     if let Some(not_drawn) = pool.push(&a.url) {
                         aside_log.write(&not_drawn);
                     }
+                    prog.set_seen(POPULAR_QUOTA, pool.size());
                 } else {
                     aside_log.write(&a)
                 }
             });
             for c in batch {
+                prog.add_seen(FIRST_CAPTURE, 1);
                 if tx.blocking_send(c).is_err() {
                     // The CDX side stopped (cancelled): stop reading.
                     return Ok((o.funnel(), pool));
                 }
             }
             if prog.cancel.load(Ordering::Relaxed) {
-                break;
+                return Ok((o.funnel(), pool));
             }
         }
+        // Through the input: first_capture's work is every candidate handed over, the quota's
+        // at most the pool.
+        prog.offline_read();
+        prog.input_through(pool.size());
         Ok((o.funnel(), pool))
     })
 }
