@@ -37,6 +37,7 @@ mod sampling_api;
 mod sampling_cdx;
 mod sampling_files;
 mod sampling_job;
+mod sampling_progress;
 mod sampling_report;
 mod sampling_stages;
 mod shared_cas;

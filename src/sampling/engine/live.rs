@@ -197,6 +197,10 @@ impl Progress {
     /// An answer for `stage` (by name): fetched from the CDX server or reused from the
     /// checkpoint. Only fetched ones count in the rates.
     pub(super) fn answer(&self, stage: &str, fetched: bool) {
+        self.answer_at(stage, fetched, self.now_ms());
+    }
+
+    fn answer_at(&self, stage: &str, fetched: bool, now: u64) {
         let Some(i) = index(stage) else { return };
         let live = &self.stages[i];
         if !fetched {
@@ -204,7 +208,6 @@ impl Progress {
             return;
         }
         live.fetched.fetch_add(1, Ordering::Relaxed);
-        let now = self.now_ms();
         if let Ok(mut w) = live.window.lock() {
             w.record(now, 1);
         }
@@ -318,7 +321,11 @@ impl Progress {
 
     /// The view now; `active`: the run is going.
     pub fn view(&self, active: bool) -> View {
-        let now = self.now_ms();
+        self.view_at(self.now_ms(), active)
+    }
+
+    /// The view at `now` (milliseconds since this progress was made).
+    fn view_at(&self, now: u64, active: bool) -> View {
         let rate = |w: &Mutex<RateWindow>| w.lock().ok().and_then(|w| w.rate(now));
         let mut rates = Rates {
             cdx: rate(&self.cdx),
@@ -356,15 +363,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         p.begin(Snapshot::default(), None, dir.path().join("progress.json"));
         p.set_stage("first_capture");
-        for _ in 0..500 {
-            p.answer("first_capture", false);
+        // Instants well after the run's start (which was at most a few ms after `p` was made).
+        for t in 0..500 {
+            p.answer_at("first_capture", false, 10_000 + t);
         }
-        let v = p.view(true);
+        let v = p.view_at(20_000, true);
         assert_eq!(v.stages[FIRST_CAPTURE].reused, 500);
         assert_eq!(v.stages[FIRST_CAPTURE].fetched, 0);
         assert_eq!(v.cdx_rate_per_s, None, "reused answers are no rate");
-        p.answer("first_capture", true);
-        assert!(p.view(true).cdx_rate_per_s.is_some());
+        p.answer_at("first_capture", true, 20_000);
+        assert!(p.view_at(20_000, true).cdx_rate_per_s.is_some());
         // Saved at the stage change, read back as it was.
         p.set_stage("popular_quota");
         let saved = Progress::read_saved(dir.path()).expect("saved");

@@ -30,6 +30,8 @@ const UNITS: [&str; 6] = ["bytes", "candidates", "urls", "domains", "urls", "tim
 const CDX_STAGES: [usize; 3] = [FIRST_CAPTURE, POPULAR_QUOTA, ROOT_UPSAMPLING];
 /// The rate's window.
 pub const WINDOW_MS: u64 = 60_000;
+/// No rate before this long has been measured: two answers in the first 10 ms say little.
+pub const MIN_SPAN_MS: u64 = 5_000;
 
 /// One stage's counters as the engine keeps them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,8 +102,9 @@ impl RateWindow {
         }
     }
 
-    /// Per second over the last minute (or since the start, when shorter; at least a second);
-    /// None when nothing was counted in it. A bucket on the window's edge counts whole.
+    /// Per second over the last minute (or since the start, when shorter); None when nothing
+    /// was counted in it, or less than [`MIN_SPAN_MS`] was measured. A bucket on the window's
+    /// edge counts whole.
     pub fn rate(&self, now_ms: u64) -> Option<f64> {
         let from = now_ms.saturating_sub(WINDOW_MS);
         let n: u64 = self
@@ -111,8 +114,8 @@ impl RateWindow {
             .map(|(_, c)| c)
             .sum();
         let since = self.since_ms.unwrap_or(now_ms).max(from);
-        let span = (now_ms.saturating_sub(since) as f64 / 1000.0).max(1.0);
-        (n > 0).then(|| n as f64 / span)
+        let span = now_ms.saturating_sub(since);
+        (n > 0 && span >= MIN_SPAN_MS).then(|| n as f64 * 1000.0 / span as f64)
     }
 }
 
@@ -326,7 +329,11 @@ fn eta(
             None if i == TIMEMAPS && st.state != "running" => {
                 unknown.push("timemaps: no rate before the stage starts".into())
             }
-            None => unknown.push(format!("{}: nothing fetched in the last minute", st.stage)),
+            None => unknown.push(format!(
+                "{}: no rate yet (nothing fetched in the last minute, or under {} s measured)",
+                st.stage,
+                MIN_SPAN_MS / 1000
+            )),
         }
     }
     if !unknown.is_empty() {
