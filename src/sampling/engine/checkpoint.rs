@@ -1,7 +1,8 @@
 //! The checkpoint of a run: every CDX first-capture answer appended to `first_captures.ndjson`
 //! as it arrives, so a run started again over the same directory asks none of them twice. Its
 //! first line is a header with the spec's result hash ([`Spec::result_hash`]): answers and
-//! TimeMaps kept for one spec are never reused by another.
+//! TimeMaps kept for one spec are never reused by another. A checkpoint from before the header
+//! existed is adopted (the header written in front), with a warning.
 
 use super::ndjson::Log;
 use super::Spec;

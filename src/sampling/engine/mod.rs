@@ -14,7 +14,8 @@
 //! see [`FunnelRow`]), `set_aside.ndjson` and `errors.ndjson` (every URL a stage did not pass on,
 //! with its stage and reason: with the sample, each URL exactly once), `retries.ndjson` (every
 //! CDX retry), `shortfalls.json` (targets the candidate pool could not meet), `report.md`,
-//! `ccdf.svg`, `timemaps/` when collected, and the checkpoints: `first_captures.ndjson` (a header
+//! `ccdf.svg`, `progress.json` (the counters, see [`progress`], saved at each stage change and every
+//! few seconds), `timemaps/` when collected, and the checkpoints: `first_captures.ndjson` (a header
 //! with the spec's result hash, then each CDX answer appended as it arrives) and
 //! `timemaps/index.ndjson` (each TimeMap once its file is complete). A run that stops (killed,
 //! cancelled) and starts again over the same directory reuses them instead of asking again, and

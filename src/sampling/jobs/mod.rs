@@ -53,10 +53,18 @@ struct Job {
     progress: Arc<Progress>,
 }
 
-/// Job `dir`'s progress as its last run saved it (none saved: nothing yet).
-fn saved_progress(dir: &Path) -> Arc<Progress> {
+/// Job `dir`'s progress as its last run saved it (none saved: nothing yet). `starting`: a run
+/// is about to resume it, so its stage is "" (not started) until the run moves on, while its
+/// stages show the work done so far.
+fn saved_progress(dir: &Path, starting: bool) -> Arc<Progress> {
+    let saved = Progress::read_saved(&dir.join("out")).map(|mut s| {
+        if starting {
+            s.stage.clear();
+        }
+        s
+    });
     Arc::new(
-        Progress::read_saved(&dir.join("out"))
+        saved
             .map(|s| Progress::from_snapshot(&s))
             .unwrap_or_default(),
     )
@@ -149,7 +157,7 @@ impl Jobs {
                     Job {
                         record,
                         spec,
-                        progress: saved_progress(&path),
+                        progress: saved_progress(&path, false),
                     },
                 );
             }
@@ -342,7 +350,7 @@ impl Jobs {
         let Some((spec, progress)) = self.jobs.lock().ok().and_then(|mut g| {
             let job = g.get_mut(id)?;
             // A resumed job shows where it was until its run has counted past it.
-            job.progress = saved_progress(&dir);
+            job.progress = saved_progress(&dir, true);
             Some((job.spec.clone(), job.progress.clone()))
         }) else {
             return;
