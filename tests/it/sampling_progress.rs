@@ -220,3 +220,58 @@ async fn a_checkpoint_from_before_spec_hashes_is_adopted_with_a_warning() {
     assert!(err.contains("another spec"), "{err}");
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_resumed_after_a_restart_counts_its_checkpoint_as_reused() {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    fake.latency_ms.store(20, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    index_file(&inputs);
+    let cache = dir.path().join("data/cache");
+    let body = json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 42,
+                      "popular_domains": ["twitter.com"], "popular_quota": 1, "concurrency": 2});
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let base = proxy.base.clone();
+    let (_, v) = post(&base, &body).await;
+    let id = v["id"].as_str().expect("an id").to_string();
+    for _ in 0..400 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        let v: Value = serde_json::from_str(&t).expect("JSON");
+        if n(&stage(&v, "first_capture")["done"]) >= 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Stopped as SIGTERM stops it: at its checkpoint, `running` on disk, its progress saved.
+    let state = proxy.state.clone().expect("state");
+    let jobs = state.jobs.clone().expect("jobs");
+    assert!(jobs.stop_all_and_wait(Duration::from_secs(20)).await);
+    proxy.stop().await;
+    drop((jobs, state));
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dir.path()
+                .join(format!("data/sampling/jobs/{id}/out/progress.json")),
+        )
+        .expect("progress.json"),
+    )
+    .expect("JSON");
+    let before = n(&saved["stages"][FIRST_CAPTURE]["fetched"]);
+    assert!(before >= 10, "{saved}");
+
+    fake.latency_ms.store(0, Ordering::Relaxed);
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let base = proxy.base.clone();
+    let done = wait_for(&base, &id, "done").await;
+    let fc = stage(&done, "first_capture");
+    // Every answer the stopped run fetched is reused, not fetched again; fetched carries on
+    // from the saved count, so over the job's life each candidate was fetched once.
+    assert_eq!(n(&fc["reused"]), before, "{done}");
+    assert_eq!(fc["fetched"], fc["done"], "{done}");
+    assert_eq!(fc["done"], fc["total"], "{done}");
+    proxy.stop().await;
+    task.abort();
+}
