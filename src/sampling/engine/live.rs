@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// The most of `progress.json` read back (it is a few kilobytes).
+const MAX_SAVED: u64 = 1 << 20;
+
 /// How often a run writes `progress.json` besides its stage changes.
 pub const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -97,10 +100,14 @@ impl Progress {
         p
     }
 
-    /// `progress.json` in `out`, if there is a readable one.
+    /// `progress.json` in `out`, if there is a readable one (read up to [`MAX_SAVED`]: a file
+    /// on disk after a crash is not trusted to be what was written).
     pub fn read_saved(out: &Path) -> Option<Snapshot> {
-        let text = std::fs::read_to_string(out.join("progress.json")).ok()?;
-        serde_json::from_str(&text).ok()
+        use std::io::Read;
+        let file = std::fs::File::open(out.join("progress.json")).ok()?;
+        let mut text = Vec::new();
+        file.take(MAX_SAVED).read_to_end(&mut text).ok()?;
+        serde_json::from_slice(&text).ok()
     }
 
     fn show(&self, s: &Snapshot) {
@@ -301,8 +308,10 @@ impl Progress {
                     .max(live.floor.load(Ordering::Relaxed)),
                 total: (total != u64::MAX).then_some(total),
                 seen: live.seen.load(Ordering::Relaxed),
-                fetched: live.fetched_before.load(Ordering::Relaxed)
-                    + live.fetched.load(Ordering::Relaxed),
+                fetched: live
+                    .fetched_before
+                    .load(Ordering::Relaxed)
+                    .saturating_add(live.fetched.load(Ordering::Relaxed)),
                 reused: live.reused.load(Ordering::Relaxed),
             };
         }
@@ -423,5 +432,28 @@ mod tests {
         }
         let fc = p.snapshot().stages[FIRST_CAPTURE].clone();
         assert_eq!((fc.done, fc.fetched), (350, 450));
+    }
+
+    #[test]
+    fn a_torn_or_hostile_saved_progress_is_no_progress() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("progress.json");
+        for bad in [
+            "{\"stage\": \"first_cap".to_string(),
+            "\u{0}".repeat(10),
+            format!("{{\"stage\": \"{}\"}}", "x".repeat(2 << 20)),
+        ] {
+            std::fs::write(&path, bad).expect("write");
+            assert_eq!(Progress::read_saved(dir.path()), None);
+        }
+        // Counts at the edge of u64 do not overflow (a floor and a fetched count carried on).
+        let mut huge = Snapshot::default();
+        huge.stages[FIRST_CAPTURE].fetched = u64::MAX;
+        huge.stages[FIRST_CAPTURE].done = u64::MAX;
+        let p = Progress::default();
+        p.begin(Snapshot::default(), Some(&huge), path);
+        p.answer("first_capture", true);
+        let v = p.view(true);
+        assert_eq!(v.stages[FIRST_CAPTURE].fetched, u64::MAX);
     }
 }
