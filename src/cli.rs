@@ -16,6 +16,9 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
+mod sample;
+pub use sample::sample;
+
 fn load(path: Option<&Path>) -> Result<Config, String> {
     let (config, source) = Config::load(path).map_err(|e| e.to_string())?;
     tracing::info!(%source, "configuration loaded");
@@ -278,72 +281,6 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     drop(state);
     let _ = std::fs::remove_dir_all(demo::demo_cache_dir());
     served
-}
-
-/// `tmproxy sample --spec FILE.toml --out DIR`: the sampling engine from the command line, run by
-/// the operator (so `[sampling] input_dir` and `allowed_urls` do not apply), a progress bar per
-/// stage on stderr. A second run over the same DIR resumes from its checkpoint.
-pub async fn sample(spec_path: &Path, out: &Path) -> Result<(), String> {
-    use crate::sampling::engine::progress::{plain_line, stage_line, FIRST_CAPTURE, OFFLINE};
-    use crate::sampling::engine::{run, Progress, Spec};
-    let text =
-        std::fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
-    let spec: Spec = toml::from_str(&text).map_err(|e| {
-        format!(
-            "{}: {}",
-            spec_path.display(),
-            e.to_string().lines().collect::<Vec<_>>().join(" ")
-        )
-    })?;
-    spec.validate()
-        .map_err(|e| format!("{}: {e}", spec_path.display()))?;
-    let progress = Arc::new(Progress::default());
-    let bars = indicatif::MultiProgress::new();
-    let style = indicatif::ProgressStyle::with_template("{prefix:>16} {spinner} {msg}")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
-    let mk = |name: &str| {
-        let b = bars.add(indicatif::ProgressBar::new_spinner());
-        b.set_style(style.clone());
-        b.set_prefix(name.to_string());
-        b
-    };
-    let (offline, cdx, done) = (mk("offline stages"), mk("first captures"), mk("sample"));
-    let ticker = {
-        let p = progress.clone();
-        let (offline, cdx, done) = (offline.clone(), cdx.clone(), done.clone());
-        tokio::spawn(async move {
-            loop {
-                let view = p.view(true);
-                offline.set_message(stage_line(&view.stages[OFFLINE]));
-                cdx.set_message(stage_line(&view.stages[FIRST_CAPTURE]));
-                done.set_message(plain_line(&view));
-                for b in [&offline, &cdx, &done] {
-                    b.tick();
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            }
-        })
-    };
-    let result = run(&spec, out, progress).await;
-    ticker.abort();
-    for b in [&offline, &cdx, &done] {
-        b.finish();
-    }
-    let outcome = result?;
-    for w in &outcome.warnings {
-        eprintln!("warning: {w}");
-    }
-    println!(
-        "{} URLs sampled → {}/sample.ndjson (funnel.json, report.md{})",
-        outcome.sample,
-        out.display(),
-        if spec.collect_timemaps {
-            ", timemaps/"
-        } else {
-            ""
-        }
-    );
-    Ok(())
 }
 
 /// `tmproxy routing import ARCHIVE FILE [--config PATH] [--format auto|cdx|mementomap]`: adds

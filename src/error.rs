@@ -51,6 +51,8 @@ pub enum AppError {
     NoSuchJob(String),
     /// The job's output is asked for before it is done (its state given).
     JobNotDone(String, String),
+    /// A feed of the job is already running: (id, URI-Rs warmed, of).
+    FeedRunning(String, u64, u64),
     /// A job file that the admin API does not serve (not one of the pinned names, or not a
     /// TimeMap file's pattern): the name as asked.
     NoSuchJobFile(String),
@@ -113,7 +115,7 @@ impl AppError {
             | AppError::NoSuchJobFile(_)
             | AppError::JobFileMissing(..)
             | AppError::JobFileRefused(_) => StatusCode::NOT_FOUND,
-            AppError::JobNotDone(..) => StatusCode::CONFLICT,
+            AppError::JobNotDone(..) | AppError::FeedRunning(..) => StatusCode::CONFLICT,
             AppError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -195,6 +197,12 @@ impl AppError {
             AppError::JobNotDone(id, state) => {
                 format!("sampling job {} is {state}, not done", clip(id))
             }
+            AppError::FeedRunning(id, warmed, of) => format!(
+                "sampling job {} is already being fed ({warmed} of {of} URI-Rs warmed); a second \
+                 feed is not started (see GET /admin/sampling/jobs/{}/feed)",
+                clip(id),
+                clip(id)
+            ),
             AppError::NoSuchJobFile(name) => format!(
                 "no job file {:?}: files/ serves {}; timemaps/ serves NNNNNN.ndjson, index.ndjson and hydration.json",
                 clip(name),

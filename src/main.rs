@@ -75,6 +75,10 @@ enum Command {
         /// Output directory (DIR): created if missing; the checkpoint a second run resumes from.
         #[arg(long)]
         out: PathBuf,
+        /// Config file whose `[sampling]` max_line, max_input_bytes, max_gzip_ratio and
+        /// max_memory bound the run (else the built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Archive profiles, which `[routing] mode = "learned"` asks archives by.
     Routing {
@@ -156,7 +160,8 @@ fn log_format(command: &Command) -> tmproxy::config::LogFormat {
         | Command::Routing {
             command: RoutingCommand::Import { config, .. },
         } => config.as_deref(),
-        Command::Sample { .. } | Command::Demo { .. } => None,
+        Command::Sample { config, .. } => config.as_deref(),
+        Command::Demo { .. } => None,
     };
     tmproxy::config::Config::load(path)
         .map(|(config, _)| config.log.format)
@@ -195,7 +200,9 @@ fn main() -> ExitCode {
                 config,
             } => tmproxy::cli::timemap(&uri_r, format, config.as_deref()).await,
             Command::Demo { listen } => tmproxy::cli::demo(listen).await,
-            Command::Sample { spec, out } => tmproxy::cli::sample(&spec, &out).await,
+            Command::Sample { spec, out, config } => {
+                tmproxy::cli::sample(&spec, &out, config.as_deref()).await
+            }
             Command::Routing {
                 command:
                     RoutingCommand::Import {

@@ -253,6 +253,20 @@ pub struct SamplingConfig {
     pub concurrency: usize,
     /// The most CDX requests per second a job may make (0 = unlimited).
     pub rate_limit: f64,
+    /// The longest index line kept (its newline not counted): a longer one is set aside with its
+    /// line number, skipped without being buffered.
+    #[serde(with = "size_field")]
+    pub max_line: u64,
+    /// The most bytes an input may hold once decompressed (0 = no limit).
+    #[serde(with = "size_field")]
+    pub max_input_bytes: u64,
+    /// The most decompressed bytes per compressed byte of a gzip input, checked past its first
+    /// MiB (0 = no limit): a gzip bomb is an error naming this key.
+    pub max_gzip_ratio: u64,
+    /// The most a run's own account of its big structures may reach (an estimate, not the RSS;
+    /// 0 = no limit): past it the run fails, naming this key.
+    #[serde(with = "size_field")]
+    pub max_memory: u64,
 }
 
 impl Default for SamplingConfig {
@@ -262,6 +276,10 @@ impl Default for SamplingConfig {
             allowed_urls: vec!["https://web.archive.org/cdx/search/cdx".to_owned()],
             concurrency: 4,
             rate_limit: 1.0,
+            max_line: 64 * 1024,
+            max_input_bytes: 64 << 30,
+            max_gzip_ratio: 100,
+            max_memory: 2 << 30,
         }
     }
 }

@@ -871,3 +871,23 @@ fn a_cdx_archive_is_read_and_checked() {
     let e = parse(&edit("dialect = \"pywb\"", "dialect = \"wayback\"")).unwrap_err();
     assert!(e.key.starts_with("archives"), "{e}");
 }
+
+#[test]
+fn sampling_reading_limits_parse_as_sizes_and_max_line_is_bounded() {
+    let c = parse(
+        "[sampling]\nmax_line = \"1MiB\"\nmax_input_bytes = \"10GB\"\nmax_gzip_ratio = 50\nmax_memory = \"512MiB\"\n",
+    )
+    .expect("parses");
+    assert_eq!(c.sampling.max_line, 1 << 20);
+    assert_eq!(c.sampling.max_input_bytes, 10_000_000_000);
+    assert_eq!(c.sampling.max_gzip_ratio, 50);
+    assert_eq!(c.sampling.max_memory, 512 << 20);
+    c.validate().expect("valid");
+    for bad in ["\"10B\"", "\"1GiB\""] {
+        let e = parse(&format!("[sampling]\nmax_line = {bad}\n"))
+            .expect("parses")
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.key, "sampling.max_line", "{bad}");
+    }
+}

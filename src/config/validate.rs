@@ -69,6 +69,12 @@ impl Config {
                 "must be a number >= 0 (0 = unlimited)".into(),
             );
         }
+        if sm.max_line < 256 || sm.max_line > 64 << 20 {
+            return fail(
+                "sampling.max_line",
+                "must be 256B-64MiB (a line is held whole up to it)".into(),
+            );
+        }
         for u in &sm.allowed_urls {
             if let Err(r) = check_http_url(u) {
                 return fail("sampling.allowed_urls", format!("{u:?}: {r}"));

@@ -98,6 +98,7 @@ fn job_error(id: &str, e: JobError) -> AppError {
     match e {
         JobError::NoSuchJob => AppError::NoSuchJob(id.to_string()),
         JobError::NotDone(s) => AppError::JobNotDone(id.to_string(), state_name(s)),
+        JobError::FeedRunning(f) => AppError::FeedRunning(id.to_string(), f.warmed, f.uri_rs),
     }
 }
 

@@ -4,6 +4,7 @@
 //! (`urlkey timestamp {json}`), from plain or gzip files (ZipNum's concatenated gzip members
 //! included), streamed a line at a time. Parsing borrows from the line: no allocation per line.
 
+use super::reading::{Inflated, ReadLimits};
 use flate2::read::MultiGzDecoder;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
@@ -95,11 +96,12 @@ fn json_str<'a>(json: &'a str, name: &str) -> Option<&'a str> {
     rest.find('"').map(|end| &rest[..end])
 }
 
-/// A reader over an index file: gzip (by its magic bytes) or plain.
+/// A reader over an index file: gzip (by its magic bytes) or plain, under the default limits.
 pub fn open(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
     open_counted(
         path,
         std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        ReadLimits::default(),
     )
 }
 
@@ -119,21 +121,27 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-/// [`open`], adding the bytes read from the file to `read`.
+/// [`open`], adding the bytes read from the file to `read`, the bytes after decompression held
+/// to `limits` (a gzip bomb is an error naming the limit it broke).
 pub fn open_counted(
     path: &Path,
     read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    limits: ReadLimits,
 ) -> io::Result<Box<dyn BufRead + Send>> {
     let file = Counted {
         inner: std::fs::File::open(path)?,
-        read,
+        read: read.clone(),
     };
     let mut file = BufReader::with_capacity(1 << 16, file);
     let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
     Ok(if gz {
-        Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(file)))
+        let inflated = Inflated::new(MultiGzDecoder::new(file), Some(read), limits);
+        Box::new(BufReader::with_capacity(1 << 16, inflated))
     } else {
-        Box::new(file)
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            Inflated::new(file, None, limits),
+        ))
     })
 }
 

@@ -11,6 +11,7 @@ pub mod index;
 pub(crate) mod job_files;
 pub(crate) mod jobs;
 pub mod offline;
+pub mod reading;
 pub(crate) mod report;
 pub(crate) mod revisit;
 pub mod surt;

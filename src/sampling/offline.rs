@@ -101,6 +101,19 @@ impl Offline {
         });
     }
 
+    /// A line the reader could not hand over (longer than `max_line`, not UTF-8): read, in
+    /// error, and set aside with its reason (which names its line), like a line with no
+    /// timestamp; the run goes on.
+    pub fn reject_line(&mut self, shown: &str, reason: String, aside: &mut impl FnMut(SetAside)) {
+        self.counters[READ].input += 1;
+        self.counters[READ].errors += 1;
+        aside(SetAside {
+            stage: STAGES[READ],
+            url: shown.to_string(),
+            reason,
+        });
+    }
+
     /// One index line through every stage.
     pub fn push_line(
         &mut self,

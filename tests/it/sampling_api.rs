@@ -244,6 +244,116 @@ async fn a_restart_resumes_a_job_and_a_cancelled_one_stays_cancelled() {
     task.abort();
 }
 
+/// A gzip bomb submitted as a job: the job is `failed` with the limit named, and a restart does
+/// not resume it (before, it stayed `running` and took every restart down with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bomb_fails_its_job_and_a_failed_job_is_not_resumed() {
+    use std::io::Write as _;
+    let (cdx, fake, task) = fake_cdx().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    // SYNTHETIC: 32 MB of zeros, no newline, gzipped to about 32 KB.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&vec![0u8; 32 << 20]).expect("gzip");
+    std::fs::write(inputs.join("bomb.gz"), gz.finish().expect("gzip")).expect("write");
+    let cache = dir.path().join("data/cache");
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let base = proxy.base.clone();
+    let (status, v) = post(
+        &base,
+        &json!({"input": "bomb.gz", "cdx_api": cdx, "dialect": "ia"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("an id").to_string();
+    let mut failed = Value::Null;
+    for _ in 0..400 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        failed = serde_json::from_str(&t).expect("JSON");
+        if failed["state"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(failed["state"], "failed", "{failed}");
+    let error = failed["error"].as_str().unwrap_or("");
+    assert!(error.contains("max_gzip_ratio"), "{error}");
+    proxy.stop().await;
+
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let (_, t) = get(&format!("{}/admin/sampling/jobs/{id}", proxy.base)).await;
+    let v: Value = serde_json::from_str(&t).expect("JSON");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["error"], failed["error"]);
+    assert_eq!(v["counters"]["index_lines"], 0, "not run again: {v}");
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 0);
+    proxy.stop().await;
+    task.abort();
+}
+
+/// A job resumed after a restart is checked against the boundary again: its input swapped for a
+/// symlink out of `input_dir` while the server was down, it fails with the reason and reads
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_job_whose_input_became_a_symlink_out_of_input_dir_fails_unread() {
+    let (cdx, fake, task) = fake_cdx().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    let index = index_file(&inputs);
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    let secret = index_file(&outside);
+    let cache = dir.path().join("data/cache");
+    fake.latency_ms.store(50, Ordering::Relaxed);
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let base = proxy.base.clone();
+    let body = json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "concurrency": 1});
+    let (status, v) = post(&base, &body).await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("an id").to_string();
+    for _ in 0..200 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        let v: Value = serde_json::from_str(&t).expect("JSON");
+        if v["counters"]["cdx_answers"].as_u64().unwrap_or(0) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let state = proxy.state.clone().expect("state");
+    if let Some(jobs) = &state.jobs {
+        jobs.stop_all_and_wait(Duration::from_secs(5)).await;
+    }
+    // The stopped run's counters (saved in its progress.json, shown again after the restart).
+    let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+    let stopped: Value = serde_json::from_str(&t).expect("JSON");
+    proxy.stop().await;
+    drop(state);
+
+    // While the server is down: the admitted file becomes a symlink to a file outside.
+    std::fs::remove_file(&index).expect("rm");
+    std::os::unix::fs::symlink(&secret, &index).expect("symlink");
+    let asked = fake.requests.load(Ordering::SeqCst);
+    let proxy = start_proxy(config(&inputs, &cdx, &cache)).await;
+    let (_, t) = get(&format!("{}/admin/sampling/jobs/{id}", proxy.base)).await;
+    let v: Value = serde_json::from_str(&t).expect("JSON");
+    assert_eq!(v["state"], "failed", "{v}");
+    let error = v["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("input_dir") && error.contains("checked again at restart"),
+        "{error}"
+    );
+    // Nothing read: the counters are the stopped run's, as saved (a run started again would
+    // count its lines from 0 and take the checkpoint's answers as `resumed_answers`).
+    assert_eq!(v["counters"], stopped["counters"], "nothing read: {v}");
+    assert_eq!(v["counters"]["resumed_answers"], 0, "{v}");
+    // Failed as the jobs were opened, before anything could start.
+    assert_eq!(fake.requests.load(Ordering::SeqCst), asked, "nothing asked");
+    proxy.stop().await;
+    task.abort();
+}
+
 /// A job's sample fed to the cache: warmed (every URI-R's TimeMap fetched through the
 /// aggregator into the cache), then refetched each simulated day into the observation log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -304,6 +414,11 @@ async fn a_fed_sample_warms_the_cache_and_is_observed_each_day() {
     assert!(text.contains("observe"), "{text}");
     let (status, text) = feed(json!({"warm": true, "observe": "1d"})).await;
     assert_eq!(status, 202, "{text}");
+    // A second feed while this one runs is refused, not started: still one fan-out per URI-R
+    // (the count of observations below).
+    let (status, text) = feed(json!({"warm": true})).await;
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("already being fed"), "{text}");
 
     let lines = || {
         std::fs::read_to_string(&log)

@@ -85,6 +85,11 @@ pub(super) async fn first_captures(
                 if let Some(left) = sampler.push_with(bucket, &c.domain, &c.url, c.root, &meta) {
                     stages.downsampled(&left);
                 }
+                if fc.output.is_multiple_of(1024) {
+                    progress
+                        .memory
+                        .set_sampler(sampler.domains(), year_c.output);
+                }
             }
             Kept::Aside { stage, reason } => {
                 match stage {

@@ -48,6 +48,8 @@ pub struct Progress {
     /// Bytes of the input file read so far, and its size.
     pub input_read: Arc<AtomicU64>,
     pub input_size: AtomicU64,
+    /// The engine's estimate of its big structures, checked against `[sampling] max_memory`.
+    pub memory: super::MemoryUse,
     stages: [StageLive; 6],
     /// First-capture answers fetched, the three CDX stages together (they share one client).
     cdx: Mutex<RateWindow>,
@@ -72,6 +74,7 @@ impl Default for Progress {
             cancel: AtomicBool::default(),
             input_read: Arc::default(),
             input_size: AtomicU64::default(),
+            memory: super::MemoryUse::default(),
             stages: Default::default(),
             cdx: Mutex::default(),
             offline_mark: AtomicU64::default(),

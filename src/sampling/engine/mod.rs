@@ -30,6 +30,7 @@
 mod checkpoint;
 mod first_capture;
 mod input;
+mod limits;
 mod live;
 mod ndjson;
 mod popular;
@@ -38,6 +39,7 @@ mod roots;
 mod spec;
 mod timemaps;
 
+pub use limits::{Limits, MemoryUse};
 pub use live::Progress;
 pub use spec::{DownsamplingSpec, Spec, SpecError};
 
@@ -104,6 +106,16 @@ impl Stages<'_> {
 /// for the same spec (its result hash), refused otherwise. The progress is saved to
 /// `out/progress.json` at every stage change, every [`live::SAVE_EVERY`] and at the end.
 pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Outcome, String> {
+    run_with(spec, out, progress, Limits::default()).await
+}
+
+/// [`run`] under `limits` (the `[sampling]` ones).
+pub async fn run_with(
+    spec: &Spec,
+    out: &Path,
+    progress: Arc<Progress>,
+    limits: Limits,
+) -> Result<Outcome, String> {
     let saver = {
         let p = progress.clone();
         tokio::spawn(async move {
@@ -113,13 +125,18 @@ pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Out
             }
         })
     };
-    let result = run_stages(spec, out, &progress).await;
+    let result = run_stages(spec, out, &progress, limits).await;
     saver.abort();
     progress.save();
     result
 }
 
-async fn run_stages(spec: &Spec, out: &Path, progress: &Arc<Progress>) -> Result<Outcome, String> {
+async fn run_stages(
+    spec: &Spec,
+    out: &Path,
+    progress: &Arc<Progress>,
+    limits: Limits,
+) -> Result<Outcome, String> {
     spec.validate().map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let params = spec.downsampling_params().map_err(|e| e.to_string())?;
@@ -153,6 +170,15 @@ async fn run_stages(spec: &Spec, out: &Path, progress: &Arc<Progress>) -> Result
     progress
         .resumed_answers
         .store(resumed.len() as u64, Ordering::Relaxed);
+    let resumed_bytes = resumed
+        .keys()
+        .map(|u| u.len() as u64 + limits::PER_ENTRY + limits::PER_URL)
+        .sum();
+    progress
+        .memory
+        .resumed
+        .store(resumed_bytes, Ordering::Relaxed);
+    progress.memory.check(limits.max_memory)?;
     // Written through: every answer is in the file once written, so it is never flushed.
     let answers = Log::open_checkpoint(&checkpoint)?;
     let set_aside = Arc::new(Log::open(&out.join("set_aside.ndjson"), false)?);
@@ -189,7 +215,7 @@ async fn run_stages(spec: &Spec, out: &Path, progress: &Arc<Progress>) -> Result
     };
 
     progress.set_stage("offline");
-    let input = input::local_input(&spec.input, out).await?;
+    let input = input::local_input(&spec.input, out, limits.read.max_input_bytes).await?;
     if let Ok(meta) = std::fs::metadata(&input) {
         progress.input_size.store(meta.len(), Ordering::Relaxed);
     }
@@ -201,11 +227,15 @@ async fn run_stages(spec: &Spec, out: &Path, progress: &Arc<Progress>) -> Result
         tx,
         set_aside.clone(),
         progress.clone(),
+        limits,
     );
 
+    progress.memory.pool.store(pool as u64, Ordering::Relaxed);
     let mut sampler = Sampler::new(spec.seed, params, pool);
     progress.set_stage("first_capture");
     let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await;
+    let kept = firsts.years.output;
+    progress.memory.set_sampler(sampler.domains(), kept);
     let (mut funnel, popular_pool) = match offline.await {
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
@@ -228,6 +258,7 @@ async fn run_stages(spec: &Spec, out: &Path, progress: &Arc<Progress>) -> Result
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
+    progress.memory.check(limits.max_memory)?;
     funnel.push(FunnelRow::main("first_capture", firsts.first_capture));
     funnel.push(FunnelRow::main("mime_html", firsts.mime));
     funnel.push(FunnelRow::main("years", firsts.years));

@@ -86,6 +86,11 @@ impl PopularPool {
         self.handed - self.overflow
     }
 
+    /// URLs held (for the engine's memory estimate).
+    pub(super) fn len(&self) -> usize {
+        self.urls.values().map(|h| h.len()).sum()
+    }
+
     /// Per domain (sorted), its URLs in priority order.
     fn into_ordered(self) -> Vec<(String, Vec<String>)> {
         let mut out: Vec<(String, Vec<String>)> = self

@@ -17,7 +17,7 @@ pub type Fetcher =
 
 /// A fed job: its sample warmed into the cache and, with `observe_secs`, refetched every
 /// interval. Kept in `<job>/feed.json` so a restart carries on.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feed {
     pub warm: bool,
     /// Seconds between refetch rounds; None = no observation.
@@ -40,6 +40,11 @@ impl Jobs {
         observe_secs: Option<u64>,
     ) -> Result<Feed, JobError> {
         self.done(id)?;
+        // One feed per job: a second POST while one runs would fetch every URI-R twice.
+        if !self.claim_feed(id) {
+            let running = self.feed_status(id).unwrap_or_default();
+            return Err(JobError::FeedRunning(running));
+        }
         let uri_rs = self.sample_urls(id).len() as u64;
         let feed = Feed {
             warm,
@@ -49,6 +54,20 @@ impl Jobs {
         };
         self.clone().spawn_feed(id.to_string(), feed.clone(), false);
         Ok(feed)
+    }
+
+    /// Marks job `id` as being fed; false when it already is.
+    pub(super) fn claim_feed(&self, id: &str) -> bool {
+        self.feeding
+            .lock()
+            .map(|mut f| f.insert(id.to_string()))
+            .unwrap_or(false)
+    }
+
+    fn release_feed(&self, id: &str) {
+        if let Ok(mut f) = self.feeding.lock() {
+            f.remove(id);
+        }
     }
 
     /// The feed of a job, if it was fed.
@@ -76,6 +95,7 @@ impl Jobs {
 
     pub(super) fn spawn_feed(self: Arc<Self>, id: String, mut feed: Feed, resumed: bool) {
         let Some(fetch) = self.fetcher.clone() else {
+            self.release_feed(&id);
             return;
         };
         let urls = self.sample_urls(&id);
@@ -84,6 +104,14 @@ impl Jobs {
         self.save_feed(&id, &feed);
         let jobs = self.clone();
         jobs.track(tokio::spawn(async move {
+            // However the task ends (done, stopping, aborted), the job may be fed again.
+            struct Fed(Arc<Jobs>, String);
+            impl Drop for Fed {
+                fn drop(&mut self) {
+                    self.0.release_feed(&self.1);
+                }
+            }
+            let _fed = Fed(self.clone(), id.clone());
             let pace = || async {
                 if let Some(g) = gap {
                     tokio::time::sleep(g).await;

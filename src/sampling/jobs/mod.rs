@@ -6,10 +6,11 @@
 //! by `[sampling]`, each cap named in the job's `warnings` and logged.
 
 mod feed;
+mod resume;
 
 pub use feed::{Feed, Fetcher};
 
-use super::engine::{run, Progress, Spec, SpecError};
+use super::engine::{progress, run_with, Limits, Progress, Spec, SpecError};
 use crate::clock::Clock;
 use crate::config::SamplingConfig;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,10 @@ pub struct JobRecord {
     pub created_at: String,
     #[serde(default)]
     pub finished_at: Option<String>,
+    /// Deaths of the process while running this job with no work checkpointed in between (two
+    /// fail the job instead of resuming it: see `resume`).
+    #[serde(default)]
+    pub crashes: u32,
     /// Where the job does not do what its spec asked: concurrency or rate capped by
     /// `[sampling]`, targets its candidate pool could not meet (the engine's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -57,11 +62,20 @@ struct Job {
 /// is about to resume it, so its stage is "" (not started) until the run moves on, while its
 /// stages show the work done so far.
 fn saved_progress(dir: &Path, starting: bool) -> Arc<Progress> {
-    let saved = Progress::read_saved(&dir.join("out")).map(|mut s| {
-        if starting {
-            s.stage.clear();
+    let saved = Progress::read_saved(&dir.join("out")).map(|s| {
+        if !starting {
+            return s;
         }
-        s
+        // The walk's own counters (and the crash marker's line) start again with the run.
+        progress::Snapshot {
+            stage: String::new(),
+            lines: 0,
+            candidates: 0,
+            cdx_answers: 0,
+            sampled: 0,
+            timemaps: 0,
+            ..s
+        }
     });
     Arc::new(
         saved
@@ -84,6 +98,8 @@ pub struct Jobs {
     /// Requests per second to the aggregator while feeding (the `[sampling] rate_limit`).
     feed_rate: f64,
     feeds: Mutex<BTreeMap<String, Feed>>,
+    /// Jobs whose feed task is running: a second feed of one is refused (409), not started.
+    feeding: Mutex<std::collections::HashSet<String>>,
     /// Whether the server writes an observation log (`observe` needs one).
     pub observing: bool,
     /// The job and feed tasks, so a stopping server can wait for them to reach a checkpoint
@@ -121,6 +137,7 @@ impl Jobs {
             feed_rate: limits.rate_limit,
             observing,
             feeds: Mutex::new(BTreeMap::new()),
+            feeding: Mutex::new(std::collections::HashSet::new()),
             tasks: Mutex::new(Vec::new()),
             limits,
         });
@@ -162,13 +179,12 @@ impl Jobs {
                 );
             }
         }
-        for id in resume {
-            tracing::info!(job = %id, "resuming sampling job");
-            jobs.clone().start(&id);
-        }
+        jobs.resume_all(resume);
         for (id, feed) in feeds {
             tracing::info!(job = %id, "resuming the feed of sampling job");
-            jobs.clone().spawn_feed(id, feed, true);
+            if jobs.claim_feed(&id) {
+                jobs.clone().spawn_feed(id, feed, true);
+            }
         }
         Ok(jobs)
     }
@@ -282,6 +298,7 @@ impl Jobs {
             error: None,
             created_at: now.to_string(),
             finished_at: None,
+            crashes: 0,
             warnings,
         };
         for w in &record.warnings {
@@ -356,11 +373,33 @@ impl Jobs {
             return;
         };
         let id = id.to_string();
-        let out = self.job_dir(&id).join("out");
+        let dir = self.job_dir(&id);
+        let out = dir.join("out");
         self.set_state(&id, JobState::Running, None);
+        let mut marker = resume::Marker {
+            work_at_start: resume::work_done(&dir),
+            ..resume::Marker::default()
+        };
+        resume::write_marker(&dir, &marker);
         let jobs = self.clone();
         jobs.track(tokio::spawn(async move {
-            let result = run(&spec, &out, progress).await;
+            let limits = Limits::from(&self.limits);
+            let run = run_with(&spec, &out, progress.clone(), limits);
+            tokio::pin!(run);
+            let mut tick = tokio::time::interval(resume::MARK_EVERY);
+            let result = loop {
+                tokio::select! {
+                    r = &mut run => break r,
+                    // Not once the server stops: its markers are cleared, a late tick must
+                    // not put one back.
+                    _ = tick.tick(), if !self.stopping.load(Ordering::Relaxed) => {
+                        marker = resume::update_marker(&dir, marker, &progress)
+                    }
+                }
+            };
+            // The run ended by itself (done, failed, cancelled, stopped at a checkpoint): not a
+            // death of the process.
+            resume::clear_marker(&dir);
             match result {
                 // Stopped by a shutdown: stays `running` on disk, to be resumed.
                 Ok(o) if o.cancelled && self.stopping.load(Ordering::Relaxed) => {}
@@ -402,9 +441,19 @@ impl Jobs {
             .lock()
             .map(|mut t| std::mem::take(&mut *t))
             .unwrap_or_default();
-        tokio::time::timeout(within, futures::future::join_all(tasks))
+        let settled = tokio::time::timeout(within, futures::future::join_all(tasks))
             .await
-            .is_ok()
+            .is_ok();
+        // A clean stop, even of a job still waiting on an answer: not a crash at the next start.
+        let ids: Vec<String> = self
+            .jobs
+            .lock()
+            .map(|g| g.keys().cloned().collect())
+            .unwrap_or_default();
+        for id in ids {
+            resume::clear_marker(&self.job_dir(&id));
+        }
+        settled
     }
 
     /// Cancels a job (its checkpoint stays). False when there is no such job.
@@ -535,6 +584,8 @@ fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), Str
 pub enum JobError {
     NoSuchJob,
     NotDone(JobState),
+    /// A feed of the job is running (its state given): a second one is not started.
+    FeedRunning(Feed),
 }
 
 /// `candidate` parsed, when it is under the allowed `prefix`: the same scheme, host and port, no

@@ -1,0 +1,118 @@
+//! A run's limits (`[sampling] max_line`, `max_input_bytes`, `max_gzip_ratio`, `max_memory`)
+//! and the engine's own account of its memory: an estimate, in bytes, of the structures that
+//! grow with the input (the resumed answers, the offline stages' set of hosts, the popular
+//! pool, the sampler's per-(year, domain) pools), updated as they grow and checked while the
+//! input is read. It is not the process's RSS: buffers, the allocator and the rest of the
+//! server are not in it.
+
+use crate::sampling::reading::ReadLimits;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a run may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub read: ReadLimits,
+    /// The most bytes the engine's account may reach (0 = no limit).
+    pub max_memory: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            read: ReadLimits::default(),
+            max_memory: 2 << 30,
+        }
+    }
+}
+
+impl From<&crate::config::SamplingConfig> for Limits {
+    fn from(c: &crate::config::SamplingConfig) -> Self {
+        Limits {
+            read: ReadLimits {
+                max_line: usize::try_from(c.max_line).unwrap_or(usize::MAX),
+                max_input_bytes: c.max_input_bytes,
+                max_gzip_ratio: c.max_gzip_ratio,
+            },
+            max_memory: c.max_memory,
+        }
+    }
+}
+
+/// The engine's estimate of its big structures, each part set by the stage that owns it.
+#[derive(Debug, Default)]
+pub struct MemoryUse {
+    pub resumed: AtomicU64,
+    pub hosts: AtomicU64,
+    pub popular: AtomicU64,
+    pub sampler: AtomicU64,
+    /// The sampler's candidate pool per (year, domain), which bounds what a bucket keeps.
+    pub pool: AtomicU64,
+}
+
+/// Bytes per entry, beside the strings' own: a hash map or heap slot, its `String` headers and
+/// the allocator's rounding (measured, roughly, not exact).
+pub(super) const PER_ENTRY: u64 = 96;
+/// A host, a popular domain's URL or a sampler's URL with its payload, as the index has them.
+pub(super) const PER_URL: u64 = 120;
+
+impl MemoryUse {
+    pub fn total(&self) -> u64 {
+        [&self.resumed, &self.hosts, &self.popular, &self.sampler]
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The sampler: per (year, domain) its counters, and at most its candidate pool + 1 (the
+    /// root) URLs kept; `urls` pushed is an upper bound on those kept.
+    pub(super) fn set_sampler(&self, buckets: usize, urls: u64) {
+        let per_bucket = self.pool.load(Ordering::Relaxed) + 1;
+        let kept = urls.min(buckets as u64 * per_bucket);
+        let bytes = buckets as u64 * (PER_ENTRY + 64) + kept * (PER_ENTRY + PER_URL);
+        self.sampler.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Err naming the limit when the estimate is past `max` (0 = no limit).
+    pub fn check(&self, max: u64) -> Result<(), String> {
+        let total = self.total();
+        if max > 0 && total > max {
+            return Err(format!(
+                "the run's memory estimate ({total} bytes: resumed answers {}, hosts {}, popular \
+                 pool {}, sampler {}) is past [sampling] max_memory ({max} bytes)",
+                self.resumed.load(Ordering::Relaxed),
+                self.hosts.load(Ordering::Relaxed),
+                self.popular.load(Ordering::Relaxed),
+                self.sampler.load(Ordering::Relaxed),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_defaults_are_the_engines() {
+        let c = crate::config::SamplingConfig::default();
+        assert_eq!(Limits::from(&c), Limits::default());
+    }
+
+    #[test]
+    fn the_estimate_is_checked_against_the_limit_and_names_it() {
+        let m = MemoryUse::default();
+        m.pool.store(300, Ordering::Relaxed);
+        assert!(m.check(1000).is_ok());
+        m.set_sampler(10, 5);
+        let sampler = m.sampler.load(Ordering::Relaxed);
+        assert_eq!(sampler, 10 * (PER_ENTRY + 64) + 5 * (PER_ENTRY + PER_URL));
+        // Kept URLs are bounded per bucket, whatever was pushed.
+        m.set_sampler(1, 1_000_000);
+        assert!(m.sampler.load(Ordering::Relaxed) < 100_000);
+        m.hosts.store(5_000, Ordering::Relaxed);
+        let e = m.check(1000).unwrap_err();
+        assert!(e.contains("max_memory (1000 bytes)"), "{e}");
+        assert!(m.check(0).is_ok(), "0: no limit");
+    }
+}
