@@ -9,7 +9,7 @@ mod feed;
 
 pub use feed::{Feed, Fetcher};
 
-use super::engine::{run, Progress, Spec, SpecError};
+use super::engine::{progress, run, Progress, Spec, SpecError};
 use crate::clock::Clock;
 use crate::config::SamplingConfig;
 use serde::{Deserialize, Serialize};
@@ -57,11 +57,20 @@ struct Job {
 /// is about to resume it, so its stage is "" (not started) until the run moves on, while its
 /// stages show the work done so far.
 fn saved_progress(dir: &Path, starting: bool) -> Arc<Progress> {
-    let saved = Progress::read_saved(&dir.join("out")).map(|mut s| {
-        if starting {
-            s.stage.clear();
+    let saved = Progress::read_saved(&dir.join("out")).map(|s| {
+        if !starting {
+            return s;
         }
-        s
+        // The walk's own counters start again with the run.
+        progress::Snapshot {
+            stage: String::new(),
+            lines: 0,
+            candidates: 0,
+            cdx_answers: 0,
+            sampled: 0,
+            timemaps: 0,
+            ..s
+        }
     });
     Arc::new(
         saved
