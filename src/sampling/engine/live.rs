@@ -196,10 +196,17 @@ impl Progress {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Moves to `stage`, and saves the snapshot (the stage before it ended).
+    /// Moves to `stage`, and saves the snapshot (the stage before it ended). The stage's own
+    /// rate counts from now (the run-wide first-capture rate carries on across stages).
     pub(super) fn set_stage(&self, s: &str) {
         if let Ok(mut g) = self.stage.lock() {
             *g = s.to_string();
+        }
+        if let Some(i) = index(s) {
+            let now = self.now_ms();
+            if let Ok(mut w) = self.stages[i].window.lock() {
+                w.start(now);
+            }
         }
         self.save();
     }
