@@ -3,7 +3,7 @@
 //! that says whether anything could be sampled.
 
 use crate::config::Config;
-use crate::sampling::engine::{run_with, Limits, Progress, Spec};
+use crate::sampling::engine::{progress, run_with, Limits, Progress, Spec};
 use crate::sampling::FunnelRow;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -104,18 +104,20 @@ pub fn nothing_worked(funnel: &[FunnelRow]) -> Option<String> {
     None
 }
 
-/// One plain progress line: the stage and its counters.
+/// One plain progress line: the stage and its counters, then the current stage's done/total,
+/// fetched rate and the ETA (`engine::progress::plain_line`).
 fn plain_line(p: &Progress) -> String {
     let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
     format!(
         "sample: stage {stage}: {} index lines, {} candidates, {} CDX answers ({} from the \
-         checkpoint), {} sampled, {} TimeMaps",
+         checkpoint), {} sampled, {} TimeMaps; {}",
         p.lines.load(Ordering::Relaxed),
         p.candidates.load(Ordering::Relaxed),
         p.cdx_answers.load(Ordering::Relaxed),
         p.resumed_answers.load(Ordering::Relaxed),
         p.sampled.load(Ordering::Relaxed),
-        p.timemaps.load(Ordering::Relaxed)
+        p.timemaps.load(Ordering::Relaxed),
+        progress::plain_line(&p.view(true))
     )
 }
 
@@ -170,18 +172,10 @@ async fn with_bars(
         let (offline, cdx, done) = (offline.clone(), cdx.clone(), done.clone());
         tokio::spawn(async move {
             loop {
-                offline.set_message(format!("{} index lines", p.lines.load(Ordering::Relaxed)));
-                cdx.set_message(format!(
-                    "{} answers ({} from the checkpoint)",
-                    p.cdx_answers.load(Ordering::Relaxed),
-                    p.resumed_answers.load(Ordering::Relaxed)
-                ));
-                let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
-                done.set_message(format!(
-                    "stage {stage}: {} sampled, {} TimeMaps",
-                    p.sampled.load(Ordering::Relaxed),
-                    p.timemaps.load(Ordering::Relaxed)
-                ));
+                let view = p.view(true);
+                offline.set_message(progress::stage_line(&view.stages[progress::OFFLINE]));
+                cdx.set_message(progress::stage_line(&view.stages[progress::FIRST_CAPTURE]));
+                done.set_message(progress::plain_line(&view));
                 for b in [&offline, &cdx, &done] {
                     b.tick();
                 }

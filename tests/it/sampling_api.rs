@@ -325,6 +325,9 @@ async fn a_resumed_job_whose_input_became_a_symlink_out_of_input_dir_fails_unrea
     if let Some(jobs) = &state.jobs {
         jobs.stop_all_and_wait(Duration::from_secs(5)).await;
     }
+    // The stopped run's counters (saved in its progress.json, shown again after the restart).
+    let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+    let stopped: Value = serde_json::from_str(&t).expect("JSON");
     proxy.stop().await;
     drop(state);
 
@@ -341,7 +344,10 @@ async fn a_resumed_job_whose_input_became_a_symlink_out_of_input_dir_fails_unrea
         error.contains("input_dir") && error.contains("checked again at restart"),
         "{error}"
     );
-    assert_eq!(v["counters"]["index_lines"], 0, "nothing read: {v}");
+    // Nothing read: the counters are the stopped run's, as saved (a run started again would
+    // count its lines from 0 and take the checkpoint's answers as `resumed_answers`).
+    assert_eq!(v["counters"], stopped["counters"], "nothing read: {v}");
+    assert_eq!(v["counters"]["resumed_answers"], 0, "{v}");
     // Failed as the jobs were opened, before anything could start.
     assert_eq!(fake.requests.load(Ordering::SeqCst), asked, "nothing asked");
     proxy.stop().await;

@@ -1,7 +1,8 @@
 //! The checkpoint of a run: every CDX first-capture answer appended to `first_captures.ndjson`
 //! as it arrives, so a run started again over the same directory asks none of them twice. Its
 //! first line is a header with the spec's result hash ([`Spec::result_hash`]): answers and
-//! TimeMaps kept for one spec are never reused by another.
+//! TimeMaps kept for one spec are never reused by another. A checkpoint from before the header
+//! existed is adopted (the header written in front), with a warning.
 
 use super::ndjson::Log;
 use super::Spec;
@@ -47,20 +48,36 @@ struct Header {
     fields: String,
 }
 
+/// How a run came to hold its checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Claim {
+    /// New (or empty, or torn before its first answer): the spec's header written.
+    New,
+    /// Written for this spec.
+    Same,
+    /// Written before checkpoints were tied to a spec (answers, no header): adopted, the
+    /// header written in front, unchecked (the run says so in its warnings).
+    Adopted,
+}
+
+/// The warning of an adopted checkpoint.
+pub(super) const ADOPTED: &str = "checkpoint from before spec hashes: adopted without a check";
+
 /// Ties the checkpoint at `path` to `spec`: a new (or empty, or torn before its first answer)
-/// checkpoint gets the spec's header; one written for another spec, or with no header above
-/// its answers (`has_answers`), is refused, naming both hashes.
-pub(super) fn claim(path: &Path, spec: &Spec, has_answers: bool) -> Result<(), String> {
+/// checkpoint gets the spec's header; one from before spec hashes (its first line an answer)
+/// is adopted, the header written in front; one written for another spec is refused, naming
+/// both hashes, and so is one with answers under a first line that is neither.
+pub(super) fn claim(path: &Path, spec: &Spec, has_answers: bool) -> Result<Claim, String> {
     use std::io::Read;
     let hash = spec.result_hash();
-    // The header only: the file may be gigabytes, and a hostile one a single endless line.
+    // The first line only: the file may be gigabytes, and a hostile one a single endless line.
     let mut first = Vec::new();
     if let Ok(f) = std::fs::File::open(path) {
-        let _ = std::io::BufReader::new(f.take(4096)).read_until(b'\n', &mut first);
+        let _ = std::io::BufReader::new(f.take(64 * 1024)).read_until(b'\n', &mut first);
     }
     if let Ok(h) = serde_json::from_slice::<Header>(first.trim_ascii_end()) {
         if h.spec_hash == hash {
-            return Ok(());
+            return Ok(Claim::Same);
         }
         return Err(format!(
             "{} was written for another spec (hash {}, this spec's is {hash}; the hash covers {}): \
@@ -70,19 +87,40 @@ pub(super) fn claim(path: &Path, spec: &Spec, has_answers: bool) -> Result<(), S
             Spec::RESULT_FIELDS
         ));
     }
-    if has_answers {
-        return Err(format!(
-            "{} has answers but no spec hash (written before checkpoints were tied to a spec): \
-             run over another output directory",
-            path.display()
-        ));
-    }
     let header = serde_json::to_string(&Header {
         spec_hash: hash,
         fields: Spec::RESULT_FIELDS.to_string(),
     })
     .map_err(|e| e.to_string())?;
-    std::fs::write(path, header + "\n").map_err(|e| format!("{}: {e}", path.display()))
+    if !has_answers {
+        std::fs::write(path, header + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(Claim::New);
+    }
+    if serde_json::from_slice::<Answered>(first.trim_ascii_end()).is_err() {
+        return Err(format!(
+            "{} has answers under a first line that is neither a spec hash nor an answer: \
+             run over another output directory",
+            path.display()
+        ));
+    }
+    adopt(path, &header)?;
+    Ok(Claim::Adopted)
+}
+
+/// Writes `header` in front of the checkpoint at `path`: the header and the old file copied
+/// (streamed) into a new file, synced, renamed over the old one, so a kill leaves one or the
+/// other whole.
+fn adopt(path: &Path, header: &str) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let tmp = path.with_extension("ndjson.adopting");
+    let mut old = std::fs::File::open(path).map_err(err)?;
+    let mut new = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(err)?);
+    new.write_all(header.as_bytes()).map_err(err)?;
+    new.write_all(b"\n").map_err(err)?;
+    std::io::copy(&mut old, &mut new).map_err(err)?;
+    let file = new.into_inner().map_err(|e| err(e.into_error()))?;
+    file.sync_all().map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
 }
 
 /// One line of `retries.ndjson`.
@@ -104,6 +142,8 @@ pub(super) struct FirstCaptures {
     pub(super) answers: Log,
     /// `retries.ndjson`: every retry the client made, with the URL and stage.
     pub(super) retries: Log,
+    /// Told of each answer, fetched or reused.
+    pub(super) progress: Arc<super::Progress>,
 }
 
 impl FirstCaptures {
@@ -128,7 +168,10 @@ impl FirstCaptures {
     /// The first capture of `url`, asked for `stage`.
     pub(super) async fn get(&self, url: &str, stage: &'static str) -> FirstCapture {
         match self.resumed.get(url) {
-            Some(a) => a.clone(),
+            Some(a) => {
+                self.progress.answer(stage, false);
+                a.clone()
+            }
             None => {
                 let a = self
                     .client
@@ -138,6 +181,7 @@ impl FirstCaptures {
                     url: url.to_string(),
                     answer: a.clone(),
                 });
+                self.progress.answer(stage, true);
                 a
             }
         }
@@ -216,16 +260,48 @@ mod tests {
             ..spec.clone()
         };
         // New: the header is written; the same spec claims it again, another is refused.
-        assert_eq!(claim(&path, &spec, false), Ok(()));
-        assert_eq!(claim(&path, &spec, false), Ok(()));
+        assert_eq!(claim(&path, &spec, false), Ok(Claim::New));
+        assert_eq!(claim(&path, &spec, false), Ok(Claim::Same));
         let refused = claim(&path, &other, false).expect_err("another spec");
         assert!(refused.contains(&spec.result_hash()) && refused.contains(&other.result_hash()));
         // A header torn by a kill, before any answer: claimed afresh.
         std::fs::write(&path, "{\"spec_ha").expect("torn");
-        assert_eq!(claim(&path, &other, false), Ok(()));
+        assert_eq!(claim(&path, &other, false), Ok(Claim::New));
         assert!(claim(&path, &spec, false).is_err());
-        // Answers without a header (or under a garbage first line): refused.
+        // Answers under a garbage first line: refused.
         std::fs::write(&path, "garbage\n").expect("write");
         assert!(claim(&path, &spec, true).is_err());
+    }
+
+    #[test]
+    fn a_checkpoint_from_before_spec_hashes_is_adopted_and_then_tied_to_its_spec() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("first_captures.ndjson");
+        let spec: Spec =
+            serde_json::from_str(r#"{"input": "x", "cdx_api": "http://h/cdx"}"#).expect("a spec");
+        // As the engine wrote it before the header existed: answers from the first line.
+        let old = Log::open_checkpoint(&path).expect("open");
+        for url in ["http://a.example/", "http://b.example/"] {
+            old.write(&Answered {
+                url: url.to_string(),
+                answer: FirstCapture::NotArchived,
+            });
+        }
+        drop(old);
+        let before = read_checkpoint(&path);
+        assert_eq!(claim(&path, &spec, !before.is_empty()), Ok(Claim::Adopted));
+        // Every answer kept, the header in front, no temporary file left.
+        assert_eq!(read_checkpoint(&path), before);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.starts_with("{\"spec_hash\":"), "{text}");
+        assert_eq!(text.lines().count(), 3);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+        // Tied from now on: the same spec claims it, another is refused.
+        assert_eq!(claim(&path, &spec, true), Ok(Claim::Same));
+        let other = Spec {
+            seed: 9,
+            ..spec.clone()
+        };
+        assert!(claim(&path, &other, true).is_err());
     }
 }

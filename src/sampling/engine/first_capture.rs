@@ -1,6 +1,7 @@
 //! The first-capture stage: each candidate's first capture through the CDX API (in parallel,
 //! rate-limited by the client), then the MIME and year rules, the kept ones into the sampler.
 
+use super::progress::{FIRST_CAPTURE, ROOT_UPSAMPLING};
 use super::Stages;
 use crate::sampling::cdx::FirstCapture;
 use crate::sampling::downsample::Sampler;
@@ -42,6 +43,7 @@ pub(super) async fn first_captures(
     let mut year_c = Counters::default();
     let mut domains_with_root: HashSet<String> = HashSet::new();
     let mut domains: BTreeMap<String, String> = BTreeMap::new();
+    let mut rootless = 0u64;
     let stream = futures::stream::poll_fn(|cx| rx.poll_recv(cx));
     let mut asked = stream
         .map(|c: Candidate| async move {
@@ -52,12 +54,14 @@ pub(super) async fn first_captures(
         .buffer_unordered(spec.concurrency.max(1) * 2);
     while let Some((c, answer)) = asked.next().await {
         progress.candidates.fetch_add(1, Ordering::Relaxed);
+        progress.add_done(FIRST_CAPTURE, 1);
         fc.input += 1;
         if progress.cancel.load(Ordering::Relaxed) {
             break;
         }
-        if c.root {
-            domains_with_root.insert(c.domain.clone());
+        // Domains kept without a root so far: root upsampling's work, estimated as it grows.
+        if c.root && domains_with_root.insert(c.domain.clone()) && domains.contains_key(&c.domain) {
+            rootless = rootless.saturating_sub(1);
         }
         match classify(answer, spec.years) {
             Kept::Sample {
@@ -71,8 +75,12 @@ pub(super) async fn first_captures(
                 year_c.input += 1;
                 year_c.output += 1;
                 if let Some(host) = crate::sampling::surt::url_host(&c.url) {
-                    domains.entry(c.domain.clone()).or_insert(host);
+                    if !domains.contains_key(&c.domain) {
+                        rootless += u64::from(!domains_with_root.contains(&c.domain));
+                        domains.insert(c.domain.clone(), host);
+                    }
                 }
+                progress.set_seen(ROOT_UPSAMPLING, rootless);
                 let meta = meta_of(&timestamp, &mime);
                 if let Some(left) = sampler.push_with(bucket, &c.domain, &c.url, c.root, &meta) {
                     stages.downsampled(&left);

@@ -4,6 +4,7 @@
 use super::limits::{Limits, PER_ENTRY, PER_URL};
 use super::ndjson::Log;
 use super::popular::PopularPool;
+use super::progress::{FIRST_CAPTURE, POPULAR_QUOTA};
 use super::Progress;
 use crate::sampling::index::parse_line;
 use crate::sampling::offline::{Candidate, Offline};
@@ -48,6 +49,7 @@ pub(super) fn spawn_offline(
                 }
                 let bytes = pool.len() as u64 * (PER_ENTRY + PER_URL);
                 prog.memory.popular.store(bytes, Ordering::Relaxed);
+                prog.set_seen(POPULAR_QUOTA, pool.size());
             } else {
                 aside_log.write(&a)
             }
@@ -62,6 +64,9 @@ pub(super) fn spawn_offline(
                 }
             };
             prog.lines.store(number, Ordering::Relaxed);
+            if number.is_multiple_of(1024) {
+                prog.offline_read();
+            }
             let mut batch = Vec::new();
             match line {
                 Line::Text(text) => {
@@ -84,6 +89,7 @@ pub(super) fn spawn_offline(
                 }
             }
             for c in batch {
+                prog.add_seen(FIRST_CAPTURE, 1);
                 if tx.blocking_send(c).is_err() {
                     // The CDX side stopped (cancelled): stop reading.
                     return Ok((o.funnel(), pool));
@@ -93,10 +99,14 @@ pub(super) fn spawn_offline(
                 account(&o, &prog, limits)?;
             }
             if prog.cancel.load(Ordering::Relaxed) {
-                break;
+                return Ok((o.funnel(), pool));
             }
         }
         account(&o, &prog, limits)?;
+        // Through the input: first_capture's work is every candidate handed over, the quota's
+        // at most the pool.
+        prog.offline_read();
+        prog.input_through(pool.size());
         Ok((o.funnel(), pool))
     })
 }

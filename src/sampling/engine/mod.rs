@@ -14,7 +14,8 @@
 //! see [`FunnelRow`]), `set_aside.ndjson` and `errors.ndjson` (every URL a stage did not pass on,
 //! with its stage and reason: with the sample, each URL exactly once), `retries.ndjson` (every
 //! CDX retry), `shortfalls.json` (targets the candidate pool could not meet), `report.md`,
-//! `ccdf.svg`, `timemaps/` when collected, and the checkpoints: `first_captures.ndjson` (a header
+//! `ccdf.svg`, `progress.json` (the counters, see [`progress`], saved at each stage change and every
+//! few seconds), `timemaps/` when collected, and the checkpoints: `first_captures.ndjson` (a header
 //! with the spec's result hash, then each CDX answer appended as it arrives) and
 //! `timemaps/index.ndjson` (each TimeMap once its file is complete). A run that stops (killed,
 //! cancelled) and starts again over the same directory reuses them instead of asking again, and
@@ -30,13 +31,16 @@ mod checkpoint;
 mod first_capture;
 mod input;
 mod limits;
+mod live;
 mod ndjson;
 mod popular;
+pub mod progress;
 mod roots;
 mod spec;
 mod timemaps;
 
 pub use limits::{Limits, MemoryUse};
+pub use live::Progress;
 pub use spec::{DownsamplingSpec, Spec, SpecError};
 
 use super::cdx::{CdxClient, CdxSettings};
@@ -49,47 +53,8 @@ use ndjson::{write_ndjson, Log};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// Live progress, shared with whoever watches (the CLI's bars, the jobs API).
-#[derive(Debug, Default)]
-pub struct Progress {
-    pub stage: Mutex<String>,
-    pub lines: AtomicU64,
-    pub candidates: AtomicU64,
-    pub cdx_answers: AtomicU64,
-    pub resumed_answers: AtomicU64,
-    pub sampled: AtomicU64,
-    pub timemaps: AtomicU64,
-    /// Set to stop at the next checkpoint.
-    pub cancel: AtomicBool,
-    /// Bytes of the input file read so far, and its size: the candidates stream to the CDX
-    /// stage through a bounded channel, so the share of the input read tracks the first-capture
-    /// stage too, and gives the ETA.
-    pub input_read: Arc<AtomicU64>,
-    pub input_size: AtomicU64,
-    /// The engine's estimate of its big structures, checked against `[sampling] max_memory`.
-    pub memory: MemoryUse,
-}
-
-impl Progress {
-    /// Seconds left, by the share of the input read in `elapsed`; None before anything is read
-    /// or once the input is through (the later stages are short beside the first captures).
-    pub fn eta_seconds(&self, elapsed: f64) -> Option<f64> {
-        let read = self.input_read.load(Ordering::Relaxed) as f64;
-        let size = self.input_size.load(Ordering::Relaxed) as f64;
-        (read > 0.0 && size > read).then(|| elapsed * (size - read) / read)
-    }
-}
-
-impl Progress {
-    fn set_stage(&self, s: &str) {
-        if let Ok(mut g) = self.stage.lock() {
-            *g = s.to_string();
-        }
-    }
-}
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// One line of `sample.ndjson`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,8 +102,9 @@ impl Stages<'_> {
     }
 }
 
-/// Runs `spec` into `out` under the default [`Limits`]. A previous run's checkpoint in `out` is
-/// reused if it was written for the same spec (its result hash), refused otherwise.
+/// Runs `spec` into `out`. A previous run's checkpoint in `out` is reused if it was written
+/// for the same spec (its result hash), refused otherwise. The progress is saved to
+/// `out/progress.json` at every stage change, every [`live::SAVE_EVERY`] and at the end.
 pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<Outcome, String> {
     run_with(spec, out, progress, Limits::default()).await
 }
@@ -150,6 +116,27 @@ pub async fn run_with(
     progress: Arc<Progress>,
     limits: Limits,
 ) -> Result<Outcome, String> {
+    let saver = {
+        let p = progress.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(live::SAVE_EVERY).await;
+                p.save();
+            }
+        })
+    };
+    let result = run_stages(spec, out, &progress, limits).await;
+    saver.abort();
+    progress.save();
+    result
+}
+
+async fn run_stages(
+    spec: &Spec,
+    out: &Path,
+    progress: &Arc<Progress>,
+    limits: Limits,
+) -> Result<Outcome, String> {
     spec.validate().map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let params = spec.downsampling_params().map_err(|e| e.to_string())?;
@@ -158,7 +145,28 @@ pub async fn run_with(
     // The checkpoint: answers already had, for this spec only.
     let checkpoint = out.join("first_captures.ndjson");
     let resumed = read_checkpoint(&checkpoint);
-    checkpoint::claim(&checkpoint, spec, !resumed.is_empty())?;
+    let claim = checkpoint::claim(&checkpoint, spec, !resumed.is_empty())?;
+    // The saved progress of a run of the same spec over the same checkpoint: its done work is
+    // this run's floor (this run walks the input again, reusing the answers).
+    let hash = spec.result_hash();
+    let saved = Progress::read_saved(out)
+        .filter(|s| s.spec_hash == hash && claim == checkpoint::Claim::Same);
+    progress.begin(
+        progress::Snapshot {
+            spec_hash: hash,
+            collect_timemaps: spec.collect_timemaps,
+            popular_cap: spec.popular_domains.len() as u64 * popular::POPULAR_POOL as u64,
+            roots_window: roots::window(spec.years).is_some(),
+            ..progress::Snapshot::default()
+        },
+        saved.as_ref(),
+        out.join("progress.json"),
+    );
+    if claim == checkpoint::Claim::Adopted {
+        let w = checkpoint::ADOPTED;
+        tracing::warn!(checkpoint = %checkpoint.display(), "{w}");
+        progress.warn(w);
+    }
     progress
         .resumed_answers
         .store(resumed.len() as u64, Ordering::Relaxed);
@@ -196,10 +204,11 @@ pub async fn run_with(
         resumed,
         answers,
         retries,
+        progress: progress.clone(),
     };
     let stages = Stages {
         spec,
-        progress: &progress,
+        progress,
         captures: &captures,
         set_aside: &set_aside,
         errors: &errors,
@@ -243,7 +252,7 @@ pub async fn run_with(
             sample: 0,
             funnel,
             cancelled: true,
-            warnings: Vec::new(),
+            warnings: progress.warnings(),
         }
     };
     if progress.cancel.load(Ordering::Relaxed) {
@@ -295,14 +304,14 @@ pub async fn run_with(
     ));
     progress.sampled.store(n, Ordering::Relaxed);
     write_ndjson(&out.join("sample.ndjson"), &sample)?;
-    let mut warnings = Vec::new();
     if !finished.shortfalls.is_empty() {
-        warnings.push(format!(
+        progress.warn(&format!(
             "{} (year, domain) targets of Eq. 1 are above the candidate pool of {pool}: \
              their sample is short, see shortfalls.json (raise candidate_pool)",
             finished.shortfalls.len()
         ));
     }
+    let warnings = progress.warnings();
     let text = serde_json::to_string_pretty(&finished.shortfalls).map_err(|e| e.to_string())?;
     std::fs::write(out.join("shortfalls.json"), text + "\n").map_err(|e| e.to_string())?;
 
@@ -315,7 +324,7 @@ pub async fn run_with(
             out,
             spec.hydrate_revisits,
             spec.concurrency,
-            &progress,
+            progress,
         )
         .await?;
         if progress.cancel.load(Ordering::Relaxed) {
@@ -360,6 +369,7 @@ fn downsample(
 ) -> (Finished, Years) {
     let spec = stages.spec;
     let before = sampler.urls();
+    stages.progress.set_total(progress::DOWNSAMPLING, before);
     let before_long_tail = sampler.per_year();
     let urls_per_domain = sampler.urls_per_domain();
     let reason = format!(
@@ -398,6 +408,7 @@ fn downsample(
             errors: 0,
         },
     ));
+    stages.progress.set_done(progress::DOWNSAMPLING, before);
     let mut finished = finished;
     for (domain, n) in urls_per_domain {
         finished.counts.entry(domain).or_default().before = n;
@@ -462,20 +473,4 @@ fn write_reports(
     };
     write("report.md", report(&tables))?;
     write("ccdf.svg", ccdf_svg(counts))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_eta_follows_the_share_of_the_input_read() {
-        let p = Progress::default();
-        assert_eq!(p.eta_seconds(10.0), None, "nothing read yet");
-        p.input_size.store(1000, Ordering::Relaxed);
-        p.input_read.store(250, Ordering::Relaxed);
-        assert_eq!(p.eta_seconds(10.0), Some(30.0));
-        p.input_read.store(1000, Ordering::Relaxed);
-        assert_eq!(p.eta_seconds(40.0), None, "through the input");
-    }
 }

@@ -9,6 +9,7 @@
 //! answers stay in the checkpoint, and they are set aside as not drawn).
 
 use super::first_capture::{classify, Kept};
+use super::progress::POPULAR_QUOTA;
 use super::{SampledUrl, Stages};
 use crate::sampling::filters::bucket_label;
 use crate::sampling::{Counters, SetAside};
@@ -29,7 +30,7 @@ pub(super) struct PopularPool {
 }
 
 /// Candidates kept per popular domain: enough for 20 a year over 26 years many times over.
-const POPULAR_POOL: usize = 5_000;
+pub(super) const POPULAR_POOL: usize = 5_000;
 
 impl PopularPool {
     pub(super) fn new(seed: u64, domains: &[String]) -> PopularPool {
@@ -80,6 +81,11 @@ impl PopularPool {
         }
     }
 
+    /// URLs in the pool (the quota's work, at most).
+    pub(super) fn size(&self) -> u64 {
+        self.handed - self.overflow
+    }
+
     /// URLs held (for the engine's memory estimate).
     pub(super) fn len(&self) -> usize {
         self.urls.values().map(|h| h.len()).sum()
@@ -119,6 +125,7 @@ pub(super) async fn quota(stages: &Stages<'_>, pool: PopularPool) -> (Counters, 
         set_aside: pool.overflow,
         ..Counters::default()
     };
+    progress.set_total(POPULAR_QUOTA, pool.size());
     let mut picked: Vec<SampledUrl> = Vec::new();
     let aside = |url: String, reason: String, c: &mut Counters| {
         c.set_aside += 1;
@@ -150,6 +157,7 @@ pub(super) async fn quota(stages: &Stages<'_>, pool: PopularPool) -> (Counters, 
             };
             let url = urls[decided].clone();
             decided += 1;
+            progress.add_done(POPULAR_QUOTA, 1);
             match classify(answer, spec.years) {
                 Kept::Sample {
                     bucket,
@@ -185,6 +193,7 @@ pub(super) async fn quota(stages: &Stages<'_>, pool: PopularPool) -> (Counters, 
             }
         }
         drop(asked);
+        progress.add_done(POPULAR_QUOTA, (urls.len() - decided) as u64);
         for url in &urls[decided..] {
             let why = format!("popular domain {domain}: not drawn (every year's quota is met)");
             aside(url.clone(), why, &mut c);

@@ -8,6 +8,7 @@
 //! on arrival order anyway.
 
 use super::first_capture::{classify, meta_of, Kept};
+use super::progress::ROOT_UPSAMPLING;
 use super::Stages;
 use crate::sampling::downsample::Sampler;
 use crate::sampling::{Counters, SetAside};
@@ -44,12 +45,14 @@ pub(super) async fn upsample_roots(
     } = *stages;
     let mut up = Counters::default();
     let Some(window) = window(spec.years) else {
+        progress.set_total(ROOT_UPSAMPLING, 0);
         return up;
     };
     let rootless: Vec<(&String, &String)> = domains
         .iter()
         .filter(|(domain, _)| !domains_with_root.contains(*domain))
         .collect();
+    progress.set_total(ROOT_UPSAMPLING, rootless.len() as u64);
     // Indices, not references, through the stream: a closure over borrowed items is not
     // general enough for the job's spawned future.
     let rootless = &rootless;
@@ -66,6 +69,7 @@ pub(super) async fn upsample_roots(
             break;
         }
         up.input += 1;
+        progress.add_done(ROOT_UPSAMPLING, 1);
         match classify(answer, window) {
             Kept::Sample {
                 bucket,

@@ -10,6 +10,7 @@
 
 use super::checkpoint::FirstCaptures;
 use super::ndjson::{write_ndjson, Log};
+use super::progress::TIMEMAPS;
 use super::{Progress, SampledUrl};
 use crate::sampling::revisit::{Hydrator, Row, LRU_SIZE};
 use crate::sampling::{Counters, SetAside};
@@ -96,6 +97,9 @@ pub(super) async fn collect_timemaps(
     progress
         .timemaps
         .fetch_add(done.len() as u64, Ordering::Relaxed);
+    progress.set_total(TIMEMAPS, sample.len() as u64);
+    progress.add_done(TIMEMAPS, done.len() as u64);
+    progress.add_reused(TIMEMAPS, done.len() as u64);
     let index = Log {
         write_through: true,
         ..Log::open(&dir.join("index.ndjson"), true)?
@@ -118,6 +122,8 @@ pub(super) async fn collect_timemaps(
         .buffer_unordered(concurrency.max(1));
     while let Some((i, entry)) = fetched.next().await {
         progress.timemaps.fetch_add(1, Ordering::Relaxed);
+        progress.add_done(TIMEMAPS, 1);
+        progress.answer(STAGE, true);
         match entry {
             Ok(e) => {
                 index.write(&e);

@@ -10,7 +10,7 @@ mod resume;
 
 pub use feed::{Feed, Fetcher};
 
-use super::engine::{run_with, Limits, Progress, Spec, SpecError};
+use super::engine::{progress, run_with, Limits, Progress, Spec, SpecError};
 use crate::clock::Clock;
 use crate::config::SamplingConfig;
 use serde::{Deserialize, Serialize};
@@ -53,8 +53,35 @@ pub struct JobRecord {
 struct Job {
     record: JobRecord,
     spec: Spec,
+    /// As the run counts it, or as `out/progress.json` left it (a job the server has not run
+    /// since it started: finished, or about to resume).
     progress: Arc<Progress>,
-    started: std::time::Instant,
+}
+
+/// Job `dir`'s progress as its last run saved it (none saved: nothing yet). `starting`: a run
+/// is about to resume it, so its stage is "" (not started) until the run moves on, while its
+/// stages show the work done so far.
+fn saved_progress(dir: &Path, starting: bool) -> Arc<Progress> {
+    let saved = Progress::read_saved(&dir.join("out")).map(|s| {
+        if !starting {
+            return s;
+        }
+        // The walk's own counters (and the crash marker's line) start again with the run.
+        progress::Snapshot {
+            stage: String::new(),
+            lines: 0,
+            candidates: 0,
+            cdx_answers: 0,
+            sampled: 0,
+            timemaps: 0,
+            ..s
+        }
+    });
+    Arc::new(
+        saved
+            .map(|s| Progress::from_snapshot(&s))
+            .unwrap_or_default(),
+    )
 }
 
 /// The jobs of one server.
@@ -147,8 +174,7 @@ impl Jobs {
                     Job {
                         record,
                         spec,
-                        progress: Arc::new(Progress::default()),
-                        started: std::time::Instant::now(),
+                        progress: saved_progress(&path, false),
                     },
                 );
             }
@@ -286,7 +312,6 @@ impl Jobs {
                     record,
                     spec,
                     progress: Arc::new(Progress::default()),
-                    started: std::time::Instant::now(),
                 },
             );
         }
@@ -338,10 +363,11 @@ impl Jobs {
     }
 
     fn start(self: Arc<Self>, id: &str) {
+        let dir = self.job_dir(id);
         let Some((spec, progress)) = self.jobs.lock().ok().and_then(|mut g| {
             let job = g.get_mut(id)?;
-            job.progress = Arc::new(Progress::default());
-            job.started = std::time::Instant::now();
+            // A resumed job shows where it was until its run has counted past it.
+            job.progress = saved_progress(&dir, true);
             Some((job.spec.clone(), job.progress.clone()))
         }) else {
             return;
@@ -456,36 +482,45 @@ impl Jobs {
         ids.iter().filter_map(|id| self.status(id)).collect()
     }
 
-    /// One job: state, stage, counters, rate and ETA.
+    /// One job: state, stage, counters, per-stage progress, the CDX rate and the ETA
+    /// (`engine::progress`).
     pub fn status(&self, id: &str) -> Option<serde_json::Value> {
         let g = self.jobs.lock().ok()?;
         let job = g.get(id)?;
         let p = &job.progress;
-        let answers = p.cdx_answers.load(Ordering::Relaxed);
-        let secs = job.started.elapsed().as_secs_f64().max(0.001);
-        let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
+        let view = p.view(job.record.state == JobState::Running);
         let funnel = std::fs::read_to_string(self.job_dir(id).join("out/funnel.json"))
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        // The job's own (caps) and its run's (an adopted checkpoint, shortfalls), once each.
+        let mut warnings = job.record.warnings.clone();
+        for w in p.warnings() {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
         Some(serde_json::json!({
             "id": id,
             "state": job.record.state,
             "error": job.record.error,
             "created_at": job.record.created_at,
             "finished_at": job.record.finished_at,
-            "warnings": job.record.warnings,
-            "stage": stage,
+            "warnings": warnings,
+            "stage": view.stage,
             "counters": {
                 "index_lines": p.lines.load(Ordering::Relaxed),
                 "candidates": p.candidates.load(Ordering::Relaxed),
-                "cdx_answers": answers,
+                "cdx_answers": p.cdx_answers.load(Ordering::Relaxed),
                 "resumed_answers": p.resumed_answers.load(Ordering::Relaxed),
                 "sampled": p.sampled.load(Ordering::Relaxed),
                 "timemaps": p.timemaps.load(Ordering::Relaxed),
             },
-            "cdx_rate_per_s": answers as f64 / secs,
-            // By the share of the input file read (null before it starts and once it is through).
-            "eta_seconds": p.eta_seconds(secs),
+            // First-capture answers fetched from the CDX server per second over the last
+            // minute (reused ones never count); 0 when none was.
+            "cdx_rate_per_s": view.cdx_rate_per_s.unwrap_or(0.0),
+            "eta_seconds": view.eta_seconds,
+            "eta_basis": view.eta_basis,
+            "stages": view.stages,
             "input": {
                 "read_bytes": p.input_read.load(Ordering::Relaxed),
                 "size_bytes": p.input_size.load(Ordering::Relaxed),
