@@ -1,16 +1,20 @@
 //! Sampling jobs run by the server: submitted over the admin API, persisted in the data
 //! directory (`<dir>/<id>/spec.json`, `state.json`, `out/`), resumed after a restart from their
 //! checkpoint (the engine's), cancellable. The HTTP boundary of a submitted job is enforced
-//! here: `input` must be a file inside `[sampling] input_dir` (after resolving `..` and symlinks)
+//! in `admit`: `input` must be a file inside `[sampling] input_dir` (after resolving `..` and symlinks)
 //! or a URL under an `allowed_urls` prefix, as must `cdx_api`; concurrency and rate are capped
 //! by `[sampling]`, each cap named in the job's `warnings` and logged.
 
+mod admit;
 mod feed;
 mod resume;
+mod status;
+#[cfg(test)]
+mod tests;
 
 pub use feed::{Feed, Fetcher};
 
-use super::engine::{progress, run_with, Limits, Progress, Spec, SpecError};
+use super::engine::{progress, run_with, Limits, Progress, Spec};
 use crate::clock::Clock;
 use crate::config::SamplingConfig;
 use serde::{Deserialize, Serialize};
@@ -107,16 +111,6 @@ pub struct Jobs {
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
-/// Why a submission was refused (a 400 naming the field).
-pub type Refused = SpecError;
-
-fn refuse(field: &str, reason: impl Into<String>) -> Refused {
-    SpecError {
-        field: field.to_string(),
-        reason: reason.into(),
-    }
-}
-
 impl Jobs {
     /// Opens the jobs directory and restarts the jobs a stop interrupted (queued or running).
     pub fn open(
@@ -191,82 +185,6 @@ impl Jobs {
 
     fn job_dir(&self, id: &str) -> PathBuf {
         self.dir.join(id)
-    }
-
-    /// Checks a submitted spec against the boundary (its budget is capped by `submit`, which
-    /// says so in the job's `warnings`).
-    pub fn admit(&self, mut spec: Spec) -> Result<Spec, Refused> {
-        spec.validate()?;
-        // What is checked is what is used: the URL as the client that will fetch it reads it.
-        let allowed = |u: &str| {
-            self.limits
-                .allowed_urls
-                .iter()
-                .find_map(|p| under_prefix(u, p))
-        };
-        spec.cdx_api = allowed(&spec.cdx_api).ok_or_else(|| {
-            refuse(
-                "cdx_api",
-                format!("{} is not under [sampling] allowed_urls", spec.cdx_api),
-            )
-        })?;
-        if spec.input.contains("://") {
-            spec.input = allowed(&spec.input).ok_or_else(|| {
-                refuse(
-                    "input",
-                    format!("{} is not under [sampling] allowed_urls", spec.input),
-                )
-            })?;
-        } else {
-            let root = std::fs::canonicalize(&self.limits.input_dir).map_err(|e| {
-                refuse(
-                    "input",
-                    format!("[sampling] input_dir {}: {e}", self.limits.input_dir),
-                )
-            })?;
-            let given = Path::new(&spec.input);
-            let candidate = if given.is_absolute() {
-                given.to_path_buf()
-            } else {
-                root.join(given)
-            };
-            // Resolves `..` and symlinks: what is opened is what is checked.
-            let real = std::fs::canonicalize(&candidate)
-                .map_err(|e| refuse("input", format!("{}: {e}", spec.input)))?;
-            if !real.starts_with(&root) || !real.is_file() {
-                return Err(refuse(
-                    "input",
-                    format!("{} is not a file inside [sampling] input_dir", spec.input),
-                ));
-            }
-            spec.input = real.display().to_string();
-        }
-        Ok(spec)
-    }
-
-    /// Caps the spec's budget by `[sampling]`; says what it changed (the job's `warnings`).
-    fn cap(&self, spec: &mut Spec) -> Vec<String> {
-        let mut warnings = Vec::new();
-        if spec.concurrency > self.limits.concurrency {
-            warnings.push(format!(
-                "concurrency {} capped to {} by [sampling] concurrency",
-                spec.concurrency, self.limits.concurrency
-            ));
-            spec.concurrency = self.limits.concurrency;
-        }
-        let cap = self.limits.rate_limit;
-        if cap > 0.0 && (spec.rate_limit == 0.0 || spec.rate_limit > cap) {
-            let asked = if spec.rate_limit == 0.0 {
-                "unlimited".to_string()
-            } else {
-                format!("{}/s", spec.rate_limit)
-            };
-            warnings.push(format!(
-                "rate_limit {asked} capped to {cap}/s by [sampling] rate_limit"
-            ));
-            spec.rate_limit = cap;
-        }
-        warnings
     }
 
     /// Stores an admitted spec and starts it; returns the job id.
@@ -472,64 +390,6 @@ impl Jobs {
         true
     }
 
-    /// Every job's summary.
-    pub fn list(&self) -> Vec<serde_json::Value> {
-        let ids: Vec<String> = self
-            .jobs
-            .lock()
-            .map(|g| g.keys().cloned().collect())
-            .unwrap_or_default();
-        ids.iter().filter_map(|id| self.status(id)).collect()
-    }
-
-    /// One job: state, stage, counters, per-stage progress, the CDX rate and the ETA
-    /// (`engine::progress`).
-    pub fn status(&self, id: &str) -> Option<serde_json::Value> {
-        let g = self.jobs.lock().ok()?;
-        let job = g.get(id)?;
-        let p = &job.progress;
-        let view = p.view(job.record.state == JobState::Running);
-        let funnel = std::fs::read_to_string(self.job_dir(id).join("out/funnel.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-        // The job's own (caps) and its run's (an adopted checkpoint, shortfalls), once each.
-        let mut warnings = job.record.warnings.clone();
-        for w in p.warnings() {
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-        Some(serde_json::json!({
-            "id": id,
-            "state": job.record.state,
-            "error": job.record.error,
-            "created_at": job.record.created_at,
-            "finished_at": job.record.finished_at,
-            "warnings": warnings,
-            "stage": view.stage,
-            "counters": {
-                "index_lines": p.lines.load(Ordering::Relaxed),
-                "candidates": p.candidates.load(Ordering::Relaxed),
-                "cdx_answers": p.cdx_answers.load(Ordering::Relaxed),
-                "resumed_answers": p.resumed_answers.load(Ordering::Relaxed),
-                "sampled": p.sampled.load(Ordering::Relaxed),
-                "timemaps": p.timemaps.load(Ordering::Relaxed),
-            },
-            // First-capture answers fetched from the CDX server per second over the last
-            // minute (reused ones never count); 0 when none was.
-            "cdx_rate_per_s": view.cdx_rate_per_s.unwrap_or(0.0),
-            "eta_seconds": view.eta_seconds,
-            "eta_basis": view.eta_basis,
-            "stages": view.stages,
-            "input": {
-                "read_bytes": p.input_read.load(Ordering::Relaxed),
-                "size_bytes": p.input_size.load(Ordering::Relaxed),
-            },
-            "funnel": funnel,
-            "feed": self.feeds.lock().ok().and_then(|f| f.get(id).cloned()),
-        }))
-    }
-
     /// Job `id`'s directory (its output is `out/` in it) and its state. The caller decides what
     /// the state allows: the sample and the funnel wait for `done`, the report, the logs and
     /// the TimeMaps are served as they stand (`sampling::job_files` opens them).
@@ -586,139 +446,4 @@ pub enum JobError {
     NotDone(JobState),
     /// A feed of the job is running (its state given): a second one is not started.
     FeedRunning(Feed),
-}
-
-/// `candidate` parsed, when it is under the allowed `prefix`: the same scheme, host and port, no
-/// user info (`https://web.archive.org@evil.example/` names the host evil.example), and a path
-/// that continues the prefix's at a segment boundary (`/cdx` admits `/cdx` and `/cdx/x`, not
-/// `/cdx.evil`); dot segments are resolved first, as any client fetching it would. A prefix
-/// with a query admits only URLs whose query starts with it.
-pub fn under_prefix(candidate: &str, prefix: &str) -> Option<String> {
-    let c = url::Url::parse(candidate.trim()).ok()?;
-    let p = url::Url::parse(prefix.trim()).ok()?;
-    let same_origin = matches!(c.scheme(), "http" | "https")
-        && c.scheme() == p.scheme()
-        && c.host() == p.host()
-        && c.port_or_known_default() == p.port_or_known_default();
-    if !same_origin || !c.username().is_empty() || c.password().is_some() {
-        return None;
-    }
-    let (cp, pp) = (c.path(), p.path());
-    let path_ok =
-        cp == pp || (cp.starts_with(pp) && (pp.ends_with('/') || cp[pp.len()..].starts_with('/')));
-    let query_ok = match p.query() {
-        None => true,
-        Some(q) => cp == pp && c.query().is_some_and(|cq| cq.starts_with(q)),
-    };
-    (path_ok && query_ok).then(|| c.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn under_prefix_holds_scheme_host_port_and_segment_boundaries() {
-        let cdx = "https://web.archive.org/cdx/search/cdx";
-        let ok = |u: &str, p: &str| under_prefix(u, p).is_some();
-        assert!(ok(cdx, cdx));
-        assert!(ok("https://web.archive.org/cdx/search/cdx?url=x", cdx));
-        assert!(ok("https://web.archive.org/cdx/search/cdx/sub", cdx));
-        assert!(ok("https://web.archive.org:443/cdx/search/cdx", cdx));
-        for bad in [
-            "https://web.archive.org/cdx/search/cdx.evil.example/x",
-            "https://web.archive.org/cdx/search/cdxfoo",
-            "https://web.archive.org@evil.example/cdx/search/cdx",
-            "https://user:pw@web.archive.org/cdx/search/cdx",
-            "https://web.archive.org.evil.example/cdx/search/cdx",
-            "https://web.archive.org:8443/cdx/search/cdx",
-            "http://web.archive.org/cdx/search/cdx",
-            "https://web.archive.org/cdx/search/cdx/../../../web/",
-            "https://web.archive.org/cdx/search/cdx/%2e%2e/%2e%2e/x",
-            "http://127.0.0.1:9/cdx",
-            "http://[::1]/",
-            "http://localhost/",
-            "file:///etc/passwd",
-            "not a url",
-        ] {
-            assert!(!ok(bad, cdx), "{bad}");
-        }
-        // An operator's prefix without a path: any path on that origin, still not another host.
-        let origin = "https://web.archive.org";
-        assert!(ok("https://web.archive.org/anything", origin));
-        for bad in [
-            "https://web.archive.org.evil.example/",
-            "https://web.archive.org@evil.example/",
-            "https://evil.example/?https://web.archive.org",
-        ] {
-            assert!(!ok(bad, origin), "{bad}");
-        }
-        // What is used is the resolved form.
-        assert_eq!(
-            under_prefix("https://web.archive.org/cdx/search/cdx/a/../b", cdx).as_deref(),
-            Some("https://web.archive.org/cdx/search/cdx/b")
-        );
-    }
-
-    #[tokio::test]
-    async fn a_restarted_server_never_reuses_a_job_id() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let spec: Spec = serde_json::from_str(
-            r#"{"input": "/nonexistent/index", "cdx_api": "http://127.0.0.1:9/cdx", "dialect": "ia"}"#,
-        )
-        .expect("spec");
-        let clock: Arc<dyn Clock> = Arc::new(crate::clock::SystemClock);
-        let open = || {
-            Jobs::open(
-                dir.path(),
-                SamplingConfig::default(),
-                None,
-                clock.clone(),
-                false,
-            )
-        };
-        let jobs = open().expect("open");
-        let first = jobs
-            .submit(spec.clone(), "2026-01-01T00:00:00Z")
-            .expect("submit");
-        drop(jobs);
-        // Same (simulated, standing) time after a restart: the counter starts over.
-        let jobs = open().expect("reopen");
-        let second = jobs.submit(spec, "2026-01-01T00:00:00Z").expect("submit");
-        assert_ne!(first, second);
-        assert!(dir.path().join(&first).join("spec.json").exists());
-        assert!(dir.path().join(&second).join("spec.json").exists());
-    }
-
-    #[tokio::test]
-    async fn finished_at_is_on_the_servers_clock() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        // An input that cannot be read: the job fails at once, which finishes it.
-        let spec: Spec = serde_json::from_str(
-            r#"{"input": "/nonexistent/index", "cdx_api": "http://127.0.0.1:9/cdx", "dialect": "ia"}"#,
-        )
-        .expect("spec");
-        // Far from the machine's time, so a reading of the machine's clock cannot pass.
-        let then = chrono::DateTime::from_timestamp(1_335_830_400, 0).expect("valid"); // 2012-05-01
-        let clock: Arc<dyn Clock> = Arc::new(crate::clock::SimClock::new(then));
-        let jobs =
-            Jobs::open(dir.path(), SamplingConfig::default(), None, clock, false).expect("open");
-        let id = jobs.submit(spec, "2012-05-01T00:00:00Z").expect("submit");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let status = loop {
-            let status = jobs.status(&id).expect("status");
-            if status["state"] != "queued" && status["state"] != "running" {
-                break status;
-            }
-            assert!(std::time::Instant::now() < deadline, "job never finished");
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        };
-        assert_eq!(status["state"], "failed");
-        assert_eq!(status["finished_at"], "2012-05-01T00:00:00Z");
-        let on_disk: JobRecord = serde_json::from_str(
-            &std::fs::read_to_string(dir.path().join(&id).join("state.json")).expect("state"),
-        )
-        .expect("record");
-        assert_eq!(on_disk.finished_at.as_deref(), Some("2012-05-01T00:00:00Z"));
-    }
 }
