@@ -7,6 +7,7 @@
 //! a checkpoint written for another spec is refused; a job capped by `[sampling]` says so.
 
 mod fixture;
+mod stops;
 
 use fixture::{check_chain, fake_cdx, funnel, lines, sample_of, spec, trap_index};
 use std::collections::{HashMap, HashSet};
