@@ -38,6 +38,7 @@ mod sampling_cdx;
 mod sampling_files;
 mod sampling_job;
 mod sampling_report;
+mod sampling_scale;
 mod sampling_stages;
 mod shared_cas;
 mod shared_tier;

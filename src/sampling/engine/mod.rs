@@ -23,14 +23,15 @@
 //!
 //! Memory: the offline stages keep nothing per line; candidates stream to the CDX stage through
 //! a bounded channel; the sampler keeps at most `candidate_pool` URLs per (year, domain), the
-//! quota 5,000 per popular domain; the checkpoint's answers are held in a map on resume (one
-//! entry per candidate already asked).
+//! quota 5,000 per popular domain; the checkpoint's answers are held on resume as 32 bytes each
+//! (a 128-bit hash of the URL and a packed answer: `resumed.rs`).
 
 mod checkpoint;
 mod first_capture;
 mod input;
 mod ndjson;
 mod popular;
+mod resumed;
 mod roots;
 mod spec;
 mod timemaps;
