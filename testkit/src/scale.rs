@@ -83,7 +83,7 @@ pub struct ScaleIndex<W: Write> {
 
 impl<W: Write> ScaleIndex<W> {
     fn emit(&mut self, key: &str, x: u64) -> io::Result<bool> {
-        let copies = if x % 5 == 0 { 1 + x % 3 } else { 1 };
+        let copies = if x.is_multiple_of(5) { 1 + x % 3 } else { 1 };
         let year = 1996 + (x >> 8) % 26;
         for c in 0..copies {
             if self.left == 0 {
@@ -187,7 +187,10 @@ pub fn cdx_answer(params: &[(String, String)]) -> (u16, String) {
     };
     let h = hash(url);
     if get("showNumPages") == Some("true") {
-        return (200, format!("{}\n", if h % 50 == 0 { 2 } else { 1 }));
+        return (
+            200,
+            format!("{}\n", if h.is_multiple_of(50) { 2 } else { 1 }),
+        );
     }
     match h % 100 {
         0..=5 => return (200, "[]".into()),
