@@ -21,10 +21,13 @@
 //! ends with the uninterrupted run's sample; a directory checkpointed for another spec is
 //! refused.
 //!
-//! Memory: the offline stages keep nothing per line; candidates stream to the CDX stage through
-//! a bounded channel; the sampler keeps at most `candidate_pool` URLs per (year, domain), the
-//! quota 5,000 per popular domain; the checkpoint's answers are held on resume as 32 bytes each
-//! (a 128-bit hash of the URL and a packed answer: `resumed.rs`).
+//! Memory: the offline stages keep one entry per host (its root passed on), nothing per line;
+//! candidates stream to the CDX stage through a bounded channel; the sampler keeps at most
+//! `candidate_pool` URLs per (year, domain), the quota 5,000 per popular domain; the
+//! checkpoint's answers are held on resume as 32 bytes each (a 128-bit hash of the URL and a
+//! packed answer: `resumed.rs`); the TimeMap stage holds a byte offset per sampled URL. The
+//! sample itself is held until written (BENCHMARKS.md, "[sampling-2] A month-long run at
+//! scale", says what grows with what).
 
 mod checkpoint;
 mod first_capture;
