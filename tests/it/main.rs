@@ -41,6 +41,7 @@ mod sampling_hostile;
 mod sampling_job;
 mod sampling_progress;
 mod sampling_report;
+mod sampling_scale;
 mod sampling_stages;
 mod shared_cas;
 mod shared_tier;

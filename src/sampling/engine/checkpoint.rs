@@ -5,10 +5,10 @@
 //! existed is adopted (the header written in front), with a warning.
 
 use super::ndjson::Log;
+use super::resumed::Resumed;
 use super::Spec;
 use crate::sampling::cdx::{CdxClient, FirstCapture, RetryNote};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -138,7 +138,7 @@ pub(super) struct Retried<'a> {
 /// one, else the CDX API's, appended to the checkpoint before it is used.
 pub(super) struct FirstCaptures {
     pub(super) client: Arc<CdxClient>,
-    pub(super) resumed: HashMap<String, FirstCapture>,
+    pub(super) resumed: Resumed,
     pub(super) answers: Log,
     /// `retries.ndjson`: every retry the client made, with the URL and stage.
     pub(super) retries: Log,
@@ -170,7 +170,7 @@ impl FirstCaptures {
         match self.resumed.get(url) {
             Some(a) => {
                 self.progress.answer(stage, false);
-                a.clone()
+                a
             }
             None => {
                 let a = self
@@ -188,26 +188,44 @@ impl FirstCaptures {
     }
 }
 
-pub(super) fn read_checkpoint(path: &Path) -> HashMap<String, FirstCapture> {
-    let mut map = HashMap::new();
+/// The answers in the checkpoint at `path` (none when there is no file), held compactly.
+pub(super) fn read_checkpoint(path: &Path) -> Resumed {
+    let lines = count_lines(path);
     let Ok(file) = std::fs::File::open(path) else {
-        return map;
+        return Resumed::default();
     };
+    // Room for every line at once (the header and failures make it a little more than needed):
+    // a table grown by doubling would briefly hold both sizes.
+    let mut map = Resumed::with_capacity(lines);
     // Split on bytes, not `lines()`: a line torn inside a multi-byte character is not UTF-8,
     // and `lines()` would end the reading there, losing every answer after it.
     for line in std::io::BufReader::new(file)
         .split(b'\n')
         .map_while(Result::ok)
     {
-        // A line cut by a kill is skipped: its URL is simply asked again.
+        // A line cut by a kill is skipped: its URL is simply asked again. A failure is not
+        // kept (asked again on resume: the archive may answer now).
         if let Ok(a) = serde_json::from_slice::<Answered>(&line) {
-            // A failure is asked again on resume: the archive may answer now.
-            if !matches!(a.answer, FirstCapture::Failed { .. }) {
-                map.insert(a.url, a.answer);
-            }
+            map.insert(&a.url, &a.answer);
         }
     }
     map
+}
+
+/// Newlines in the file at `path` (0 when it cannot be read), read in blocks.
+fn count_lines(path: &Path) -> usize {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return 0;
+    };
+    let (mut n, mut buf) = (0, vec![0u8; 1 << 16]);
+    while let Ok(got) = file.read(&mut buf) {
+        if got == 0 {
+            break;
+        }
+        n += buf[..got].iter().filter(|&&b| b == b'\n').count();
+    }
+    n
 }
 
 /// The last byte of a file, if it has one (read without reading the rest).
@@ -245,7 +263,7 @@ mod tests {
         let resumed = Log::open_checkpoint(&path).expect("reopen");
         resumed.write(&answered("http://b.example/"));
         let read = read_checkpoint(&path);
-        assert!(read.contains_key("http://a.example/") && read.contains_key("http://b.example/"));
+        assert!(read.contains("http://a.example/") && read.contains("http://b.example/"));
         assert_eq!(read.len(), 2);
     }
 
@@ -291,7 +309,11 @@ mod tests {
         let before = read_checkpoint(&path);
         assert_eq!(claim(&path, &spec, !before.is_empty()), Ok(Claim::Adopted));
         // Every answer kept, the header in front, no temporary file left.
-        assert_eq!(read_checkpoint(&path), before);
+        let after = read_checkpoint(&path);
+        assert_eq!(after.len(), before.len());
+        for url in ["http://a.example/", "http://b.example/"] {
+            assert_eq!(after.get(url), Some(FirstCapture::NotArchived), "{url}");
+        }
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(text.starts_with("{\"spec_hash\":"), "{text}");
         assert_eq!(text.lines().count(), 3);

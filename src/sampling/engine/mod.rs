@@ -22,10 +22,13 @@
 //! ends with the uninterrupted run's sample; a directory checkpointed for another spec is
 //! refused.
 //!
-//! Memory: the offline stages keep nothing per line; candidates stream to the CDX stage through
-//! a bounded channel; the sampler keeps at most `candidate_pool` URLs per (year, domain), the
-//! quota 5,000 per popular domain; the checkpoint's answers are held in a map on resume (one
-//! entry per candidate already asked).
+//! Memory: the offline stages keep one entry per host (its root passed on), nothing per line;
+//! candidates stream to the CDX stage through a bounded channel; the sampler keeps at most
+//! `candidate_pool` URLs per (year, domain), the quota 5,000 per popular domain; the
+//! checkpoint's answers are held on resume as 32 bytes each (a 128-bit hash of the URL and a
+//! packed answer: `resumed.rs`); the TimeMap stage holds a byte offset per sampled URL. The
+//! sample itself is held until written (BENCHMARKS.md, "[sampling-2] A month-long run at
+//! scale", says what grows with what).
 
 mod checkpoint;
 mod first_capture;
@@ -35,6 +38,7 @@ mod live;
 mod ndjson;
 mod popular;
 pub mod progress;
+mod resumed;
 mod roots;
 mod spec;
 mod timemaps;
@@ -170,10 +174,7 @@ async fn run_stages(
     progress
         .resumed_answers
         .store(resumed.len() as u64, Ordering::Relaxed);
-    let resumed_bytes = resumed
-        .keys()
-        .map(|u| u.len() as u64 + limits::PER_ENTRY + limits::PER_URL)
-        .sum();
+    let resumed_bytes = resumed.bytes();
     progress
         .memory
         .resumed

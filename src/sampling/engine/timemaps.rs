@@ -6,7 +6,9 @@
 //! (appended, written through): a file killed half-written is never renamed, a renamed one
 //! without its index line is fetched again, so a run started again over the directory asks
 //! only the TimeMaps that have no index line. At the end the index is rewritten whole in
-//! sample order (failures included, as `{url, error}`: they are asked again on the next run).
+//! sample order (failures included, as `{url, error}`: they are asked again on the next run),
+//! each line copied from the appended index by its byte offset: the stage holds 8 bytes per
+//! sampled URL (and each failure's reason), not the entries.
 
 use super::checkpoint::FirstCaptures;
 use super::ndjson::{write_ndjson, Log};
@@ -15,7 +17,7 @@ use super::{Progress, SampledUrl};
 use crate::sampling::revisit::{Hydrator, Row, LRU_SIZE};
 use crate::sampling::{Counters, SetAside};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -49,18 +51,26 @@ fn file_name(i: usize) -> String {
     format!("{i:06}.ndjson")
 }
 
-/// The TimeMaps a previous run finished: index lines naming the file this sample's line `i`
-/// gets, for the same URL, with the file there. Anything else (torn lines, failures, another
-/// sample's entries) is asked again.
-fn finished(dir: &Path, sample: &[SampledUrl]) -> HashMap<usize, Entry> {
-    let mut done = HashMap::new();
+/// No entry for this sample line (yet).
+const NONE: u64 = u64::MAX;
+
+/// Where each sample line's finished TimeMap is in `index.ndjson`: the byte offset of its index
+/// line (8 bytes a sampled URL, where holding the entries took some 250), or [`NONE`]. Only
+/// lines naming the file this sample's line `i` gets, for the same URL, with the file there,
+/// count; anything else (torn lines, failures, another sample's entries) is asked again. A
+/// later line for `i` wins.
+fn finished(dir: &Path, sample: &[SampledUrl]) -> Vec<u64> {
+    let mut done = vec![NONE; sample.len()];
     let Ok(file) = std::fs::File::open(dir.join("index.ndjson")) else {
         return done;
     };
+    let mut offset = 0u64;
     for line in std::io::BufReader::new(file)
         .split(b'\n')
         .map_while(Result::ok)
     {
+        let at = offset;
+        offset += line.len() as u64 + 1;
         let Ok(e) = serde_json::from_slice::<Entry>(&line) else {
             continue;
         };
@@ -73,7 +83,7 @@ fn finished(dir: &Path, sample: &[SampledUrl]) -> HashMap<usize, Entry> {
         };
         let same = sample.get(i).is_some_and(|s| s.url == e.url);
         if same && *name == file_name(i) && dir.join(name).is_file() {
-            done.insert(i, e);
+            done[i] = at;
         }
     }
     done
@@ -93,21 +103,19 @@ pub(super) async fn collect_timemaps(
     use futures::StreamExt;
     let dir = out.join("timemaps");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut done = finished(&dir, sample);
-    progress
-        .timemaps
-        .fetch_add(done.len() as u64, Ordering::Relaxed);
+    let before = finished(&dir, sample);
+    let mut done = before.iter().filter(|&&o| o != NONE).count() as u64;
+    progress.timemaps.fetch_add(done, Ordering::Relaxed);
     progress.set_total(TIMEMAPS, sample.len() as u64);
-    progress.add_done(TIMEMAPS, done.len() as u64);
-    progress.add_reused(TIMEMAPS, done.len() as u64);
+    progress.add_done(TIMEMAPS, done);
+    progress.add_reused(TIMEMAPS, done);
     let index = Log {
         write_through: true,
         ..Log::open(&dir.join("index.ndjson"), true)?
     };
-    let mut failed: HashMap<usize, Entry> = HashMap::new();
-    let todo: Vec<usize> = (0..sample.len())
-        .filter(|i| !done.contains_key(i))
-        .collect();
+    // Failures are held (sample line, reason) to go into the final index: asked again next run.
+    let mut failed: Vec<(usize, String)> = Vec::new();
+    let todo = (0..sample.len()).filter(|&i| before[i] == NONE);
     let dir_ref = &dir;
     let mut fetched = futures::stream::iter(todo)
         .map(|i| async move {
@@ -127,25 +135,15 @@ pub(super) async fn collect_timemaps(
         match entry {
             Ok(e) => {
                 index.write(&e);
-                done.insert(i, e);
+                done += 1;
             }
             Err(reason) => {
-                let url = sample[i].url.clone();
                 errors.write(&SetAside {
                     stage: STAGE,
-                    url: url.clone(),
+                    url: sample[i].url.clone(),
                     reason: reason.clone(),
                 });
-                failed.insert(
-                    i,
-                    Entry {
-                        file: None,
-                        url,
-                        mementos: None,
-                        hydration: None,
-                        error: Some(reason),
-                    },
-                );
+                failed.push((i, reason));
             }
         }
         if progress.cancel.load(Ordering::Relaxed) {
@@ -153,21 +151,47 @@ pub(super) async fn collect_timemaps(
         }
     }
     drop(fetched);
+    drop(index);
     let c = Counters {
         input: sample.len() as u64,
-        output: done.len() as u64,
+        output: done,
         set_aside: 0,
         errors: failed.len() as u64,
     };
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(c);
     }
-    // The whole index in sample order, and the hydration summed over every TimeMap.
-    let mut all: Vec<Entry> = Vec::with_capacity(sample.len());
+    rewrite_index(&dir, sample, failed, hydrate)?;
+    Ok(c)
+}
+
+/// The whole index in sample order (each finished TimeMap's line copied from the appended
+/// index, each failure as `{url, error}`), renamed over it, and the hydration summed over every
+/// TimeMap: read back one line at a time, so nothing per TimeMap is held but its offset.
+fn rewrite_index(
+    dir: &Path,
+    sample: &[SampledUrl],
+    mut failed: Vec<(usize, String)>,
+    hydrate: bool,
+) -> Result<(), String> {
+    use std::io::{Seek, SeekFrom, Write};
+    let err = |e: std::io::Error| format!("{}: {e}", dir.display());
+    let offsets = finished(dir, sample);
+    failed.sort_by_key(|f| f.0);
+    let mut failed = failed.into_iter().peekable();
+    let mut appended =
+        std::io::BufReader::new(std::fs::File::open(dir.join("index.ndjson")).map_err(err)?);
+    let tmp = dir.join("index.ndjson.part");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(err)?);
     let mut sum = Hydration::default();
-    for i in 0..sample.len() {
-        if let Some(e) = done.remove(&i).or_else(|| failed.remove(&i)) {
-            if let Some(h) = &e.hydration {
+    let mut line = Vec::new();
+    for (i, &at) in offsets.iter().enumerate() {
+        if at != NONE {
+            appended.seek(SeekFrom::Start(at)).map_err(err)?;
+            line.clear();
+            appended.read_until(b'\n', &mut line).map_err(err)?;
+            let entry = serde_json::from_slice::<Entry>(line.trim_ascii_end()).ok();
+            if let Some(h) = entry.and_then(|e| e.hydration) {
                 sum.revisits += h.revisits;
                 sum.hydrated += h.hydrated;
                 sum.misses += h.misses;
@@ -175,18 +199,33 @@ pub(super) async fn collect_timemaps(
                     *sum.distances.entry(*d).or_default() += n;
                 }
             }
-            all.push(e);
+            w.write_all(line.trim_ascii_end()).map_err(err)?;
+            w.write_all(b"\n").map_err(err)?;
+        }
+        while let Some((_, reason)) = failed.next_if(|f| f.0 == i) {
+            let e = Entry {
+                file: None,
+                url: sample[i].url.clone(),
+                mementos: None,
+                hydration: None,
+                error: Some(reason),
+            };
+            // A line already finished (an earlier run's) wins over a failure this run: none
+            // is asked twice, so there is at most one of the two.
+            if at == NONE {
+                let text = serde_json::to_string(&e).map_err(|e| e.to_string())?;
+                writeln!(w, "{text}").map_err(err)?;
+            }
         }
     }
-    let tmp = dir.join("index.ndjson.part");
-    write_ndjson(&tmp, &all)?;
-    std::fs::rename(&tmp, dir.join("index.ndjson"))
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    w.flush().map_err(err)?;
+    drop(w);
+    std::fs::rename(&tmp, dir.join("index.ndjson")).map_err(err)?;
     if hydrate {
         let text = serde_json::to_string(&sum).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("hydration.json"), text).map_err(|e| e.to_string())?;
     }
-    Ok(c)
+    Ok(())
 }
 
 /// Hydrates (when asked) and writes TimeMap `i`: to a `.part` file, renamed once complete.
@@ -227,4 +266,85 @@ fn save(
         hydration,
         error: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sampled(url: &str) -> SampledUrl {
+        SampledUrl {
+            url: url.into(),
+            year: "2001".into(),
+            root: false,
+            first_capture: "20010101000000".into(),
+            mime: "text/html".into(),
+        }
+    }
+
+    fn done(i: usize, url: &str, revisits: u64) -> String {
+        let e = Entry {
+            file: Some(file_name(i)),
+            url: url.into(),
+            mementos: Some(1),
+            hydration: Some(Hydration {
+                revisits,
+                ..Hydration::default()
+            }),
+            error: None,
+        };
+        serde_json::to_string(&e).expect("JSON")
+    }
+
+    #[test]
+    fn the_index_is_rewritten_in_sample_order_from_offsets_failures_included() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        let sample: Vec<SampledUrl> = ["https://a/", "https://b/", "https://c/", "https://d/"]
+            .iter()
+            .map(|u| sampled(u))
+            .collect();
+        for i in [0, 2, 3] {
+            std::fs::write(d.join(file_name(i)), "[]\n").expect("a TimeMap file");
+        }
+        // Appended out of order across runs, with a torn line, another sample's entry (same
+        // file name, another URL) and an entry whose file is missing (1).
+        let appended = [
+            done(2, "https://c/", 2),
+            "{\"file\":\"000000.nd".to_string(),
+            done(0, "https://other/", 100),
+            done(1, "https://b/", 100),
+            done(0, "https://a/", 3),
+        ]
+        .join("\n");
+        std::fs::write(d.join("index.ndjson"), appended + "\n").expect("index");
+        let offsets = finished(d, &sample);
+        assert_eq!(offsets.iter().filter(|&&o| o != NONE).count(), 2);
+        assert_eq!((offsets[1], offsets[3]), (NONE, NONE));
+        rewrite_index(
+            d,
+            &sample,
+            vec![(3, "HTTP 500".into()), (1, "blocked".into())],
+            true,
+        )
+        .expect("rewrite");
+        let index = std::fs::read_to_string(d.join("index.ndjson")).expect("index");
+        let rows: Vec<serde_json::Value> = index
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let urls: Vec<&str> = rows.iter().filter_map(|r| r["url"].as_str()).collect();
+        assert_eq!(
+            urls,
+            ["https://a/", "https://b/", "https://c/", "https://d/"]
+        );
+        assert_eq!(rows[1]["error"], "blocked");
+        assert_eq!(rows[3]["error"], "HTTP 500");
+        assert_eq!(rows[0]["file"], "000000.ndjson");
+        let h: Hydration = serde_json::from_str(
+            &std::fs::read_to_string(d.join("hydration.json")).expect("hydration.json"),
+        )
+        .expect("JSON");
+        assert_eq!(h.revisits, 5, "the finished TimeMaps' hydration only");
+    }
 }
