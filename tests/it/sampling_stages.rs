@@ -9,7 +9,9 @@
 mod fixture;
 mod stops;
 
-use fixture::{check_chain, fake_cdx, funnel, lines, sample_of, spec, trap_index};
+use fixture::{
+    check_chain, fake_cdx, funnel, lines, sample_of, spec, timemap_case, trap_index, TimemapCase,
+};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -233,20 +235,13 @@ async fn the_quota_roots_and_timemaps_ask_several_at_once_with_the_same_result()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_timemap_stage_resumes_asking_only_the_missing_ones() {
-    let (cdx, fake, task) = fake_cdx().await;
-    fake.steady.store(true, Ordering::Relaxed);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let input = trap_index(dir.path());
-    let s = Spec {
-        collect_timemaps: true,
-        hydrate_revisits: true,
-        concurrency: 2,
-        ..spec(&input, &cdx)
-    };
-    let whole = dir.path().join("whole");
-    run(&s, &whole, Arc::new(Progress::default()))
-        .await
-        .expect("uninterrupted run");
+    let TimemapCase {
+        fake,
+        task,
+        dir,
+        spec: s,
+        whole,
+    } = timemap_case().await;
     let n = fake.timemaps.swap(0, Ordering::Relaxed);
     assert_eq!(n as usize, sample_of(&whole).len());
 
@@ -430,20 +425,13 @@ async fn a_job_capped_by_the_server_says_so_in_its_warnings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tmproxy_sample_killed_during_timemaps_resumes_to_the_same_files() {
-    let (cdx, fake, task) = fake_cdx().await;
-    fake.steady.store(true, Ordering::Relaxed);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let input = trap_index(dir.path());
-    let s = Spec {
-        collect_timemaps: true,
-        hydrate_revisits: true,
-        concurrency: 2,
-        ..spec(&input, &cdx)
-    };
-    let whole = dir.path().join("whole");
-    run(&s, &whole, Arc::new(Progress::default()))
-        .await
-        .expect("uninterrupted run");
+    let TimemapCase {
+        fake,
+        task,
+        dir,
+        spec: s,
+        whole,
+    } = timemap_case().await;
     let n = fake.timemaps.swap(0, Ordering::Relaxed);
 
     // A child `tmproxy sample`, killed (SIGKILL: no flush, no cleanup) mid-way through the

@@ -219,9 +219,9 @@ impl Spec {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_bad_spec_names_its_field() {
-        let ok = Spec {
+    /// A valid spec with every field written out, the paper's defaults where it has them.
+    fn plain() -> Spec {
+        Spec {
             input: "x".into(),
             cdx_api: "http://127.0.0.1:1/cdx".into(),
             dialect: None,
@@ -237,7 +237,12 @@ mod tests {
             long_tail_fraction: 0.9,
             collect_timemaps: false,
             hydrate_revisits: false,
-        };
+        }
+    }
+
+    #[test]
+    fn a_bad_spec_names_its_field() {
+        let ok = plain();
         assert_eq!(ok.validate(), Ok(()));
         let field = |s: Spec| s.validate().map_err(|e| e.field);
         assert_eq!(
@@ -283,23 +288,7 @@ mod tests {
 
     #[test]
     fn the_result_hash_follows_what_changes_the_result_only() {
-        let a = Spec {
-            input: "x".into(),
-            cdx_api: "http://127.0.0.1:1/cdx".into(),
-            dialect: None,
-            seed: 0,
-            years: [1996, 2021],
-            concurrency: 4,
-            rate_limit: 0.0,
-            popular_domains: vec![],
-            popular_quota: 20,
-            downsampling: DownsamplingSpec::default(),
-            candidate_pool: None,
-            long_tail_threshold: 900_000,
-            long_tail_fraction: 0.9,
-            collect_timemaps: false,
-            hydrate_revisits: false,
-        };
+        let a = plain();
         let faster = Spec {
             concurrency: 64,
             rate_limit: 10.0,

@@ -240,3 +240,37 @@ pub(super) fn check_chain(rows: &[serde_json::Value]) {
         prev = Some(r);
     }
 }
+
+/// The stop-and-resume tests' case: TimeMaps collected (hydrated, two at a time) over the trap
+/// index from a steady fake server (no first-try 503s), once uninterrupted into `whole`.
+pub(super) struct TimemapCase {
+    pub(super) fake: Arc<Fake>,
+    pub(super) task: tokio::task::JoinHandle<()>,
+    pub(super) dir: tempfile::TempDir,
+    pub(super) spec: Spec,
+    pub(super) whole: PathBuf,
+}
+
+pub(super) async fn timemap_case() -> TimemapCase {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = trap_index(dir.path());
+    let spec = Spec {
+        collect_timemaps: true,
+        hydrate_revisits: true,
+        concurrency: 2,
+        ..spec(&input, &cdx)
+    };
+    let whole = dir.path().join("whole");
+    tmproxy::sampling::engine::run(&spec, &whole, Arc::new(Default::default()))
+        .await
+        .expect("uninterrupted run");
+    TimemapCase {
+        fake,
+        task,
+        dir,
+        spec,
+        whole,
+    }
+}

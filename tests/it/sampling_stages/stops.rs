@@ -2,7 +2,7 @@
 //! upsampling, the TimeMaps) and started again over its directory ends with the files of a run
 //! never stopped: the same sample, funnel, set-aside and error records, and TimeMaps.
 
-use super::fixture::{fake_cdx, trap_index, Fake};
+use super::fixture::{timemap_case, Fake, TimemapCase};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -75,23 +75,18 @@ async fn stop_in(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_stopped_in_any_stage_ends_with_the_files_of_one_never_stopped() {
-    let (cdx, fake, task) = fake_cdx().await;
-    // No first-try 503s: a retried answer would differ only in retries.ndjson, but keep the
-    // comparison about where the run was stopped.
-    fake.steady.store(true, Ordering::Relaxed);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let input = trap_index(dir.path());
-    let s = Spec {
-        collect_timemaps: true,
-        hydrate_revisits: true,
-        concurrency: 2,
-        ..super::fixture::spec(&input, &cdx)
-    };
-    let whole = dir.path().join("whole");
-    let done = run(&s, &whole, Arc::new(Progress::default()))
-        .await
-        .expect("uninterrupted run");
-    assert!(!done.cancelled && done.sample > 0);
+    let TimemapCase {
+        fake,
+        task,
+        dir,
+        spec: s,
+        whole,
+    } = timemap_case().await;
+    let sampled = std::fs::read_to_string(whole.join("sample.ndjson"))
+        .expect("sample")
+        .lines()
+        .count();
+    assert!(sampled > 0);
     let expected = outcome(&whole);
 
     for stage in [
@@ -121,7 +116,7 @@ async fn a_run_stopped_in_any_stage_ends_with_the_files_of_one_never_stopped() {
             .await
             .expect("resumed run");
         assert!(!again.cancelled, "{stage}");
-        assert_eq!(again.sample, done.sample, "stopped in {stage}");
+        assert_eq!(again.sample, sampled, "stopped in {stage}");
         assert_eq!(outcome(&out), expected, "stopped in {stage}: other files");
     }
     task.abort();
