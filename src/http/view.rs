@@ -100,7 +100,9 @@ impl View {
             .get_or_init(|| {
                 let agg = &self.aggregate;
                 // Room for the ~20 headers an answer ends with (cache, content, CORS, request
-                // id): a clone keeps it, so no answer grows and rehashes its map.
+                // id): a clone keeps the index table's size, so no answer rehashes its map (its
+                // entry list, cloned at its length, still grows twice: `http` has no way to
+                // reserve entries alone, and a fresh map filled by hand costs as much).
                 let mut h = HeaderMap::with_capacity(24);
                 h.insert("x-memento-count", HeaderValue::from(agg.timemap.len()));
                 if let Some(v) = crate::error::archives_header(agg) {
