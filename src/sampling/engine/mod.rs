@@ -138,6 +138,9 @@ pub async fn run_with(
         })
     };
     let result = run_stages(spec, out, &progress, limits).await;
+    // The sampler's runs are of no use once the run ends, however it ends (a stopped or
+    // failed run starts again from the input and the checkpoint): GBs at scale, not kept.
+    let _ = std::fs::remove_dir_all(out.join(".spill"));
     saver.abort();
     progress.save();
     result
@@ -223,6 +226,18 @@ async fn run_stages(
         errors: &errors,
     };
 
+    progress.memory.pool.store(pool as u64, Ordering::Relaxed);
+    // The sampler's runs: never trusted across runs of the engine (a resumed run walks the
+    // input again and writes them anew), so whatever a stopped run left is removed first;
+    // before the input is opened, so the stages start as they did without it.
+    let spill_dir = out.join(".spill");
+    match std::fs::remove_dir_all(&spill_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", spill_dir.display()))
+        }
+        _ => {}
+    }
+    let mut sampler = SpillSampler::new(spec.seed, params, pool, &spill_dir, limits.spill_chunk())?;
     progress.set_stage("offline");
     let input = input::local_input(&spec.input, out, limits.read.max_input_bytes).await?;
     if let Ok(meta) = std::fs::metadata(&input) {
@@ -239,17 +254,6 @@ async fn run_stages(
         limits,
     );
 
-    progress.memory.pool.store(pool as u64, Ordering::Relaxed);
-    // The sampler's runs: never trusted across runs of the engine (a resumed run walks the
-    // input again and writes them anew), so whatever a stopped run left is removed first.
-    let spill_dir = out.join(".spill");
-    match std::fs::remove_dir_all(&spill_dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("{}: {e}", spill_dir.display()))
-        }
-        _ => {}
-    }
-    let mut sampler = SpillSampler::new(spec.seed, params, pool, &spill_dir, limits.spill_chunk())?;
     progress.set_stage("first_capture");
     let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await?;
     progress.memory.set_spilled(sampler.held());
