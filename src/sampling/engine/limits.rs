@@ -142,4 +142,25 @@ mod tests {
         assert!(e.contains("max_memory (1000 bytes)"), "{e}");
         assert!(m.check(0).is_ok(), "0: no limit");
     }
+
+    #[test]
+    fn the_spilling_sampler_is_counted_as_its_chunk_and_one_pool() {
+        let m = MemoryUse::default();
+        m.pool.store(223, Ordering::Relaxed);
+        m.set_spilled(1 << 20);
+        let one_pool = PER_ENTRY + 64 + 224 * (PER_ENTRY + PER_URL);
+        assert_eq!(m.sampler.load(Ordering::Relaxed), (1 << 20) + one_pool);
+        // The chunk: 64 MiB, or an eighth of a smaller max_memory, never under 64 KiB.
+        let chunk = |max_memory| {
+            Limits {
+                max_memory,
+                ..Limits::default()
+            }
+            .spill_chunk()
+        };
+        assert_eq!(chunk(0), 64 << 20);
+        assert_eq!(chunk(2 << 30), 64 << 20);
+        assert_eq!(chunk(80 << 20), 10 << 20);
+        assert_eq!(chunk(100_000), 64 << 10);
+    }
 }
