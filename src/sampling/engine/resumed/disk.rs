@@ -54,7 +54,8 @@ impl Builder {
     /// Empties `dir` (what an earlier run or a crash left) and collects into it; `lines` (the
     /// checkpoint's) only sizes the buffer, never past `chunk`.
     pub(super) fn new(dir: &Path, chunk: usize, lines: usize) -> Result<Builder, String> {
-        match std::fs::remove_dir_all(dir) {
+        // A directory, or whatever else stands at its name (a symlink is removed, not followed).
+        match std::fs::remove_dir_all(dir).or_else(|_| std::fs::remove_file(dir)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err(dir)(e)),
             _ => {}
         }

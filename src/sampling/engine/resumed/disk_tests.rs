@@ -164,6 +164,12 @@ fn a_large_checkpoint_is_read_to_disk_with_the_answers_of_a_small_one() {
     std::fs::write(stale.join("answers.bin"), b"TMRSUM01 garbage").expect("write");
     let again = read_checkpoint_with(&path, spill).expect("read");
     assert_eq!(again.len(), memory.len());
+    // Or a file at its name.
+    std::fs::write(&stale, b"not a directory").expect("write");
+    assert_eq!(
+        read_checkpoint_with(&path, spill).expect("read").len(),
+        memory.len()
+    );
     // Only the checkpoint is left in the output directory.
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
 }
