@@ -64,7 +64,9 @@ run() { # $1: label
     while kill -0 "$spid" 2>/dev/null; do
         local kb stage
         kb=$(awk '/VmRSS/{print $2}' "/proc/$pid/status" 2>/dev/null || true)
-        stage=$(tr '\r' '\n' <"$log" 2>/dev/null | grep -ao 'stage [a-z_]*' | tail -1 | cut -d' ' -f2 || true)
+        # The most downstream stage the progress bars show running ("first_capture 12/34
+        # candidates (running)"): the bars are drawn in pipeline order.
+        stage=$(tr '\r' '\n' <"$log" 2>/dev/null | grep -aoE '[a-z_]+ [0-9]+(/[0-9]+)? [a-z]+ \(running\)' | tail -1 | cut -d' ' -f1 || true)
         [ -n "$kb" ] && printf '%.1f %s %s\n' "$(echo "$(date +%s.%N) - $start" | bc)" "$kb" "${stage:-offline}" >>"$rss"
         sleep 1
     done

@@ -6,12 +6,21 @@
 //! random sample, the same for a seed whatever order the URLs arrive in (so a resumed job picks
 //! what an uninterrupted one would), and it streams: a (year, domain) holds at most `pool`
 //! candidates (the spec's `candidate_pool`, by default Eq. 1's largest target over the years
-//! for any N a u64 can count, see [`Downsampling::largest_target`]), so memory grows with the
-//! domains kept, never with the input. Every URL that leaves the pool (evicted, a second root,
-//! not picked, dropped by the long tail) is handed to the caller's sink, so none is lost
-//! silently; a target the pool cannot meet is reported as a [`Shortfall`].
+//! for any N a u64 can count, see [`Downsampling::largest_target`]), so [`Sampler`]'s memory
+//! grows with the (year, domain)s kept, never with their URLs. Every URL that leaves the pool
+//! (evicted, a second root, not picked, dropped by the long tail) is handed to the caller's
+//! sink, so none is lost silently; a target the pool cannot meet is reported as a
+//! [`Shortfall`]. [`SpillSampler`] applies the same rules to candidates spilled to sorted runs
+//! on disk, so its memory does not grow with the domains either: the engine runs it;
+//! [`Sampler`] stays as the rules' plain statement, which the spilling one is tested against.
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+mod domains;
+mod spilling;
+
+pub use domains::DomainStats;
+pub use spilling::{Left, SpillSampler, Summary};
 
 /// The paper's Table 7: K per year bucket (2000 = 1996–2000). C = 1 in every year.
 pub const TABLE7_K: [(u16, f64); 22] = [

@@ -14,6 +14,7 @@ pub mod offline;
 pub mod reading;
 pub(crate) mod report;
 pub(crate) mod revisit;
+pub(crate) mod spill;
 pub mod surt;
 
 use serde::Serialize;

@@ -4,7 +4,7 @@
 use super::progress::{FIRST_CAPTURE, ROOT_UPSAMPLING};
 use super::Stages;
 use crate::sampling::cdx::FirstCapture;
-use crate::sampling::downsample::Sampler;
+use crate::sampling::downsample::SpillSampler;
 use crate::sampling::filters::{is_html_mime, year_bucket};
 use crate::sampling::offline::Candidate;
 use crate::sampling::{Counters, SetAside};
@@ -24,12 +24,12 @@ pub(super) struct FirstCaptured {
 }
 
 /// Runs until `rx` is through or the run is cancelled; `rx` is dropped on return, which stops
-/// the offline stages if they are still reading.
+/// the offline stages if they are still reading. Err: the sampler could not write its runs.
 pub(super) async fn first_captures(
     stages: &Stages<'_>,
     mut rx: tokio::sync::mpsc::Receiver<Candidate>,
-    sampler: &mut Sampler,
-) -> FirstCaptured {
+    sampler: &mut SpillSampler,
+) -> Result<FirstCaptured, String> {
     use futures::StreamExt;
     let Stages {
         spec,
@@ -82,13 +82,9 @@ pub(super) async fn first_captures(
                 }
                 progress.set_seen(ROOT_UPSAMPLING, rootless);
                 let meta = meta_of(&timestamp, &mime);
-                if let Some(left) = sampler.push_with(bucket, &c.domain, &c.url, c.root, &meta) {
-                    stages.downsampled(&left);
-                }
+                sampler.push_with(bucket, &c.domain, &c.url, c.root, &meta)?;
                 if fc.output.is_multiple_of(1024) {
-                    progress
-                        .memory
-                        .set_sampler(sampler.domains(), year_c.output);
+                    progress.memory.set_spilled(sampler.held());
                 }
             }
             Kept::Aside { stage, reason } => {
@@ -123,13 +119,13 @@ pub(super) async fn first_captures(
             }
         }
     }
-    FirstCaptured {
+    Ok(FirstCaptured {
         first_capture: fc,
         mime: mime_c,
         years: year_c,
         domains_with_root,
         domains,
-    }
+    })
 }
 
 /// The sampler's payload for a URL: its first capture and MIME (a tab cannot be in either).

@@ -1,9 +1,10 @@
 //! A run's limits (`[sampling] max_line`, `max_input_bytes`, `max_gzip_ratio`, `max_memory`)
 //! and the engine's own account of its memory: an estimate, in bytes, of the structures that
 //! grow with the input (the resumed answers, the offline stages' set of hosts, the popular
-//! pool, the sampler's per-(year, domain) pools), updated as they grow and checked while the
-//! input is read. It is not the process's RSS: buffers, the allocator and the rest of the
-//! server are not in it.
+//! pool) and of the sampler's bounded ones (its chunk of candidates before a run is written,
+//! one (year, domain)'s pool while merging), updated as they grow and checked while the input
+//! is read. It is not the process's RSS: buffers, the allocator and the rest of the server are
+//! not in it.
 
 use crate::sampling::reading::ReadLimits;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +39,21 @@ impl From<&crate::config::SamplingConfig> for Limits {
     }
 }
 
+/// The most bytes of candidates the sampler holds before it writes a run: the sort's chunk.
+const SPILL_CHUNK: usize = 64 << 20;
+
+impl Limits {
+    /// The sampler's chunk: [`SPILL_CHUNK`], or an eighth of `max_memory` when that is less
+    /// (64 KiB at the least), so the bounded part never crowds out the rest of the limit.
+    pub(super) fn spill_chunk(&self) -> usize {
+        let eighth = usize::try_from(self.max_memory / 8).unwrap_or(usize::MAX);
+        match self.max_memory {
+            0 => SPILL_CHUNK,
+            _ => eighth.clamp(64 << 10, SPILL_CHUNK),
+        }
+    }
+}
+
 /// The engine's estimate of its big structures, each part set by the stage that owns it.
 #[derive(Debug, Default)]
 pub struct MemoryUse {
@@ -45,7 +61,7 @@ pub struct MemoryUse {
     pub hosts: AtomicU64,
     pub popular: AtomicU64,
     pub sampler: AtomicU64,
-    /// The sampler's candidate pool per (year, domain), which bounds what a bucket keeps.
+    /// The sampler's candidate pool per (year, domain), which bounds what its merge holds.
     pub pool: AtomicU64,
 }
 
@@ -63,8 +79,19 @@ impl MemoryUse {
             .sum()
     }
 
-    /// The sampler: per (year, domain) its counters, and at most its candidate pool + 1 (the
-    /// root) URLs kept; `urls` pushed is an upper bound on those kept.
+    /// The spilling sampler the engine runs: `held` bytes of candidates not yet in a run, and
+    /// the one (year, domain)'s pool + 1 (the root) URLs its merge holds at a time.
+    pub(super) fn set_spilled(&self, held: usize) {
+        let per_bucket = self.pool.load(Ordering::Relaxed) + 1;
+        let bytes = held as u64 + PER_ENTRY + 64 + per_bucket * (PER_ENTRY + PER_URL);
+        self.sampler.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The in-memory [`Sampler`](crate::sampling::downsample::Sampler) (tests and small
+    /// inputs; the engine runs the spilling one): per (year, domain) its counters, and at
+    /// most its candidate pool + 1 (the root) URLs kept; `urls` pushed is an upper bound on
+    /// those kept.
+    #[cfg(test)]
     pub(super) fn set_sampler(&self, buckets: usize, urls: u64) {
         let per_bucket = self.pool.load(Ordering::Relaxed) + 1;
         let kept = urls.min(buckets as u64 * per_bucket);

@@ -23,12 +23,18 @@
 //! refused.
 //!
 //! Memory: the offline stages keep one entry per host (its root passed on), nothing per line;
-//! candidates stream to the CDX stage through a bounded channel; the sampler keeps at most
-//! `candidate_pool` URLs per (year, domain), the quota 5,000 per popular domain; the
-//! checkpoint's answers are held on resume as 32 bytes each (a 128-bit hash of the URL and a
-//! packed answer: `resumed.rs`); the TimeMap stage holds a byte offset per sampled URL. The
-//! sample itself is held until written (BENCHMARKS.md, "[sampling-2] A month-long run at
-//! scale", says what grows with what).
+//! candidates stream to the CDX stage through a bounded channel; the sampler
+//! ([`SpillSampler`]) writes every kept candidate to sorted runs under `out/.spill/` (a chunk
+//! of at most 64 MiB in memory, less under a small `max_memory`), and downsampling is a merge
+//! of them that holds one (year, domain)'s `candidate_pool` at a time and writes
+//! `sample.ndjson` as it picks; the report's per-domain counts are spilled too and summed into
+//! histograms and top-20 lists. The quota holds 5,000 URLs per popular domain; the TimeMap
+//! stage reads the sample back line by line and holds 16 bytes per sampled URL. What still
+//! grows: the checkpoint's answers on resume, 32 bytes each (a 128-bit hash of the URL and a
+//! packed answer: `resumed.rs`), and per-domain sets (the offline stages' hosts, the
+//! first-capture stage's domains for root upsampling). BENCHMARKS.md, "[sampling-2] A
+//! month-long run at scale", measures it. `.spill/` is removed at the start of every run
+//! (never trusted across runs: a resumed run walks the input again) and emptied at the end.
 
 mod checkpoint;
 mod first_capture;
@@ -40,6 +46,7 @@ mod popular;
 pub mod progress;
 mod resumed;
 mod roots;
+mod sample_file;
 mod spec;
 mod timemaps;
 
@@ -48,12 +55,13 @@ pub use live::Progress;
 pub use spec::{DownsamplingSpec, Spec, SpecError};
 
 use super::cdx::{CdxClient, CdxSettings};
-use super::downsample::{DomainCounts, Finished, Picked, Sampler, YearInput};
+use super::downsample::{DomainStats, Left, Picked, SpillSampler, Summary};
 use super::filters::bucket_label;
 use super::offline::Candidate;
 use super::{Counters, FunnelRow, SetAside};
 use checkpoint::{read_checkpoint, FirstCaptures};
-use ndjson::{write_ndjson, Log};
+use ndjson::Log;
+use sample_file::SampleWriter;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -96,7 +104,7 @@ struct Stages<'a> {
 }
 
 impl Stages<'_> {
-    /// A URL the sampler let go before the end (its pool had better ones, or a second root).
+    /// A URL the sampler let go (its pool had better ones, a second root, past Eq. 1's target).
     fn downsampled(&self, url: &str) {
         self.set_aside.write(&SetAside {
             stage: "downsampling",
@@ -130,6 +138,9 @@ pub async fn run_with(
         })
     };
     let result = run_stages(spec, out, &progress, limits).await;
+    // The sampler's runs are of no use once the run ends, however it ends (a stopped or
+    // failed run starts again from the input and the checkpoint): GBs at scale, not kept.
+    let _ = std::fs::remove_dir_all(out.join(".spill"));
     saver.abort();
     progress.save();
     result
@@ -215,6 +226,18 @@ async fn run_stages(
         errors: &errors,
     };
 
+    progress.memory.pool.store(pool as u64, Ordering::Relaxed);
+    // The sampler's runs: never trusted across runs of the engine (a resumed run walks the
+    // input again and writes them anew), so whatever a stopped run left is removed first;
+    // before the input is opened, so the stages start as they did without it.
+    let spill_dir = out.join(".spill");
+    match std::fs::remove_dir_all(&spill_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", spill_dir.display()))
+        }
+        _ => {}
+    }
+    let mut sampler = SpillSampler::new(spec.seed, params, pool, &spill_dir, limits.spill_chunk())?;
     progress.set_stage("offline");
     let input = input::local_input(&spec.input, out, limits.read.max_input_bytes).await?;
     if let Ok(meta) = std::fs::metadata(&input) {
@@ -231,12 +254,9 @@ async fn run_stages(
         limits,
     );
 
-    progress.memory.pool.store(pool as u64, Ordering::Relaxed);
-    let mut sampler = Sampler::new(spec.seed, params, pool);
     progress.set_stage("first_capture");
-    let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await;
-    let kept = firsts.years.output;
-    progress.memory.set_sampler(sampler.domains(), kept);
+    let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await?;
+    progress.memory.set_spilled(sampler.held());
     let (mut funnel, popular_pool) = match offline.await {
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
@@ -282,7 +302,7 @@ async fn run_stages(
         &firsts.domains_with_root,
         &mut sampler,
     )
-    .await;
+    .await?;
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }
@@ -292,9 +312,15 @@ async fn run_stages(
     });
 
     progress.set_stage("downsampling");
-    let (finished, years) = downsample(&stages, sampler, &mut funnel);
-    let sample = sample_of(&finished.picked, quota_picked);
-    let n = sample.len() as u64;
+    let path = out.join("sample.ndjson");
+    let mut sample = SampleWriter::create(&path)?;
+    let summary = downsample(&stages, sampler, &mut funnel, &mut sample)?;
+    let _ = std::fs::remove_dir(&spill_dir);
+    for s in &quota_picked {
+        sample.write(s)?;
+    }
+    drop(quota_picked);
+    let (n, per_year) = sample.finish()?;
     funnel.push(FunnelRow::main(
         "sample",
         Counters {
@@ -304,16 +330,15 @@ async fn run_stages(
         },
     ));
     progress.sampled.store(n, Ordering::Relaxed);
-    write_ndjson(&out.join("sample.ndjson"), &sample)?;
-    if !finished.shortfalls.is_empty() {
+    if !summary.shortfalls.is_empty() {
         progress.warn(&format!(
             "{} (year, domain) targets of Eq. 1 are above the candidate pool of {pool}: \
              their sample is short, see shortfalls.json (raise candidate_pool)",
-            finished.shortfalls.len()
+            summary.shortfalls.len()
         ));
     }
     let warnings = progress.warnings();
-    let text = serde_json::to_string_pretty(&finished.shortfalls).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&summary.shortfalls).map_err(|e| e.to_string())?;
     std::fs::write(out.join("shortfalls.json"), text + "\n").map_err(|e| e.to_string())?;
 
     if spec.collect_timemaps {
@@ -321,7 +346,7 @@ async fn run_stages(
         let tm = timemaps::collect_timemaps(
             &captures,
             &errors,
-            &sample,
+            &path,
             out,
             spec.hydrate_revisits,
             spec.concurrency,
@@ -336,108 +361,85 @@ async fn run_stages(
     set_aside.flush();
     errors.flush();
     captures.retries.flush();
-    write_reports(
-        out,
-        &funnel,
-        &finished.counts,
-        &years,
-        &finished.picked,
-        &sample,
-    )?;
+    write_reports(out, &funnel, &summary, &per_year, n)?;
     progress.set_stage("done");
     Ok(Outcome {
-        sample: sample.len(),
+        sample: n as usize,
         funnel,
         cancelled: false,
         warnings,
     })
 }
 
-/// The sampler's years on either side of the long-tail reduction (the report's Table 7).
-struct Years {
-    before_long_tail: BTreeMap<u16, YearInput>,
-    eq1: BTreeMap<u16, YearInput>,
-}
-
-/// The long-tail reduction, then log downsampling, each with its funnel row; every URL either
-/// drops is in `set_aside.ndjson` (stage `long_tail`, or `downsampling` with `downsampled`).
-/// The per-domain counts' `before` is taken ahead of the long tail, so the domains it drops
-/// still count (the report's CCDF).
+/// The long-tail reduction, then log downsampling, each with its funnel row, in one merge of
+/// the sampler's runs: every picked URL into `sample` as it comes, every URL either drops into
+/// `set_aside.ndjson` (stage `long_tail`, or `downsampling` with `downsampled`).
 fn downsample(
     stages: &Stages<'_>,
-    mut sampler: Sampler,
+    sampler: SpillSampler,
     funnel: &mut Vec<FunnelRow>,
-) -> (Finished, Years) {
+    sample: &mut SampleWriter,
+) -> Result<Summary, String> {
     let spec = stages.spec;
     let before = sampler.urls();
     stages.progress.set_total(progress::DOWNSAMPLING, before);
-    let before_long_tail = sampler.per_year();
-    let urls_per_domain = sampler.urls_per_domain();
     let reason = format!(
         "long_tail: a single-URL domain in a year with more than {} domains",
         spec.long_tail_threshold
     );
-    let lt = sampler.reduce_long_tail(
+    let s = sampler.finish(
         spec.long_tail_threshold,
         spec.long_tail_fraction,
-        &mut |_, _, url| {
-            stages.set_aside.write(&SetAside {
-                stage: "long_tail",
-                url: url.to_string(),
-                reason: reason.clone(),
-            })
+        &mut |left| match left {
+            Left::Picked(p) => sample.write(&sampled_url(p)),
+            Left::LongTail(url) => {
+                stages.set_aside.write(&SetAside {
+                    stage: "long_tail",
+                    url: url.to_string(),
+                    reason: reason.clone(),
+                });
+                Ok(())
+            }
+            Left::Downsampled(url) => {
+                stages.downsampled(url);
+                Ok(())
+            }
         },
-    );
-    let eq1 = sampler.per_year();
+    )?;
+    let dropped = s.long_tail.dropped_domains;
     funnel.push(FunnelRow::main(
         "long_tail",
         Counters {
             input: before,
-            output: before - lt.dropped_domains,
-            set_aside: lt.dropped_domains,
+            output: before - dropped,
+            set_aside: dropped,
             errors: 0,
         },
     ));
-    let finished = sampler.finish(&mut |_, _, url| stages.downsampled(url));
-    let kept = before - lt.dropped_domains;
+    let kept = before - dropped;
     funnel.push(FunnelRow::main(
         "downsampling",
         Counters {
             input: kept,
-            output: finished.picked.len() as u64,
-            set_aside: kept.saturating_sub(finished.picked.len() as u64),
+            output: s.picked,
+            set_aside: kept.saturating_sub(s.picked),
             errors: 0,
         },
     ));
     stages.progress.set_done(progress::DOWNSAMPLING, before);
-    let mut finished = finished;
-    for (domain, n) in urls_per_domain {
-        finished.counts.entry(domain).or_default().before = n;
-    }
-    let years = Years {
-        before_long_tail,
-        eq1,
-    };
-    (finished, years)
+    Ok(s)
 }
 
-/// The sample: the downsampled URLs, then the popular domains' quota picks as they are (the
-/// quota is their share).
-fn sample_of(picked: &[Picked], quota_picked: Vec<SampledUrl>) -> Vec<SampledUrl> {
-    let mut sample = Vec::with_capacity(picked.len());
-    for p in picked {
-        let (ts, mime) = p.meta.split_once('\t').unwrap_or((&p.meta, ""));
-        let (ts, mime) = (ts.to_string(), mime.to_string());
-        sample.push(SampledUrl {
-            url: p.url.clone(),
-            year: bucket_label(p.bucket),
-            root: p.root,
-            first_capture: ts,
-            mime,
-        });
+/// A downsampled URL as a line of the sample.
+fn sampled_url(p: &Picked) -> SampledUrl {
+    let (ts, mime) = p.meta.split_once('\t').unwrap_or((&p.meta, ""));
+    SampledUrl {
+        url: p.url.clone(),
+        year: bucket_label(p.bucket),
+        root: p.root,
+        first_capture: ts.to_string(),
+        mime: mime.to_string(),
     }
-    sample.extend(quota_picked);
-    sample
 }
 
 /// `funnel.json`, `report.md` and `ccdf.svg`, each written whole and renamed into place, so
@@ -445,12 +447,11 @@ fn sample_of(picked: &[Picked], quota_picked: Vec<SampledUrl>) -> Vec<SampledUrl
 fn write_reports(
     out: &Path,
     funnel: &[FunnelRow],
-    counts: &BTreeMap<String, DomainCounts>,
-    years: &Years,
-    picked: &[Picked],
-    sample: &[SampledUrl],
+    summary: &Summary,
+    per_year: &BTreeMap<String, super::report::YearSample>,
+    sample_size: u64,
 ) -> Result<(), String> {
-    use super::report::{ccdf_svg, report, year_rows, Tables, YearSample};
+    use super::report::{ccdf_svg, report, year_rows, Tables};
     let write = |name: &str, text: String| {
         let (tmp, path) = (out.join(format!("{name}.tmp")), out.join(name));
         std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
@@ -459,18 +460,18 @@ fn write_reports(
     let text = serde_json::to_string_pretty(funnel).map_err(|e| e.to_string())?;
     // Ends with a newline: the file is also an admin answer, and every JSON answer has one.
     write("funnel.json", text + "\n")?;
-    let mut per_year: BTreeMap<String, YearSample> = BTreeMap::new();
-    for s in sample {
-        let y = per_year.entry(s.year.clone()).or_default();
-        y.urls += 1;
-        y.roots += u64::from(s.root);
-    }
-    let rows = year_rows(&years.before_long_tail, &years.eq1, picked, &per_year);
+    let rows = year_rows(
+        &summary.before_long_tail,
+        &summary.eq1,
+        &summary.picked_per_year,
+        per_year,
+    );
+    let counts: &DomainStats = &summary.domains;
     let tables = Tables {
         funnel,
         counts,
         years: &rows,
-        sample_size: sample.len() as u64,
+        sample_size,
     };
     write("report.md", report(&tables))?;
     write("ccdf.svg", ccdf_svg(counts))

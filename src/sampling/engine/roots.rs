@@ -10,7 +10,7 @@
 use super::first_capture::{classify, meta_of, Kept};
 use super::progress::ROOT_UPSAMPLING;
 use super::Stages;
-use crate::sampling::downsample::Sampler;
+use crate::sampling::downsample::SpillSampler;
 use crate::sampling::{Counters, SetAside};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -27,13 +27,13 @@ pub(super) fn window(years: [u16; 2]) -> Option<[u16; 2]> {
 }
 
 /// `domains` maps each kept domain to its host; those in `domains_with_root` are left alone.
-/// Stops early (counters partial) when the run is cancelled.
+/// Stops early (counters partial) when the run is cancelled; Err: the sampler could not write.
 pub(super) async fn upsample_roots(
     stages: &Stages<'_>,
     domains: &BTreeMap<String, String>,
     domains_with_root: &HashSet<String>,
-    sampler: &mut Sampler,
-) -> Counters {
+    sampler: &mut SpillSampler,
+) -> Result<Counters, String> {
     use futures::StreamExt;
     let Stages {
         spec,
@@ -46,7 +46,7 @@ pub(super) async fn upsample_roots(
     let mut up = Counters::default();
     let Some(window) = window(spec.years) else {
         progress.set_total(ROOT_UPSAMPLING, 0);
-        return up;
+        return Ok(up);
     };
     let rootless: Vec<(&String, &String)> = domains
         .iter()
@@ -78,9 +78,7 @@ pub(super) async fn upsample_roots(
             } => {
                 up.output += 1;
                 let meta = meta_of(&timestamp, &mime);
-                if let Some(left) = sampler.push_with(bucket, domain, &root, true, &meta) {
-                    stages.downsampled(&left);
-                }
+                sampler.push_with(bucket, domain, &root, true, &meta)?;
             }
             Kept::Aside { reason, .. } => {
                 up.set_aside += 1;
@@ -100,7 +98,7 @@ pub(super) async fn upsample_roots(
             }
         }
     }
-    up
+    Ok(up)
 }
 
 #[cfg(test)]

@@ -7,13 +7,15 @@
 //! without its index line is fetched again, so a run started again over the directory asks
 //! only the TimeMaps that have no index line. At the end the index is rewritten whole in
 //! sample order (failures included, as `{url, error}`: they are asked again on the next run),
-//! each line copied from the appended index by its byte offset: the stage holds 8 bytes per
-//! sampled URL (and each failure's reason), not the entries.
+//! each line copied from the appended index by its byte offset. The sample is read from
+//! `sample.ndjson` as the stage goes, never held: the stage holds 16 bytes per sampled URL
+//! (the offset, and a hash of the URL while it finds them) and each failure's reason.
 
 use super::checkpoint::FirstCaptures;
 use super::ndjson::{write_ndjson, Log};
 use super::progress::TIMEMAPS;
-use super::{Progress, SampledUrl};
+use super::sample_file::read_sample;
+use super::Progress;
 use crate::sampling::revisit::{Hydrator, Row, LRU_SIZE};
 use crate::sampling::{Counters, SetAside};
 use serde::{Deserialize, Serialize};
@@ -54,15 +56,23 @@ fn file_name(i: usize) -> String {
 /// No entry for this sample line (yet).
 const NONE: u64 = u64::MAX;
 
+/// The hash each sample line's URL is compared by.
+fn url_hash(url: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(url.as_bytes())
+}
+
 /// Where each sample line's finished TimeMap is in `index.ndjson`: the byte offset of its index
 /// line (8 bytes a sampled URL, where holding the entries took some 250), or [`NONE`]. Only
-/// lines naming the file this sample's line `i` gets, for the same URL, with the file there,
-/// count; anything else (torn lines, failures, another sample's entries) is asked again. A
-/// later line for `i` wins.
-fn finished(dir: &Path, sample: &[SampledUrl]) -> Vec<u64> {
-    let mut done = vec![NONE; sample.len()];
+/// lines naming the file this sample's line `i` gets, for the same URL (by a 64-bit hash of
+/// it), with the file there, count; anything else (torn lines, failures, another sample's
+/// entries) is asked again. A later line for `i` wins. Err: `sample` could not be read.
+fn finished(dir: &Path, sample: &Path) -> Result<Vec<u64>, String> {
+    let urls = read_sample(sample)?
+        .map(|s| s.map(|s| url_hash(&s.url)))
+        .collect::<Result<Vec<u64>, String>>()?;
+    let mut done = vec![NONE; urls.len()];
     let Ok(file) = std::fs::File::open(dir.join("index.ndjson")) else {
-        return done;
+        return Ok(done);
     };
     let mut offset = 0u64;
     for line in std::io::BufReader::new(file)
@@ -81,12 +91,12 @@ fn finished(dir: &Path, sample: &[SampledUrl]) -> Vec<u64> {
         else {
             continue;
         };
-        let same = sample.get(i).is_some_and(|s| s.url == e.url);
+        let same = urls.get(i) == Some(&url_hash(&e.url));
         if same && *name == file_name(i) && dir.join(name).is_file() {
             done[i] = at;
         }
     }
-    done
+    Ok(done)
 }
 
 /// Each sampled URL's TimeMap into `out/timemaps/`; returns the stage's counters (partial when
@@ -94,7 +104,7 @@ fn finished(dir: &Path, sample: &[SampledUrl]) -> Vec<u64> {
 pub(super) async fn collect_timemaps(
     captures: &FirstCaptures,
     errors: &Log,
-    sample: &[SampledUrl],
+    sample: &Path,
     out: &Path,
     hydrate: bool,
     concurrency: usize,
@@ -103,10 +113,11 @@ pub(super) async fn collect_timemaps(
     use futures::StreamExt;
     let dir = out.join("timemaps");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let before = finished(&dir, sample);
+    let before = finished(&dir, sample)?;
+    let lines = before.len() as u64;
     let mut done = before.iter().filter(|&&o| o != NONE).count() as u64;
     progress.timemaps.fetch_add(done, Ordering::Relaxed);
-    progress.set_total(TIMEMAPS, sample.len() as u64);
+    progress.set_total(TIMEMAPS, lines);
     progress.add_done(TIMEMAPS, done);
     progress.add_reused(TIMEMAPS, done);
     let index = Log {
@@ -115,20 +126,25 @@ pub(super) async fn collect_timemaps(
     };
     // Failures are held (sample line, reason) to go into the final index: asked again next run.
     let mut failed: Vec<(usize, String)> = Vec::new();
-    let todo = (0..sample.len()).filter(|&i| before[i] == NONE);
+    // The sample read again as the TimeMaps are asked; a line that cannot be read ends the
+    // stage with an error (it was written by this run: something else changed it).
+    let todo = read_sample(sample)?
+        .enumerate()
+        .filter(|(i, s)| s.is_err() || before.get(*i) == Some(&NONE));
     let dir_ref = &dir;
     let mut fetched = futures::stream::iter(todo)
-        .map(|i| async move {
-            let url = &sample[i].url;
-            let note = captures.note(url, STAGE);
-            let rows = captures.client.timemap_noting(url, &note).await;
-            (
-                i,
-                rows.and_then(|rows| save(dir_ref, i, url, rows, hydrate)),
-            )
+        .map(|(i, s)| async move {
+            let url = s?.url;
+            let entry = {
+                let note = captures.note(&url, STAGE);
+                let rows = captures.client.timemap_noting(&url, &note).await;
+                rows.and_then(|rows| save(dir_ref, i, &url, rows, hydrate))
+            };
+            Ok::<_, String>((i, url, entry))
         })
         .buffer_unordered(concurrency.max(1));
-    while let Some((i, entry)) = fetched.next().await {
+    while let Some(next) = fetched.next().await {
+        let (i, url, entry) = next?;
         progress.timemaps.fetch_add(1, Ordering::Relaxed);
         progress.add_done(TIMEMAPS, 1);
         progress.answer(STAGE, true);
@@ -140,7 +156,7 @@ pub(super) async fn collect_timemaps(
             Err(reason) => {
                 errors.write(&SetAside {
                     stage: STAGE,
-                    url: sample[i].url.clone(),
+                    url,
                     reason: reason.clone(),
                 });
                 failed.push((i, reason));
@@ -153,7 +169,7 @@ pub(super) async fn collect_timemaps(
     drop(fetched);
     drop(index);
     let c = Counters {
-        input: sample.len() as u64,
+        input: lines,
         output: done,
         set_aside: 0,
         errors: failed.len() as u64,
@@ -167,16 +183,17 @@ pub(super) async fn collect_timemaps(
 
 /// The whole index in sample order (each finished TimeMap's line copied from the appended
 /// index, each failure as `{url, error}`), renamed over it, and the hydration summed over every
-/// TimeMap: read back one line at a time, so nothing per TimeMap is held but its offset.
+/// TimeMap: read back one line at a time beside the sample's, so nothing per TimeMap is held but
+/// its offset.
 fn rewrite_index(
     dir: &Path,
-    sample: &[SampledUrl],
+    sample: &Path,
     mut failed: Vec<(usize, String)>,
     hydrate: bool,
 ) -> Result<(), String> {
     use std::io::{Seek, SeekFrom, Write};
     let err = |e: std::io::Error| format!("{}: {e}", dir.display());
-    let offsets = finished(dir, sample);
+    let offsets = finished(dir, sample)?;
     failed.sort_by_key(|f| f.0);
     let mut failed = failed.into_iter().peekable();
     let mut appended =
@@ -185,7 +202,7 @@ fn rewrite_index(
     let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(err)?);
     let mut sum = Hydration::default();
     let mut line = Vec::new();
-    for (i, &at) in offsets.iter().enumerate() {
+    for ((i, &at), s) in offsets.iter().enumerate().zip(read_sample(sample)?) {
         if at != NONE {
             appended.seek(SeekFrom::Start(at)).map_err(err)?;
             line.clear();
@@ -205,7 +222,7 @@ fn rewrite_index(
         while let Some((_, reason)) = failed.next_if(|f| f.0 == i) {
             let e = Entry {
                 file: None,
-                url: sample[i].url.clone(),
+                url: s.as_ref().map_err(|e| e.clone())?.url.clone(),
                 mementos: None,
                 hydration: None,
                 error: Some(reason),
@@ -271,6 +288,7 @@ fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampling::engine::SampledUrl;
 
     fn sampled(url: &str) -> SampledUrl {
         SampledUrl {
@@ -304,6 +322,10 @@ mod tests {
             .iter()
             .map(|u| sampled(u))
             .collect();
+        // The stage reads the sample from its file, as a run leaves it.
+        let sample_path = d.join("sample.ndjson");
+        write_ndjson(&sample_path, &sample).expect("sample");
+        let sample = sample_path;
         for i in [0, 2, 3] {
             std::fs::write(d.join(file_name(i)), "[]\n").expect("a TimeMap file");
         }
@@ -318,7 +340,7 @@ mod tests {
         ]
         .join("\n");
         std::fs::write(d.join("index.ndjson"), appended + "\n").expect("index");
-        let offsets = finished(d, &sample);
+        let offsets = finished(d, &sample).expect("the sample");
         assert_eq!(offsets.iter().filter(|&&o| o != NONE).count(), 2);
         assert_eq!((offsets[1], offsets[3]), (NONE, NONE));
         rewrite_index(

@@ -7,28 +7,21 @@
 //! Drawn by hand rather than with a plotting crate: two paths of `H`/`V` steps and decade ticks
 //! are a few lines, where a plotting library would bring fonts and a rasteriser we never use.
 
-use crate::sampling::downsample::DomainCounts;
+use crate::sampling::downsample::DomainStats;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Domains with at least `x` URLs, before and after.
-fn at_least(counts: &BTreeMap<String, DomainCounts>, x: u64) -> (usize, usize) {
-    let b = counts.values().filter(|c| c.before >= x).count();
-    let a = counts.values().filter(|c| c.after >= x).count();
-    (b, a)
-}
-
 /// The CCDF as a markdown table, thresholds 1, 2, 5, 10, … up to the largest domain.
-pub fn markdown(counts: &BTreeMap<String, DomainCounts>) -> String {
-    let n = counts.len();
-    let emptied = counts.values().filter(|c| c.after == 0).count();
+pub fn markdown(counts: &DomainStats) -> String {
+    let n = counts.domains;
+    let emptied = counts.emptied();
     let mut s = format!(
         "\n## Per-domain CCDF (domains with at least x URLs)\n\n\
          {n} domains before downsampling, {emptied} of them with no URL after (the long tail \
          dropped them, or Eq. 1 gave 0); shares are of all {n}. Drawn in `ccdf.svg`.\n\n\
          | x | domains before | share before | domains after | share after |\n|---|---|---|---|---|\n"
     );
-    let max = counts.values().map(|c| c.before).max().unwrap_or(0);
+    let max = counts.max_before();
     let denominator = n.max(1) as f64;
     let mut x = 1u64;
     loop {
@@ -37,7 +30,7 @@ pub fn markdown(counts: &BTreeMap<String, DomainCounts>) -> String {
             if t > max.max(1) {
                 return s;
             }
-            let (b, a) = at_least(counts, t);
+            let (b, a) = counts.at_least(t);
             let _ = writeln!(
                 s,
                 "| {t} | {b} | {:.4} | {a} | {:.4} |",
@@ -106,38 +99,30 @@ fn y_label(decade: i32) -> String {
 
 /// One CCDF as a step path: the share of domains with at least x URLs is flat between two
 /// counts that occur and drops at each; past the largest count it is 0, drawn down to the axis.
-fn steps(
-    frame: &Frame,
-    counts: &BTreeMap<String, DomainCounts>,
-    key: fn(&DomainCounts) -> u64,
-) -> String {
-    let n = counts.len().max(1) as f64;
-    let mut v: Vec<u64> = counts.values().map(key).filter(|&c| c > 0).collect();
-    v.sort_unstable();
+fn steps(frame: &Frame, domains: u64, histogram: &BTreeMap<u64, u64>) -> String {
+    let n = domains.max(1) as f64;
+    // Domains with at least the current count, which is > 0 (a log axis has no 0).
+    let mut left: u64 = histogram.range(1..).map(|(_, k)| k).sum();
     let mut d = String::new();
-    let mut i = 0;
-    while i < v.len() {
-        let value = v[i];
-        let share = (v.len() - i) as f64 / n;
+    for (i, (&value, &k)) in histogram.range(1..).enumerate() {
+        let share = left as f64 / n;
         if i == 0 {
             let _ = write!(d, "M{:.1},{:.1}", frame.x(1.0), frame.y(share));
         } else {
             let _ = write!(d, " H{:.1} V{:.1}", frame.x(value as f64), frame.y(share));
         }
-        while i < v.len() && v[i] == value {
-            i += 1;
-        }
+        left -= k;
     }
-    if let Some(&last) = v.last() {
+    if let Some((&last, _)) = histogram.range(1..).next_back() {
         let _ = write!(d, " H{:.1} V{:.1}", frame.x(last as f64), frame.bottom);
     }
     d
 }
 
 /// The CCDF before and after downsampling as an SVG (log-log, step lines, decade ticks).
-pub fn ccdf_svg(counts: &BTreeMap<String, DomainCounts>) -> String {
-    let n = counts.len();
-    let max = counts.values().map(|c| c.before).max().unwrap_or(1).max(1);
+pub fn ccdf_svg(counts: &DomainStats) -> String {
+    let n = counts.domains;
+    let max = counts.max_before().max(1);
     let (w, h) = (760.0_f64, 480.0_f64);
     let frame = Frame {
         left: 90.0,
@@ -217,16 +202,10 @@ pub fn ccdf_svg(counts: &BTreeMap<String, DomainCounts>) -> String {
         t = frame.top,
         b = frame.bottom,
     );
-    for (key, colour, dash, label, row) in [
+    for (histogram, colour, dash, label, row) in [
+        (&counts.before, "#d62728", "", "before downsampling", 0.0),
         (
-            (|c: &DomainCounts| c.before) as fn(&DomainCounts) -> u64,
-            "#d62728",
-            "",
-            "before downsampling",
-            0.0,
-        ),
-        (
-            |c: &DomainCounts| c.after,
+            &counts.after,
             "#1f77b4",
             " stroke-dasharray=\"6 3\"",
             "after downsampling",
@@ -238,7 +217,7 @@ pub fn ccdf_svg(counts: &BTreeMap<String, DomainCounts>) -> String {
             "<path fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{dash} d=\"{}\"/>\n\
              <line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"2\"{dash}/>\n\
              <text x=\"{:.1}\" y=\"{:.1}\" {font} font-size=\"12\">{label}</text>",
-            steps(&frame, counts, key),
+            steps(&frame, counts.domains, histogram),
             frame.left + 220.0 * row,
             h - 12.0,
             frame.left + 220.0 * row + 30.0,
@@ -255,10 +234,14 @@ pub fn ccdf_svg(counts: &BTreeMap<String, DomainCounts>) -> String {
 mod tests {
     use super::*;
 
-    fn counts(list: &[(&str, u64, u64)]) -> BTreeMap<String, DomainCounts> {
-        list.iter()
+    use crate::sampling::downsample::DomainCounts;
+
+    fn counts(list: &[(&str, u64, u64)]) -> DomainStats {
+        let map: BTreeMap<String, DomainCounts> = list
+            .iter()
             .map(|&(d, before, after)| (d.to_string(), DomainCounts { before, after }))
-            .collect()
+            .collect();
+        DomainStats::from(&map)
     }
 
     /// The tick labels of one axis, in order.
@@ -326,7 +309,7 @@ mod tests {
 
     #[test]
     fn an_empty_run_still_draws_axes() {
-        let svg = ccdf_svg(&BTreeMap::new());
+        let svg = ccdf_svg(&DomainStats::default());
         assert_eq!(ticks(&svg, "x"), ["1", "10"]);
         assert_eq!(ticks(&svg, "y"), ["1", "0.1"]);
         assert!(!svg.contains("NaN"));

@@ -9,9 +9,8 @@ mod years;
 pub use ccdf::ccdf_svg;
 pub use years::{year_rows, YearRow, YearSample};
 
-use super::downsample::DomainCounts;
+use super::downsample::DomainStats;
 use super::FunnelRow;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 /// The paper's funnel, by our stage names where one matches.
 const PAPER: [(&str, &str); 12] = [
@@ -32,8 +31,8 @@ const PAPER: [(&str, &str); 12] = [
 /// What a finished run's report is made of.
 pub struct Tables<'a> {
     pub funnel: &'a [FunnelRow],
-    /// Per domain, URLs before downsampling (the long tail's cut included) and after.
-    pub counts: &'a BTreeMap<String, DomainCounts>,
+    /// The per-domain URLs before downsampling (the long tail's cut included) and after, summed up.
+    pub counts: &'a DomainStats,
     pub years: &'a [YearRow],
     /// Lines of `sample.ndjson`.
     pub sample_size: u64,
@@ -58,21 +57,11 @@ pub fn report(t: &Tables) -> String {
         );
     }
     s.push_str(&years::markdown(t.years, t.sample_size));
-    let top = |key: fn(&DomainCounts) -> u64| {
-        let mut v: Vec<(&String, u64)> = counts
-            .iter()
-            .map(|(d, c)| (d, key(c)))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        v.truncate(20);
-        v
-    };
     let _ = writeln!(
         s,
         "\n## Top 20 domains\n\n| rank | before downsampling | URLs | after | URLs |\n|---|---|---|---|---|"
     );
-    let (before, after) = (top(|c| c.before), top(|c| c.after));
+    let (before, after) = (&counts.top_before, &counts.top_after);
     for i in 0..before.len().max(after.len()) {
         let b = before
             .get(i)

@@ -3,7 +3,7 @@
 //! popular domains' quota picks, all URLs) and how many single-URL domains the long tail cut;
 //! the paper's own row beside ours.
 
-use crate::sampling::downsample::{Picked, YearInput};
+use crate::sampling::downsample::YearInput;
 use crate::sampling::filters::bucket_label;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -76,11 +76,12 @@ fn bucket_of(label: &str) -> Option<u16> {
 
 /// The table's rows, in year order: `before_long_tail` and `eq1` are the sampler's
 /// [`per_year`](crate::sampling::downsample::Sampler::per_year) on either side of the long-tail
-/// reduction, `picked` what downsampling kept, `sample` the sample counted per year label.
+/// reduction, `picked` how many URLs downsampling kept per bucket, `sample` the sample counted
+/// per year label.
 pub fn year_rows(
     before_long_tail: &BTreeMap<u16, YearInput>,
     eq1: &BTreeMap<u16, YearInput>,
-    picked: &[Picked],
+    picked: &BTreeMap<u16, u64>,
     sample: &BTreeMap<String, YearSample>,
 ) -> Vec<YearRow> {
     let mut rows: BTreeMap<u16, YearRow> = BTreeMap::new();
@@ -97,8 +98,8 @@ pub fn year_rows(
             (r.k, r.c) = (y.k, y.c);
         }
     }
-    for p in picked {
-        rows.entry(p.bucket).or_default().after += 1;
+    for (&bucket, &n) in picked {
+        rows.entry(bucket).or_default().after += n;
     }
     for (label, s) in sample {
         let Some(bucket) = bucket_of(label) else {
@@ -185,6 +186,16 @@ pub fn markdown(rows: &[YearRow], sample_size: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampling::downsample::Picked;
+
+    /// The picks counted per bucket, as the engine hands them over.
+    fn per_bucket(picked: &[Picked]) -> BTreeMap<u16, u64> {
+        let mut n = BTreeMap::new();
+        for p in picked {
+            *n.entry(p.bucket).or_default() += 1;
+        }
+        n
+    }
 
     fn input(domains: u64, urls: u64, k: f64) -> YearInput {
         YearInput {
@@ -219,7 +230,7 @@ mod tests {
             // A year only the popular quota reached.
             ("2016".to_string(), YearSample { urls: 1, roots: 0 }),
         ]);
-        let rows = year_rows(&before, &eq1, &p, &sample);
+        let rows = year_rows(&before, &eq1, &per_bucket(&p), &sample);
         assert_eq!(rows.len(), 3);
         let r2010 = rows[1];
         assert_eq!(
