@@ -5,7 +5,7 @@
 //! existed is adopted (the header written in front), with a warning.
 
 use super::ndjson::Log;
-use super::resumed::Resumed;
+use super::resumed::{Resumed, Spill};
 use super::Spec;
 use crate::sampling::cdx::{CdxClient, FirstCapture, RetryNote};
 use serde::{Deserialize, Serialize};
@@ -188,28 +188,42 @@ impl FirstCaptures {
     }
 }
 
-/// The answers in the checkpoint at `path` (none when there is no file), held compactly.
-pub(super) fn read_checkpoint(path: &Path) -> Resumed {
+/// The answers in the checkpoint at `path` (none when there is no file), held compactly: in
+/// memory for a small checkpoint, else on disk under `.resumed/` beside it (see `resumed.rs`).
+/// Err when the file on disk cannot be built (a full disk): asking every answer again instead
+/// would be silent and slow.
+pub(super) fn read_checkpoint(path: &Path) -> Result<Resumed, String> {
+    read_checkpoint_with(path, Spill::default())
+}
+
+pub(super) fn read_checkpoint_with(path: &Path, spill: Spill) -> Result<Resumed, String> {
     let lines = count_lines(path);
     let Ok(file) = std::fs::File::open(path) else {
-        return Resumed::default();
+        return Ok(Resumed::default());
     };
-    // Room for every line at once (the header and failures make it a little more than needed):
-    // a table grown by doubling would briefly hold both sizes.
-    let mut map = Resumed::with_capacity(lines);
     // Split on bytes, not `lines()`: a line torn inside a multi-byte character is not UTF-8,
     // and `lines()` would end the reading there, losing every answer after it.
-    for line in std::io::BufReader::new(file)
+    let answers = std::io::BufReader::new(file)
         .split(b'\n')
         .map_while(Result::ok)
-    {
         // A line cut by a kill is skipped: its URL is simply asked again. A failure is not
         // kept (asked again on resume: the archive may answer now).
-        if let Ok(a) = serde_json::from_slice::<Answered>(&line) {
+        .filter_map(|line| serde_json::from_slice::<Answered>(&line).ok());
+    if lines <= spill.in_memory {
+        // Room for every line at once (the header and failures make it a little more than
+        // needed): a table grown by doubling would briefly hold both sizes.
+        let mut map = Resumed::with_capacity(lines);
+        for a in answers {
             map.insert(&a.url, &a.answer);
         }
+        return Ok(map);
     }
-    map
+    let dir = path.parent().unwrap_or(Path::new(".")).join(".resumed");
+    let mut building = Resumed::on_disk(&dir, spill, lines)?;
+    for a in answers {
+        building.insert(&a.url, &a.answer)?;
+    }
+    building.finish()
 }
 
 /// Newlines in the file at `path` (0 when it cannot be read), read in blocks.
@@ -253,7 +267,7 @@ mod tests {
         let first = Log::open_checkpoint(&path).expect("open");
         first.write(&answered("http://a.example/"));
         // Written through: on disk without a flush or a drop (a kill -9 runs neither).
-        assert_eq!(read_checkpoint(&path).len(), 1);
+        assert_eq!(read_checkpoint(&path).expect("read").len(), 1);
         std::mem::forget(first);
         // A line cut inside a multi-byte character, as a kill mid-write may leave it.
         let mut bytes = std::fs::read(&path).expect("read");
@@ -262,7 +276,7 @@ mod tests {
         std::fs::write(&path, bytes).expect("write");
         let resumed = Log::open_checkpoint(&path).expect("reopen");
         resumed.write(&answered("http://b.example/"));
-        let read = read_checkpoint(&path);
+        let read = read_checkpoint(&path).expect("read");
         assert!(read.contains("http://a.example/") && read.contains("http://b.example/"));
         assert_eq!(read.len(), 2);
     }
@@ -306,10 +320,10 @@ mod tests {
             });
         }
         drop(old);
-        let before = read_checkpoint(&path);
+        let before = read_checkpoint(&path).expect("read");
         assert_eq!(claim(&path, &spec, !before.is_empty()), Ok(Claim::Adopted));
         // Every answer kept, the header in front, no temporary file left.
-        let after = read_checkpoint(&path);
+        let after = read_checkpoint(&path).expect("read");
         assert_eq!(after.len(), before.len());
         for url in ["http://a.example/", "http://b.example/"] {
             assert_eq!(after.get(url), Some(FirstCapture::NotArchived), "{url}");

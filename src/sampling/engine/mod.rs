@@ -159,7 +159,7 @@ async fn run_stages(
 
     // The checkpoint: answers already had, for this spec only.
     let checkpoint = out.join("first_captures.ndjson");
-    let resumed = read_checkpoint(&checkpoint);
+    let resumed = read_checkpoint(&checkpoint)?;
     let claim = checkpoint::claim(&checkpoint, spec, !resumed.is_empty())?;
     // The saved progress of a run of the same spec over the same checkpoint: its done work is
     // this run's floor (this run walks the input again, reusing the answers).

@@ -3,13 +3,28 @@
 //! answer is kept as 32 bytes: the URL's 128-bit XXH3 hash (the URL itself stays on disk) and
 //! the answer packed in 16 bytes, the few distinct MIME types and statuses interned.
 //!
+//! Where the 32 bytes live: a small checkpoint (at most [`Spill::in_memory`] lines) in a hash
+//! table in memory; a larger one on disk (`disk.rs`), in a file sorted by key built from the
+//! checkpoint at each resume, with only a sparse index (a key and a checksum per block of 128
+//! answers, 0.19 bytes an answer) and the interned strings in memory. So what a resume holds
+//! in RAM no longer grows by 32+ bytes an answer (≈ 4.4 GB at 107 M) but by 0.19 (≈ 20 MB),
+//! and [`Resumed::bytes`] counts only that; the answers themselves are in the page cache or on
+//! disk.
+//!
 //! Two URLs share a 128-bit hash with a probability of about n²/2¹²⁹ (10⁻²³ at 10⁸ answers):
 //! far below a disk's undetected error rate, so the hash stands for the URL. A later line for
-//! the same URL replaces an earlier one, as the map of strings did.
+//! the same URL replaces an earlier one, as the map of strings did, on disk too.
+
+mod disk;
+#[cfg(test)]
+mod disk_tests;
+mod pack;
 
 use crate::sampling::cdx::FirstCapture;
+use pack::{Interner, Packed};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::path::Path;
 
 /// The URL's key: its 128-bit XXH3 hash, already uniform, so the map hashes it no further.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -18,6 +33,16 @@ struct Key(u64, u64);
 impl std::hash::Hash for Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_u64(self.0);
+    }
+}
+
+impl Key {
+    /// Big-endian, so the bytes sort as the key does (the file on disk is sorted by them).
+    fn to_bytes(self) -> [u8; 16] {
+        let mut b = [0; 16];
+        b[..8].copy_from_slice(&self.0.to_be_bytes());
+        b[8..].copy_from_slice(&self.1.to_be_bytes());
+        b
     }
 }
 
@@ -45,161 +70,143 @@ impl Hasher for KeyHasher {
     }
 }
 
-// `ts` layout: bits 0–46 the timestamp's digits as a number, 48–52 their count, 56–57 the
-// kind; bit 58 set when the timestamp was not 1–14 digits and bits 0–31 are an interned string.
-const KIND_SHIFT: u32 = 56;
-const LEN_SHIFT: u32 = 48;
-const INTERNED_TS: u64 = 1 << 58;
-const FOUND: u64 = 0;
-const NOT_ARCHIVED: u64 = 1;
-const BLOCKED: u64 = 2;
-
-/// An answer in 16 bytes.
-#[derive(Clone, Copy)]
-struct Packed {
-    ts: u64,
-    mime: u32,
-    status: u32,
+/// When a checkpoint's answers go to disk, and in what pieces (the tests set them small).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Spill {
+    /// Checkpoints of at most this many lines are held in memory (≤ 2¹⁹ slots, 17 MB).
+    pub(super) in_memory: usize,
+    /// Answers sorted in memory at once while the file is built (32 bytes each, plus half
+    /// that for the sort): the build's own bound, released before the run starts.
+    pub(super) chunk: usize,
 }
 
-/// Strings seen few times over many answers (MIME types, statuses), each stored once.
-#[derive(Default)]
-struct Interner {
-    ids: HashMap<Box<str>, u32>,
-    strings: Vec<Box<str>>,
-}
-
-impl Interner {
-    /// None past 2³² distinct strings (a hostile checkpoint): that answer is asked again.
-    fn id(&mut self, s: &str) -> Option<u32> {
-        if let Some(&id) = self.ids.get(s) {
-            return Some(id);
+impl Default for Spill {
+    fn default() -> Self {
+        Spill {
+            in_memory: 1 << 18,
+            chunk: 1 << 20,
         }
-        let id = u32::try_from(self.strings.len()).ok()?;
-        self.strings.push(s.into());
-        self.ids.insert(s.into(), id);
-        Some(id)
     }
+}
 
-    fn get(&self, id: u32) -> &str {
-        self.strings.get(id as usize).map_or("", |s| s)
-    }
+type Table = HashMap<Key, Packed, BuildHasherDefault<KeyHasher>>;
+
+/// Where the answers are: a hash table, or the sorted file on disk.
+enum Answers {
+    Memory(Table),
+    Disk(disk::Sorted),
 }
 
 /// The answers a previous run wrote, by URL.
-#[derive(Default)]
 pub(super) struct Resumed {
-    answers: HashMap<Key, Packed, BuildHasherDefault<KeyHasher>>,
+    answers: Answers,
     strings: Interner,
+}
+
+impl Default for Resumed {
+    fn default() -> Self {
+        Resumed::with_capacity(0)
+    }
 }
 
 impl Resumed {
     /// Room for `n` answers at once, so loading a large checkpoint never doubles the table.
     pub(super) fn with_capacity(n: usize) -> Resumed {
         Resumed {
-            answers: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+            answers: Answers::Memory(HashMap::with_capacity_and_hasher(
+                n,
+                BuildHasherDefault::default(),
+            )),
             strings: Interner::default(),
         }
     }
 
-    pub(super) fn len(&self) -> usize {
-        self.answers.len()
+    /// A builder of the answers on disk, in `dir` (emptied first: nothing in it is trusted
+    /// from an earlier run).
+    pub(super) fn on_disk(dir: &Path, spill: Spill, lines: usize) -> Result<Building, String> {
+        Ok(Building {
+            builder: disk::Builder::new(dir, spill.chunk, lines)?,
+            strings: Interner::default(),
+        })
     }
 
-    /// What the table holds in memory, for `[sampling] max_memory`: each slot (key, answer and
-    /// hashbrown's control byte), used or not, and the interned strings.
+    pub(super) fn len(&self) -> usize {
+        match &self.answers {
+            Answers::Memory(t) => t.len(),
+            Answers::Disk(d) => d.len(),
+        }
+    }
+
+    /// What is held in memory, for `[sampling] max_memory`: for the table, each slot (key,
+    /// answer and hashbrown's control byte), used or not; for the file, only its sparse index
+    /// (the answers are on disk, in the page cache at the kernel's discretion, not counted);
+    /// and the interned strings.
     pub(super) fn bytes(&self) -> u64 {
         let slot = (std::mem::size_of::<Key>() + std::mem::size_of::<Packed>() + 1) as u64;
-        let strings: u64 = self
-            .strings
-            .strings
-            .iter()
-            .map(|s| 2 * s.len() as u64 + 48)
-            .sum();
-        self.answers.capacity() as u64 * slot + strings
+        let answers = match &self.answers {
+            Answers::Memory(t) => t.capacity() as u64 * slot,
+            Answers::Disk(d) => d.bytes(),
+        };
+        answers + self.strings.bytes()
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.answers.is_empty()
+        self.len() == 0
     }
 
     #[cfg(test)]
     pub(super) fn contains(&self, url: &str) -> bool {
-        self.answers.contains_key(&key(url))
+        self.packed(key(url)).is_some()
     }
 
     /// Keeps `answer` for `url`, replacing an earlier one; a failure is not kept (it is asked
     /// again: the archive may answer now) and leaves an earlier answer in place, as before.
+    /// In memory only: a file on disk is built by [`Building`].
     pub(super) fn insert(&mut self, url: &str, answer: &FirstCapture) {
-        let k = key(url);
-        let packed = match answer {
-            FirstCapture::Found {
-                timestamp,
-                mime,
-                status,
-            } => {
-                let ts = match pack_digits(timestamp) {
-                    Some(ts) => Some(ts),
-                    None => self
-                        .strings
-                        .id(timestamp)
-                        .map(|id| INTERNED_TS | u64::from(id)),
-                };
-                match (ts, self.strings.id(mime), self.strings.id(status)) {
-                    (Some(ts), Some(mime), Some(status)) => Some(Packed {
-                        ts: ts | FOUND << KIND_SHIFT,
-                        mime,
-                        status,
-                    }),
-                    _ => None,
-                }
-            }
-            FirstCapture::NotArchived => Some(kind_only(NOT_ARCHIVED)),
-            FirstCapture::Blocked => Some(kind_only(BLOCKED)),
-            FirstCapture::Failed { .. } => None,
-        };
-        if let Some(p) = packed {
-            self.answers.insert(k, p);
+        if let (Answers::Memory(t), Some(p)) = (&mut self.answers, self.strings.pack(answer)) {
+            t.insert(key(url), p);
         }
     }
 
+    /// The answer for `url`, if the checkpoint had one. On disk this is a positioned read of
+    /// one 4 KB block and a checksum of it, called from the async stages on a runtime worker:
+    /// a few microseconds when the block is in the page cache (as it is after the build, on
+    /// a machine with the memory for it), a disk seek otherwise; both short beside the CDX
+    /// request it replaces, so it is not moved to a blocking thread. A block that does not
+    /// read back as written is "no answer": the URL is asked again.
     pub(super) fn get(&self, url: &str) -> Option<FirstCapture> {
-        let p = self.answers.get(&key(url))?;
-        Some(match (p.ts >> KIND_SHIFT) & 3 {
-            NOT_ARCHIVED => FirstCapture::NotArchived,
-            BLOCKED => FirstCapture::Blocked,
-            _ => FirstCapture::Found {
-                timestamp: unpack_ts(p.ts, &self.strings),
-                mime: self.strings.get(p.mime).to_string(),
-                status: self.strings.get(p.status).to_string(),
-            },
+        Some(self.strings.unpack(self.packed(key(url))?))
+    }
+
+    fn packed(&self, k: Key) -> Option<Packed> {
+        match &self.answers {
+            Answers::Memory(t) => t.get(&k).copied(),
+            Answers::Disk(d) => d.get(k.to_bytes()).map(Packed::from_bytes),
+        }
+    }
+}
+
+/// The answers on their way to disk, in checkpoint order.
+pub(super) struct Building {
+    builder: disk::Builder,
+    strings: Interner,
+}
+
+impl Building {
+    /// As [`Resumed::insert`]: a later answer for the same URL wins, a failure is skipped.
+    pub(super) fn insert(&mut self, url: &str, answer: &FirstCapture) -> Result<(), String> {
+        match self.strings.pack(answer) {
+            Some(p) => self.builder.push(key(url).to_bytes(), p.to_bytes()),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn finish(self) -> Result<Resumed, String> {
+        Ok(Resumed {
+            answers: Answers::Disk(self.builder.finish()?),
+            strings: self.strings,
         })
     }
-}
-
-fn kind_only(kind: u64) -> Packed {
-    Packed {
-        ts: kind << KIND_SHIFT,
-        mime: 0,
-        status: 0,
-    }
-}
-
-/// 1–14 ASCII digits (every IA timestamp) as their value and count, leading zeros kept.
-fn pack_digits(ts: &str) -> Option<u64> {
-    if ts.is_empty() || ts.len() > 14 || !ts.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let value: u64 = ts.parse().ok()?;
-    Some(value | (ts.len() as u64) << LEN_SHIFT)
-}
-
-fn unpack_ts(ts: u64, strings: &Interner) -> String {
-    if ts & INTERNED_TS != 0 {
-        return strings.get(ts as u32).to_string();
-    }
-    let len = ((ts >> LEN_SHIFT) & 0x1f) as usize;
-    format!("{:0len$}", ts & ((1 << 47) - 1))
 }
 
 #[cfg(test)]

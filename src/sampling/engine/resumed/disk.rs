@@ -1,0 +1,359 @@
+//! The resumed answers on disk: 32-byte records (the URL's key, big-endian so bytes sort as keys,
+//! and its packed answer) in one file sorted by key, built from the checkpoint at each resume in
+//! sorted chunks of a bounded size merged into `answers.bin`, with a sparse index in memory (the
+//! first key and an XXH3 checksum of each block of [`BLOCK`] records).
+//!
+//! The file is never trusted across runs: its directory is emptied before each build, and once
+//! the file is open it is unlinked, so it lasts as long as the run holds it (a crash leaves at
+//! most chunks, removed by the next build). Its bytes are still read as hostile (a disk, or
+//! anyone writing through `/proc`, may change them): a block whose checksum or first key is not
+//! the index's is "no answer", and the URL is asked again; nothing here panics on them.
+//!
+//! Layout: a 32-byte header (`TMRSUM01`, the record count u64 LE, the block size u32 LE, 4 zero
+//! bytes, the XXH3-64 of all records u64 LE), then the records.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+const MAGIC: &[u8; 8] = b"TMRSUM01";
+const HEADER: usize = 32;
+const RECORD: usize = 32;
+/// Records per block: 4 KB, one page read per lookup.
+pub(super) const BLOCK: usize = 128;
+/// Chunks merged at once (each with a 64 KB read buffer); more are merged in passes.
+const FAN_IN: usize = 64;
+
+type Record = [u8; RECORD];
+type KeyBytes = [u8; 16];
+
+fn key_of(r: &Record) -> KeyBytes {
+    let mut k = [0; 16];
+    k.copy_from_slice(&r[..16]);
+    k
+}
+
+fn err(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// Collects records in checkpoint order, sorts and writes them in chunks.
+pub(super) struct Builder {
+    dir: PathBuf,
+    chunk: usize,
+    buf: Vec<Record>,
+    chunks: Vec<PathBuf>,
+    named: usize,
+}
+
+impl Builder {
+    /// Empties `dir` (what an earlier run or a crash left) and collects into it; `lines` (the
+    /// checkpoint's) only sizes the buffer, never past `chunk`.
+    pub(super) fn new(dir: &Path, chunk: usize, lines: usize) -> Result<Builder, String> {
+        // A directory, or whatever else stands at its name (a symlink is removed, not followed).
+        match std::fs::remove_dir_all(dir).or_else(|_| std::fs::remove_file(dir)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err(dir)(e)),
+            _ => {}
+        }
+        std::fs::create_dir_all(dir).map_err(err(dir))?;
+        let chunk = chunk.max(1);
+        Ok(Builder {
+            dir: dir.to_path_buf(),
+            chunk,
+            buf: Vec::with_capacity(chunk.min(lines)),
+            chunks: Vec::new(),
+            named: 0,
+        })
+    }
+
+    pub(super) fn push(&mut self, key: KeyBytes, packed: [u8; 16]) -> Result<(), String> {
+        let mut r = [0; RECORD];
+        r[..16].copy_from_slice(&key);
+        r[16..].copy_from_slice(&packed);
+        self.buf.push(r);
+        if self.buf.len() >= self.chunk {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn next_name(&mut self) -> PathBuf {
+        self.named += 1;
+        self.dir.join(format!("chunk-{}.bin", self.named))
+    }
+
+    /// The buffer sorted by key, the last of equal keys kept (a stable sort keeps checkpoint
+    /// order among them), written as the next chunk: later chunks hold later lines.
+    fn spill(&mut self) -> Result<(), String> {
+        self.buf.sort_by_key(key_of);
+        self.buf.dedup_by(|later, kept| {
+            let same = later[..16] == kept[..16];
+            if same {
+                *kept = *later;
+            }
+            same
+        });
+        let path = self.next_name();
+        let mut w = BufWriter::new(File::create(&path).map_err(err(&path))?);
+        for r in &self.buf {
+            w.write_all(r).map_err(err(&path))?;
+        }
+        w.flush().map_err(err(&path))?;
+        self.buf.clear();
+        self.chunks.push(path);
+        Ok(())
+    }
+
+    /// The chunks merged into the sorted file, opened, checked and unlinked; on an error the
+    /// directory is removed (the run fails: asking every answer again would be silent and slow).
+    pub(super) fn finish(mut self) -> Result<Sorted, String> {
+        let dir = self.dir.clone();
+        let built = self.build();
+        let _ = std::fs::remove_dir_all(&dir);
+        built
+    }
+
+    fn build(&mut self) -> Result<Sorted, String> {
+        if !self.buf.is_empty() {
+            self.spill()?;
+        }
+        self.buf = Vec::new();
+        // Passes over groups of consecutive chunks keep their order: a group's merge stands
+        // where its chunks stood.
+        while self.chunks.len() > FAN_IN {
+            let mut merged = Vec::new();
+            for group in std::mem::take(&mut self.chunks).chunks(FAN_IN) {
+                let path = self.next_name();
+                let mut w = BufWriter::new(File::create(&path).map_err(err(&path))?);
+                merge(group, |r| w.write_all(r).map_err(err(&path)))?;
+                w.flush().map_err(err(&path))?;
+                for c in group {
+                    let _ = std::fs::remove_file(c);
+                }
+                merged.push(path);
+            }
+            self.chunks = merged;
+        }
+        let path = self.dir.join("answers.bin");
+        let mut out = Writer::new(&path)?;
+        merge(&self.chunks, |r| out.push(r))?;
+        out.finish()
+    }
+}
+
+/// Merges sorted chunk files into `sink` in key order, one record per key: of equal keys the
+/// one from the latest chunk.
+fn merge(
+    chunks: &[PathBuf],
+    mut sink: impl FnMut(&Record) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut readers = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        readers.push(BufReader::with_capacity(
+            1 << 16,
+            File::open(c).map_err(err(c))?,
+        ));
+    }
+    let mut heads: Vec<Record> = vec![[0; RECORD]; chunks.len()];
+    let mut heap = BinaryHeap::new();
+    for (i, r) in readers.iter_mut().enumerate() {
+        if next(r, &mut heads[i]) {
+            heap.push(Reverse((key_of(&heads[i]), i)));
+        }
+    }
+    while let Some(Reverse((k, i))) = heap.pop() {
+        let mut best = heads[i];
+        let mut from = i;
+        if next(&mut readers[i], &mut heads[i]) {
+            heap.push(Reverse((key_of(&heads[i]), i)));
+        }
+        while let Some(&Reverse((k2, j))) = heap.peek() {
+            if k2 != k {
+                break;
+            }
+            heap.pop();
+            if j > from {
+                (best, from) = (heads[j], j);
+            }
+            if next(&mut readers[j], &mut heads[j]) {
+                heap.push(Reverse((key_of(&heads[j]), j)));
+            }
+        }
+        sink(&best)?;
+    }
+    Ok(())
+}
+
+/// The next record of a chunk; false at its end (a cut last record ends it too).
+fn next(r: &mut BufReader<File>, into: &mut Record) -> bool {
+    r.read_exact(into).is_ok()
+}
+
+/// Writes the sorted file and its index.
+struct Writer {
+    path: PathBuf,
+    w: BufWriter<File>,
+    count: u64,
+    all: Xxh3,
+    block: Vec<u8>,
+    first: KeyBytes,
+    index: Vec<Block>,
+}
+
+impl Writer {
+    fn new(path: &Path) -> Result<Writer, String> {
+        let mut w = BufWriter::new(File::create(path).map_err(err(path))?);
+        // Zeros, no magic, until the records are all written: a cut build is no file.
+        w.write_all(&[0; HEADER]).map_err(err(path))?;
+        Ok(Writer {
+            path: path.to_path_buf(),
+            w,
+            count: 0,
+            all: Xxh3::new(),
+            block: Vec::with_capacity(BLOCK * RECORD),
+            first: [0; 16],
+            index: Vec::new(),
+        })
+    }
+
+    fn push(&mut self, r: &Record) -> Result<(), String> {
+        if self.block.is_empty() {
+            self.first = key_of(r);
+        }
+        self.block.extend_from_slice(r);
+        self.count += 1;
+        if self.block.len() == BLOCK * RECORD {
+            self.end_block()?;
+        }
+        Ok(())
+    }
+
+    fn end_block(&mut self) -> Result<(), String> {
+        self.index.push(Block {
+            first: self.first,
+            sum: xxh3_64(&self.block),
+        });
+        self.all.update(&self.block);
+        self.w.write_all(&self.block).map_err(err(&self.path))?;
+        self.block.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Sorted, String> {
+        if !self.block.is_empty() {
+            self.end_block()?;
+        }
+        let file = self
+            .w
+            .into_inner()
+            .map_err(|e| err(&self.path)(e.into_error()))?;
+        let sum = self.all.digest();
+        file.write_all_at(&header(self.count, sum), 0)
+            .map_err(err(&self.path))?;
+        drop(file);
+        self.index.shrink_to_fit();
+        Sorted::open(&self.path, self.count, sum, self.index)
+    }
+}
+
+fn header(count: u64, sum: u64) -> [u8; HEADER] {
+    let mut h = [0; HEADER];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..16].copy_from_slice(&count.to_le_bytes());
+    h[16..20].copy_from_slice(&(BLOCK as u32).to_le_bytes());
+    h[24..].copy_from_slice(&sum.to_le_bytes());
+    h
+}
+
+/// A block of the file as the index knows it.
+struct Block {
+    first: KeyBytes,
+    sum: u64,
+}
+
+/// The sorted file, open (and unlinked), and its index.
+pub(super) struct Sorted {
+    file: File,
+    count: u64,
+    index: Vec<Block>,
+}
+
+impl Sorted {
+    /// Opens the file just written and checks it is the one: its header as written, its length
+    /// the header and `count` records. Then unlinks it: the open file is the run's alone.
+    fn open(path: &Path, count: u64, sum: u64, index: Vec<Block>) -> Result<Sorted, String> {
+        // Written to only by the tests, which garble it as a disk might.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(cfg!(test))
+            .open(path)
+            .map_err(err(path))?;
+        let len = file.metadata().map_err(err(path))?.len();
+        let mut h = [0; HEADER];
+        file.read_exact_at(&mut h, 0).map_err(err(path))?;
+        let expected = (HEADER as u64).checked_add(count.saturating_mul(RECORD as u64));
+        if h != header(count, sum) || expected != Some(len) {
+            return Err(format!("{}: not as written", path.display()));
+        }
+        std::fs::remove_file(path).map_err(err(path))?;
+        Ok(Sorted { file, count, index })
+    }
+
+    pub(super) fn len(&self) -> usize {
+        usize::try_from(self.count).unwrap_or(usize::MAX)
+    }
+
+    /// The index's memory: all the file keeps in RAM.
+    pub(super) fn bytes(&self) -> u64 {
+        (self.index.capacity() * std::mem::size_of::<Block>()) as u64
+    }
+
+    /// The packed answer for `key`: one block read and checked, then searched. None when the
+    /// key is not there, or the block does not read back as written.
+    pub(super) fn get(&self, key: KeyBytes) -> Option<[u8; 16]> {
+        let b = self
+            .index
+            .partition_point(|e| e.first <= key)
+            .checked_sub(1)?;
+        let entry = self.index.get(b)?;
+        let start = (b as u64).checked_mul(BLOCK as u64)?;
+        let n = usize::try_from(self.count.checked_sub(start)?.min(BLOCK as u64)).ok()?;
+        let mut buf = [0u8; BLOCK * RECORD];
+        let bytes = buf.get_mut(..n * RECORD)?;
+        let at = (HEADER as u64).checked_add(start.checked_mul(RECORD as u64)?)?;
+        self.file.read_exact_at(bytes, at).ok()?;
+        if xxh3_64(bytes) != entry.sum || bytes.get(..16)? != entry.first {
+            return None;
+        }
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let r = bytes.get(mid * RECORD..(mid + 1) * RECORD)?;
+            match r.get(..16)?.cmp(&key[..]) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    let mut packed = [0; 16];
+                    packed.copy_from_slice(r.get(16..)?);
+                    return Some(packed);
+                }
+            }
+        }
+        None
+    }
+
+    /// Overwrites bytes of the open file, as a disk or a hostile writer might.
+    #[cfg(test)]
+    pub(super) fn garble(&self, at: u64, bytes: &[u8]) {
+        let _ = self.file.write_all_at(bytes, at);
+    }
+
+    #[cfg(test)]
+    pub(super) fn truncate(&self, len: u64) {
+        let _ = self.file.set_len(len);
+    }
+}
