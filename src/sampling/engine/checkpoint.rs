@@ -221,7 +221,7 @@ pub(super) fn read_checkpoint_with(path: &Path, spill: Spill) -> Result<Resumed,
         return Ok(map);
     }
     let dir = path.parent().unwrap_or(Path::new(".")).join(".resumed");
-    let mut building = Resumed::on_disk(&dir, spill, lines)?;
+    let mut building = Resumed::on_disk(&dir, spill)?;
     for a in answers {
         building.insert(&a.url, &a.answer)?;
     }

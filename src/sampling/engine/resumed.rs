@@ -75,8 +75,9 @@ impl Hasher for KeyHasher {
 pub(super) struct Spill {
     /// Checkpoints of at most this many lines are held in memory (≤ 2¹⁹ slots, 17 MB).
     pub(super) in_memory: usize,
-    /// Answers sorted in memory at once while the file is built (32 bytes each, plus half
-    /// that for the sort): the build's own bound, released before the run starts.
+    /// Answers sorted in memory at once while the file is built (40 bytes each, the key, the
+    /// answer and its place in the checkpoint, sorted in place): the build's own bound,
+    /// released before the run starts.
     pub(super) chunk: usize,
 }
 
@@ -123,9 +124,9 @@ impl Resumed {
 
     /// A builder of the answers on disk, in `dir` (emptied first: nothing in it is trusted
     /// from an earlier run).
-    pub(super) fn on_disk(dir: &Path, spill: Spill, lines: usize) -> Result<Building, String> {
+    pub(super) fn on_disk(dir: &Path, spill: Spill) -> Result<Building, String> {
         Ok(Building {
-            builder: disk::Builder::new(dir, spill.chunk, lines)?,
+            builder: disk::Builder::new(dir, spill.chunk)?,
             strings: Interner::default(),
         })
     }

@@ -1,21 +1,26 @@
 //! The resumed answers on disk: 32-byte records (the URL's key, big-endian so bytes sort as keys,
-//! and its packed answer) in one file sorted by key, built from the checkpoint at each resume in
-//! sorted chunks of a bounded size merged into `answers.bin`, with a sparse index in memory (the
-//! first key and an XXH3 checksum of each block of [`BLOCK`] records).
+//! and its packed answer) in one file sorted by key, with a sparse index in memory (the first
+//! key and an XXH3 checksum of each block of [`BLOCK`] records). The file is built from the
+//! checkpoint at each resume by the engine's external sort ([`Spill`]): the answers, each with
+//! its place in checkpoint order, are sorted in runs of a bounded number, and the runs' merge,
+//! in key order and then checkpoint order, is written as `answers.bin`, one record a key: the
+//! last of its answers, as the table in memory keeps the later line.
 //!
 //! The file is never trusted across runs: its directory is emptied before each build, and once
 //! the file is open it is unlinked, so it lasts as long as the run holds it (a crash leaves at
-//! most chunks, removed by the next build). Its bytes are still read as hostile (a disk, or
-//! anyone writing through `/proc`, may change them): a block whose checksum or first key is not
-//! the index's is "no answer", and the URL is asked again; nothing here panics on them.
+//! most runs and a file without its header, removed by the next build). A run that does not
+//! read back as written fails the build, as any error writing it does. The file's bytes are
+//! still read as hostile (a disk, or anyone writing through `/proc`, may change them): a block
+//! whose checksum or first key is not the index's is "no answer", and the URL is asked again;
+//! nothing here panics on them.
 //!
 //! Layout: a 32-byte header (`TMRSUM01`, the record count u64 LE, the block size u32 LE, 4 zero
 //! bytes, the XXH3-64 of all records u64 LE), then the records.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use crate::sampling::spill::bytes::Cursor;
+use crate::sampling::spill::{Record, Spill};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
@@ -25,172 +30,106 @@ const HEADER: usize = 32;
 const RECORD: usize = 32;
 /// Records per block: 4 KB, one page read per lookup.
 pub(super) const BLOCK: usize = 128;
-/// Chunks merged at once (each with a 64 KB read buffer); more are merged in passes.
-const FAN_IN: usize = 64;
 
-type Record = [u8; RECORD];
 type KeyBytes = [u8; 16];
-
-fn key_of(r: &Record) -> KeyBytes {
-    let mut k = [0; 16];
-    k.copy_from_slice(&r[..16]);
-    k
-}
 
 fn err(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
     move |e| format!("{}: {e}", path.display())
 }
 
-/// Collects records in checkpoint order, sorts and writes them in chunks.
+/// An answer on its way through the sort. Ordered by key, then by its place in the checkpoint
+/// (`line` is unique, so `packed` never decides), so the last of a key's answers comes last
+/// however the runs were cut and merged.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Answer {
+    key: KeyBytes,
+    line: u64,
+    packed: [u8; 16],
+}
+
+impl Record for Answer {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.key);
+        out.extend_from_slice(&self.line.to_le_bytes());
+        out.extend_from_slice(&self.packed);
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut c = Cursor(bytes);
+        let bytes16 = |c: &mut Cursor| -> Result<[u8; 16], String> {
+            <[u8; 16]>::try_from(c.take(16)?).map_err(|_| "a record shorter than its fields".into())
+        };
+        let key = bytes16(&mut c)?;
+        let line = c.u64()?;
+        let packed = bytes16(&mut c)?;
+        c.end()?;
+        Ok(Answer { key, line, packed })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// Collects answers in checkpoint order into the sort.
 pub(super) struct Builder {
     dir: PathBuf,
-    chunk: usize,
-    buf: Vec<Record>,
-    chunks: Vec<PathBuf>,
-    named: usize,
+    spill: Spill<Answer>,
+    lines: u64,
 }
 
 impl Builder {
-    /// Empties `dir` (what an earlier run or a crash left) and collects into it; `lines` (the
-    /// checkpoint's) only sizes the buffer, never past `chunk`.
-    pub(super) fn new(dir: &Path, chunk: usize, lines: usize) -> Result<Builder, String> {
+    /// Empties `dir` (what an earlier run or a crash left) and sorts into it, `chunk` answers
+    /// held at most.
+    pub(super) fn new(dir: &Path, chunk: usize) -> Result<Builder, String> {
         // A directory, or whatever else stands at its name (a symlink is removed, not followed).
         match std::fs::remove_dir_all(dir).or_else(|_| std::fs::remove_file(dir)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err(dir)(e)),
             _ => {}
         }
         std::fs::create_dir_all(dir).map_err(err(dir))?;
-        let chunk = chunk.max(1);
+        // The spill bounds its chunk in bytes, an answer's size each (it holds no heap): so
+        // exactly `chunk` answers a run.
+        let max_held = chunk.max(1).saturating_mul(std::mem::size_of::<Answer>());
         Ok(Builder {
             dir: dir.to_path_buf(),
-            chunk,
-            buf: Vec::with_capacity(chunk.min(lines)),
-            chunks: Vec::new(),
-            named: 0,
+            spill: Spill::new(dir, "chunk", max_held)?,
+            lines: 0,
         })
     }
 
     pub(super) fn push(&mut self, key: KeyBytes, packed: [u8; 16]) -> Result<(), String> {
-        let mut r = [0; RECORD];
-        r[..16].copy_from_slice(&key);
-        r[16..].copy_from_slice(&packed);
-        self.buf.push(r);
-        if self.buf.len() >= self.chunk {
-            self.spill()?;
-        }
-        Ok(())
+        let line = self.lines;
+        self.lines += 1;
+        self.spill.push(Answer { key, line, packed })
     }
 
-    fn next_name(&mut self) -> PathBuf {
-        self.named += 1;
-        self.dir.join(format!("chunk-{}.bin", self.named))
-    }
-
-    /// The buffer sorted by key, the last of equal keys kept (a stable sort keeps checkpoint
-    /// order among them), written as the next chunk: later chunks hold later lines.
-    fn spill(&mut self) -> Result<(), String> {
-        self.buf.sort_by_key(key_of);
-        self.buf.dedup_by(|later, kept| {
-            let same = later[..16] == kept[..16];
-            if same {
-                *kept = *later;
-            }
-            same
-        });
-        let path = self.next_name();
-        let mut w = BufWriter::new(File::create(&path).map_err(err(&path))?);
-        for r in &self.buf {
-            w.write_all(r).map_err(err(&path))?;
-        }
-        w.flush().map_err(err(&path))?;
-        self.buf.clear();
-        self.chunks.push(path);
-        Ok(())
-    }
-
-    /// The chunks merged into the sorted file, opened, checked and unlinked; on an error the
+    /// The runs merged into the sorted file, opened, checked and unlinked; on an error the
     /// directory is removed (the run fails: asking every answer again would be silent and slow).
     pub(super) fn finish(mut self) -> Result<Sorted, String> {
-        let dir = self.dir.clone();
         let built = self.build();
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&self.dir);
         built
     }
 
     fn build(&mut self) -> Result<Sorted, String> {
-        if !self.buf.is_empty() {
-            self.spill()?;
-        }
-        self.buf = Vec::new();
-        // Passes over groups of consecutive chunks keep their order: a group's merge stands
-        // where its chunks stood.
-        while self.chunks.len() > FAN_IN {
-            let mut merged = Vec::new();
-            for group in std::mem::take(&mut self.chunks).chunks(FAN_IN) {
-                let path = self.next_name();
-                let mut w = BufWriter::new(File::create(&path).map_err(err(&path))?);
-                merge(group, |r| w.write_all(r).map_err(err(&path)))?;
-                w.flush().map_err(err(&path))?;
-                for c in group {
-                    let _ = std::fs::remove_file(c);
-                }
-                merged.push(path);
-            }
-            self.chunks = merged;
-        }
         let path = self.dir.join("answers.bin");
         let mut out = Writer::new(&path)?;
-        merge(&self.chunks, |r| out.push(r))?;
+        // Of a key's answers, in checkpoint order, each replaces the one before; the last is
+        // written when the next key comes (or the merge ends).
+        let mut last: Option<Answer> = None;
+        for a in self.spill.merge()? {
+            let a = a?;
+            if let Some(done) = last.take().filter(|l| l.key != a.key) {
+                out.push(&done)?;
+            }
+            last = Some(a);
+        }
+        if let Some(done) = last {
+            out.push(&done)?;
+        }
         out.finish()
     }
-}
-
-/// Merges sorted chunk files into `sink` in key order, one record per key: of equal keys the
-/// one from the latest chunk.
-fn merge(
-    chunks: &[PathBuf],
-    mut sink: impl FnMut(&Record) -> Result<(), String>,
-) -> Result<(), String> {
-    let mut readers = Vec::with_capacity(chunks.len());
-    for c in chunks {
-        readers.push(BufReader::with_capacity(
-            1 << 16,
-            File::open(c).map_err(err(c))?,
-        ));
-    }
-    let mut heads: Vec<Record> = vec![[0; RECORD]; chunks.len()];
-    let mut heap = BinaryHeap::new();
-    for (i, r) in readers.iter_mut().enumerate() {
-        if next(r, &mut heads[i]) {
-            heap.push(Reverse((key_of(&heads[i]), i)));
-        }
-    }
-    while let Some(Reverse((k, i))) = heap.pop() {
-        let mut best = heads[i];
-        let mut from = i;
-        if next(&mut readers[i], &mut heads[i]) {
-            heap.push(Reverse((key_of(&heads[i]), i)));
-        }
-        while let Some(&Reverse((k2, j))) = heap.peek() {
-            if k2 != k {
-                break;
-            }
-            heap.pop();
-            if j > from {
-                (best, from) = (heads[j], j);
-            }
-            if next(&mut readers[j], &mut heads[j]) {
-                heap.push(Reverse((key_of(&heads[j]), j)));
-            }
-        }
-        sink(&best)?;
-    }
-    Ok(())
-}
-
-/// The next record of a chunk; false at its end (a cut last record ends it too).
-fn next(r: &mut BufReader<File>, into: &mut Record) -> bool {
-    r.read_exact(into).is_ok()
 }
 
 /// Writes the sorted file and its index.
@@ -220,11 +159,12 @@ impl Writer {
         })
     }
 
-    fn push(&mut self, r: &Record) -> Result<(), String> {
+    fn push(&mut self, a: &Answer) -> Result<(), String> {
         if self.block.is_empty() {
-            self.first = key_of(r);
+            self.first = a.key;
         }
-        self.block.extend_from_slice(r);
+        self.block.extend_from_slice(&a.key);
+        self.block.extend_from_slice(&a.packed);
         self.count += 1;
         if self.block.len() == BLOCK * RECORD {
             self.end_block()?;

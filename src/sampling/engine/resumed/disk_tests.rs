@@ -1,6 +1,7 @@
 //! The answers on disk against the table in memory, with chunks and blocks set small so a few
-//! thousand answers take every path (many chunks, merge passes, many blocks), and against a
-//! file garbled or cut under the run.
+//! thousand answers take every path (many runs, the sort's merges of its oldest runs, many
+//! blocks), and against a file garbled or cut under the run or a run garbled or cut during the
+//! build.
 
 use super::disk::BLOCK;
 use super::*;
@@ -36,7 +37,7 @@ fn on_disk(dir: &Path, chunk: usize, lines: &[(String, FirstCapture)]) -> Resume
         in_memory: 0,
         chunk,
     };
-    let mut b = Resumed::on_disk(dir, spill, lines.len()).expect("builder");
+    let mut b = Resumed::on_disk(dir, spill).expect("builder");
     for (url, a) in lines {
         b.insert(url, a).expect("insert");
     }
@@ -172,4 +173,38 @@ fn a_large_checkpoint_is_read_to_disk_with_the_answers_of_a_small_one() {
     );
     // Only the checkpoint is left in the output directory.
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+}
+
+#[test]
+fn a_garbled_or_cut_run_fails_the_build_never_panics_and_leaves_nothing() {
+    let lines = lines();
+    // A byte flipped inside the first record, or the run cut inside it.
+    let flip = |b: &mut Vec<u8>| b[8 + 12 + 5] ^= 0xff;
+    let cut = |b: &mut Vec<u8>| b.truncate(8 + 12 + 5);
+    for (what, garble) in [("flipped", &flip as &dyn Fn(&mut Vec<u8>)), ("cut", &cut)] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let at = dir.path().join(".resumed");
+        let spill = Spill {
+            in_memory: 0,
+            chunk: 1000,
+        };
+        let mut b = Resumed::on_disk(&at, spill).expect("builder");
+        for (url, a) in &lines {
+            b.insert(url, a).expect("insert");
+        }
+        // A run the sort wrote (1,000 answers each), garbled as a disk might before it is read.
+        let run = std::fs::read_dir(&at)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .find(|p| p.extension().is_some_and(|x| x == "run"))
+            .expect("a run");
+        let mut bytes = std::fs::read(&run).expect("read");
+        garble(&mut bytes);
+        std::fs::write(&run, bytes).expect("write");
+        match b.finish() {
+            Err(e) => assert!(e.contains("garbled"), "{what}: {e}"),
+            Ok(_) => panic!("{what}: built from a garbled run"),
+        }
+        assert!(!at.exists(), "{what}");
+    }
 }
