@@ -4,7 +4,9 @@
 //! are in `retries.ndjson`; `years` bounds root upsampling; the quota, the roots and the
 //! TimeMaps ask several at once with the same result; a TimeMap stage stopped (cancelled, or a
 //! `tmproxy sample` child killed) resumes asking only what is missing, a torn file not counted;
-//! a checkpoint written for another spec is refused; a job capped by `[sampling]` says so.
+//! a checkpoint written for another spec is refused; a job capped by `[sampling]` says so;
+//! the root asked for a rootless domain spelled with and without `www.` does not depend on
+//! which answer came first.
 
 mod fixture;
 mod stops;
@@ -493,5 +495,57 @@ async fn a_tmproxy_sample_killed_during_timemaps_resumes_to_the_same_files() {
         std::fs::read_to_string(part.join("sample.ndjson")).expect("sample"),
         std::fs::read_to_string(whole.join("sample.ndjson")).expect("sample")
     );
+    task.abort();
+}
+
+/// A rootless domain spelled `oldfront.com` and `www.oldfront.com` (one domain once `www.` is
+/// stripped; adjacent in the index, so asked in the same window): whichever host's first
+/// capture arrives first, root upsampling asks `https://oldfront.com/` and the sample is the
+/// same. It used to ask the host of the first kept answer to arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_root_asked_for_a_rootless_domain_does_not_depend_on_arrival_order() {
+    let (cdx, fake, task) = fake_cdx().await;
+    fake.steady.store(true, Ordering::Relaxed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("index.txt");
+    // `old…`: first captured in 1998, in root upsampling's window; the fake archives these
+    // URLs as HTML. Everything kept (no long-tail draw) so the root shows in the sample.
+    std::fs::write(
+        &input,
+        "com,oldfront)/a.html 19990101000000 p 0 1\n\
+         com,oldfront,www)/b.html 19990101000000 p 0 1\n",
+    )
+    .expect("index");
+    let s = Spec {
+        long_tail_fraction: 0.0,
+        ..spec(&input, &cdx)
+    };
+    let mut samples = Vec::new();
+    for slow in ["www.oldfront.com", "oldfront.com"] {
+        {
+            let mut m = fake.host_latency_ms.lock().expect("lock");
+            m.clear();
+            m.insert(slow.to_string(), 300);
+        }
+        fake.seen.lock().expect("lock").clear();
+        let out = dir.path().join(slow);
+        run(&s, &out, Arc::new(Progress::default()))
+            .await
+            .expect("the run");
+        let seen = fake.seen.lock().expect("lock").clone();
+        let roots: Vec<&String> = seen.keys().filter(|u| u.ends_with(".com/")).collect();
+        assert_eq!(
+            roots,
+            vec!["https://oldfront.com/"],
+            "{slow} answered last: {seen:?}"
+        );
+        samples.push(std::fs::read_to_string(out.join("sample.ndjson")).expect("sample"));
+    }
+    assert!(
+        samples[0].contains("\"https://oldfront.com/\""),
+        "{}",
+        samples[0]
+    );
+    assert_eq!(samples[0], samples[1]);
     task.abort();
 }

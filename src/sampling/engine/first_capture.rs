@@ -2,6 +2,7 @@
 //! rate-limited by the client), then the MIME and year rules, the kept ones into the sampler.
 
 use super::progress::{FIRST_CAPTURE, ROOT_UPSAMPLING};
+use super::roots::front_host;
 use super::Stages;
 use crate::sampling::cdx::FirstCapture;
 use crate::sampling::downsample::SpillSampler;
@@ -19,7 +20,8 @@ pub(super) struct FirstCaptured {
     /// Domains whose candidates included their root URL, whatever its answer: root upsampling
     /// leaves them alone (their root is accounted for here, once).
     pub(super) domains_with_root: HashSet<String>,
-    /// Every domain kept, with the host root upsampling would ask for.
+    /// Every domain kept, with the host root upsampling would ask for (`roots::front_host`'s
+    /// choice among its kept URLs' hosts).
     pub(super) domains: BTreeMap<String, String>,
 }
 
@@ -75,9 +77,18 @@ pub(super) async fn first_captures(
                 year_c.input += 1;
                 year_c.output += 1;
                 if let Some(host) = crate::sampling::surt::url_host(&c.url) {
-                    if !domains.contains_key(&c.domain) {
-                        rootless += u64::from(!domains_with_root.contains(&c.domain));
-                        domains.insert(c.domain.clone(), host);
+                    // The front host among the domain's kept URLs, not the first to arrive:
+                    // answers come in completion order, which a resumed run does not repeat.
+                    match domains.get_mut(&c.domain) {
+                        Some(front) => {
+                            if front_host(&host, front) {
+                                *front = host;
+                            }
+                        }
+                        None => {
+                            rootless += u64::from(!domains_with_root.contains(&c.domain));
+                            domains.insert(c.domain.clone(), host);
+                        }
                     }
                 }
                 progress.set_seen(ROOT_UPSAMPLING, rootless);

@@ -4,6 +4,10 @@
 //! `years` bounds it like every stage: the window is 1996–2002 intersected with `years`, and
 //! with no overlap (a 2010–2021 sample) the stage asks nothing. A domain whose root URL was a
 //! candidate (whatever its answer) is left alone: that URL is already accounted for once.
+//! A domain spelled several ways (`www.example.com`, `example.com`, `www2.example.com`: one
+//! domain once `www\d*.` is stripped) is asked at one host, the shortest of its kept URLs'
+//! hosts, ties broken by byte order (`example.com`, the natural front page): a choice made on
+//! the set of kept URLs, so it does not depend on the order their answers arrived in.
 //! The roots are asked `concurrency`·2 at a time, in domain order; the sampler does not depend
 //! on arrival order anyway.
 
@@ -26,7 +30,14 @@ pub(super) fn window(years: [u16; 2]) -> Option<[u16; 2]> {
     (w[0] <= w[1]).then_some(w)
 }
 
-/// `domains` maps each kept domain to its host; those in `domains_with_root` are left alone.
+/// Whether `candidate` is a better host to ask a domain's root at than `than`: shorter, then
+/// first in byte order. A total order, so the choice over a domain's kept hosts is the same
+/// whatever order they are met in.
+pub(super) fn front_host(candidate: &str, than: &str) -> bool {
+    (candidate.len(), candidate) < (than.len(), than)
+}
+
+/// `domains` maps each kept domain to its host (`front_host`'s choice); those in `domains_with_root` are left alone.
 /// Stops early (counters partial) when the run is cancelled; Err: the sampler could not write.
 pub(super) async fn upsample_roots(
     stages: &Stages<'_>,
@@ -104,6 +115,40 @@ pub(super) async fn upsample_roots(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_front_host_is_the_shortest_then_first_in_byte_order_in_any_order() {
+        let hosts = [
+            "www2.example.com",
+            "www.example.com",
+            "example.com",
+            "wwx.example.com",
+        ];
+        fn pick<'a>(order: &[&'a str]) -> &'a str {
+            order.iter().fold(
+                order[0],
+                |front, h| {
+                    if front_host(h, front) {
+                        h
+                    } else {
+                        front
+                    }
+                },
+            )
+        }
+        let mut order = hosts.to_vec();
+        for _ in 0..hosts.len() {
+            assert_eq!(pick(&order), "example.com", "{order:?}");
+            order.rotate_left(1);
+            let mut rev = order.clone();
+            rev.reverse();
+            assert_eq!(pick(&rev), "example.com", "{rev:?}");
+        }
+        // Same length: byte order.
+        assert!(front_host("www.example.com", "wwx.example.com"));
+        assert!(!front_host("wwx.example.com", "www.example.com"));
+        assert!(!front_host("example.com", "example.com"));
+    }
 
     #[test]
     fn the_window_is_bounded_by_years() {

@@ -25,6 +25,8 @@ pub(super) struct Fake {
     pub(super) timemap_latency_ms: AtomicU64,
     /// No first-try 503s.
     pub(super) steady: AtomicBool,
+    /// Added to the answers for a URL of this host: a way to choose the order answers arrive in.
+    pub(super) host_latency_ms: Mutex<HashMap<String, u64>>,
 }
 
 fn h(url: &str) -> u64 {
@@ -56,6 +58,12 @@ async fn cdx(State(f): State<Arc<Fake>>, Query(q): Query<HashMap<String, String>
     let mut latency = f.latency_ms.load(Ordering::Relaxed);
     if k == "timemap" {
         latency += f.timemap_latency_ms.load(Ordering::Relaxed);
+    }
+    if let Some(host) = tmproxy::sampling::surt::url_host(&url) {
+        latency += f
+            .host_latency_ms
+            .lock()
+            .map_or(0, |m| m.get(&host).copied().unwrap_or(0));
     }
     if latency > 0 {
         tokio::time::sleep(Duration::from_millis(latency)).await;
