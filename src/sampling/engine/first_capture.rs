@@ -2,14 +2,13 @@
 //! rate-limited by the client), then the MIME and year rules, the kept ones into the sampler.
 
 use super::progress::{FIRST_CAPTURE, ROOT_UPSAMPLING};
-use super::roots::front_host;
+use super::root_hosts::RootHosts;
 use super::Stages;
 use crate::sampling::cdx::FirstCapture;
 use crate::sampling::downsample::SpillSampler;
 use crate::sampling::filters::{is_html_mime, year_bucket};
 use crate::sampling::offline::Candidate;
 use crate::sampling::{Counters, SetAside};
-use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 
 /// What the stage leaves for the next ones.
@@ -17,20 +16,17 @@ pub(super) struct FirstCaptured {
     pub(super) first_capture: Counters,
     pub(super) mime: Counters,
     pub(super) years: Counters,
-    /// Domains whose candidates included their root URL, whatever its answer: root upsampling
-    /// leaves them alone (their root is accounted for here, once).
-    pub(super) domains_with_root: HashSet<String>,
-    /// Every domain kept, with the host root upsampling would ask for (`roots::front_host`'s
-    /// choice among its kept URLs' hosts).
-    pub(super) domains: BTreeMap<String, String>,
 }
 
 /// Runs until `rx` is through or the run is cancelled; `rx` is dropped on return, which stops
-/// the offline stages if they are still reading. Err: the sampler could not write its runs.
+/// the offline stages if they are still reading. What root upsampling needs goes to
+/// `root_hosts`: each domain's root candidates and kept hosts. Err: the sampler or
+/// `root_hosts` could not write its runs.
 pub(super) async fn first_captures(
     stages: &Stages<'_>,
     mut rx: tokio::sync::mpsc::Receiver<Candidate>,
     sampler: &mut SpillSampler,
+    root_hosts: &mut RootHosts,
 ) -> Result<FirstCaptured, String> {
     use futures::StreamExt;
     let Stages {
@@ -43,9 +39,6 @@ pub(super) async fn first_captures(
     let mut fc = Counters::default();
     let mut mime_c = Counters::default();
     let mut year_c = Counters::default();
-    let mut domains_with_root: HashSet<String> = HashSet::new();
-    let mut domains: BTreeMap<String, String> = BTreeMap::new();
-    let mut rootless = 0u64;
     let stream = futures::stream::poll_fn(|cx| rx.poll_recv(cx));
     let mut asked = stream
         .map(|c: Candidate| async move {
@@ -61,9 +54,10 @@ pub(super) async fn first_captures(
         if progress.cancel.load(Ordering::Relaxed) {
             break;
         }
-        // Domains kept without a root so far: root upsampling's work, estimated as it grows.
-        if c.root && domains_with_root.insert(c.domain.clone()) && domains.contains_key(&c.domain) {
-            rootless = rootless.saturating_sub(1);
+        // A domain whose root was a candidate is left alone by root upsampling, whatever the
+        // root's answer.
+        if c.root {
+            root_hosts.root_candidate(&c.domain)?;
         }
         match classify(answer, spec.years) {
             Kept::Sample {
@@ -76,26 +70,21 @@ pub(super) async fn first_captures(
                 mime_c.output += 1;
                 year_c.input += 1;
                 year_c.output += 1;
+                // Every kept host, not the first to arrive: root upsampling chooses among
+                // them, as answers come in completion order, which a resumed run does not
+                // repeat.
                 if let Some(host) = crate::sampling::surt::url_host(&c.url) {
-                    // The front host among the domain's kept URLs, not the first to arrive:
-                    // answers come in completion order, which a resumed run does not repeat.
-                    match domains.get_mut(&c.domain) {
-                        Some(front) => {
-                            if front_host(&host, front) {
-                                *front = host;
-                            }
-                        }
-                        None => {
-                            rootless += u64::from(!domains_with_root.contains(&c.domain));
-                            domains.insert(c.domain.clone(), host);
-                        }
-                    }
+                    root_hosts.kept(&c.domain, &host)?;
                 }
-                progress.set_seen(ROOT_UPSAMPLING, rootless);
+                // Domains kept without a root so far: root upsampling's work, estimated as it
+                // grows.
+                progress.set_seen(ROOT_UPSAMPLING, root_hosts.rootless_estimate());
                 let meta = meta_of(&timestamp, &mime);
                 sampler.push_with(bucket, &c.domain, &c.url, c.root, &meta)?;
                 if fc.output.is_multiple_of(1024) {
-                    progress.memory.set_spilled(sampler.held());
+                    progress
+                        .memory
+                        .set_spilled(sampler.held() + root_hosts.held());
                 }
             }
             Kept::Aside { stage, reason } => {
@@ -134,8 +123,6 @@ pub(super) async fn first_captures(
         first_capture: fc,
         mime: mime_c,
         years: year_c,
-        domains_with_root,
-        domains,
     })
 }
 

@@ -79,8 +79,9 @@ impl MemoryUse {
             .sum()
     }
 
-    /// The spilling sampler the engine runs: `held` bytes of candidates not yet in a run, and
-    /// the one (year, domain)'s pool + 1 (the root) URLs its merge holds at a time.
+    /// The spilling sampler the engine runs: `held` bytes of candidates not yet in a run (with
+    /// root upsampling's spilled per-domain records, which the engine adds in), and the one
+    /// (year, domain)'s pool + 1 (the root) URLs its merge holds at a time.
     pub(super) fn set_spilled(&self, held: usize) {
         let per_bucket = self.pool.load(Ordering::Relaxed) + 1;
         let bytes = held as u64 + PER_ENTRY + 64 + per_bucket * (PER_ENTRY + PER_URL);

@@ -28,13 +28,16 @@
 //! of at most 64 MiB in memory, less under a small `max_memory`), and downsampling is a merge
 //! of them that holds one (year, domain)'s `candidate_pool` at a time and writes
 //! `sample.ndjson` as it picks; the report's per-domain counts are spilled too and summed into
-//! histograms and top-20 lists. The quota holds 5,000 URLs per popular domain; the TimeMap
-//! stage reads the sample back line by line and holds 16 bytes per sampled URL. What still
-//! grows: the checkpoint's answers on resume, 32 bytes each (a 128-bit hash of the URL and a
-//! packed answer: `resumed.rs`), and per-domain sets (the offline stages' hosts, the
-//! first-capture stage's domains for root upsampling). BENCHMARKS.md, "[sampling-2] A
-//! month-long run at scale", measures it. `.spill/` is removed at the start of every run
-//! (never trusted across runs: a resumed run walks the input again) and emptied at the end.
+//! histograms and top-20 lists. Root upsampling's per-domain facts (a root candidate, a kept
+//! URL's host) are spilled the same way as answers arrive and merged by domain when the stage
+//! starts (`root_hosts.rs`: a chunk of a quarter of the sampler's, and a window of 4,096
+//! recent domains for the progress estimate). The quota holds 5,000 URLs per popular domain;
+//! the TimeMap stage reads the sample back line by line and holds 16 bytes per sampled URL.
+//! What still grows: the checkpoint's answers on resume, 32 bytes each (a 128-bit hash of the
+//! URL and a packed answer: `resumed.rs`), and the offline stages' per-host set. BENCHMARKS.md,
+//! "[sampling-2] A month-long run at scale", measures it (before root upsampling's sets were
+//! spilled). `.spill/` is removed at the start of every run (never trusted across runs: a
+//! resumed run walks the input again) and however the run ends.
 
 mod checkpoint;
 mod first_capture;
@@ -45,6 +48,7 @@ mod ndjson;
 mod popular;
 pub mod progress;
 mod resumed;
+mod root_hosts;
 mod roots;
 mod sample_file;
 mod spec;
@@ -238,6 +242,9 @@ async fn run_stages(
         _ => {}
     }
     let mut sampler = SpillSampler::new(spec.seed, params, pool, &spill_dir, limits.spill_chunk())?;
+    // Root upsampling's facts per domain, beside the sampler's runs (so removed with them
+    // however the run ends); a quarter of its chunk, as its records are a few dozen bytes.
+    let mut root_hosts = root_hosts::RootHosts::new(&spill_dir, limits.spill_chunk() / 4)?;
     progress.set_stage("offline");
     let input = input::local_input(&spec.input, out, limits.read.max_input_bytes).await?;
     if let Ok(meta) = std::fs::metadata(&input) {
@@ -255,8 +262,10 @@ async fn run_stages(
     );
 
     progress.set_stage("first_capture");
-    let firsts = first_capture::first_captures(&stages, rx, &mut sampler).await?;
-    progress.memory.set_spilled(sampler.held());
+    let firsts = first_capture::first_captures(&stages, rx, &mut sampler, &mut root_hosts).await?;
+    progress
+        .memory
+        .set_spilled(sampler.held() + root_hosts.held());
     let (mut funnel, popular_pool) = match offline.await {
         Ok(r) => r?,
         Err(e) => return Err(format!("offline stages: {e}")),
@@ -296,13 +305,9 @@ async fn run_stages(
     });
 
     progress.set_stage("root_upsampling");
-    let up = roots::upsample_roots(
-        &stages,
-        &firsts.domains,
-        &firsts.domains_with_root,
-        &mut sampler,
-    )
-    .await?;
+    let up = roots::upsample_roots(&stages, &mut root_hosts, &mut sampler).await?;
+    // Its runs are read: gone now, so `.spill/` is empty once the sampler's are too.
+    root_hosts.remove();
     if progress.cancel.load(Ordering::Relaxed) {
         return Ok(stopped(funnel));
     }

@@ -9,14 +9,15 @@
 //! hosts, ties broken by byte order (`example.com`, the natural front page): a choice made on
 //! the set of kept URLs, so it does not depend on the order their answers arrived in.
 //! The roots are asked `concurrency`·2 at a time, in domain order; the sampler does not depend
-//! on arrival order anyway.
+//! on arrival order anyway. The domains come from the first-capture stage's facts, spilled to
+//! disk and merged by domain here ([`RootHosts`]), not from sets held in memory.
 
 use super::first_capture::{classify, meta_of, Kept};
 use super::progress::ROOT_UPSAMPLING;
+use super::root_hosts::RootHosts;
 use super::Stages;
 use crate::sampling::downsample::SpillSampler;
 use crate::sampling::{Counters, SetAside};
-use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 
 const STAGE: &str = "root_upsampling";
@@ -37,12 +38,12 @@ pub(super) fn front_host(candidate: &str, than: &str) -> bool {
     (candidate.len(), candidate) < (than.len(), than)
 }
 
-/// `domains` maps each kept domain to its host (`front_host`'s choice); those in `domains_with_root` are left alone.
-/// Stops early (counters partial) when the run is cancelled; Err: the sampler could not write.
+/// `root_hosts` holds, per domain, whether a root was a candidate and its kept hosts (merged
+/// here by domain, twice: once to count, once to ask). Stops early (counters partial) when the
+/// run is cancelled; Err: the sampler could not write, or `root_hosts`' runs could not be read.
 pub(super) async fn upsample_roots(
     stages: &Stages<'_>,
-    domains: &BTreeMap<String, String>,
-    domains_with_root: &HashSet<String>,
+    root_hosts: &mut RootHosts,
     sampler: &mut SpillSampler,
 ) -> Result<Counters, String> {
     use futures::StreamExt;
@@ -59,26 +60,27 @@ pub(super) async fn upsample_roots(
         progress.set_total(ROOT_UPSAMPLING, 0);
         return Ok(up);
     };
-    let rootless: Vec<(&String, &String)> = domains
-        .iter()
-        .filter(|(domain, _)| !domains_with_root.contains(*domain))
-        .collect();
-    progress.set_total(ROOT_UPSAMPLING, rootless.len() as u64);
-    // Indices, not references, through the stream: a closure over borrowed items is not
-    // general enough for the job's spawned future.
-    let rootless = &rootless;
-    let mut asked = futures::stream::iter(0..rootless.len())
-        .map(|i| async move {
-            let (domain, host) = rootless[i];
+    // The exact total, which first captures could only estimate: a pass over the merge that
+    // holds nothing but the count.
+    let mut rootless = 0u64;
+    for d in root_hosts.rootless()? {
+        d?;
+        rootless += 1;
+    }
+    progress.set_total(ROOT_UPSAMPLING, rootless);
+    let mut asked = futures::stream::iter(root_hosts.rootless()?)
+        .map(|d| async move {
+            let (domain, host) = d?;
             let root = format!("https://{host}/");
             let answer = captures.get(&root, STAGE).await;
-            (domain, root, answer)
+            Ok::<_, String>((domain, root, answer))
         })
         .buffered(spec.concurrency.max(1) * 2);
-    while let Some((domain, root, answer)) = asked.next().await {
+    while let Some(asked) = asked.next().await {
         if progress.cancel.load(Ordering::Relaxed) {
             break;
         }
+        let (domain, root, answer) = asked?;
         up.input += 1;
         progress.add_done(ROOT_UPSAMPLING, 1);
         match classify(answer, window) {
@@ -89,7 +91,7 @@ pub(super) async fn upsample_roots(
             } => {
                 up.output += 1;
                 let meta = meta_of(&timestamp, &mime);
-                sampler.push_with(bucket, domain, &root, true, &meta)?;
+                sampler.push_with(bucket, &domain, &root, true, &meta)?;
             }
             Kept::Aside { reason, .. } => {
                 up.set_aside += 1;
