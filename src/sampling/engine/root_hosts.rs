@@ -5,7 +5,6 @@
 //! asked at [`front_host`]'s choice among its kept hosts. What is held is the sort's chunk and
 //! a bounded window of recent domains for the progress estimate, not a set per domain.
 
-use super::roots::front_host;
 use crate::sampling::spill::bytes::{put_str, Cursor};
 use crate::sampling::spill::{Merge, Record, Spill};
 use std::collections::{HashMap, VecDeque};
@@ -51,6 +50,13 @@ impl Record for Fact {
     fn heap_bytes(&self) -> usize {
         self.domain.len() + self.host.len()
     }
+}
+
+/// Whether `candidate` is a better host to ask a domain's root at than `than`: shorter, then
+/// first in byte order. A total order, so the choice over a domain's kept hosts is the same
+/// whatever order they are met in.
+pub(super) fn front_host(candidate: &str, than: &str) -> bool {
+    (candidate.len(), candidate) < (than.len(), than)
 }
 
 /// Domains remembered for the progress estimate: far more than the answers in flight
@@ -211,6 +217,40 @@ impl Iterator for Rootless {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_front_host_is_the_shortest_then_first_in_byte_order_in_any_order() {
+        let hosts = [
+            "www2.example.com",
+            "www.example.com",
+            "example.com",
+            "wwx.example.com",
+        ];
+        fn pick<'a>(order: &[&'a str]) -> &'a str {
+            order.iter().fold(
+                order[0],
+                |front, h| {
+                    if front_host(h, front) {
+                        h
+                    } else {
+                        front
+                    }
+                },
+            )
+        }
+        let mut order = hosts.to_vec();
+        for _ in 0..hosts.len() {
+            assert_eq!(pick(&order), "example.com", "{order:?}");
+            order.rotate_left(1);
+            let mut rev = order.clone();
+            rev.reverse();
+            assert_eq!(pick(&rev), "example.com", "{rev:?}");
+        }
+        // Same length: byte order.
+        assert!(front_host("www.example.com", "wwx.example.com"));
+        assert!(!front_host("wwx.example.com", "www.example.com"));
+        assert!(!front_host("example.com", "example.com"));
+    }
 
     fn all(r: &mut RootHosts) -> Vec<(String, String)> {
         r.rootless()

@@ -31,13 +31,6 @@ pub(super) fn window(years: [u16; 2]) -> Option<[u16; 2]> {
     (w[0] <= w[1]).then_some(w)
 }
 
-/// Whether `candidate` is a better host to ask a domain's root at than `than`: shorter, then
-/// first in byte order. A total order, so the choice over a domain's kept hosts is the same
-/// whatever order they are met in.
-pub(super) fn front_host(candidate: &str, than: &str) -> bool {
-    (candidate.len(), candidate) < (than.len(), than)
-}
-
 /// `root_hosts` holds, per domain, whether a root was a candidate and its kept hosts (merged
 /// here by domain, twice: once to count, once to ask). Stops early (counters partial) when the
 /// run is cancelled; Err: the sampler could not write, or `root_hosts`' runs could not be read.
@@ -117,40 +110,6 @@ pub(super) async fn upsample_roots(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_front_host_is_the_shortest_then_first_in_byte_order_in_any_order() {
-        let hosts = [
-            "www2.example.com",
-            "www.example.com",
-            "example.com",
-            "wwx.example.com",
-        ];
-        fn pick<'a>(order: &[&'a str]) -> &'a str {
-            order.iter().fold(
-                order[0],
-                |front, h| {
-                    if front_host(h, front) {
-                        h
-                    } else {
-                        front
-                    }
-                },
-            )
-        }
-        let mut order = hosts.to_vec();
-        for _ in 0..hosts.len() {
-            assert_eq!(pick(&order), "example.com", "{order:?}");
-            order.rotate_left(1);
-            let mut rev = order.clone();
-            rev.reverse();
-            assert_eq!(pick(&rev), "example.com", "{rev:?}");
-        }
-        // Same length: byte order.
-        assert!(front_host("www.example.com", "wwx.example.com"));
-        assert!(!front_host("wwx.example.com", "www.example.com"));
-        assert!(!front_host("example.com", "example.com"));
-    }
 
     #[test]
     fn the_window_is_bounded_by_years() {
