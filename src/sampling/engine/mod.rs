@@ -33,11 +33,12 @@
 //! starts (`root_hosts.rs`: a chunk of a quarter of the sampler's, and a window of 4,096
 //! recent domains for the progress estimate). The quota holds 5,000 URLs per popular domain;
 //! the TimeMap stage reads the sample back line by line and holds 16 bytes per sampled URL.
-//! What still grows: the checkpoint's answers on resume, 32 bytes each (a 128-bit hash of the
-//! URL and a packed answer: `resumed.rs`), and the offline stages' per-host set. BENCHMARKS.md,
-//! "[sampling-2] A month-long run at scale", measures it (before root upsampling's sets were
-//! spilled). `.spill/` is removed at the start of every run (never trusted across runs: a
-//! resumed run walks the input again) and however the run ends.
+//! A resumed run's checkpoint answers are on disk above 262,144 lines (`resumed.rs`: a sorted
+//! file and a sparse index of 0.19 bytes an answer in memory). What still grows: the offline
+//! stages' per-host set (≈ 64 bytes a host) and the TimeMap stage's 16 bytes a sampled URL;
+//! BENCHMARKS.md, "[sampling-2] A month-long run at scale", measures it. `.spill/` is removed
+//! at the start of every run (never trusted across runs: a resumed run walks the input again)
+//! and however the run ends (`run_with`).
 
 mod checkpoint;
 mod first_capture;
@@ -71,6 +72,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// The sampler's and root upsampling's runs, under the output directory.
+const SPILL_DIR: &str = ".spill";
 
 /// One line of `sample.ndjson`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +148,7 @@ pub async fn run_with(
     let result = run_stages(spec, out, &progress, limits).await;
     // The sampler's runs are of no use once the run ends, however it ends (a stopped or
     // failed run starts again from the input and the checkpoint): GBs at scale, not kept.
-    let _ = std::fs::remove_dir_all(out.join(".spill"));
+    let _ = std::fs::remove_dir_all(out.join(SPILL_DIR));
     saver.abort();
     progress.save();
     result
@@ -234,7 +238,7 @@ async fn run_stages(
     // The sampler's runs: never trusted across runs of the engine (a resumed run walks the
     // input again and writes them anew), so whatever a stopped run left is removed first;
     // before the input is opened, so the stages start as they did without it.
-    let spill_dir = out.join(".spill");
+    let spill_dir = out.join(SPILL_DIR);
     match std::fs::remove_dir_all(&spill_dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(format!("{}: {e}", spill_dir.display()))
@@ -320,7 +324,6 @@ async fn run_stages(
     let path = out.join("sample.ndjson");
     let mut sample = SampleWriter::create(&path)?;
     let summary = downsample(&stages, sampler, &mut funnel, &mut sample)?;
-    let _ = std::fs::remove_dir(&spill_dir);
     for s in &quota_picked {
         sample.write(s)?;
     }
