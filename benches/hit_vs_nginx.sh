@@ -4,6 +4,8 @@
 # A third row per round, `tm-br`, asks tmproxy with Accept-Encoding: br (the coded body is made
 # once, on the first such request, and kept). With BASE=path/to/an/older/tmproxy a fourth row,
 # `base`, serves the same from that binary (its own cache, port 18104): before/after in one run.
+# With FLOOR=1 a row `floor` serves the same bytes from plain hyper (examples/hyper_floor.rs, port
+# 18105): what is left of the gap to nginx once our router, layers and cache are taken away.
 # Each row also says the server's CPU time (user + system, from /proc) per request.
 # Needs nginx and wrk (Debian: apt-get install nginx-light wrk). Everything binds 127.0.0.1 and is
 # stopped by its PID at the end; wrk runs are bounded by SECONDS.
@@ -16,7 +18,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-cargo build --release --quiet --bin tmproxy --example e2e_bench
+cargo build --release --quiet --bin tmproxy --example e2e_bench --example hyper_floor
 target/release/examples/e2e_bench archive --captures "$N" --port 18101 >"$WORK/archive.log" 2>&1 &
 pids+=($!)
 replica() { # $1 binary, $2 port, $3 cache dir; sets STARTED to its PID
@@ -42,6 +44,12 @@ echo "body: $(wc -c <"$WORK/body") bytes, $(grep -c 'rel="[a-z ]*memento"' "$WOR
 
 serve_with_nginx "$WORK" "$WORK/body" 18103
 NGINX=${pids[-1]}
+if [ -n "${FLOOR:-}" ]; then
+    target/release/examples/hyper_floor "$WORK/body" 18105 >"$WORK/floor.log" 2>&1 &
+    FLOOR_PID=$!; pids+=("$FLOOR_PID")
+    for _ in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:18105/ && break; sleep 0.2; done
+    cmp "$WORK/body" <(curl -sf http://127.0.0.1:18105/) && echo "hyper_floor serves the same bytes"
+fi
 URL_N="http://127.0.0.1:18103/timemap"
 cmp "$WORK/body" <(curl -sf "$URL_N") && echo "nginx serves the same bytes"
 
@@ -63,4 +71,5 @@ for round in 1 2; do
     run nginx "$NGINX" "$URL_N"; run tmproxy "$TMPROXY" "$URL_T"
     run tm-br "$TMPROXY" "$URL_T" "Accept-Encoding: br"
     if [ -n "${BASE:-}" ]; then run base "$BASE_PID" "${URL_T/18102/18104}"; fi
+    if [ -n "${FLOOR:-}" ]; then run floor "$FLOOR_PID" http://127.0.0.1:18105/; fi
 done

@@ -4,6 +4,7 @@
 
 mod activity;
 pub mod connections;
+mod early;
 pub mod threads;
 
 use crate::config::Config;
@@ -233,7 +234,7 @@ async fn connection(
                 req.extensions_mut()
                     .insert(axum::extract::ConnectInfo(peer));
             }
-            let answer = router.clone().oneshot(req);
+            let answer = early::poll_now(router.clone().oneshot(req));
             async move {
                 let response = answer.await?;
                 Ok::<_, std::convert::Infallible>(

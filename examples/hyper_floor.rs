@@ -1,0 +1,80 @@
+//! The floor under tmproxy's cache hits: plain hyper, one single-threaded runtime per thread
+//! (as `tmproxy serve`'s connection threads), answering every request with one file's bytes and
+//! nothing else: no router, no layers, no cache. `benches/hit_vs_nginx.sh` runs it with FLOOR=1
+//! to tell how much of the gap to nginx is hyper's and how much is ours.
+//!
+//!   hyper_floor FILE PORT [THREADS=nproc]
+
+use axum::body::Body;
+use bytes::Bytes;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(file), Some(port)) = (args.get(1), args.get(2).and_then(|p| p.parse::<u16>().ok()))
+    else {
+        eprintln!("usage: hyper_floor FILE PORT [THREADS]");
+        return ExitCode::from(2);
+    };
+    let threads = args
+        .get(3)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let body = match std::fs::read(file) {
+        Ok(b) => Bytes::from(b),
+        Err(e) => {
+            eprintln!("{file}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let listener = match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("127.0.0.1:{port}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let handles: Vec<_> = (0..threads)
+        .filter_map(|_| {
+            let listener = listener.try_clone().ok()?;
+            let body = body.clone();
+            Some(std::thread::spawn(move || serve(listener, body)))
+        })
+        .collect();
+    for h in handles {
+        let _ = h.join();
+    }
+    ExitCode::SUCCESS
+}
+
+/// Accepts on this thread's copy of the listener and serves each connection on this thread.
+fn serve(listener: std::net::TcpListener, body: Bytes) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let body = body.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |_req| {
+                    let body = body.clone();
+                    async move {
+                        let mut answer = http::Response::new(Body::from(body));
+                        answer.headers_mut().insert(
+                            http::header::CONTENT_TYPE,
+                            http::HeaderValue::from_static("application/link-format"),
+                        );
+                        Ok::<_, std::convert::Infallible>(answer)
+                    }
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    })
+}
