@@ -7,14 +7,19 @@
 //! new URL: it is counted in a side row of its own (`wildcard_roots`, `index_file_roots`)
 //! whose `out` joins `popular_domains`, so each stage's `in = out + set_aside + errors` holds.
 //!
-//! Memory: the last SURT key (the index is sorted, so duplicates are adjacent) and the set of
-//! hosts whose root URL has been passed on; nothing per input line.
+//! A root URL is re-entered only if new: not passed on yet, from the index or re-entered. The
+//! input is sorted by SURT key and a root URL (`https://host:port/`) comes from one key host
+//! part (`com,example:8080)`) while the keys are spelled one way (see [`surt::Spelling`]; a key
+//! spelled unlike the index's first is set aside as invalid), so a root URL's lines are one
+//! contiguous block: whether its root went through is known from the current block alone.
+//!
+//! Memory: the last SURT key (the index is sorted, so duplicates are adjacent), the current
+//! block's root URL and whether it went through; nothing per input line or host.
 
 use super::filters::{has_session_id, is_index_alias, is_root, is_wildcard, likely_html, root_of};
 use super::index::{parse_line, BadLine};
-use super::surt::{self, strip_www, url_host, www_collision};
+use super::surt::{self, strip_www, url_host, www_collision, Spelling};
 use super::{Counters, FunnelRow, SetAside};
-use std::collections::HashSet;
 
 /// The stages, in pipeline order (their names are the funnel's).
 pub const STAGES: [&str; 11] = [
@@ -59,7 +64,11 @@ pub struct Offline {
     popular: Vec<String>,
     counters: [Counters; STAGES.len()],
     last_key: String,
-    roots: HashSet<String>,
+    /// The spelling of the first key that gave a URL; every other must match it.
+    spelling: Option<Spelling>,
+    /// The root URL of the current block of lines, and whether it has gone through already.
+    block_root: String,
+    root_seen: bool,
 }
 
 impl Offline {
@@ -70,7 +79,9 @@ impl Offline {
             popular: popular.iter().map(|d| d.to_ascii_lowercase()).collect(),
             counters: [Counters::default(); STAGES.len()],
             last_key: String::new(),
-            roots: HashSet::new(),
+            spelling: None,
+            block_root: String::new(),
+            root_seen: false,
         }
     }
 
@@ -85,11 +96,6 @@ impl Offline {
                 ..FunnelRow::main(stage, counters)
             })
             .collect()
-    }
-
-    /// Hosts whose root URL has been passed on (what memory grows with).
-    pub fn hosts(&self) -> usize {
-        self.roots.len()
     }
 
     fn aside(&mut self, stage: usize, url: &str, reason: String, sink: &mut impl FnMut(SetAside)) {
@@ -157,7 +163,27 @@ impl Offline {
                 return;
             }
         };
+        let spelled = surt::spelling(rec.key);
+        match self.spelling {
+            None => self.spelling = Some(spelled),
+            Some(first) if first != spelled => {
+                let reason = format!(
+                    "invalid: spelled unlike the index's first key (scheme prefix `{}`, {} \
+                     trailing comma(s), not `{}`, {}): one URL could be named twice",
+                    spelled.prefix, spelled.trailing_commas, first.prefix, first.trailing_commas
+                );
+                self.aside(SURT_TO_URL, rec.key, reason, aside);
+                return;
+            }
+            Some(_) => {}
+        }
         self.counters[SURT_TO_URL].output += 1;
+        let root = root_part(&url);
+        if root != self.block_root {
+            self.block_root.clear();
+            self.block_root.push_str(root);
+            self.root_seen = false;
+        }
         let host = url_host(&url).unwrap_or_default();
 
         self.counters[WILDCARDS].input += 1;
@@ -243,6 +269,8 @@ impl Offline {
         aside: &mut impl FnMut(SetAside),
     ) {
         self.counters[stage].input += 1;
+        // In the sample's way or the quota's, a root that got here is not new any more.
+        self.root_seen |= root;
         let domain = strip_www(host).to_string();
         if let Some(p) = self
             .popular
@@ -254,9 +282,6 @@ impl Offline {
             return;
         }
         self.counters[stage].output += 1;
-        if root {
-            self.roots.insert(host.to_string());
-        }
         out(Candidate {
             url,
             domain,
@@ -265,8 +290,9 @@ impl Offline {
         });
     }
 
-    /// A stage that drops a URL re-enters its host's root URL, once per host: a new URL,
-    /// counted in the side row `side`, then through the popular-domains stage like any other.
+    /// A stage that drops a URL re-enters its root URL (scheme, host and port) unless it went
+    /// through already: a new URL, counted in the side row `side`, then through the
+    /// popular-domains stage like any other.
     fn reenter_root(
         &mut self,
         side: usize,
@@ -275,135 +301,23 @@ impl Offline {
         out: &mut impl FnMut(Candidate),
         aside: &mut impl FnMut(SetAside),
     ) {
-        if host.is_empty() || self.roots.contains(host) {
+        if host.is_empty() || self.root_seen {
             return;
         }
-        self.roots.insert(host.to_string());
         self.counters[side].input += 1;
         self.counters[side].output += 1;
         self.pass(POPULAR, root_of(url), host, true, true, out, aside);
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(lines: &[&str], popular: &[&str]) -> (Vec<Candidate>, Vec<SetAside>, Vec<FunnelRow>) {
-        let popular: Vec<String> = popular.iter().map(|s| s.to_string()).collect();
-        let mut o = Offline::new(&popular);
-        let (mut c, mut a) = (Vec::new(), Vec::new());
-        for l in lines {
-            o.push_line(l, &mut |x| c.push(x), &mut |x| a.push(x));
-        }
-        (c, a, o.funnel())
-    }
-
-    fn urls(c: &[Candidate]) -> Vec<&str> {
-        c.iter().map(|c| c.url.as_str()).collect()
-    }
-
-    #[test]
-    fn the_papers_examples_through_every_stage() {
-        let id32 = "0123456789abcdefABCDEF0123456789";
-        let session = format!("com,clickbank)/index.html;jsessionid={id32} 20050101000000 p 0 1");
-        let lines = [
-            " CDX N b a m s k r M S V g",
-            ")/?dn=renunciationguide.com&flrdr=yes&nxte=css 20090101000000 p 0 1",
-            "*)/robots.txt 20090101000000 p 0 1",
-            "am,dx,brs53)/scripts/jquery.min.js 20100101000000 p 0 1",
-            "ar,com,notiche)/index.php?limitstart=42 20100101000000 p 0 1",
-            "ar,com,notiche)/index.php?limitstart=42 20110101000000 p 0 1",
-            session.as_str(),
-            "com,abc)/index.asp 20010101000000 p 0 1",
-            "com,example:8080)/ 20030101000000 p 0 1",
-            "com,example:8080)/a.php3 20030101000000 p 0 1",
-            "com,shop)/search?text=* 20120101000000 p 0 1",
-            "com)/ 20150101000000 http://www1355544.com/ text/html 200 AAA 100",
-            "com,twitter)/jack 20160101000000 p 0 1",
-            "garbage-without-timestamp",
-        ];
-        let (c, a, f) = run(&lines, &["twitter.com"]);
-        assert_eq!(
-            urls(&c),
-            vec![
-                "https://notiche.com.ar/index.php?limitstart=42",
-                "https://abc.com/",
-                "https://example.com:8080/",
-                "https://example.com:8080/a.php3",
-                "https://shop.com/",
-            ]
-        );
-        assert!(
-            c[1].reentered && c[1].root,
-            "an index file's host root stands for it"
-        );
-        // A session-id alias is set aside without re-entering anything.
-        assert!(!urls(&c).contains(&"https://clickbank.com/"));
-        let reasons: Vec<(&str, &str)> = a.iter().map(|s| (s.stage, s.reason.as_str())).collect();
-        assert!(reasons.contains(&("surt_to_url", "invalid: no host")));
-        assert!(reasons.contains(&("surt_to_url", "invalid: '*' in the host")));
-        assert!(reasons.contains(&("likely_html", "not likely HTML (.js)")));
-        assert!(reasons.contains(&("session_ids", "session-id alias")));
-        assert!(reasons.contains(&("index_files", "index-file alias of the root URL")));
-        assert!(reasons.contains(&("wildcards", "CDX wildcard URL (ends with '*')")));
-        assert!(reasons
-            .iter()
-            .any(|(s, r)| *s == "www_collisions" && r.contains("www1355544.com")));
-        assert!(reasons
-            .iter()
-            .any(|(s, r)| *s == "popular_domains" && r.contains("twitter.com")));
-        assert!(reasons.iter().any(|(s, _)| *s == "read"));
-        let at = |s: &str| f.iter().find(|r| r.stage == s).map(|r| r.counters);
-        assert_eq!(
-            at("read"),
-            Some(Counters {
-                input: 13,
-                output: 12,
-                set_aside: 0,
-                errors: 1
-            })
-        );
-        assert_eq!(
-            at("unique_surts"),
-            Some(Counters {
-                input: 12,
-                output: 11,
-                set_aside: 1,
-                errors: 0
-            })
-        );
-        // Every URL that went in came out, was set aside or was an error; re-entered roots
-        // are their own rows, joining popular_domains.
-        for r in &f {
-            let c = r.counters;
-            assert_eq!(c.output + c.set_aside + c.errors, c.input, "{r:?}");
-        }
-        assert_eq!(STAGES.len(), f.len());
-        let side: u64 = f
-            .iter()
-            .filter(|r| r.into == Some("popular_domains"))
-            .map(|r| r.counters.output)
-            .sum();
-        assert_eq!(at("wildcard_roots").map(|c| c.output), Some(1));
-        assert_eq!(at("index_file_roots").map(|c| c.output), Some(1));
-        assert_eq!(
-            at("popular_domains").map(|c| c.input),
-            at("likely_html").map(|c| c.output + side)
-        );
-    }
-
-    #[test]
-    fn a_root_already_in_the_index_is_not_reentered() {
-        let (c, _, _) = run(
-            &[
-                "com,abc)/ 20010101000000 p 0 1",
-                "com,abc)/index.html 20010101000000 p 0 1",
-                "com,abc)/index.php 20010101000000 p 0 1",
-            ],
-            &[],
-        );
-        assert_eq!(urls(&c), vec!["https://abc.com/"]);
-        assert!(!c[0].reentered);
-    }
+/// `https://host:port/` of a URL `surt::to_url` built (its path always starts with `/`): what
+/// [`root_of`] gives, without a new string per line.
+fn root_part(url: &str) -> &str {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    url[start..]
+        .find('/')
+        .map_or(url, |j| &url[..start + j + 1])
 }
+
+#[cfg(test)]
+mod tests;

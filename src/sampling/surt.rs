@@ -126,6 +126,32 @@ pub fn to_url(key: &str) -> Result<String, InvalidSurt> {
     Ok(url)
 }
 
+/// How a key spells its host part around the labels: the scheme prefix it carries (`http://(`,
+/// `https://(` or none) and the commas after its last label. Within one spelling a URL's host
+/// and port come from one host part only; across spellings two can give the same URL
+/// (`com,example)/` and `com,example,)/`, or `http://(…` and `https://(…`), and sort apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spelling {
+    pub prefix: &'static str,
+    pub trailing_commas: usize,
+}
+
+/// The spelling of a key `parse` accepts (of any key: it reads only the host part's edges).
+pub fn spelling(key: &str) -> Spelling {
+    let (prefix, rest) = ["http://(", "https://("]
+        .iter()
+        .find_map(|p| key.strip_prefix(p).map(|r| (*p, r)))
+        .unwrap_or(("", key));
+    let host_part = rest.split(')').next().unwrap_or("");
+    // As `parse` splits it: the port is after the last ':'.
+    let labels = host_part.rsplit_once(':').map_or(host_part, |(h, _)| h);
+    let trailing_commas = labels.len() - labels.trim_end_matches(',').len();
+    Spelling {
+        prefix,
+        trailing_commas,
+    }
+}
+
 // The `www` rule and host keys are shared with the cache's canonical key.
 pub use tmproxy_core::surt::{host_key, ia_strip_www, strip_www};
 
@@ -191,6 +217,19 @@ mod tests {
         assert_eq!(to_url("com,example:99999)/"), Err(InvalidSurt::BadPort));
         assert_eq!(to_url("com,,example)/"), Err(InvalidSurt::NoHost));
         assert_eq!(to_url("com,exa mple)/"), Err(InvalidSurt::BadHostChar));
+    }
+
+    #[test]
+    fn a_spelling_is_the_prefix_and_the_commas_after_the_last_label() {
+        let sp = |k| {
+            let s = spelling(k);
+            (s.prefix, s.trailing_commas)
+        };
+        assert_eq!(sp("com,example)/a"), ("", 0));
+        assert_eq!(sp("com,example:8080)/a,b"), ("", 0));
+        assert_eq!(sp("com,example,)/"), ("", 1));
+        assert_eq!(sp("http://(com,example,:8080)/"), ("http://(", 1));
+        assert_eq!(sp("https://(com,example,,)/"), ("https://(", 2));
     }
 
     #[test]

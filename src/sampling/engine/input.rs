@@ -96,13 +96,13 @@ pub(super) fn spawn_offline(
                 }
             }
             if number.is_multiple_of(4096) {
-                account(&o, &prog, limits)?;
+                account(&prog, limits)?;
             }
             if prog.cancel.load(Ordering::Relaxed) {
                 return Ok((o.funnel(), pool));
             }
         }
-        account(&o, &prog, limits)?;
+        account(&prog, limits)?;
         // Through the input: first_capture's work is every candidate handed over, the quota's
         // at most the pool.
         prog.offline_read();
@@ -111,10 +111,9 @@ pub(super) fn spawn_offline(
     })
 }
 
-/// The offline stages' share of the memory estimate brought up to date, and the whole checked.
-fn account(o: &Offline, prog: &Progress, limits: Limits) -> Result<(), String> {
-    let hosts = o.hosts() as u64 * (PER_ENTRY + PER_URL);
-    prog.memory.hosts.store(hosts, Ordering::Relaxed);
+/// The memory estimate checked while the input is read (the offline stages hold nothing that
+/// grows: the last key and the current block's root, at most a few `max_line`s).
+fn account(prog: &Progress, limits: Limits) -> Result<(), String> {
     prog.memory.check(limits.max_memory)
 }
 

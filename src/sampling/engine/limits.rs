@@ -1,7 +1,6 @@
 //! A run's limits (`[sampling] max_line`, `max_input_bytes`, `max_gzip_ratio`, `max_memory`)
 //! and the engine's own account of its memory: an estimate, in bytes, of the structures that
-//! grow with the input (the resumed answers, the offline stages' set of hosts, the popular
-//! pool) and of the sampler's bounded ones (its chunk of candidates before a run is written,
+//! grow with the input (the resumed answers, the popular pool) and of the sampler's bounded ones (its chunk of candidates before a run is written,
 //! one (year, domain)'s pool while merging), updated as they grow and checked while the input
 //! is read. It is not the process's RSS: buffers, the allocator and the rest of the server are
 //! not in it.
@@ -58,7 +57,6 @@ impl Limits {
 #[derive(Debug, Default)]
 pub struct MemoryUse {
     pub resumed: AtomicU64,
-    pub hosts: AtomicU64,
     pub popular: AtomicU64,
     pub sampler: AtomicU64,
     /// The sampler's candidate pool per (year, domain), which bounds what its merge holds.
@@ -68,12 +66,12 @@ pub struct MemoryUse {
 /// Bytes per entry, beside the strings' own: a hash map or heap slot, its `String` headers and
 /// the allocator's rounding (measured, roughly, not exact).
 pub(super) const PER_ENTRY: u64 = 96;
-/// A host, a popular domain's URL or a sampler's URL with its payload, as the index has them.
+/// A popular domain's URL or a sampler's URL with its payload, as the index has them.
 pub(super) const PER_URL: u64 = 120;
 
 impl MemoryUse {
     pub fn total(&self) -> u64 {
-        [&self.resumed, &self.hosts, &self.popular, &self.sampler]
+        [&self.resumed, &self.popular, &self.sampler]
             .iter()
             .map(|a| a.load(Ordering::Relaxed))
             .sum()
@@ -105,10 +103,9 @@ impl MemoryUse {
         let total = self.total();
         if max > 0 && total > max {
             return Err(format!(
-                "the run's memory estimate ({total} bytes: resumed answers {}, hosts {}, popular \
-                 pool {}, sampler {}) is past [sampling] max_memory ({max} bytes)",
+                "the run's memory estimate ({total} bytes: resumed answers {}, popular pool {}, \
+                 sampler {}) is past [sampling] max_memory ({max} bytes)",
                 self.resumed.load(Ordering::Relaxed),
-                self.hosts.load(Ordering::Relaxed),
                 self.popular.load(Ordering::Relaxed),
                 self.sampler.load(Ordering::Relaxed),
             ));
@@ -138,7 +135,7 @@ mod tests {
         // Kept URLs are bounded per bucket, whatever was pushed.
         m.set_sampler(1, 1_000_000);
         assert!(m.sampler.load(Ordering::Relaxed) < 100_000);
-        m.hosts.store(5_000, Ordering::Relaxed);
+        m.popular.store(5_000, Ordering::Relaxed);
         let e = m.check(1000).unwrap_err();
         assert!(e.contains("max_memory (1000 bytes)"), "{e}");
         assert!(m.check(0).is_ok(), "0: no limit");

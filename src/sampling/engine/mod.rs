@@ -22,7 +22,7 @@
 //! ends with the uninterrupted run's sample; a directory checkpointed for another spec is
 //! refused.
 //!
-//! Memory: the offline stages keep one entry per host (its root passed on), nothing per line;
+//! Memory: the offline stages keep the current key host part's root, nothing per line or host;
 //! candidates stream to the CDX stage through a bounded channel; the sampler
 //! ([`SpillSampler`]) writes every kept candidate to sorted runs under `out/.spill/` (a chunk
 //! of at most 64 MiB in memory, less under a small `max_memory`), and downsampling is a merge
@@ -32,12 +32,12 @@
 //! URL's host) are spilled the same way as answers arrive and merged by domain when the stage
 //! starts (`root_hosts.rs`: a chunk of a quarter of the sampler's, and a window of 4,096
 //! recent domains for the progress estimate). The quota holds 5,000 URLs per popular domain;
-//! the TimeMap stage reads the sample back line by line and holds 16 bytes per sampled URL.
-//! A resumed run's checkpoint answers are on disk above 262,144 lines (`resumed.rs`: a sorted
-//! file and a sparse index of 0.19 bytes an answer in memory). What still grows: the offline
-//! stages' per-host set (≈ 64 bytes a host) and the TimeMap stage's 16 bytes a sampled URL;
-//! BENCHMARKS.md, "[sampling-2] A month-long run at scale", measures it. `.spill/` is removed
-//! at the start of every run (never trusted across runs: a resumed run walks the input again)
+//! the TimeMap stage reads the sample back line by line beside its index's entries and its
+//! failures, sorted under `out/.spill/` (`timemaps/index.rs`: a chunk of a quarter of the
+//! sampler's). A resumed run's checkpoint answers are on disk above 262,144 lines
+//! (`resumed.rs`: a sorted file and a sparse index of 0.19 bytes an answer in memory, what
+//! still grows); BENCHMARKS.md, "[sampling-2] A month-long run at scale", measures the rest.
+//! `.spill/` is removed at the start of every run (never trusted across runs: a resumed run walks the input again)
 //! and however the run ends (`run_with`).
 
 mod checkpoint;
@@ -356,6 +356,11 @@ async fn run_stages(
             &errors,
             &path,
             out,
+            timemaps::SpillAt {
+                dir: &out.join(SPILL_DIR),
+                // As root upsampling's: the stage runs after the sampler's merge.
+                max_held: limits.spill_chunk() / 4,
+            },
             spec.hydrate_revisits,
             spec.concurrency,
             progress,

@@ -8,104 +8,41 @@
 //! only the TimeMaps that have no index line. At the end the index is rewritten whole in
 //! sample order (failures included, as `{url, error}`: they are asked again on the next run),
 //! each line copied from the appended index by its byte offset. The sample is read from
-//! `sample.ndjson` as the stage goes, never held: the stage holds 16 bytes per sampled URL
-//! (the offset, and a hash of the URL while it finds them) and each failure's reason.
+//! `sample.ndjson` as the stage goes, never held, and so are the index's finished entries and
+//! the failures: sorted on disk and merged with it ([`index`]), nothing per sampled URL held.
+
+mod index;
 
 use super::checkpoint::FirstCaptures;
 use super::ndjson::{write_ndjson, Log};
 use super::progress::TIMEMAPS;
-use super::sample_file::read_sample;
 use super::Progress;
 use crate::sampling::revisit::{Hydrator, Row, LRU_SIZE};
+use crate::sampling::spill::Spill;
 use crate::sampling::{Counters, SetAside};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use index::{failures, file_name, Entry, Failed, Hydration, Ledger};
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
 const STAGE: &str = "timemaps";
 
-/// What hydration did over one TimeMap (summed into `hydration.json`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Hydration {
-    revisits: u64,
-    hydrated: u64,
-    misses: u64,
-    distances: BTreeMap<usize, u64>,
-}
-
-/// A line of `timemaps/index.ndjson`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Entry {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    file: Option<String>,
-    url: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    mementos: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    hydration: Option<Hydration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-fn file_name(i: usize) -> String {
-    format!("{i:06}.ndjson")
-}
-
-/// No entry for this sample line (yet).
-const NONE: u64 = u64::MAX;
-
-/// The hash each sample line's URL is compared by.
-fn url_hash(url: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(url.as_bytes())
-}
-
-/// Where each sample line's finished TimeMap is in `index.ndjson`: the byte offset of its index
-/// line (8 bytes a sampled URL, where holding the entries took some 250), or [`NONE`]. Only
-/// lines naming the file this sample's line `i` gets, for the same URL (by a 64-bit hash of
-/// it), with the file there, count; anything else (torn lines, failures, another sample's
-/// entries) is asked again. A later line for `i` wins. Err: `sample` could not be read.
-fn finished(dir: &Path, sample: &Path) -> Result<Vec<u64>, String> {
-    let urls = read_sample(sample)?
-        .map(|s| s.map(|s| url_hash(&s.url)))
-        .collect::<Result<Vec<u64>, String>>()?;
-    let mut done = vec![NONE; urls.len()];
-    let Ok(file) = std::fs::File::open(dir.join("index.ndjson")) else {
-        return Ok(done);
-    };
-    let mut offset = 0u64;
-    for line in std::io::BufReader::new(file)
-        .split(b'\n')
-        .map_while(Result::ok)
-    {
-        let at = offset;
-        offset += line.len() as u64 + 1;
-        let Ok(e) = serde_json::from_slice::<Entry>(&line) else {
-            continue;
-        };
-        let Some(name) = &e.file else { continue };
-        let Some(i) = name
-            .strip_suffix(".ndjson")
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            continue;
-        };
-        let same = urls.get(i) == Some(&url_hash(&e.url));
-        if same && *name == file_name(i) && dir.join(name).is_file() {
-            done[i] = at;
-        }
-    }
-    Ok(done)
+/// Where the stage's bookkeeping is sorted: the engine's spill directory, and the most bytes of
+/// records held before a run is written.
+pub(super) struct SpillAt<'a> {
+    pub(super) dir: &'a Path,
+    pub(super) max_held: usize,
 }
 
 /// Each sampled URL's TimeMap into `out/timemaps/`; returns the stage's counters (partial when
 /// the run is cancelled: what was written stays, and is not asked again).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn collect_timemaps(
     captures: &FirstCaptures,
     errors: &Log,
     sample: &Path,
     out: &Path,
+    spill: SpillAt<'_>,
     hydrate: bool,
     concurrency: usize,
     progress: &Progress,
@@ -113,9 +50,12 @@ pub(super) async fn collect_timemaps(
     use futures::StreamExt;
     let dir = out.join("timemaps");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let before = finished(&dir, sample)?;
-    let lines = before.len() as u64;
-    let mut done = before.iter().filter(|&&o| o != NONE).count() as u64;
+    let mut ledger = Ledger::scan(&dir, spill.dir, spill.max_held)?;
+    let (mut lines, mut done) = (0u64, 0u64);
+    for row in ledger.join(sample)? {
+        lines += 1;
+        done += u64::from(row?.2.is_some());
+    }
     progress.timemaps.fetch_add(done, Ordering::Relaxed);
     progress.set_total(TIMEMAPS, lines);
     progress.add_done(TIMEMAPS, done);
@@ -124,17 +64,21 @@ pub(super) async fn collect_timemaps(
         write_through: true,
         ..Log::open(&dir.join("index.ndjson"), true)?
     };
-    // Failures are held (sample line, reason) to go into the final index: asked again next run.
-    let mut failed: Vec<(usize, String)> = Vec::new();
-    // The sample read again as the TimeMaps are asked; a line that cannot be read ends the
-    // stage with an error (it was written by this run: something else changed it).
-    let todo = read_sample(sample)?
-        .enumerate()
-        .filter(|(i, s)| s.is_err() || before.get(*i) == Some(&NONE));
+    // Failures go into the final index, in sample order: asked again next run.
+    let mut failed = failures(spill.dir, spill.max_held)?;
+    let mut errors_n = 0u64;
+    // The sample read again beside the entries as the TimeMaps are asked; a line that cannot
+    // be read ends the stage with an error (it was written by this run: something else
+    // changed it).
+    let todo = ledger.join(sample)?.filter_map(|row| match row {
+        Ok((i, s, None)) => Some(Ok((i, s.url))),
+        Ok((_, _, Some(_))) => None,
+        Err(e) => Some(Err(e)),
+    });
     let dir_ref = &dir;
     let mut fetched = futures::stream::iter(todo)
-        .map(|(i, s)| async move {
-            let url = s?.url;
+        .map(|row| async move {
+            let (i, url) = row?;
             let entry = {
                 let note = captures.note(&url, STAGE);
                 let rows = captures.client.timemap_noting(&url, &note).await;
@@ -159,7 +103,11 @@ pub(super) async fn collect_timemaps(
                     url,
                     reason: reason.clone(),
                 });
-                failed.push((i, reason));
+                failed.push(Failed {
+                    line: i as u64,
+                    reason,
+                })?;
+                errors_n += 1;
             }
         }
         if progress.cancel.load(Ordering::Relaxed) {
@@ -168,45 +116,49 @@ pub(super) async fn collect_timemaps(
     }
     drop(fetched);
     drop(index);
-    // The rewrite finds the offsets again (with the TimeMaps fetched now): 16 bytes a sampled
-    // URL at a time, not 24.
-    drop(before);
+    ledger.remove();
     let c = Counters {
         input: lines,
         output: done,
         set_aside: 0,
-        errors: failed.len() as u64,
+        errors: errors_n,
     };
     if progress.cancel.load(Ordering::Relaxed) {
+        failed.remove();
         return Ok(c);
     }
-    rewrite_index(&dir, sample, failed, hydrate)?;
+    // The entries found again, with the TimeMaps fetched now.
+    let mut ledger = Ledger::scan(&dir, spill.dir, spill.max_held)?;
+    let written = rewrite_index(&dir, sample, &mut ledger, &mut failed, hydrate);
+    ledger.remove();
+    failed.remove();
+    written?;
     Ok(c)
 }
 
 /// The whole index in sample order (each finished TimeMap's line copied from the appended
 /// index, each failure as `{url, error}`), renamed over it, and the hydration summed over every
-/// TimeMap: read back one line at a time beside the sample's, so nothing per TimeMap is held but
-/// its offset.
+/// TimeMap: read back one line at a time beside the sample's and the sorted failures.
 fn rewrite_index(
     dir: &Path,
     sample: &Path,
-    mut failed: Vec<(usize, String)>,
+    ledger: &mut Ledger,
+    failed: &mut Spill<Failed>,
     hydrate: bool,
 ) -> Result<(), String> {
     use std::io::{Seek, SeekFrom, Write};
     let err = |e: std::io::Error| format!("{}: {e}", dir.display());
-    let offsets = finished(dir, sample)?;
-    failed.sort_by_key(|f| f.0);
-    let mut failed = failed.into_iter().peekable();
+    let mut failed = failed.merge()?;
+    let mut next_failed = failed.next().transpose()?;
     let mut appended =
         std::io::BufReader::new(std::fs::File::open(dir.join("index.ndjson")).map_err(err)?);
     let tmp = dir.join("index.ndjson.part");
     let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(err)?);
     let mut sum = Hydration::default();
     let mut line = Vec::new();
-    for ((i, &at), s) in offsets.iter().enumerate().zip(read_sample(sample)?) {
-        if at != NONE {
+    for row in ledger.join(sample)? {
+        let (i, s, at) = row?;
+        if let Some(at) = at {
             appended.seek(SeekFrom::Start(at)).map_err(err)?;
             line.clear();
             appended.read_until(b'\n', &mut line).map_err(err)?;
@@ -222,17 +174,18 @@ fn rewrite_index(
             w.write_all(line.trim_ascii_end()).map_err(err)?;
             w.write_all(b"\n").map_err(err)?;
         }
-        while let Some((_, reason)) = failed.next_if(|f| f.0 == i) {
-            let e = Entry {
-                file: None,
-                url: s.as_ref().map_err(|e| e.clone())?.url.clone(),
-                mementos: None,
-                hydration: None,
-                error: Some(reason),
-            };
+        while let Some(f) = next_failed.take_if(|f| f.line <= i as u64) {
+            next_failed = failed.next().transpose()?;
             // A line already finished (an earlier run's) wins over a failure this run: none
             // is asked twice, so there is at most one of the two.
-            if at == NONE {
+            if f.line == i as u64 && at.is_none() {
+                let e = Entry {
+                    file: None,
+                    url: s.url.clone(),
+                    mementos: None,
+                    hydration: None,
+                    error: Some(f.reason),
+                };
                 let text = serde_json::to_string(&e).map_err(|e| e.to_string())?;
                 writeln!(w, "{text}").map_err(err)?;
             }
@@ -289,87 +242,4 @@ fn save(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sampling::engine::SampledUrl;
-
-    fn sampled(url: &str) -> SampledUrl {
-        SampledUrl {
-            url: url.into(),
-            year: "2001".into(),
-            root: false,
-            first_capture: "20010101000000".into(),
-            mime: "text/html".into(),
-        }
-    }
-
-    fn done(i: usize, url: &str, revisits: u64) -> String {
-        let e = Entry {
-            file: Some(file_name(i)),
-            url: url.into(),
-            mementos: Some(1),
-            hydration: Some(Hydration {
-                revisits,
-                ..Hydration::default()
-            }),
-            error: None,
-        };
-        serde_json::to_string(&e).expect("JSON")
-    }
-
-    #[test]
-    fn the_index_is_rewritten_in_sample_order_from_offsets_failures_included() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let d = dir.path();
-        let sample: Vec<SampledUrl> = ["https://a/", "https://b/", "https://c/", "https://d/"]
-            .iter()
-            .map(|u| sampled(u))
-            .collect();
-        // The stage reads the sample from its file, as a run leaves it.
-        let sample_path = d.join("sample.ndjson");
-        write_ndjson(&sample_path, &sample).expect("sample");
-        let sample = sample_path;
-        for i in [0, 2, 3] {
-            std::fs::write(d.join(file_name(i)), "[]\n").expect("a TimeMap file");
-        }
-        // Appended out of order across runs, with a torn line, another sample's entry (same
-        // file name, another URL) and an entry whose file is missing (1).
-        let appended = [
-            done(2, "https://c/", 2),
-            "{\"file\":\"000000.nd".to_string(),
-            done(0, "https://other/", 100),
-            done(1, "https://b/", 100),
-            done(0, "https://a/", 3),
-        ]
-        .join("\n");
-        std::fs::write(d.join("index.ndjson"), appended + "\n").expect("index");
-        let offsets = finished(d, &sample).expect("the sample");
-        assert_eq!(offsets.iter().filter(|&&o| o != NONE).count(), 2);
-        assert_eq!((offsets[1], offsets[3]), (NONE, NONE));
-        rewrite_index(
-            d,
-            &sample,
-            vec![(3, "HTTP 500".into()), (1, "blocked".into())],
-            true,
-        )
-        .expect("rewrite");
-        let index = std::fs::read_to_string(d.join("index.ndjson")).expect("index");
-        let rows: Vec<serde_json::Value> = index
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON line"))
-            .collect();
-        let urls: Vec<&str> = rows.iter().filter_map(|r| r["url"].as_str()).collect();
-        assert_eq!(
-            urls,
-            ["https://a/", "https://b/", "https://c/", "https://d/"]
-        );
-        assert_eq!(rows[1]["error"], "blocked");
-        assert_eq!(rows[3]["error"], "HTTP 500");
-        assert_eq!(rows[0]["file"], "000000.ndjson");
-        let h: Hydration = serde_json::from_str(
-            &std::fs::read_to_string(d.join("hydration.json")).expect("hydration.json"),
-        )
-        .expect("JSON");
-        assert_eq!(h.revisits, 5, "the finished TimeMaps' hydration only");
-    }
-}
+mod tests;
