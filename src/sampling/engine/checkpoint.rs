@@ -167,8 +167,8 @@ impl FirstCaptures {
 
     /// The first capture of `url`, asked for `stage`.
     pub(super) async fn get(&self, url: &str, stage: &'static str) -> FirstCapture {
-        // Synchronous, on this runtime worker: for a large checkpoint a positioned read of one
-        // 4 KB block, microseconds from the page cache (see `Resumed::get`).
+        // Synchronous, on this runtime worker: for a large checkpoint two positioned reads of
+        // 4 KB (an index page, a block), microseconds from the page cache (see `Resumed::get`).
         match self.resumed.get(url) {
             Some(a) => {
                 self.progress.answer(stage, false);

@@ -5,11 +5,12 @@
 //!
 //! Where the 32 bytes live: a small checkpoint (at most [`Spill::in_memory`] lines) in a hash
 //! table in memory; a larger one on disk (`disk.rs`), in a file sorted by key built from the
-//! checkpoint at each resume, with only a sparse index (a key and a checksum per block of 128
-//! answers, 0.19 bytes an answer) and the interned strings in memory. So what a resume holds
-//! in RAM no longer grows by 32+ bytes an answer (≈ 4.4 GB at 107 M) but by 0.19 (≈ 20 MB),
-//! and [`Resumed::bytes`] counts only that; the answers themselves are in the page cache or on
-//! disk.
+//! checkpoint at each resume, its blocks' index (a key and a checksum per block of 128 answers)
+//! on disk too in 4 KiB pages, and only one entry a page (24 bytes a 21,760 answers, 0.0011
+//! bytes an answer) and the interned strings in memory. So what a resume holds in RAM no longer
+//! grows by 32+ bytes an answer (≈ 4.4 GB at 107 M) but by ≈ 120 KB at 107 M, and
+//! [`Resumed::bytes`] counts only that; the answers and the index pages are in the page cache
+//! or on disk.
 //!
 //! Two URLs share a 128-bit hash with a probability of about n²/2¹²⁹ (10⁻²³ at 10⁸ answers):
 //! far below a disk's undetected error rate, so the hash stands for the URL. A later line for
@@ -18,6 +19,9 @@
 mod disk;
 #[cfg(test)]
 mod disk_tests;
+mod index;
+#[cfg(test)]
+mod index_tests;
 mod pack;
 
 use crate::sampling::cdx::FirstCapture;
@@ -139,9 +143,9 @@ impl Resumed {
     }
 
     /// What is held in memory, for `[sampling] max_memory`: for the table, each slot (key,
-    /// answer and hashbrown's control byte), used or not; for the file, only its sparse index
-    /// (the answers are on disk, in the page cache at the kernel's discretion, not counted);
-    /// and the interned strings.
+    /// answer and hashbrown's control byte), used or not; for the file, only its index's entry
+    /// a page (the answers and the index pages are on disk, in the page cache at the kernel's
+    /// discretion, not counted); and the interned strings.
     pub(super) fn bytes(&self) -> u64 {
         let slot = (std::mem::size_of::<Key>() + std::mem::size_of::<Packed>() + 1) as u64;
         let answers = match &self.answers {
@@ -169,12 +173,12 @@ impl Resumed {
         }
     }
 
-    /// The answer for `url`, if the checkpoint had one. On disk this is a positioned read of
-    /// one 4 KB block and a checksum of it, called from the async stages on a runtime worker:
-    /// a few microseconds when the block is in the page cache (as it is after the build, on
-    /// a machine with the memory for it), a disk seek otherwise; both short beside the CDX
-    /// request it replaces, so it is not moved to a blocking thread. A block that does not
-    /// read back as written is "no answer": the URL is asked again.
+    /// The answer for `url`, if the checkpoint had one. On disk this is two positioned reads of
+    /// 4 KB, an index page and a block, each checksummed, called from the async stages on a
+    /// runtime worker: a few microseconds when they are in the page cache (as they are after
+    /// the build, on a machine with the memory for it), disk seeks otherwise; both short beside
+    /// the CDX request it replaces, so it is not moved to a blocking thread. A page or a block
+    /// that does not read back as written is "no answer": the URL is asked again.
     pub(super) fn get(&self, url: &str) -> Option<FirstCapture> {
         Some(self.strings.unpack(self.packed(key(url))?))
     }

@@ -1,22 +1,31 @@
 //! The resumed answers on disk: 32-byte records (the URL's key, big-endian so bytes sort as keys,
-//! and its packed answer) in one file sorted by key, with a sparse index in memory (the first
-//! key and an XXH3 checksum of each block of [`BLOCK`] records). The file is built from the
-//! checkpoint at each resume by the engine's external sort ([`Spill`]): the answers, each with
-//! its place in checkpoint order, are sorted in runs of a bounded number, and the runs' merge,
-//! in key order and then checkpoint order, is written as `answers.bin`, one record a key: the
-//! last of its answers, as the table in memory keeps the later line.
+//! and its packed answer) in one file sorted by key, and a two-level index of its blocks of
+//! [`BLOCK`] records: each block's first key and XXH3 checksum in a second file in pages
+//! (`index.rs`), and in RAM one entry a page. The files are built from the checkpoint at each
+//! resume by the engine's external sort ([`Spill`]): the answers, each with its place in
+//! checkpoint order, are sorted in runs of a bounded number, and the runs' merge, in key order
+//! and then checkpoint order, is written as `answers.bin`, one record a key: the last of its
+//! answers, as the table in memory keeps the later line. The blocks' entries go to `index.bin`
+//! as each block ends, a page at a time, so the build holds no index of its own either.
 //!
-//! The file is never trusted across runs: its directory is emptied before each build, and once
-//! the file is open it is unlinked, so it lasts as long as the run holds it (a crash leaves at
-//! most runs and a file without its header, removed by the next build). A run that does not
-//! read back as written fails the build, as any error writing it does. The file's bytes are
-//! still read as hostile (a disk, or anyone writing through `/proc`, may change them): a block
-//! whose checksum or first key is not the index's is "no answer", and the URL is asked again;
-//! nothing here panics on them.
+//! The index is a file of its own rather than the records' tail: written beside the records it
+//! needs no buffering of its entries nor a copy, and its pages start at multiples of 4 KiB, one
+//! page of the page cache a read.
 //!
-//! Layout: a 32-byte header (`TMRSUM01`, the record count u64 LE, the block size u32 LE, 4 zero
-//! bytes, the XXH3-64 of all records u64 LE), then the records.
+//! The files are never trusted across runs: their directory is emptied before each build, and
+//! once a file is open it is unlinked, so it lasts as long as the run holds it (a crash leaves
+//! at most runs, an index and answers without their header, removed by the next build). A
+//! build that does not read back as written (the header, the files' lengths, every index page)
+//! fails, as any error writing it does. The bytes are still read as hostile (a disk, or anyone writing through
+//! `/proc`, may change them): an index page or a block whose checksum or first key is not the
+//! level above's is "no answer" for the keys under it, and those URLs are asked again; nothing
+//! here panics on them. The header is read only at the build's check.
+//!
+//! Layout of `answers.bin`: a 32-byte header (`TMRSUM02`, the record count u64 LE, the block
+//! size u32 LE, the index's entries a page u32 LE, the XXH3-64 of all records u64 LE), then the
+//! records.
 
+use super::index::{Entry, Index, KeyBytes, Pages, PER_PAGE};
 use crate::sampling::spill::bytes::Cursor;
 use crate::sampling::spill::{Record, Spill};
 use std::fs::File;
@@ -25,13 +34,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-const MAGIC: &[u8; 8] = b"TMRSUM01";
+const MAGIC: &[u8; 8] = b"TMRSUM02";
 const HEADER: usize = 32;
 const RECORD: usize = 32;
-/// Records per block: 4 KB, one page read per lookup.
+/// Records per block: 4 KiB, one read per lookup after the index page's.
 pub(super) const BLOCK: usize = 128;
-
-type KeyBytes = [u8; 16];
 
 fn err(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
     move |e| format!("{}: {e}", path.display())
@@ -132,7 +139,7 @@ impl Builder {
     }
 }
 
-/// Writes the sorted file and its index.
+/// Writes the sorted file and, as each block ends, its entry in the index's pages.
 struct Writer {
     path: PathBuf,
     w: BufWriter<File>,
@@ -140,7 +147,7 @@ struct Writer {
     all: Xxh3,
     block: Vec<u8>,
     first: KeyBytes,
-    index: Vec<Block>,
+    pages: Pages,
 }
 
 impl Writer {
@@ -155,7 +162,7 @@ impl Writer {
             all: Xxh3::new(),
             block: Vec::with_capacity(BLOCK * RECORD),
             first: [0; 16],
-            index: Vec::new(),
+            pages: Pages::create(&path.with_file_name("index.bin"))?,
         })
     }
 
@@ -173,10 +180,10 @@ impl Writer {
     }
 
     fn end_block(&mut self) -> Result<(), String> {
-        self.index.push(Block {
+        self.pages.push(Entry {
             first: self.first,
             sum: xxh3_64(&self.block),
-        });
+        })?;
         self.all.update(&self.block);
         self.w.write_all(&self.block).map_err(err(&self.path))?;
         self.block.clear();
@@ -187,6 +194,7 @@ impl Writer {
         if !self.block.is_empty() {
             self.end_block()?;
         }
+        let top = self.pages.finish()?;
         let file = self
             .w
             .into_inner()
@@ -195,8 +203,7 @@ impl Writer {
         file.write_all_at(&header(self.count, sum), 0)
             .map_err(err(&self.path))?;
         drop(file);
-        self.index.shrink_to_fit();
-        Sorted::open(&self.path, self.count, sum, self.index)
+        Sorted::open(&self.path, self.count, sum, top)
     }
 }
 
@@ -205,27 +212,23 @@ fn header(count: u64, sum: u64) -> [u8; HEADER] {
     h[..8].copy_from_slice(MAGIC);
     h[8..16].copy_from_slice(&count.to_le_bytes());
     h[16..20].copy_from_slice(&(BLOCK as u32).to_le_bytes());
+    h[20..24].copy_from_slice(&(PER_PAGE as u32).to_le_bytes());
     h[24..].copy_from_slice(&sum.to_le_bytes());
     h
 }
 
-/// A block of the file as the index knows it.
-struct Block {
-    first: KeyBytes,
-    sum: u64,
-}
-
-/// The sorted file, open (and unlinked), and its index.
+/// The sorted file and its index, open (and unlinked).
 pub(super) struct Sorted {
     file: File,
     count: u64,
-    index: Vec<Block>,
+    index: Index,
 }
 
 impl Sorted {
-    /// Opens the file just written and checks it is the one: its header as written, its length
-    /// the header and `count` records. Then unlinks it: the open file is the run's alone.
-    fn open(path: &Path, count: u64, sum: u64, index: Vec<Block>) -> Result<Sorted, String> {
+    /// Opens the files just written and checks they are the ones: the header as written, the
+    /// length the header and `count` records, the index as `Index::open` checks it. Then
+    /// unlinks them: the open files are the run's alone.
+    fn open(path: &Path, count: u64, sum: u64, top: Vec<Entry>) -> Result<Sorted, String> {
         // Written to only by the tests, which garble it as a disk might.
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -239,6 +242,8 @@ impl Sorted {
         if h != header(count, sum) || expected != Some(len) {
             return Err(format!("{}: not as written", path.display()));
         }
+        let blocks = count.div_ceil(BLOCK as u64);
+        let index = Index::open(&path.with_file_name("index.bin"), top, blocks)?;
         std::fs::remove_file(path).map_err(err(path))?;
         Ok(Sorted { file, count, index })
     }
@@ -247,20 +252,17 @@ impl Sorted {
         usize::try_from(self.count).unwrap_or(usize::MAX)
     }
 
-    /// The index's memory: all the file keeps in RAM.
+    /// The memory held: only the index's entry a page (the blocks' entries are on disk too).
     pub(super) fn bytes(&self) -> u64 {
-        (self.index.capacity() * std::mem::size_of::<Block>()) as u64
+        self.index.bytes()
     }
 
-    /// The packed answer for `key`: one block read and checked, then searched. None when the
-    /// key is not there, or the block does not read back as written.
+    /// The packed answer for `key`: one index page read and checked, then one block, then
+    /// searched. None when the key is not there, or the page or the block does not read back
+    /// as written.
     pub(super) fn get(&self, key: KeyBytes) -> Option<[u8; 16]> {
-        let b = self
-            .index
-            .partition_point(|e| e.first <= key)
-            .checked_sub(1)?;
-        let entry = self.index.get(b)?;
-        let start = (b as u64).checked_mul(BLOCK as u64)?;
+        let (b, entry) = self.index.block(&key)?;
+        let start = b.checked_mul(BLOCK as u64)?;
         let n = usize::try_from(self.count.checked_sub(start)?.min(BLOCK as u64)).ok()?;
         let mut buf = [0u8; BLOCK * RECORD];
         let bytes = buf.get_mut(..n * RECORD)?;
@@ -295,5 +297,11 @@ impl Sorted {
     #[cfg(test)]
     pub(super) fn truncate(&self, len: u64) {
         let _ = self.file.set_len(len);
+    }
+
+    /// The open index file, to garble or cut as the tests do the records.
+    #[cfg(test)]
+    pub(super) fn index(&self) -> &Index {
+        &self.index
     }
 }

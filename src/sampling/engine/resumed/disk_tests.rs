@@ -162,7 +162,8 @@ fn a_large_checkpoint_is_read_to_disk_with_the_answers_of_a_small_one() {
     // Built again at each resume over what an earlier one (or a crash) left.
     let stale = dir.path().join(".resumed");
     std::fs::create_dir_all(&stale).expect("dir");
-    std::fs::write(stale.join("answers.bin"), b"TMRSUM01 garbage").expect("write");
+    std::fs::write(stale.join("answers.bin"), b"TMRSUM02 garbage").expect("write");
+    std::fs::write(stale.join("index.bin"), b"garbage").expect("write");
     let again = read_checkpoint_with(&path, spill).expect("read");
     assert_eq!(again.len(), memory.len());
     // Or a file at its name.
