@@ -186,6 +186,16 @@ impl Offline {
         }
         let host = url_host(&url).unwrap_or_default();
 
+        // Judged once, before the wildcard stage needs it: a wildcard whose key host stands for
+        // another host must not re-enter that host's root (it would be the colliding URL).
+        let lost = match rec.original.and_then(url_host) {
+            Some(orig) => www_collision(&host, &orig),
+            // Without the original URL, a key whose host is a bare TLD (`com)/`) can only be
+            // IA's `www\d*.` rule collapsing some `wwwN.com`.
+            None => (!host.contains('.') && host.parse::<std::net::Ipv4Addr>().is_err())
+                .then(|| format!("www*.{host}")),
+        };
+
         self.counters[WILDCARDS].input += 1;
         if is_wildcard(&url) {
             self.aside(
@@ -194,20 +204,17 @@ impl Offline {
                 "CDX wildcard URL (ends with '*')".into(),
                 aside,
             );
-            self.reenter_root(WILDCARD_ROOTS, &url, &host, out, aside);
+            if lost.is_none() {
+                self.reenter_root(WILDCARD_ROOTS, &url, &host, out, aside);
+            }
             return;
         }
         self.counters[WILDCARDS].output += 1;
 
         self.counters[COLLISIONS].input += 1;
-        let lost = match rec.original.and_then(url_host) {
-            Some(orig) => www_collision(&host, &orig),
-            // Without the original URL, a key whose host is a bare TLD (`com)/`) can only be
-            // IA's `www\d*.` rule collapsing some `wwwN.com`.
-            None => (!host.contains('.') && host.parse::<std::net::Ipv4Addr>().is_err())
-                .then(|| format!("www*.{host}")),
-        };
         if let Some(lost) = lost {
+            // A root set aside here is accounted for: no later line of its block re-enters it.
+            self.root_seen |= is_root(&url);
             let reason = format!("SURT www-collision: the key's host `{host}` stands for `{lost}`");
             self.aside(COLLISIONS, &url, reason, aside);
             return;

@@ -202,14 +202,30 @@ fn www_collisions_are_set_aside_as_before() {
         ],
         &[],
     );
-    // A bare-TLD key stands for some `wwwN.com`: set aside with or without its original URL.
-    // A wildcard is judged before collisions, so `com)/x*` re-enters `https://com/` (as it
-    // did when the stage remembered hosts). `www2.example.com` keeps two dots once stripped:
-    // by our rule it is `example.com`, no collision, and its root stands for the index file.
-    assert_eq!(urls(&c), vec!["https://com/", "https://example.com/"]);
-    assert_eq!(reentered(&c), vec!["https://com/"]);
+    // A bare-TLD key stands for some `wwwN.com`: set aside with or without its original URL,
+    // and a wildcard under it re-enters nothing (`https://com/` was set aside: once is all).
+    // `www2.example.com` keeps two dots once stripped: by our rule it is `example.com`, no
+    // collision, and its root stands for the index file.
+    assert_eq!(urls(&c), vec!["https://example.com/"]);
+    assert!(reentered(&c).is_empty());
     let collisions = a.iter().filter(|s| s.stage == "www_collisions").count();
     assert_eq!(collisions, 2, "{a:?}");
+    assert_eq!(a.iter().filter(|s| s.url == "https://com/").count(), 1);
+}
+
+#[test]
+fn a_wildcard_after_its_collided_root_re_enters_nothing() {
+    // The root line's original URL says `com)` stands for `www1355544.com`; the wildcard's
+    // says nothing against `com`, but its root is the URL already set aside.
+    let (c, a) = run_sorted(
+        &[
+            "com)/ 20150101000000 http://www1355544.com/ text/html 200 AAA 100",
+            "com)/y* 20150101000000 http://com/y* text/html 200 AAA 100",
+        ],
+        &[],
+    );
+    assert!(urls(&c).is_empty(), "{c:?}");
+    assert_eq!(a.iter().filter(|s| s.url == "https://com/").count(), 1);
 }
 
 #[test]
