@@ -10,7 +10,7 @@
 //! A root URL is re-entered only if new: not passed on yet, from the index or re-entered. The
 //! input is sorted by SURT key and a root URL (`https://host:port/`) comes from one key host
 //! part (`com,example:8080)`) while the keys are spelled one way (see [`surt::Spelling`]; a key
-//! spelled unlike the index's first is set aside as invalid), so a root URL's lines are one
+//! spelled unlike the index's others is set aside as invalid), so a root URL's lines are one
 //! contiguous block: whether its root went through is known from the current block alone.
 //!
 //! Memory: the last SURT key (the index is sorted, so duplicates are adjacent), the current
@@ -64,7 +64,7 @@ pub struct Offline {
     popular: Vec<String>,
     counters: [Counters; STAGES.len()],
     last_key: String,
-    /// The spelling of the first key that gave a URL; every other must match it.
+    /// The index's spelling, learnt from the keys that gave a URL; every other must match it.
     spelling: Option<Spelling>,
     /// The root URL of the current block of lines, and whether it has gone through already.
     block_root: String,
@@ -163,19 +163,9 @@ impl Offline {
                 return;
             }
         };
-        let spelled = surt::spelling(rec.key);
-        match self.spelling {
-            None => self.spelling = Some(spelled),
-            Some(first) if first != spelled => {
-                let reason = format!(
-                    "invalid: spelled unlike the index's first key (scheme prefix `{}`, {} \
-                     trailing comma(s), not `{}`, {}): one URL could be named twice",
-                    spelled.prefix, spelled.trailing_commas, first.prefix, first.trailing_commas
-                );
-                self.aside(SURT_TO_URL, rec.key, reason, aside);
-                return;
-            }
-            Some(_) => {}
+        if let Some(reason) = self.spelling_clash(surt::spelling(rec.key)) {
+            self.aside(SURT_TO_URL, rec.key, reason, aside);
+            return;
         }
         self.counters[SURT_TO_URL].output += 1;
         let root = root_part(&url);
@@ -295,6 +285,33 @@ impl Offline {
             root,
             reentered,
         });
+    }
+
+    /// Why a key's spelling is not the index's, if it is not. The index's is learnt from its
+    /// keys: the scheme prefix from the first, the trailing commas from the first that has a
+    /// say (an IPv4 host has none).
+    fn spelling_clash(&mut self, key: Spelling) -> Option<String> {
+        let index = self.spelling.get_or_insert(key);
+        let commas = match (index.trailing_commas, key.trailing_commas) {
+            (None, Some(_)) => {
+                index.trailing_commas = key.trailing_commas;
+                true
+            }
+            (Some(a), Some(b)) => a == b,
+            (_, None) => true,
+        };
+        if index.prefix == key.prefix && commas {
+            return None;
+        }
+        let shown = |s: Spelling| {
+            let commas = s.trailing_commas.map_or("any".into(), |n| n.to_string());
+            format!("scheme prefix `{}`, {commas} trailing comma(s)", s.prefix)
+        };
+        Some(format!(
+            "invalid: spelled unlike the index's keys ({}, not {}): one URL could be named twice",
+            shown(key),
+            shown(*index)
+        ))
     }
 
     /// A stage that drops a URL re-enters its root URL (scheme, host and port) unless it went

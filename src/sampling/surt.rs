@@ -130,10 +130,12 @@ pub fn to_url(key: &str) -> Result<String, InvalidSurt> {
 /// `https://(` or none) and the commas after its last label. Within one spelling a URL's host
 /// and port come from one host part only; across spellings two can give the same URL
 /// (`com,example)/` and `com,example,)/`, or `http://(…` and `https://(…`), and sort apart.
+/// An IPv4 host has no labels to reverse and says nothing about the commas (`None`): the
+/// `surt` tools write `http://(127.0.0.1)/` beside `http://(com,example,)/` in one index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spelling {
     pub prefix: &'static str,
-    pub trailing_commas: usize,
+    pub trailing_commas: Option<usize>,
 }
 
 /// The spelling of a key `parse` accepts (of any key: it reads only the host part's edges).
@@ -145,10 +147,11 @@ pub fn spelling(key: &str) -> Spelling {
     let host_part = rest.split(')').next().unwrap_or("");
     // As `parse` splits it: the port is after the last ':'.
     let labels = host_part.rsplit_once(':').map_or(host_part, |(h, _)| h);
-    let trailing_commas = labels.len() - labels.trim_end_matches(',').len();
+    let bare = labels.trim_end_matches(',');
+    let ip = bare.parse::<std::net::Ipv4Addr>().is_ok();
     Spelling {
         prefix,
-        trailing_commas,
+        trailing_commas: (!ip).then_some(labels.len() - bare.len()),
     }
 }
 
@@ -225,11 +228,13 @@ mod tests {
             let s = spelling(k);
             (s.prefix, s.trailing_commas)
         };
-        assert_eq!(sp("com,example)/a"), ("", 0));
-        assert_eq!(sp("com,example:8080)/a,b"), ("", 0));
-        assert_eq!(sp("com,example,)/"), ("", 1));
-        assert_eq!(sp("http://(com,example,:8080)/"), ("http://(", 1));
-        assert_eq!(sp("https://(com,example,,)/"), ("https://(", 2));
+        assert_eq!(sp("com,example)/a"), ("", Some(0)));
+        assert_eq!(sp("com,example:8080)/a,b"), ("", Some(0)));
+        assert_eq!(sp("com,example,)/"), ("", Some(1)));
+        assert_eq!(sp("http://(com,example,:8080)/"), ("http://(", Some(1)));
+        assert_eq!(sp("https://(com,example,,)/"), ("https://(", Some(2)));
+        assert_eq!(sp("http://(127.0.0.1)/"), ("http://(", None));
+        assert_eq!(sp("127.0.0.1,:8080)/"), ("", None));
     }
 
     #[test]

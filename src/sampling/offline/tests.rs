@@ -280,3 +280,31 @@ fn a_popular_root_goes_to_the_quota_once() {
         .collect();
     assert_eq!(quota, vec!["https://twitter.com/"]);
 }
+
+#[test]
+fn an_ip_host_fits_either_comma_spelling() {
+    // The `surt` tools' form: names with a trailing comma, IPv4 hosts without (and sorted
+    // first). Neither is set aside, whichever comes first; a named key without the comma
+    // still is, once the index's spelling is known.
+    let (c, a) = run_sorted(
+        &[
+            "http://(127.0.0.1)/ 20010101000000 p 0 1",
+            "http://(127.0.0.1:8080)/a 20010101000000 p 0 1",
+            "http://(com,example,)/ 20010101000000 p 0 1",
+            "http://(org,example)/ 20010101000000 p 0 1",
+            "http://(org,example,)/a 20010101000000 p 0 1",
+        ],
+        &[],
+    );
+    assert_eq!(
+        urls(&c),
+        vec![
+            "https://127.0.0.1/",
+            "https://127.0.0.1:8080/a",
+            "https://example.com/",
+            "https://example.org/a"
+        ]
+    );
+    let spelled: Vec<&str> = a.iter().map(|s| s.url.as_str()).collect();
+    assert_eq!(spelled, vec!["http://(org,example)/"], "{a:?}");
+}
