@@ -3,6 +3,7 @@
 //! the byte budget and the listeners hold.
 
 mod cache;
+mod histogram;
 
 use super::route::{Route, ROUTES};
 use super::{Cache, SharedState};
@@ -11,10 +12,10 @@ use crate::upstream::Upstream;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use histogram::AtomicHistogram;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::{counter::Counter, MetricType};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
@@ -37,8 +38,8 @@ struct RouteLabel {
     route: &'static str,
 }
 
-fn request_histogram() -> Histogram {
-    Histogram::new(REQUEST_BUCKETS)
+fn request_histogram() -> AtomicHistogram {
+    AtomicHistogram::new(&REQUEST_BUCKETS)
 }
 
 /// One server's registry. Labels come from fixed sets only (a route is one of
@@ -48,7 +49,7 @@ pub struct Metrics {
     requests: Family<RouteStatus, Counter>,
     /// One histogram per route, made up front: a request finds its own by index, with no
     /// lookup in the family's map on the hit path.
-    durations: Vec<Histogram>,
+    durations: Vec<AtomicHistogram>,
 }
 
 impl Metrics {
@@ -63,7 +64,7 @@ impl Metrics {
     pub fn requests_only() -> Metrics {
         let mut registry = Registry::default();
         let requests = Family::<RouteStatus, Counter>::default();
-        let durations = Family::new_with_constructor(request_histogram as fn() -> Histogram);
+        let durations = Family::new_with_constructor(request_histogram as fn() -> AtomicHistogram);
         registry.register(
             "tmproxy_http_requests",
             "Requests answered, by route and status.",
@@ -95,7 +96,7 @@ impl Metrics {
             })
             .inc();
         if let Some(h) = self.durations.get(route.index()) {
-            h.observe(elapsed.as_secs_f64());
+            h.observe(elapsed);
         }
     }
 
