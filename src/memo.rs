@@ -5,10 +5,11 @@
 //! key); the same popular URI-Rs come again and again, and the two parses were ~4% of a hit's
 //! CPU (BENCHMARKS.md, [scale]). The memo is bounded whatever clients send: a fixed number of
 //! slots, inputs over [`MAX_INPUT`] bytes not kept, a colliding input simply taking the slot.
-//! Only successes are kept, so a refused input is refused afresh each time.
+//! Only successes are kept, so a refused input is refused afresh each time. A slot another
+//! thread is using is passed by, never waited for.
 
 use std::hash::Hasher;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// Longer inputs are computed every time: the memo's memory stays under slots × 2 × this.
 pub const MAX_INPUT: usize = 256;
@@ -17,10 +18,25 @@ pub const MAX_INPUT: usize = 256;
 /// aggregator, in at most ~2 MiB each.
 pub const URI_R_SLOTS: usize = 4096;
 
-type Slot<V> = Mutex<Option<(Box<str>, V)>>;
+/// The last input kept in a slot and its result.
+type Kept<V> = Option<(Box<str>, V)>;
+type Slot<V> = Mutex<Kept<V>>;
 
 pub struct Memo<V> {
     slots: Box<[Slot<V>]>,
+}
+
+/// The slot's content, unless another thread holds it: then the caller computes without the
+/// memo rather than wait. Every connection thread asks the same slot for a popular URI-R, and
+/// waiting on a holder the scheduler had preempted stalled all of a thread's connections for a
+/// time slice (BENCHMARKS.md, [scale] small hits, p99). A poisoned slot held a whole pair or
+/// none: a panic cannot leave half of one.
+fn try_hold<V>(slot: &Slot<V>) -> Option<MutexGuard<'_, Kept<V>>> {
+    match slot.try_lock() {
+        Ok(held) => Some(held),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
 }
 
 impl<V: Clone> Memo<V> {
@@ -39,9 +55,7 @@ impl<V: Clone> Memo<V> {
             return f(input);
         }
         let slot = self.slot(input);
-        {
-            // A poisoned slot held a whole pair or none: a panic cannot leave half of one.
-            let held = slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(held) = try_hold(slot) {
             if let Some((kept, value)) = held.as_ref() {
                 if **kept == *input {
                     return Ok(value.clone());
@@ -49,7 +63,9 @@ impl<V: Clone> Memo<V> {
             }
         }
         let value = f(input)?;
-        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((input.into(), value.clone()));
+        if let Some(mut held) = try_hold(slot) {
+            *held = Some((input.into(), value.clone()));
+        }
         Ok(value)
     }
 
@@ -89,6 +105,29 @@ mod tests {
             assert_eq!(memo.get_or_try("abc", upper).as_deref(), Ok("ABC"));
             assert_eq!(memo.get_or_try("xyz", upper).as_deref(), Ok("XYZ"));
         }
+    }
+
+    #[test]
+    fn a_slot_held_elsewhere_is_computed_past_not_waited_for() {
+        let memo = Memo::new(1);
+        assert_eq!(memo.get_or_try("abc", |s| Ok::<_, ()>(s.len())), Ok(3));
+        // Another thread is using the only slot: the answer is computed, not waited for (this
+        // thread would otherwise block here for good) and the slot is left as it was.
+        let held = memo.slots[0].lock().expect("slot");
+        let calls = Cell::new(0);
+        let f = |s: &str| -> Result<usize, ()> {
+            calls.set(calls.get() + 1);
+            Ok(s.len() * 10)
+        };
+        assert_eq!(memo.get_or_try("abc", f), Ok(30));
+        assert_eq!(memo.get_or_try("wxyz", f), Ok(40));
+        assert_eq!(calls.get(), 2);
+        drop(held);
+        assert_eq!(
+            memo.get_or_try("abc", f),
+            Ok(3),
+            "the kept result is still there"
+        );
     }
 
     #[test]
