@@ -161,8 +161,10 @@ async fn serve_listener(
         .keep_alive_timeout(options.h2_ping_timeout)
         .max_concurrent_streams(H2_MAX_STREAMS);
     let builder = Arc::new(builder);
-    // Tells the connections that the server is stopping.
-    let (stopping_tx, stopping) = tokio::sync::watch::channel(false);
+    // Tells the connections that the server is stopping. Each connection holds a child token of
+    // its own: a watch receiver, polled on every request, took a lock shared by every
+    // connection thread (BENCHMARKS.md, [scale] small hits, p99).
+    let stopping = tokio_util::sync::CancellationToken::new();
     // Every connection task holds a sender: once all are gone, every connection has ended.
     let (running, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);
     let mut shutdown = std::pin::pin!(shutdown);
@@ -187,7 +189,7 @@ async fn serve_listener(
             drop(stream);
             continue;
         };
-        let (router, builder, stopping) = (router.clone(), builder.clone(), stopping.clone());
+        let (router, builder, stopping) = (router.clone(), builder.clone(), stopping.child_token());
         // The connection needs no handle on the threads: only this loop hands them work.
         let this = ServeOptions {
             threads: None,
@@ -202,7 +204,7 @@ async fn serve_listener(
             }
         }
     }
-    let _ = stopping_tx.send(true);
+    stopping.cancel();
     drop(listener);
     drop(running);
     let _ = all_ended.recv().await;
@@ -216,7 +218,7 @@ async fn connection(
     router: Router,
     builder: Arc<hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>>,
     options: ServeOptions,
-    mut stopping: tokio::sync::watch::Receiver<bool>,
+    stopping: tokio_util::sync::CancellationToken,
     _held: (OpenConnection, tokio::sync::mpsc::Sender<()>),
 ) {
     use hyper_util::rt::TokioIo;
@@ -274,7 +276,7 @@ async fn connection(
                 }
                 return;
             }
-            _ = stopping.wait_for(|s| *s), if phase == Phase::Open => {
+            () = stopping.cancelled(), if phase == Phase::Open => {
                 conn.as_mut().graceful_shutdown();
                 phase = Phase::Closing { since: activity.elapsed() };
             }
