@@ -113,24 +113,41 @@ struct Table {
     last_sweep: Duration,
 }
 
+/// A table this big or bigger is split into [`SHARDS`] tables, each with its own lock, the
+/// client's shard chosen by a hash keyed at random (so no one can aim their addresses at one
+/// shard). One lock would be taken by every connection thread on every request, and a sweep of
+/// 65,536 buckets holds it for a millisecond: a thread preempted while holding it stalls the
+/// others (BENCHMARKS.md, [scale] small hits, p99). Smaller tables (tests) stay whole.
+const SHARDED_FROM: usize = 16 * 1024;
+const SHARDS: usize = 16;
+
 /// The buckets of every client seen recently, at most `capacity` of them.
 pub struct Limiter {
     rate: Rate,
-    capacity: usize,
-    table: Mutex<Table>,
+    /// The most clients each shard tracks.
+    per_shard: usize,
+    shards: Box<[Mutex<Table>]>,
+    pick: std::hash::RandomState,
     /// Where the limiter's time starts; tokio's clock, so tests can pause and advance it.
     start: tokio::time::Instant,
 }
 
 impl Limiter {
     pub fn new(rate: Rate, capacity: usize) -> Limiter {
+        let capacity = capacity.max(1);
+        let shards = if capacity >= SHARDED_FROM { SHARDS } else { 1 };
         Limiter {
             rate,
-            capacity: capacity.max(1),
-            table: Mutex::new(Table {
-                buckets: HashMap::new(),
-                last_sweep: Duration::ZERO,
-            }),
+            per_shard: capacity / shards,
+            shards: (0..shards)
+                .map(|_| {
+                    Mutex::new(Table {
+                        buckets: HashMap::new(),
+                        last_sweep: Duration::ZERO,
+                    })
+                })
+                .collect(),
+            pick: std::hash::RandomState::new(),
             start: tokio::time::Instant::now(),
         }
     }
@@ -138,29 +155,34 @@ impl Limiter {
     /// How many clients are tracked now.
     #[cfg(test)]
     fn tracked(&self) -> usize {
-        self.lock().buckets.len()
+        (0..self.shards.len())
+            .map(|i| lock(&self.shards[i]).buckets.len())
+            .sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        // A poisoned table holds plain numbers that are still valid: take it over.
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    /// The table `key`'s bucket lives in.
+    fn shard(&self, key: IpAddr) -> &Mutex<Table> {
+        use std::hash::BuildHasher;
+        // The count is small and fixed: the remainder keeps the index in range.
+        let i = (self.pick.hash_one(key) % self.shards.len() as u64) as usize;
+        &self.shards[i]
     }
 
     /// One request from `ip` at `now` (time since the limiter started).
     pub fn check(&self, ip: IpAddr, now: Duration) -> Admission {
         let key = client_key(ip);
         let rate = self.rate;
-        let mut t = self.lock();
+        let mut t = lock(self.shard(key));
         // Known before any sweep: a sweep removes only full buckets, and a client whose full
         // bucket was swept is served exactly as if it had been kept.
         let known = t.buckets.contains_key(&key);
         let since_sweep = now.saturating_sub(t.last_sweep);
-        let crowded = !known && t.buckets.len() >= self.capacity;
+        let crowded = !known && t.buckets.len() >= self.per_shard;
         if since_sweep >= SWEEP_EVERY && (crowded || since_sweep >= SWEEP_EVERY * 60) {
             t.buckets.retain(|_, b| !rate.is_full(*b, now));
             t.last_sweep = now;
         }
-        if !known && t.buckets.len() >= self.capacity {
+        if !known && t.buckets.len() >= self.per_shard {
             // More clients busy at once than we track: let the newcomer through untracked
             // rather than refuse addresses that have done nothing wrong.
             return Admission::Admit;
@@ -178,6 +200,11 @@ impl Limiter {
     fn now(&self) -> Duration {
         self.start.elapsed()
     }
+}
+
+fn lock(table: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
+    // A poisoned table holds plain numbers that are still valid: take it over.
+    table.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The limit on the routes: requests without a known peer (a router driven by `oneshot`) pass;
@@ -299,6 +326,25 @@ mod tests {
         assert_eq!(l.check(ip("192.0.2.7"), secs(0.0)), Admission::Admit);
         assert!(matches!(
             l.check(ip("::ffff:192.0.2.7"), secs(0.0)),
+            Admission::Refuse { .. }
+        ));
+    }
+
+    #[test]
+    fn a_big_table_is_split_and_stays_bounded_with_every_client_limited() {
+        let l = Limiter::new(Rate::new(1.0, 1).expect("on"), SHARDED_FROM);
+        assert_eq!(l.shards.len(), SHARDS);
+        let clients: Vec<IpAddr> = (0..SHARDED_FROM as u32 + 4096)
+            .map(|i| IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i)))
+            .collect();
+        for c in &clients {
+            assert_eq!(l.check(*c, secs(0.0)), Admission::Admit);
+        }
+        assert!(l.tracked() <= SHARDED_FROM, "{}", l.tracked());
+        assert!(l.tracked() >= SHARDED_FROM - SHARDS * 64, "{}", l.tracked());
+        // The first client of all was tracked wherever its shard is: its second request waits.
+        assert!(matches!(
+            l.check(clients[0], secs(0.0)),
             Admission::Refuse { .. }
         ));
     }
