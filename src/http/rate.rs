@@ -115,9 +115,9 @@ struct Table {
 
 /// A table this big or bigger is split into [`SHARDS`] tables, each with its own lock, the
 /// client's shard chosen by a hash keyed at random (so no one can aim their addresses at one
-/// shard). One lock would be taken by every connection thread on every request, and a sweep of
-/// 65,536 buckets holds it for a millisecond: a thread preempted while holding it stalls the
-/// others (BENCHMARKS.md, [scale] small hits, p99). Smaller tables (tests) stay whole.
+/// shard). One lock would be taken by every connection thread on every request, and held while
+/// a sweep walks every bucket: a thread preempted while holding it stalls the others
+/// (BENCHMARKS.md, [scale] small hits, p99). Smaller tables (tests) stay whole.
 const SHARDED_FROM: usize = 16 * 1024;
 const SHARDS: usize = 16;
 
