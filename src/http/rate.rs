@@ -155,9 +155,7 @@ impl Limiter {
     /// How many clients are tracked now.
     #[cfg(test)]
     fn tracked(&self) -> usize {
-        (0..self.shards.len())
-            .map(|i| lock(&self.shards[i]).buckets.len())
-            .sum()
+        self.shards.iter().map(|s| lock(s).buckets.len()).sum()
     }
 
     /// The table `key`'s bucket lives in.
