@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, then runs the whole suite.
 #   bash scripts/test.sh
-# Needs cargo (rustup), python3 (3.11), chromium and redis-server; run as root on a fresh Debian machine it
-# adds any missing Debian packages itself. Re-runs skip installs that are already done.
+# Needs cargo (rustup), python3 (3.11), chromium, redis-server, fiu-utils and a C compiler; run as
+# root on a fresh Debian machine it adds any missing Debian packages itself. Re-runs skip installs
+# that are already done. A test that cannot run (a missing tool or privilege) fails; with
+# TMPROXY_TEST_ALLOW_SKIP=1 it is skipped instead and listed at the end.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,6 +46,12 @@ command -v chromium >/dev/null || apt_install chromium fonts-dejavu-core
 # tests/it/shared_tier.rs runs a real Redis on loopback (redis-cli is in redis-tools).
 command -v redis-server >/dev/null || apt_install redis-server
 command -v redis-cli >/dev/null || apt_install redis-tools
+# tests/it/sled_faults.rs fails sled's writes under the real binary with libfiu (fiu-run,
+# fiu-ctrl), and builds a preloaded shim of its own with a C compiler.
+command -v fiu-run >/dev/null || apt_install fiu-utils
+command -v cc >/dev/null || apt_install gcc libc6-dev
+# tests/it/disk_faults.rs mounts its full disk in a user namespace when not run as root.
+command -v unshare >/dev/null || apt_install util-linux
 
 # --- fast checks first --------------------------------------------------------------------
 log "cargo fmt --check"
@@ -75,11 +83,18 @@ log "cargo test"
 # Panic messages, not backtraces: a failing test's reason must survive a cut-down log.
 export RUST_BACKTRACE=0
 out="$(mktemp)"
-trap 'rm -f "$out"' EXIT
+# A test whose prerequisite is missing fails, unless TMPROXY_TEST_ALLOW_SKIP=1: then it appends
+# a line here, and every skip is listed at the end of the run.
+export TMPROXY_TEST_SKIP_LOG="$(mktemp)"
+trap 'rm -f "$out" "$TMPROXY_TEST_SKIP_LOG"' EXIT
 set +e
 cargo test --workspace --all-targets --all-features 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
 set -e
+if [ -s "$TMPROXY_TEST_SKIP_LOG" ]; then
+    printf 'skipped (TMPROXY_TEST_ALLOW_SKIP=1), %d:\n' "$(wc -l <"$TMPROXY_TEST_SKIP_LOG")"
+    sed 's/^/  /' "$TMPROXY_TEST_SKIP_LOG"
+fi
 # One closing line for the whole run: cargo prints one "test result" per test binary.
 awk '/^test result:/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$out"

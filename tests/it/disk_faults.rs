@@ -1,9 +1,11 @@
 //! A disk that refuses writes (read-only for the server's uid, or full) never wedges the cache:
 //! the answers say `not_stored` within `write_timeout`, /healthz says `degraded`, and once the
 //! disk is back new entries are stored again without a restart (README "Operating it", disk
-//! faults).
+//! faults). No root needed: as root the server runs as `nobody` (root ignores permissions), as
+//! anyone else as itself; the full disk is a tmpfs, mounted in a user and mount namespace of its
+//! own when the suite is not root.
 
-use crate::support::{client, config_for, start_proxy, ServeProcess};
+use crate::support::{client, config_for, skip, start_proxy, ServeProcess};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -179,19 +181,54 @@ fn chown_tree(path: &Path, uid: u32, gid: u32) {
 
 const NOBODY: (u32, u32) = (65534, 65534);
 
-/// What a test running the server as `nobody` starts from: the archive, a temporary directory
-/// `nobody` may enter, and the cache path in it; None (the reason printed) when this suite
-/// cannot switch uid.
-async fn for_another_uid() -> Option<(SimulatedArchive, tempfile::TempDir, PathBuf)> {
-    if let Some(why) = cannot_switch_uid() {
-        eprintln!("skipped: this suite cannot run the server as another uid ({why})");
-        return None;
-    }
+/// Whether this process runs as root, whom file permissions do not hold back.
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's effective uid.
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// What a test of file permissions starts from: the archive, a temporary directory the server
+/// may enter, the cache path in it, and whom to run the server as (`nobody` when this suite is
+/// root, else None: this user, already held to permissions). None when root cannot switch uid
+/// (the test is then skipped or failed by [`skip`]).
+struct PermissionTest {
+    archive: SimulatedArchive,
+    dir: tempfile::TempDir,
+    cache: PathBuf,
+    server_uid: Option<(u32, u32)>,
+}
+
+async fn permission_test() -> Option<PermissionTest> {
+    let server_uid = if is_root() {
+        if let Some(why) = cannot_switch_uid() {
+            skip(&format!(
+                "running as root, and cannot run the server as another uid ({why})"
+            ));
+            return None;
+        }
+        Some(NOBODY)
+    } else {
+        None
+    };
     let archive = big_archive().await;
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let cache = dir.path().join("cache");
-    Some((archive, dir, cache))
+    Some(PermissionTest {
+        archive,
+        dir,
+        cache,
+        server_uid,
+    })
+}
+
+/// `tmproxy serve` on `config` as `uid` (None: as this user).
+fn serve_as(config: &Path, uid: Option<(u32, u32)>) -> ServeProcess {
+    match uid {
+        Some((uid, gid)) => ServeProcess::start_as(config, uid, gid),
+        None => ServeProcess::start(config),
+    }
 }
 
 /// Why this suite cannot run a process as `nobody`, if it cannot.
@@ -230,16 +267,24 @@ async fn a_read_only_cache_dir_answers_not_stored_and_stores_again_once_writable
 }
 
 async fn read_only_cache_dir() {
-    let Some((archive, dir, cache)) = for_another_uid().await else {
+    let Some(PermissionTest {
+        archive,
+        dir,
+        cache,
+        server_uid,
+    }) = permission_test().await
+    else {
         return;
     };
     std::fs::create_dir_all(&cache).expect("mkdir");
     let config = dir.path().join("config.toml");
     std::fs::write(&config, config_text(&archive, &cache)).expect("config");
-    chown_tree(dir.path(), NOBODY.0, NOBODY.1);
+    if let Some((uid, gid)) = server_uid {
+        chown_tree(dir.path(), uid, gid);
+    }
     let _restore = Writable(cache.clone());
 
-    let mut server = ServeProcess::start_as(&config, NOBODY.0, NOBODY.1);
+    let mut server = serve_as(&config, server_uid);
     let base = server.base.clone();
     let first = timemap(&base, "http://example.com/first").await;
     assert_eq!(first.action, "stored", "{}", server.log());
@@ -274,7 +319,7 @@ async fn read_only_cache_dir() {
     server.term();
     assert!(server.exit_within(Duration::from_secs(60)).await.success());
     let asked = archive.requests();
-    let server = ServeProcess::start_as(&config, NOBODY.0, NOBODY.1);
+    let server = serve_as(&config, server_uid);
     for (uri_r, before) in [
         ("http://example.com/writable-again", &back.body),
         ("http://example.com/first", &first.body),
@@ -327,6 +372,12 @@ async fn a_full_disk_answers_not_stored_and_stores_again_once_space_is_freed() {
 }
 
 async fn full_disk() {
+    if !is_root() {
+        return rerun_in_user_namespace(
+            "disk_faults::a_full_disk_answers_not_stored_and_stores_again_once_space_is_freed",
+        )
+        .await;
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=5m", "tmpfs"])
@@ -335,16 +386,12 @@ async fn full_disk() {
     match mounted {
         Ok(out) if out.status.success() => {}
         Ok(out) => {
-            eprintln!(
-                "skipped: cannot mount a 5 MB tmpfs (needs root): {}",
+            return skip(&format!(
+                "cannot mount a 5 MB tmpfs: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
-            );
-            return;
+            ))
         }
-        Err(e) => {
-            eprintln!("skipped: cannot run mount: {e}");
-            return;
-        }
+        Err(e) => return skip(&format!("cannot run mount: {e}")),
     }
     let _unmount = Mounted(dir.path().to_path_buf());
     let archive = big_archive().await;
@@ -398,12 +445,64 @@ async fn full_disk() {
     proxy.stop().await;
 }
 
+/// Set by [`rerun_in_user_namespace`] in the test it runs, so that one cannot recurse.
+const IN_NAMESPACE: &str = "TMPROXY_TEST_IN_USER_NAMESPACE";
+
+/// Runs the test `name` of this binary again in a user and mount namespace of its own (`unshare
+/// --user --map-root-user --mount`), where it is root for its own mounts without being root on
+/// the machine; its verdict is this test's.
+async fn rerun_in_user_namespace(name: &str) {
+    if std::env::var_os(IN_NAMESPACE).is_some() {
+        return skip("not root even inside a user namespace");
+    }
+    let unshare = |program: &std::ffi::OsStr| {
+        let mut command = tokio::process::Command::new("unshare");
+        command
+            .args(["--user", "--map-root-user", "--mount"])
+            .arg(program)
+            .env(IN_NAMESPACE, "1")
+            .kill_on_drop(true);
+        command
+    };
+    match unshare("true".as_ref()).output().await {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            return skip(&format!(
+                "not root, and no user namespace to mount in: unshare: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+        Err(e) => return skip(&format!("not root, and cannot run unshare: {e}")),
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = unshare(exe.as_os_str())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .output()
+        .await
+        .expect("unshare runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{name} in a user namespace:\n{text}"
+    );
+}
+
 /// A store this uid may not open is the operator's mistake, not damage: the start fails saying
 /// so, and the store is left where it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
     use std::os::unix::process::CommandExt;
-    let Some((archive, dir, cache)) = for_another_uid().await else {
+    let Some(PermissionTest {
+        archive,
+        dir,
+        cache,
+        server_uid,
+    }) = permission_test().await
+    else {
         return;
     };
     drop(
@@ -415,20 +514,33 @@ async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
             Duration::from_secs(5),
             tmproxy::cache::store::SLED_CACHE_BYTES,
         )
-        .expect("a store owned by root"),
+        .expect("a store of this user's"),
     );
-    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).expect("chmod");
     let config = dir.path().join("config.toml");
     std::fs::write(&config, config_text(&archive, &cache)).expect("config");
-    // The parent is nobody's: moving the store aside would be allowed, so only the check stops it.
-    std::os::unix::fs::chown(dir.path(), Some(NOBODY.0), Some(NOBODY.1)).expect("chown");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tmproxy"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tmproxy"));
+    // The parent is the server's own: moving the store aside would be allowed, so only the
+    // check stops it.
+    let _restore = match server_uid {
+        Some((uid, gid)) => {
+            std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700))
+                .expect("chmod");
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
+            command.uid(uid).gid(gid);
+            None
+        }
+        None => {
+            // Not root: a store its owner has shut itself out of.
+            std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o000))
+                .expect("chmod");
+            Some(Reopened(cache.clone()))
+        }
+    };
+    let mut child = command
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&config)
         .env_remove("TMPROXY_CONFIG")
         .env("NO_COLOR", "1")
-        .uid(NOBODY.0)
-        .gid(NOBODY.1)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -459,4 +571,13 @@ async fn a_store_this_user_cannot_open_is_refused_not_moved_aside() {
         .filter_map(|e| e.ok())
         .any(|e| e.file_name().to_string_lossy().contains("corrupt"));
     assert!(!moved, "a store that is fine was moved aside:\n{log}");
+}
+
+/// Gives its owner back a directory it was shut out of (mode 000), so the temp dir can go.
+struct Reopened(PathBuf);
+
+impl Drop for Reopened {
+    fn drop(&mut self) {
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
 }

@@ -11,6 +11,39 @@ use tmproxy::config::{ArchiveConfig, Config};
 use tmproxy_testkit::archive::SimulatedArchive;
 use tokio::sync::oneshot;
 
+/// A prerequisite of the running test is missing (a tool, a privilege, a kernel feature). Without
+/// `TMPROXY_TEST_ALLOW_SKIP=1` this fails the test with `reason`, so a suite can never pass by
+/// skipping what it did not test. With it, the skip is printed and appended as one line to
+/// `$TMPROXY_TEST_SKIP_LOG` (scripts/test.sh lists them at the end of the run), and the caller
+/// returns at once.
+pub fn skip(reason: &str) {
+    // libtest names each test's thread after the test; the body of a #[tokio::test] runs on it.
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("an unnamed test")
+        .to_string();
+    if std::env::var_os("TMPROXY_TEST_ALLOW_SKIP").is_none_or(|v| v != "1") {
+        panic!("{test} cannot run: {reason} (TMPROXY_TEST_ALLOW_SKIP=1 lets it be skipped)");
+    }
+    eprintln!("SKIPPED {test}: {reason}");
+    if let Some(path) = std::env::var_os("TMPROXY_TEST_SKIP_LOG") {
+        use std::io::Write;
+        // One write of one line on an O_APPEND file: tests skipping at once never interleave.
+        let line = format!("{test}: {}\n", reason.replace('\n', " "));
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            panic!(
+                "cannot record the skip in {}: {e}",
+                Path::new(&path).display()
+            );
+        }
+    }
+}
+
 /// A running proxy; dropping it shuts it down.
 pub struct Proxy {
     pub base: String,
@@ -363,6 +396,15 @@ impl ServeProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tmproxy"));
         command.uid(uid).gid(gid);
         Self::launch(command, config, &[], &[])
+    }
+
+    /// As [`ServeProcess::start_with`], the binary run by `runner` (a program and its arguments,
+    /// e.g. `fiu-run -x`), which must exec it so that the PID is still the server's.
+    pub fn start_under(runner: &[&str], config: &Path, env: &[(&str, &str)]) -> ServeProcess {
+        let (program, args) = runner.split_first().expect("a runner program");
+        let mut command = Command::new(program);
+        command.args(args).arg(env!("CARGO_BIN_EXE_tmproxy"));
+        Self::launch(command, config, &[], env)
     }
 
     /// Starts `command` (the binary, or what execs it) with `serve` and these arguments.
