@@ -266,7 +266,7 @@ async fn a_first_answer_comes_by_the_deadline_however_long_its_store_takes() {
 /// rendering 200,000 mementos take seconds in a debug build, so past the deadline the stored
 /// entry is served STALE while the refresh lands behind it, and a request meanwhile is answered
 /// from it rather than fanning out again.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresh_of_a_huge_entry_answers_by_the_deadline_however_long_its_store_takes() {
     const N: usize = 100_000;
     const DEADLINE: Duration = Duration::from_secs(10);
@@ -296,8 +296,10 @@ async fn a_refresh_of_a_huge_entry_answers_by_the_deadline_however_long_its_stor
     eprintln!("refresh's head after {head_after:?}, x-cache {status}");
     assert_eq!(refreshed.status().as_u16(), 200);
     assert!(matches!(status.as_str(), "STALE" | "REFRESH"), "{status}");
+    // 5 s of margin: deciding on and rendering 100,000 mementos in a debug build on two busy
+    // cores. A refresh that waited for the hanging archive would wait out its 60 s timeout.
     assert!(
-        head_after < DEADLINE + Duration::from_secs(2),
+        head_after < DEADLINE + Duration::from_secs(5),
         "answered after {head_after:?} against a {DEADLINE:?} deadline"
     );
     assert_eq!(refreshed.bytes().await.expect("body"), first_body);

@@ -59,7 +59,9 @@ async fn metrics(base: &str) -> String {
         .expect("metrics body")
 }
 
-#[tokio::test]
+// Two workers: the five dripping archives run on the test's runtime, and on one thread of a busy
+// machine they alone could hold the answer's reading up past a tight bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
     let budget: u64 = 8 * MIB as u64;
     let deadline = Duration::from_secs(3);
@@ -104,8 +106,10 @@ async fn big_bodies_at_once_stay_within_max_buffered_and_the_deadline_holds() {
         .unwrap_or("")
         .to_string();
     let body = resp.text().await.expect("body");
+    // 5 s of margin for two busy cores; without the deadline the fifth archive alone would
+    // hold the request for minutes.
     assert!(
-        took < deadline + Duration::from_secs(1),
+        took < deadline + Duration::from_secs(5),
         "answered after {took:?}, deadline {deadline:?}: {status} {archives}"
     );
     assert!(matches!(status, 200 | 502), "{status}: {body}");
