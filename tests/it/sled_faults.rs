@@ -28,7 +28,9 @@ const RECOVERY_BOUND: Duration = Duration::from_secs(60);
 /// Each test's whole run; only a hang reaches it.
 const TEST_BOUND: Duration = Duration::from_secs(180);
 
-/// A server on a cache in `dir` with one small archive (entries far below sled's blob size).
+/// A server on a cache in `dir` with one small archive (entries far below sled's blob size). The
+/// deadline is far longer than the answers' bound ([`timemap`]'s), so it is `write_timeout`, not
+/// the deadline, that cuts a request's wait for a stuck write.
 async fn setup(dir: &Path) -> (SimulatedArchive, PathBuf) {
     let archive = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
         "20010101000000",
@@ -38,7 +40,7 @@ async fn setup(dir: &Path) -> (SimulatedArchive, PathBuf) {
     .expect("archive starts");
     let config = dir.join("config.toml");
     let text = format!(
-        "[upstream]\nconnect_timeout = \"2s\"\ntimeout = \"10s\"\ndeadline = \"10s\"\n\n\
+        "[upstream]\nconnect_timeout = \"2s\"\ntimeout = \"30s\"\ndeadline = \"60s\"\n\n\
          [cache]\npath = {:?}\nwrite_timeout = \"2s\"\n\n[admin]\ntoken = {TOKEN:?}\n\n\
          [[archives]]\nid = \"small\"\nname = \"small\"\ntimemap = {:?}\ntimegate = {:?}\n",
         dir.join("cache").display().to_string(),

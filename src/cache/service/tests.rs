@@ -414,3 +414,27 @@ async fn after_every_write_lost_the_shared_entry_stands_here_too() {
         usize::MAX - crate::cache::store::CAS_ATTEMPTS
     );
 }
+
+/// README "Bookkeeping": past 10,000 URI-Rs the `no-cache` bookkeeping keeps only those forced
+/// within the last `min_refresh_interval` (60 s here), so a client forcing ever new URI-Rs
+/// cannot grow it without bound, and a recent force is still held to the interval.
+#[tokio::test]
+async fn no_cache_bookkeeping_past_10000_entries_keeps_only_the_recent() {
+    let archive = archive_of(&["20010101000000"]).await;
+    let (cache, _) = cache_for(&archive, Policy::default());
+    let forced = |cache: &MemoryCache| cache.forced.lock().expect("forced").len();
+    let t0 = start();
+    for i in 0..=10_000 {
+        assert!(cache.may_force(&format!("k{i}"), t0));
+    }
+    // All recent: none is forgotten, and each is still refused within the interval.
+    let soon = t0 + chrono::Duration::seconds(30);
+    assert!(cache.may_force("recent", soon));
+    assert_eq!(forced(&cache), 10_002);
+    assert!(!cache.may_force("k0", soon));
+    // Past the interval the next force forgets every older one.
+    let later = t0 + chrono::Duration::seconds(61);
+    assert!(cache.may_force("later", later));
+    assert_eq!(forced(&cache), 2, "kept: `recent` (31 s old) and `later`");
+    assert!(!cache.may_force("recent", later));
+}
