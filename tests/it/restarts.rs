@@ -306,11 +306,19 @@ async fn kill_9_mid_write_loses_nothing_answered_and_the_job_resumes() {
 
     // Each round kills at a different moment: the job after a varying number of answers, the
     // clients wherever they are.
-    let mut jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64)
-        .unwrap_or(7);
-    eprintln!("kill -9 rounds, jitter seed {jitter}");
+    // `TMPROXY_TEST_SEED` replays a run's kill points (the answers counted before each kill);
+    // the seed is printed, so a failure's output says how.
+    let mut jitter = match std::env::var("TMPROXY_TEST_SEED") {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("TMPROXY_TEST_SEED={v:?} is not a whole number")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() as u64)
+            .unwrap_or(7),
+    };
+    eprintln!("kill -9 rounds, jitter seed {jitter} (TMPROXY_TEST_SEED={jitter} replays it)");
     let served: Served = Arc::new(Mutex::new(Vec::new()));
     let mut job: Option<String> = None;
     let mut seen_answers = 0;

@@ -7,7 +7,8 @@
 use crate::support::{archive_config, start_proxy, Proxy};
 use proptest::prelude::*;
 use proptest::test_runner::{
-    Config as RunnerConfig, RngAlgorithm, TestCaseError, TestRng, TestRunner,
+    Config as RunnerConfig, FileFailurePersistence, RngAlgorithm, TestCaseError, TestRng,
+    TestRunner,
 };
 use std::time::Duration;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
@@ -188,7 +189,12 @@ fn runner(cases: u32, seed: u64) -> TestRunner {
     TestRunner::new_with_rng(
         RunnerConfig {
             cases,
-            failure_persistence: None,
+            // A failing case's seed is kept in tests/proptest-regressions/ (commit it) and
+            // tried first on every later run.
+            failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
+                "proptest-regressions",
+            ))),
+            source_file: Some(file!()),
             // Shrinking re-sends requests; keep a failing run short and its report readable.
             max_shrink_iters: 200,
             ..RunnerConfig::default()
