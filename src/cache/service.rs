@@ -46,7 +46,7 @@ pub trait ServedView: Send + Sync + fmt::Debug + Sized + 'static {
     /// The same content served under another spelling of its URI-R (canonical keys: the answer
     /// names the URI-R as its client asked it). Cheap: nothing is merged or copied but the
     /// archives' outcomes; each format is rendered again on demand.
-    fn respell(&self, uri_r: &str, context: &Self::Context) -> Self;
+    fn respell(this: &Arc<Self>, uri_r: &str, context: &Self::Context) -> Self;
 }
 
 /// Views of an entry under other spellings of its URI-R kept beside it (the most recent
@@ -307,7 +307,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let mut served = self.answer(&key, uri_r, req).await;
         // A fan-out shared with, or an answer left by, a request of another spelling.
         if served.view.aggregate().uri_r != uri_r {
-            served.view = Arc::new(served.view.respell(uri_r, self.context.as_ref()));
+            served.view = Arc::new(V::respell(&served.view, uri_r, self.context.as_ref()));
         }
         self.stats.count_served(served.status);
         served

@@ -4,6 +4,9 @@
 use axum::http::{header, HeaderMap, HeaderValue};
 use std::io::Write;
 
+mod joined;
+pub use joined::{join, Part};
+
 /// A content coding we send. Preferred in this order among equal `q`: brotli and zstd make
 /// TimeMaps (long runs of near-identical URIs) markedly smaller than gzip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

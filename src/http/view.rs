@@ -10,7 +10,11 @@ use crate::timemap::datetime::format_rfc1123;
 use crate::timemap::serialize::{Page, PageError, Pages, SelfLinks, TimeMapFormat};
 use axum::http::{HeaderMap, HeaderValue};
 use bytes::Bytes;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+use tmproxy_core::timemap::serialize::Skeleton;
+
+mod splice;
+use super::encoding::Part;
 
 /// An aggregate ready to serve: a cache hit then allocates almost nothing.
 #[derive(Debug)]
@@ -23,7 +27,19 @@ pub struct View {
     /// accepts it; None when the body is over [`MAX_CODED`] or could not be coded.
     coded: Box<[[OnceLock<Option<Bytes>>; 3]]>,
     headers: OnceLock<HeaderMap>,
+    /// Another spelling's: the view of the stored spelling, whose memento lists (rendered and
+    /// coded) this one's bodies are spliced from ([`View::respell`]).
+    origin: Option<Arc<View>>,
+    /// Per format: as the origin, where its body's memento list lies (or None, rendered
+    /// whole); as another spelling, its skeleton, the list to splice in.
+    skeletons: Box<[OnceLock<Option<Skeleton>>]>,
+    /// As the origin, per format and coding: the memento list coded as a part to join, made
+    /// the first time another spelling is asked in that coding.
+    list_parts: Box<[[ListPart; 3]]>,
 }
+
+/// One format's memento list coded in one coding, made once (None: it could not be).
+type ListPart = OnceLock<Option<Arc<Part>>>;
 
 /// Bodies larger than this are sent as they are: coding a 100 MB TimeMap takes seconds the
 /// first client would wait for (streaming it coded is [scale]'s streamed hits).
@@ -61,6 +77,13 @@ impl ServedView for View {
                 .map(|_| Default::default())
                 .collect(),
             headers: OnceLock::new(),
+            origin: None,
+            skeletons: (0..TimeMapFormat::count())
+                .map(|_| OnceLock::new())
+                .collect(),
+            list_parts: (0..TimeMapFormat::count())
+                .map(|_| Default::default())
+                .collect(),
         }
     }
 
@@ -77,10 +100,14 @@ impl ServedView for View {
     /// once all three formats are rendered (measured with `e2e_bench memory`, see
     /// BENCHMARKS.md), so `hot_capacity` bounds real memory.
     /// Shares the TimeMap (an `Arc`) and copies the archives' outcomes: no merge, no render.
-    fn respell(&self, uri_r: &str, context: &ViewContext) -> View {
-        let mut aggregate = self.aggregate.clone();
+    /// Its bodies, rendered and coded, are its own head and tail around the stored spelling's
+    /// memento list, rendered and coded once for every spelling.
+    fn respell(this: &Arc<View>, uri_r: &str, context: &ViewContext) -> View {
+        let mut aggregate = this.aggregate.clone();
         aggregate.uri_r = uri_r.to_owned();
-        View::build(aggregate, context)
+        let mut view = View::build(aggregate, context);
+        view.origin = Some(this.origin.clone().unwrap_or_else(|| this.clone()));
+        view
     }
 
     fn approx_bytes(entry: &Entry) -> usize {
@@ -125,6 +152,9 @@ impl View {
     pub fn rendered(&self, format: TimeMapFormat) -> Rendered {
         self.bodies[format.index()]
             .get_or_init(|| {
+                if let Some(spliced) = self.spliced(format) {
+                    return spliced;
+                }
                 let mut body = format.render(&self.aggregate, &self.links);
                 // Cached for the entry's lifetime: give back the growth slack (up to half of it).
                 body.shrink_to_fit();
@@ -186,6 +216,9 @@ impl View {
                 let body = self.rendered(format).body;
                 if body.len() > MAX_CODED {
                     return None;
+                }
+                if let Some(joined) = self.joined(format, coding) {
+                    return Some(joined);
                 }
                 match coding.encode(&body) {
                     Ok(coded) => Some(Bytes::from(coded)),

@@ -18,7 +18,7 @@ impl<V: ServedView> CachedTimeMap<V> {
         if let Some(alias) = aliases.iter().find(|a| a.aggregate().uri_r == uri_r) {
             return alias.clone();
         }
-        let alias = Arc::new(view.respell(uri_r, context));
+        let alias = Arc::new(V::respell(&view, uri_r, context));
         if aliases.len() >= ALIAS_VIEWS {
             aliases.remove(0);
         }

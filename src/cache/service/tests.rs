@@ -37,8 +37,8 @@ impl ServedView for Plain {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn respell(&self, uri_r: &str, _: &()) -> Plain {
-        let mut aggregate = self.aggregate.clone();
+    fn respell(this: &Arc<Plain>, uri_r: &str, _: &()) -> Plain {
+        let mut aggregate = this.aggregate.clone();
         aggregate.uri_r = uri_r.to_owned();
         Plain::build(aggregate, &())
     }

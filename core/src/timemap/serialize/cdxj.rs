@@ -2,7 +2,9 @@
 //! memento.
 
 use super::page::PageLinks;
-use super::{finish, memento_rel, spill, Format, Page, SelfLinks, TimeMapFormat, Uris, CHUNK};
+use super::{
+    finish, memento_rel, spill, Format, List, Page, SelfLinks, TimeMapFormat, Uris, CHUNK,
+};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::{write_14digit, write_rfc1123};
 use std::fmt::Write;
@@ -31,7 +33,17 @@ impl Format for Cdxj {
         page: Option<&Page>,
         out: &mut dyn io::Write,
     ) -> io::Result<()> {
-        write_cdxj(agg, links, page, out)
+        write_cdxj(agg, links, page, List::Each, out)
+    }
+
+    fn skeleton_to(
+        &self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        marker: &str,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()> {
+        write_cdxj(agg, links, None, List::Marker(marker), out)
     }
 }
 
@@ -47,6 +59,7 @@ fn write_cdxj(
     agg: &Aggregate,
     links: &SelfLinks,
     page: Option<&Page>,
+    list: List<'_>,
     w: &mut dyn io::Write,
 ) -> io::Result<()> {
     let all = &agg.timemap.mementos;
@@ -68,7 +81,11 @@ fn write_cdxj(
             serde_json::to_string(&p).unwrap_or_default()
         );
     }
-    for (i, m) in ms.iter().enumerate() {
+    if let List::Marker(marker) = list {
+        out.push_str(marker);
+    }
+    let each = matches!(list, List::Each);
+    for (i, m) in ms.iter().enumerate().filter(|_| each) {
         write_14digit(&mut out, m.datetime);
         out.push_str(" {\"uri\": ");
         out.push_str(&json_str(&m.uri_m));

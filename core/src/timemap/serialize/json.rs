@@ -2,7 +2,7 @@
 //! archive's outcome in `archives[]`.
 
 use super::page::PageLinks;
-use super::{Format, Page, SelfLinks, TimeMapFormat, Uris, CHUNK};
+use super::{Format, List, Page, SelfLinks, TimeMapFormat, Uris, CHUNK};
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::format_rfc3339;
 use crate::timemap::model::Memento;
@@ -32,7 +32,17 @@ impl Format for Json {
         page: Option<&Page>,
         out: &mut dyn io::Write,
     ) -> io::Result<()> {
-        write_json(agg, links, page, out)
+        write_json(agg, links, page, List::Each, out)
+    }
+
+    fn skeleton_to(
+        &self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        marker: &str,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()> {
+        write_json(agg, links, None, List::Marker(marker), out)
     }
 }
 
@@ -59,12 +69,16 @@ struct JsonMementos<'a> {
     list: JsonList<'a>,
 }
 
-/// The mementos listed, each made as it is written: a million are never all in memory.
-struct JsonList<'a>(&'a [Memento]);
+/// The mementos listed, each made as it is written: a million are never all in memory. A
+/// skeleton's is its marker, as a string.
+struct JsonList<'a>(&'a [Memento], List<'a>);
 
 impl Serialize for JsonList<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(JsonMemento::of))
+        match self.1 {
+            List::Each => serializer.collect_seq(self.0.iter().map(JsonMemento::of)),
+            List::Marker(marker) => serializer.serialize_str(marker),
+        }
     }
 }
 
@@ -96,6 +110,7 @@ fn write_json(
     agg: &Aggregate,
     links: &SelfLinks,
     page: Option<&Page>,
+    list: List<'_>,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
     let all = &agg.timemap.mementos;
@@ -108,7 +123,7 @@ fn write_json(
         mementos: JsonMementos {
             first: all.first().map(JsonMemento::of),
             last: all.last().map(JsonMemento::of),
-            list: JsonList(ms),
+            list: JsonList(ms, list),
         },
         archives: &agg.outcomes,
         pages: PageLinks::of(links, TimeMapFormat::JSON, links.pages(all.len()), page),

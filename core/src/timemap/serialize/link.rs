@@ -1,7 +1,7 @@
 //! RFC 7089's link format: the TimeMap every Memento client reads, oldest first, one link per
 //! line.
 
-use super::{finish, memento_rel, spill, Format, Page, SelfLinks, TimeMapFormat, CHUNK};
+use super::{finish, memento_rel, spill, Format, List, Page, SelfLinks, TimeMapFormat, CHUNK};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::write_rfc1123;
 use crate::timemap::model::Memento;
@@ -32,7 +32,17 @@ impl Format for Link {
         page: Option<&Page>,
         out: &mut dyn io::Write,
     ) -> io::Result<()> {
-        write_link_format(agg, links, page, out)
+        write_link_format(agg, links, page, List::Each, out)
+    }
+
+    fn skeleton_to(
+        &self,
+        agg: &Aggregate,
+        links: &SelfLinks,
+        marker: &str,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()> {
+        write_link_format(agg, links, None, List::Marker(marker), out)
     }
 }
 
@@ -49,6 +59,7 @@ fn write_link_format(
     agg: &Aggregate,
     links: &SelfLinks,
     page: Option<&Page>,
+    list: List<'_>,
     w: &mut dyn io::Write,
 ) -> io::Result<()> {
     let all = &agg.timemap.mementos;
@@ -88,7 +99,11 @@ fn write_link_format(
         );
     }
     let _ = write!(out, "<{}>; rel=\"timegate\"", links.timegate());
-    for (i, m) in ms.iter().enumerate() {
+    if let List::Marker(marker) = list {
+        out.push_str(marker);
+    }
+    let each = matches!(list, List::Each);
+    for (i, m) in ms.iter().enumerate().filter(|_| each) {
         out.push_str(",\n<");
         out.push_str(&escape_uri(&m.uri_m));
         out.push_str(">; rel=\"");
