@@ -131,6 +131,7 @@ impl AppError {
                 timed_out: false, ..
             } => StatusCode::BAD_GATEWAY,
             AppError::MementoProxy(f) if f.timed_out => StatusCode::GATEWAY_TIMEOUT,
+            AppError::MementoProxy(f) if f.over_budget => StatusCode::SERVICE_UNAVAILABLE,
             AppError::MementoProxy(_) => StatusCode::BAD_GATEWAY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -1,6 +1,8 @@
 //! The URI-R a client asks about, read from the request target as Time Travel and MemGator do.
 
-use crate::uri_text::{has_control, resolve_uri_r_path, starts_with_ci, strip_prefix_ci};
+use crate::uri_text::{
+    encoded_dot_segment_in, has_control, resolve_uri_r_path, starts_with_ci, strip_prefix_ci,
+};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -20,6 +22,11 @@ pub enum UriRError {
     /// An unencoded trailing `*`: to pywb and the Wayback CDX server a prefix query (every URL
     /// that starts so), which is not one URL's TimeMap and is heavy on a large archive.
     PrefixQuery(String),
+    /// A path piece that is `.` or `..` once `%2F` or `%5C` is read as a separator or a `;`
+    /// parameter dropped (`..%2f`, `..;`): a front end before an archive that decodes so would
+    /// climb out of the archive's prefix. Refused rather than guessed at: servers disagree on
+    /// what those spellings mean.
+    EncodedDotSegment(String),
 }
 
 impl fmt::Display for UriRError {
@@ -41,6 +48,11 @@ impl fmt::Display for UriRError {
             UriRError::PrefixQuery(s) => write!(
                 f,
                 "a trailing * asks archives for a prefix query (every URL starting so), not a TimeMap: {:?}; write %2A for the character itself",
+                clip(s)
+            ),
+            UriRError::EncodedDotSegment(s) => write!(
+                f,
+                "URI-R path holds a dot segment behind an encoded separator or a ; parameter (%2F, %5C, ..;): {:?}; write the path with plain / or resolve it first",
                 clip(s)
             ),
             UriRError::Control(s) => write!(
@@ -149,6 +161,9 @@ impl UriR {
             return Err(UriRError::Invalid(with_scheme));
         }
         let mut resolved = resolve_uri_r_path(&with_scheme).into_owned();
+        if encoded_dot_segment_in(&resolved).is_some() {
+            return Err(UriRError::EncodedDotSegment(resolved));
+        }
         // Only a URI-R sent encoded whole can end in `*` by now, and that star was `%2A`: sent
         // as written, so no archive reads it as a prefix query.
         if resolved.ends_with('*') {
@@ -350,7 +365,28 @@ mod tests {
         );
         assert_eq!(ok("e.com/x/.%2e/y"), "http://e.com/y");
         assert_eq!(ok("http://e.com\\..\\..\\canary"), "http://e.com/canary");
-        assert_eq!(ok("http://e.com/a/..%2f/b"), "http://e.com/a/..%2f/b");
+    }
+
+    #[test]
+    fn dots_behind_encoded_separators_or_parameters_are_refused() {
+        for raw in [
+            "http://e.com/..%2f..%2f..%2fcanary/x1",
+            "http://e.com/a/..%2F/b",
+            "http://e.com/%2e%2e%2fcanary",
+            "http://e.com/..%5ccanary",
+            "http://e.com/..;/canary",
+            "http://e.com/%2e%2e;x/canary",
+            "e.com/a/.%2E%2Fcanary",
+            // Encoded whole: `%252F` is `%2F` once decoded, still an encoded slash.
+            "http%3A%2F%2Fe.com%2F..%252F..%252Fcanary",
+        ] {
+            let e = UriR::parse(raw).expect_err(raw);
+            assert!(matches!(e, UriRError::EncodedDotSegment(_)), "{raw}: {e:?}");
+            assert!(e.to_string().contains("encoded separator"), "{e}");
+        }
+        // In the query, or not a dot segment: kept.
+        assert_eq!(ok("http://e.com/a?b=..%2f"), "http://e.com/a?b=..%2f");
+        assert_eq!(ok("http://e.com/a%2fb;c"), "http://e.com/a%2fb;c");
     }
 
     #[test]

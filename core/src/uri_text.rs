@@ -114,15 +114,10 @@ pub fn remove_dot_segments(path: &str) -> String {
 /// parser does for http(s)), then its dot segments removed. The scheme, authority, query and
 /// every other byte stay as given. Idempotent; a URI without `://` is returned unchanged.
 pub fn resolve_uri_r_path(uri: &str) -> Cow<'_, str> {
-    let Some(scheme_end) = uri.find("://") else {
+    let Some((path_start, path_end)) = path_span(uri) else {
         return Cow::Borrowed(uri);
     };
-    let after = scheme_end + 3;
-    let rest = &uri[after..];
-    let path_start = after + rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
-    let tail = &uri[path_start..];
-    let path_len = tail.find(['?', '#']).unwrap_or(tail.len());
-    let path = &tail[..path_len];
+    let path = &uri[path_start..path_end];
     let plain = path.replace('\\', "/");
     let resolved = remove_dot_segments(&plain);
     if resolved == path {
@@ -131,8 +126,63 @@ pub fn resolve_uri_r_path(uri: &str) -> Cow<'_, str> {
     Cow::Owned(format!(
         "{}{resolved}{}",
         &uri[..path_start],
-        &tail[path_len..]
+        &uri[path_end..]
     ))
+}
+
+/// Where the path of an absolute URI (`scheme://authority/path?query#fragment`) starts and
+/// ends, `\` counting as `/`; None without `://`.
+fn path_span(uri: &str) -> Option<(usize, usize)> {
+    let after = uri.find("://")? + 3;
+    let rest = &uri[after..];
+    let start = after + rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    let tail = &uri[start..];
+    Some((start, start + tail.find(['?', '#']).unwrap_or(tail.len())))
+}
+
+/// [`encoded_dot_segment`] in the path of the absolute URI `uri`.
+pub fn encoded_dot_segment_in(uri: &str) -> Option<&str> {
+    let (start, end) = path_span(uri)?;
+    encoded_dot_segment(&uri[start..end])
+}
+
+/// The first piece of `path` that a front end decoding `%2F` and `%5C` as separators, or
+/// dropping `;` path parameters (Tomcat), would read as a `.` or `..` segment: `..%2f`,
+/// `%2e%2e%5c`, `..;x`, `.;`. Plain dot segments are [`remove_dot_segments`]'s; these survive
+/// it, because to `url`, reqwest and RFC 3986 an encoded slash is data and `..;` is not `..`,
+/// while nginx, IIS or Tomcat in front of an archive resolve them and climb out of its prefix.
+/// Meant for a path already through [`remove_dot_segments`]: a plain `..` is reported too.
+pub fn encoded_dot_segment(path: &str) -> Option<&str> {
+    let bytes = path.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i <= bytes.len() {
+        let sep = match bytes.get(i) {
+            None => Some(0),
+            Some(b'/' | b'\\') => Some(1),
+            Some(b'%') => path
+                .get(i..i + 3)
+                .filter(|e| e.eq_ignore_ascii_case("%2f") || e.eq_ignore_ascii_case("%5c"))
+                .map(|_| 3),
+            _ => None,
+        };
+        let Some(len) = sep else {
+            i += 1;
+            continue;
+        };
+        let piece = &path[start..i];
+        // A `;` parameter is dropped by the servers that read one, whatever it holds.
+        let name = piece.split(';').next().unwrap_or(piece);
+        if dot_segment(name) > 0 {
+            return Some(piece);
+        }
+        if len == 0 {
+            break;
+        }
+        i += len;
+        start = i;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -172,6 +222,41 @@ mod tests {
         assert_eq!(remove_dot_segments("/a/%2e%2e%2e/b"), "/a/%2e%2e%2e/b");
         assert_eq!(remove_dot_segments("/a/..%2f/b"), "/a/..%2f/b");
         assert_eq!(remove_dot_segments("/a/%2f../b"), "/a/%2f../b");
+    }
+
+    #[test]
+    fn dots_behind_encoded_separators_or_parameters_are_found() {
+        for bad in [
+            "/..%2f..%2f..%2fcanary/x1",
+            "/a/..%2F..%2Fcanary",
+            "/%2e%2e%2fcanary",
+            "/%2E%2e%2Fcanary",
+            "/..%5ccanary",
+            "/a%5C..%5Ccanary",
+            "/..;/canary",
+            "/a/..;x/canary",
+            "/%2e%2e;x/canary",
+            "/.;/canary",
+            "/a/b%2f..",
+            "/a%2f.%2fb",
+        ] {
+            assert!(encoded_dot_segment(bad).is_some(), "{bad}");
+        }
+        for fine in [
+            "/",
+            "",
+            "/a/b/c",
+            "/a/...%2fb",
+            "/a/..b%2fc",
+            "/a;b/c",
+            "/a%2fb",
+            "/%2e%2e%2e/x",
+            "/a/.well-known/x",
+        ] {
+            assert_eq!(encoded_dot_segment(fine), None, "{fine}");
+        }
+        assert_eq!(encoded_dot_segment("/x/..%2fy"), Some(".."));
+        assert_eq!(encoded_dot_segment("/x/%2e%2e;p/y"), Some("%2e%2e;p"));
     }
 
     #[test]

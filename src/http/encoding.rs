@@ -132,29 +132,55 @@ pub fn negotiate_favouring(headers: &HeaderMap, favoured: &[Coding]) -> Option<C
     Some(first.copied().unwrap_or(chosen))
 }
 
-/// Each of our codings' `q` in `Accept-Encoding` (by [`Coding::index`]), `*` standing for
-/// those not named; 0 for one not acceptable.
-fn weights(headers: &HeaderMap) -> [f32; 3] {
-    let mut q = [None::<f32>; 3];
+/// Whether the request's `Accept-Encoding` accepts the coding `token` (`q` above 0, by name
+/// or by `*`; `x-gzip` counts as `gzip`). No header accepts none: RFC 9110 §12.5.3 lets a
+/// server assume any, but a body coded uninvited is what a client could not read.
+pub fn accepts(headers: &HeaderMap, token: &str) -> bool {
+    let plain = |s: &str| s.trim_start_matches("x-").to_ascii_lowercase();
+    let mut named = None::<f32>;
     let mut star = None::<f32>;
-    for value in headers.get_all(header::ACCEPT_ENCODING) {
-        let Ok(text) = value.to_str() else { continue };
-        for item in text.split(',') {
+    for (name, weight) in codings(headers) {
+        if name == "*" {
+            star = Some(weight);
+        } else if plain(name) == plain(token) {
+            named = Some(weight);
+        }
+    }
+    named.or(star).is_some_and(|w| w > 0.0)
+}
+
+/// Each `coding;q=w` of `Accept-Encoding` (every such header), its weight 1 when not given.
+fn codings(headers: &HeaderMap) -> impl Iterator<Item = (&str, f32)> {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|text| text.split(','))
+        .map(|item| {
             let mut parts = item.split(';');
-            let token = parts.next().unwrap_or("").trim();
+            let name = parts.next().unwrap_or("").trim();
             let weight = parts
                 .filter_map(|p| p.trim().strip_prefix("q="))
                 .find_map(|v| v.trim().parse::<f32>().ok())
                 .filter(|w| (0.0..=1.0).contains(w))
                 .unwrap_or(1.0);
-            if token == "*" {
-                star = Some(weight);
-            } else if let Some(c) = Coding::ALL
-                .iter()
-                .find(|c| token.eq_ignore_ascii_case(c.token()))
-            {
-                q[c.index()] = Some(weight);
-            }
+            (name, weight)
+        })
+}
+
+/// Each of our codings' `q` in `Accept-Encoding` (by [`Coding::index`]), `*` standing for
+/// those not named; 0 for one not acceptable.
+fn weights(headers: &HeaderMap) -> [f32; 3] {
+    let mut q = [None::<f32>; 3];
+    let mut star = None::<f32>;
+    for (token, weight) in codings(headers) {
+        if token == "*" {
+            star = Some(weight);
+        } else if let Some(c) = Coding::ALL
+            .iter()
+            .find(|c| token.eq_ignore_ascii_case(c.token()))
+        {
+            q[c.index()] = Some(weight);
         }
     }
     q.map(|w| w.or(star).unwrap_or(0.0))

@@ -9,7 +9,7 @@ use crate::config::Compat;
 use crate::error::AppError;
 use crate::timemap::serialize::{render_closest, SelfLinks, TimeMapFormat};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 /// What a `/memento/{word}/…` or `/api/{word}/…` path asks for.
@@ -33,12 +33,13 @@ fn split_word(raw: &str) -> Option<(Ask, &str)> {
 /// datetime first is the redirect (a format word is never a datetime: that is all digits).
 pub async fn memento(
     State(state): State<SharedState>,
+    method: Method,
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let raw = raw_after(&uri, "/memento/");
     match split_word(raw) {
-        Some((ask, rest)) => answer(&state, ask, rest, &headers).await,
+        Some((ask, rest)) => answer(&state, &method, ask, rest, &headers).await,
         None => {
             // A word that is neither a datetime nor one of MemGator's (`/memento/xml/…`):
             // say which words there are rather than call it a malformed datetime.
@@ -58,6 +59,7 @@ pub async fn memento(
 /// `/api/{link|cdxj|proxy}/…` are MemGator's aliases of `/memento/…`. Anything else is no route.
 pub async fn api(
     State(state): State<SharedState>,
+    method: Method,
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -71,18 +73,19 @@ pub async fn api(
             .await
             .map(IntoResponse::into_response);
     }
-    answer(&state, ask, rest, &headers).await
+    answer(&state, &method, ask, rest, &headers).await
 }
 
 async fn answer(
     state: &SharedState,
+    method: &Method,
     ask: Ask,
     raw: &str,
     headers: &HeaderMap,
 ) -> Result<Response, AppError> {
     match ask {
         Ask::Describe(format) => describe(state, format, raw, headers).await,
-        Ask::Proxy => super::proxy::proxy(state, raw, headers).await,
+        Ask::Proxy => super::proxy::proxy(state, method, raw, headers).await,
     }
 }
 

@@ -1,22 +1,19 @@
 //! `/memento/proxy/{DATETIME}/{URI-R}`: the closest memento's own bytes, readable by any page
 //! (CORS), as MemGator serves them. The URI-M is an archive's word, so it is fetched only from
-//! an enabled archive's hosts (`upstream::memento`), and what comes back is archive content on
-//! our origin: it is served so that it can never run as our page, script or stylesheet.
+//! the archive that listed it, under its configured prefixes (`upstream::memento`), and what
+//! comes back is archive content on our origin: it is served so that it can never run as our
+//! page, script or stylesheet. A HEAD asks the archive for the head only; a coded body is passed
+//! on coded only to a client accepting that coding, and inflated for any other.
 
 use super::SharedState;
 use crate::error::AppError;
 use crate::timemap::datetime::format_rfc1123;
 use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
-use crate::upstream::budget::Held;
-use crate::upstream::memento::fetch_memento;
+use crate::upstream::memento::{fetch_memento, Asked};
 use crate::uri_text::escape_uri;
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use bytes::Bytes;
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 /// Archive HTML served from our origin runs nothing and reaches nothing: `sandbox` gives it an
 /// opaque origin with scripts, forms and plugins off, and `default-src 'none'` loads nothing.
@@ -67,6 +64,7 @@ fn served_type(archive_type: Option<&str>) -> HeaderValue {
 
 pub async fn proxy(
     state: &SharedState,
+    method: &Method,
     raw: &str,
     headers: &HeaderMap,
 ) -> Result<Response, AppError> {
@@ -74,7 +72,12 @@ pub async fn proxy(
     let agg = &served.view.aggregate;
     let m = &agg.timemap.mementos[c.closest];
     let max = state.memento_proxy_max_bytes;
-    let got = fetch_memento(&state.upstream, &m.uri_m, &m.archive, max)
+    let accepts = |token: &str| super::encoding::accepts(headers, token);
+    let asked = Asked {
+        head: method == Method::HEAD,
+        accepts: &accepts,
+    };
+    let got = fetch_memento(&state.upstream, &m.uri_m, &m.archive, max, asked)
         .await
         .map_err(AppError::MementoProxy)?;
 
@@ -83,14 +86,13 @@ pub async fn proxy(
         header::CONTENT_TYPE,
         served_type(got.content_type.as_deref()),
     );
-    // An encoding the archive applied uninvited (we ask for none): the bytes still need it.
-    if let Some(v) = got
-        .content_encoding
-        .as_deref()
-        .and_then(|e| HeaderValue::from_str(e).ok())
-    {
-        h.insert(header::CONTENT_ENCODING, v);
+    // A coding the archive applied uninvited (we ask for none), passed on only to a client
+    // that accepts it (otherwise the body was inflated for it).
+    if let Some(coding) = got.content_encoding {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
     }
+    // Whether this answer's body is coded depends on the client's Accept-Encoding.
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -124,41 +126,14 @@ pub async fn proxy(
         h.insert(header::LINK, v);
     }
     let status = StatusCode::from_u16(got.http_status).unwrap_or(StatusCode::OK);
-    let body = Body::new(Charged {
-        bytes: Some(Bytes::from(got.body)),
-        _held: got.held,
-    });
+    let body = match got.body {
+        Some(body) => Body::new(body),
+        None => Body::empty(),
+    };
     let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = h;
     Ok(response)
-}
-
-/// A body that keeps its bytes charged to the budget (`[upstream] max_buffered`) until it is
-/// sent: many slow readers of big mementos make the next proxy fetch fail, not memory grow.
-struct Charged {
-    bytes: Option<Bytes>,
-    _held: Held,
-}
-
-impl http_body::Body for Charged {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.bytes.take().map(|b| Ok(http_body::Frame::data(b))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.bytes.is_none()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.bytes.as_ref().map_or(0, |b| b.len() as u64))
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! A body charges its buffer's capacity as it grows, and the charge is kept until the fetch's
 //! parsed result is dropped after the merge, since the parsed mementos stand for the body. When a
 //! body would go over what is left, that archive fails at once ("memory budget") rather than
-//! waiting: waiting would hold what it already has while others wait on it.
+//! waiting: waiting would hold what it already has while others wait on it. `/memento/proxy`
+//! charges a share of half the budget ([`Budget::share`]), so clients that stop reading its
+//! answers can never leave the fan-outs without room.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,6 +17,8 @@ pub struct Budget {
     limit: u64,
     used: AtomicU64,
     high_water: AtomicU64,
+    /// A share's whole budget: every charge to the share is a charge to it too.
+    parent: Option<Arc<Budget>>,
 }
 
 /// Over budget: what was asked, and the limit.
@@ -40,6 +44,19 @@ impl Budget {
             limit,
             used: AtomicU64::new(0),
             high_water: AtomicU64::new(0),
+            parent: None,
+        })
+    }
+
+    /// A share of this budget holding at most `limit` of it: what is charged to the share is
+    /// charged here too, so one kind of use (answers streamed to slow clients) can never take
+    /// the whole budget from the others (fan-outs).
+    pub fn share(self: &Arc<Self>, limit: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            limit: limit.min(self.limit),
+            used: AtomicU64::new(0),
+            high_water: AtomicU64::new(0),
+            parent: Some(Arc::clone(self)),
         })
     }
 
@@ -66,6 +83,24 @@ impl Budget {
     }
 
     fn take(&self, n: u64) -> Result<(), OverBudget> {
+        self.take_own(n)?;
+        if let Some(parent) = &self.parent {
+            if let Err(over) = parent.take(n) {
+                self.used.fetch_sub(n, Ordering::AcqRel);
+                return Err(over);
+            }
+        }
+        Ok(())
+    }
+
+    fn give_back(&self, n: u64) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+        if let Some(parent) = &self.parent {
+            parent.give_back(n);
+        }
+    }
+
+    fn take_own(&self, n: u64) -> Result<(), OverBudget> {
         let over = || OverBudget {
             wanted: n,
             limit: self.limit,
@@ -118,7 +153,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+        self.budget.give_back(self.bytes);
     }
 }
 
@@ -142,5 +177,21 @@ mod tests {
         drop(two);
         assert_eq!((b.buffered(), b.high_water()), (0, 100));
         assert!(b.hold().grow(u64::MAX).is_err());
+    }
+
+    #[test]
+    fn a_share_is_held_to_its_own_limit_and_counts_in_the_whole() {
+        let whole = Budget::new(100);
+        let share = whole.share(50);
+        let mut s = share.hold();
+        s.grow(40).expect("fits the share");
+        assert!(s.grow(11).is_err(), "past the share");
+        assert_eq!((share.buffered(), whole.buffered()), (40, 40));
+        let mut other = whole.hold();
+        other.grow(60).expect("the rest of the whole");
+        assert!(share.hold().grow(5).is_err(), "the whole is full");
+        assert_eq!((share.buffered(), whole.buffered()), (40, 100));
+        drop(s);
+        assert_eq!((share.buffered(), whole.buffered()), (0, 60));
     }
 }

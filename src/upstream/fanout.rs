@@ -39,6 +39,8 @@ pub struct Upstream {
     routes: Vec<Route>,
     /// Bytes held from archives by every fan-out together (`max_buffered`).
     budget: Arc<Budget>,
+    /// `/memento/proxy`'s share of `budget`: half of it.
+    proxy_budget: Arc<Budget>,
     health: Vec<Mutex<Health>>,
     /// Requests actually sent to each archive (a dormant archive is skipped, not asked).
     fetches: Vec<AtomicU64>,
@@ -68,8 +70,12 @@ impl Upstream {
             .iter()
             .zip(&archives)
             .map(|(a, archive)| {
+                let memento_prefixes = archive.memento_prefixes();
+                let memento_prefixes: Vec<&str> =
+                    memento_prefixes.iter().map(String::as_str).collect();
                 Route::new(
                     &archive.prefixes(),
+                    &memento_prefixes,
                     &a.redirect_hosts,
                     config.upstream.connect_timeout,
                     &config.upstream.user_agent,
@@ -77,9 +83,11 @@ impl Upstream {
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let budget = Budget::new(config.upstream.max_buffered);
         Ok(Upstream {
             routes,
-            budget: Budget::new(config.upstream.max_buffered),
+            proxy_budget: budget.share(config.upstream.max_buffered / 2),
+            budget,
             health: archives
                 .iter()
                 .map(|_| Mutex::new(Health::default()))
@@ -257,25 +265,25 @@ impl Upstream {
         }
     }
 
-    /// The byte budget, to charge a body read outside a fan-out (`/memento/proxy`) against.
+    /// `/memento/proxy`'s share of the byte budget (half), to charge its answers against.
     pub(crate) fn shared_budget(&self) -> &Arc<Budget> {
-        &self.budget
+        &self.proxy_budget
     }
 
-    /// The enabled archive we may fetch `uri_m` from, and how (its client and hop rules): the
-    /// one that listed it (`listed_by`) when its rules allow that URL, else the first other
-    /// whose rules do. None when the URL is on no enabled archive's hosts (`/memento/proxy`
-    /// then refuses it: a URI-M is an archive's word, not a host we trust).
+    /// The archive that listed `uri_m` (`listed_by`) and its route, when that URL is under its
+    /// [`Archive::memento_prefixes`] or on its `redirect_hosts`; else why not. Only the listing
+    /// archive: a URI-M is its word, so it never makes us fetch from another archive's host
+    /// (`/memento/proxy` refuses it and connects nowhere).
     pub(crate) fn route_for(
         &self,
         uri_m: &url::Url,
         listed_by: &str,
-    ) -> Option<(&Archive, &Route)> {
-        let allows = |i: &usize| self.routes[*i].hops.check(uri_m).is_ok();
-        let own = (0..self.archives.len()).find(|i| &*self.archives[*i].id == listed_by);
-        own.filter(allows)
-            .or_else(|| (0..self.archives.len()).find(allows))
-            .map(|i| (&self.archives[i], &self.routes[i]))
+    ) -> Result<(&Archive, &Route), String> {
+        let i = (0..self.archives.len())
+            .find(|i| &*self.archives[*i].id == listed_by)
+            .ok_or_else(|| format!("{listed_by} is not an enabled archive"))?;
+        self.routes[i].mementos.check(uri_m)?;
+        Ok((&self.archives[i], &self.routes[i]))
     }
 
     /// How many times each archive has been asked, by id, in configured order.

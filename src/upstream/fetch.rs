@@ -18,6 +18,8 @@ use url::Url;
 /// every other request on the same thread.
 pub(super) const PARSE_INLINE_LIMIT: usize = 1 << 20;
 
+use reqwest::header::ACCEPT;
+
 /// What a TimeMap request accepts.
 const ACCEPT_LINK_FORMAT: &str = "application/link-format";
 
@@ -102,12 +104,17 @@ impl ArchiveFetch {
 pub struct Route {
     pub client: reqwest::Client,
     pub hops: HopRules,
+    /// Where its mementos may be fetched and redirect to (`/memento/proxy`): under its
+    /// [`Archive::memento_prefixes`] or on its `redirect_hosts`.
+    pub mementos: HopRules,
 }
 
 impl Route {
-    /// The route for an archive configured on `prefixes` (its timemap and timegate URLs).
+    /// The route for an archive configured on `prefixes` (its timemap and timegate URLs), whose
+    /// mementos live under `memento_prefixes`.
     pub fn new(
         prefixes: &[&str],
+        memento_prefixes: &[&str],
         redirect_hosts: &[String],
         connect_timeout: Duration,
         user_agent: &str,
@@ -118,6 +125,7 @@ impl Route {
         Ok(Route {
             client: build_client(connect_timeout, user_agent, resolver)?,
             hops,
+            mementos: HopRules::under(memento_prefixes, redirect_hosts),
         })
     }
 }
@@ -310,19 +318,32 @@ pub(crate) async fn get_within(
     target: &str,
     accept: &'static str,
 ) -> Result<reqwest::Response, ArchiveFetch> {
+    let get = reqwest::Method::GET;
+    send_within(&route.client, &route.hops, get, target, &[(ACCEPT, accept)]).await
+}
+
+/// [`get_within`] with `method`, these `headers` and the hop rules `hops`.
+pub(crate) async fn send_within(
+    client: &reqwest::Client,
+    hops: &HopRules,
+    method: reqwest::Method,
+    target: &str,
+    headers: &[(reqwest::header::HeaderName, &str)],
+) -> Result<reqwest::Response, ArchiveFetch> {
     let refused = |http_status: Option<u16>, why: String| {
         ArchiveFetch::failed(FailureKind::RefusedRedirect, http_status, why)
     };
     let mut url = Url::parse(target)
         .map_err(|_| refused(None, format!("{} refused: not a URL", clip(target))))?;
     // The first URL too: a prefix without a trailing slash could let a URI-R change the host.
-    let (client, hops) = (&route.client, &route.hops);
     hops.check(&url).map_err(|why| refused(None, why))?;
     let mut redirects = 0;
     loop {
-        let resp = client
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, accept)
+        let mut request = client.request(method.clone(), url.clone());
+        for (name, value) in headers {
+            request = request.header(name, *value);
+        }
+        let resp = request
             .send()
             .await
             .map_err(|e| request_failure(&e, None))?;

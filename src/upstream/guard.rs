@@ -11,31 +11,56 @@ use url::{Host, Url};
 /// One archive's rules: the hosts it is configured on and the ones its operator let it move to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HopRules {
-    /// Host and port of the configured `timemap` and `timegate` prefixes, and whether that port
-    /// is its scheme's default (then the other scheme's default port is the same site: an
-    /// http → https upgrade on the same host is followed).
-    own: Vec<(Host<String>, u16, bool)>,
+    /// Host and port of the configured `timemap` and `timegate` prefixes, whether that port is
+    /// its scheme's default (then the other scheme's default port is the same site: an
+    /// http → https upgrade on the same host is followed), and the path a target must start
+    /// with there (`/` for any, as a TimeMap's pages and redirects may go anywhere on the host).
+    own: Vec<(Host<String>, u16, bool, String)>,
     /// `redirect_hosts`: a host, on the given port or (None) on its scheme's default port.
     extra: Vec<(Host<String>, Option<u16>)>,
+    /// Built by [`HopRules::under`]: the refusal names the prefixes, not only the host.
+    held_to_paths: bool,
 }
 
 impl HopRules {
     /// Rules for an archive configured on `prefixes` (its timemap and timegate URLs) with
     /// `redirect_hosts`. Entries that do not parse are left out (config validation refused them).
     pub fn new(prefixes: &[&str], redirect_hosts: &[String]) -> HopRules {
+        HopRules::build(prefixes, redirect_hosts, false)
+    }
+
+    /// Rules held to paths: on the hosts of `prefixes`, only under each prefix's own path (on
+    /// `redirect_hosts`, anywhere). A memento is fetched under these, so an archive listing a
+    /// URI-M elsewhere on its host (`/save/`, an admin page) or on another archive's host gets
+    /// nothing fetched.
+    pub fn under(prefixes: &[&str], redirect_hosts: &[String]) -> HopRules {
+        HopRules::build(prefixes, redirect_hosts, true)
+    }
+
+    fn build(prefixes: &[&str], redirect_hosts: &[String], held_to_paths: bool) -> HopRules {
         let own = prefixes
             .iter()
             .filter_map(|p| Url::parse(p).ok())
             .filter_map(|u| {
                 let port = u.port_or_known_default()?;
-                Some((u.host()?.to_owned(), port, u.port().is_none()))
+                let path = if held_to_paths { u.path() } else { "/" };
+                Some((
+                    u.host()?.to_owned(),
+                    port,
+                    u.port().is_none(),
+                    path.to_string(),
+                ))
             })
             .collect();
         let extra = redirect_hosts
             .iter()
             .filter_map(|h| parse_redirect_host(h).ok())
             .collect();
-        HopRules { own, extra }
+        HopRules {
+            own,
+            extra,
+            held_to_paths,
+        }
     }
 
     /// The domain names of the archive's own configured hosts: the only names allowed to resolve
@@ -43,7 +68,7 @@ impl HopRules {
     pub fn own_names(&self) -> Vec<String> {
         self.own
             .iter()
-            .filter_map(|(h, _, _)| match h {
+            .filter_map(|(h, ..)| match h {
                 Host::Domain(d) => Some(d.to_ascii_lowercase()),
                 _ => None,
             })
@@ -61,13 +86,20 @@ impl HopRules {
         };
         let host = host.to_owned();
         let default_port = target.port().is_none();
-        let is_own_host = self.own.iter().any(|(h, _, _)| *h == host);
-        let allowed = self.own.iter().any(|(h, p, own_default)| {
-            *h == host && (*p == port || (*own_default && default_port))
+        let is_own_host = self.own.iter().any(|(h, ..)| *h == host);
+        let allowed = self.own.iter().any(|(h, p, own_default, path)| {
+            *h == host
+                && (*p == port || (*own_default && default_port))
+                && target.path().starts_with(path.as_str())
         }) || self
             .extra
             .iter()
             .any(|(h, p)| *h == host && p.map_or(default_port, |p| p == port));
+        if !allowed && self.held_to_paths {
+            return refuse(
+                "not under this archive's configured prefixes (list its host in the archive's redirect_hosts if its mementos live elsewhere)",
+            );
+        }
         if !allowed {
             return refuse(
                 "not this archive's host and port (list it in the archive's redirect_hosts if the archive moved)",
@@ -230,6 +262,29 @@ mod tests {
         let r = HopRules::new(&["http://web.example.org/"], &["moved.example.org".into()]);
         assert!(ok(&r, "https://moved.example.org/x"));
         assert!(!ok(&r, "https://moved.example.org:444/x"));
+    }
+
+    #[test]
+    fn rules_under_prefixes_hold_the_path_too() {
+        let r = HopRules::under(
+            &["https://web.example.org/web/", "https://cdn.example.org/"],
+            &["moved.example.org".into()],
+        );
+        assert!(ok(&r, "https://web.example.org/web/2001/http://a.org/"));
+        assert!(ok(&r, "http://web.example.org/web/x"));
+        assert!(ok(&r, "https://cdn.example.org/anything"));
+        assert!(ok(&r, "https://moved.example.org/anywhere"));
+        for refused in [
+            "https://web.example.org/save/http://a.org/",
+            "https://web.example.org/web",
+            "https://web.example.org/",
+            "https://other.example.org/web/x",
+        ] {
+            let err = r
+                .check(&Url::parse(refused).expect("url"))
+                .expect_err(refused);
+            assert!(err.contains("configured prefixes"), "{err}");
+        }
     }
 
     #[test]

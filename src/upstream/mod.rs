@@ -2,6 +2,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod cdx;
+pub(crate) mod decode;
 pub(crate) mod failure;
 pub(crate) mod fallback;
 pub(crate) mod fanout;
@@ -11,6 +12,7 @@ pub(crate) mod ledger;
 pub mod memento;
 pub(crate) mod registry;
 pub mod resolve;
+pub(crate) mod streamed;
 
 pub use fanout::{Ask, Upstream};
 pub use registry::{Archive, Health, Transition};

@@ -2,7 +2,7 @@
 
 use crate::config::{ArchiveConfig, ArchiveKind, Config};
 use crate::timemap::model::ArchiveId;
-use crate::uri_text::resolve_uri_r_path;
+use crate::uri_text::{encoded_dot_segment_in, resolve_uri_r_path};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +65,41 @@ impl Archive {
         out
     }
 
+    /// Where this archive's mementos may be fetched from (`/memento/proxy`): per host of its
+    /// TimeGate and its TimeMap (or CDX replay) prefix, the directory those URLs share there.
+    /// `https://web.archive.org/web/timemap/link/` and `…/web/` give `…/web/`; a TimeGate at
+    /// `/timegate/` and a TimeMap at `/timemap/link/` give `/`, the whole host.
+    pub fn memento_prefixes(&self) -> Vec<String> {
+        let listing = match &self.cdx {
+            Some(c) => c.replay.as_ref().map(|r| r.prefix()).unwrap_or(""),
+            None => self.timemap.as_str(),
+        };
+        let mut out: Vec<url::Url> = Vec::new();
+        for u in [self.timegate.as_str(), listing]
+            .into_iter()
+            .filter_map(|p| url::Url::parse(p).ok())
+        {
+            let dir = directory(u.path()).to_string();
+            let same_site = |o: &url::Url| {
+                o.host() == u.host() && o.port_or_known_default() == u.port_or_known_default()
+            };
+            match out.iter_mut().find(|o| same_site(o)) {
+                Some(o) => {
+                    let shared = common_directory(o.path(), &dir).to_string();
+                    o.set_path(&shared);
+                }
+                None => {
+                    let mut o = u.clone();
+                    o.set_path(&dir);
+                    o.set_query(None);
+                    o.set_fragment(None);
+                    out.push(o);
+                }
+            }
+        }
+        out.into_iter().map(String::from).collect()
+    }
+
     /// The TimeGate URL for a URI-R, checked as [`Archive::timemap_for`] checks a URI-T.
     pub fn timegate_for(&self, uri_r: &str) -> Result<String, String> {
         uri_t_within(&self.timegate, uri_r)
@@ -83,12 +118,28 @@ impl Archive {
     }
 }
 
+/// `path` up to and with its last `/` (`/web/timemap` is in `/web/`).
+fn directory(path: &str) -> &str {
+    &path[..path.rfind('/').map_or(0, |i| i + 1)]
+}
+
+/// The longest directory both `a` and `b` (directories, ending in `/`) are in.
+fn common_directory<'a>(a: &'a str, b: &str) -> &'a str {
+    let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    directory(&a[..same])
+}
+
 /// `prefix` + `uri_r` (dot segments resolved), or why that URL would leave the prefix.
 pub fn uri_t_within(prefix: &str, uri_r: &str) -> Result<String, String> {
     let base = url::Url::parse(prefix)
         .map_err(|e| format!("the archive's timemap prefix {prefix:?} is not a URL: {e}"))?;
-    let joined = format!("{prefix}{}", resolve_uri_r_path(uri_r));
     let refused = || format!("refused: the URI-R would leave the archive's prefix {prefix}");
+    let resolved = resolve_uri_r_path(uri_r);
+    // A front end decoding `%2F` (or dropping `;x`) would read these as `..`: never sent.
+    if encoded_dot_segment_in(&resolved).is_some() {
+        return Err(refused());
+    }
+    let joined = format!("{prefix}{resolved}");
     let url = url::Url::parse(&joined).map_err(|_| refused())?;
     let query_kept = match base.query() {
         Some(q) => url.query().is_some_and(|got| got.starts_with(q)),
@@ -173,6 +224,38 @@ mod tests {
         Utc.timestamp_opt(1_700_000_000 + secs, 0)
             .single()
             .expect("valid")
+    }
+
+    fn archive(timemap: &str, timegate: &str) -> Archive {
+        Archive {
+            id: Arc::from("a"),
+            name: "a".into(),
+            timemap: timemap.into(),
+            timegate: timegate.into(),
+            timeout: Duration::from_secs(1),
+            cdx: None,
+        }
+    }
+
+    #[test]
+    fn mementos_live_in_the_directory_the_configured_urls_share() {
+        let ia = archive(
+            "https://web.archive.org/web/timemap/link/",
+            "https://web.archive.org/web/",
+        );
+        assert_eq!(ia.memento_prefixes(), ["https://web.archive.org/web/"]);
+        let uk = archive(
+            "http://webarchive.parliament.uk/timemap/link/",
+            "http://webarchive.parliament.uk/timegate/",
+        );
+        assert_eq!(uk.memento_prefixes(), ["http://webarchive.parliament.uk/"]);
+        let split = archive("https://tm.example/a/b/tm", "https://tg.example/x/?q=1");
+        assert_eq!(
+            split.memento_prefixes(),
+            ["https://tg.example/x/", "https://tm.example/a/b/"]
+        );
+        let siblings = archive("http://h.example/col/timemap/", "http://h.example/col/tg/");
+        assert_eq!(siblings.memento_prefixes(), ["http://h.example/col/"]);
     }
 
     #[test]

@@ -198,13 +198,11 @@ async fn a_uri_r_never_climbs_out_of_the_archive_prefix() {
             Some("http://h6.example/canary"),
         ),
         (
+            // Dots behind an encoded separator: refused (400), no archive asked.
             "http://h7.example/..%5C..%5C..%5Ccanary",
-            Some("http://h7.example/..%5C..%5C..%5Ccanary"),
+            None,
         ),
-        (
-            "http://h8.example/..%2f..%2f..%2fcanary",
-            Some("http://h8.example/..%2f..%2f..%2fcanary"),
-        ),
+        ("http://h8.example/..%2f..%2f..%2fcanary", None),
         (
             "http://h9.example/../../canary?q=/../../..",
             Some("http://h9.example/canary?q=/../../.."),
@@ -270,7 +268,7 @@ async fn a_uri_r_never_climbs_out_of_the_archive_prefix() {
             }
         }
     }
-    assert!(asked >= 40, "only {asked} cases reached the archive");
+    assert!(asked >= 39, "only {asked} cases reached the archive");
     // The dot-resolved URI-R is what is echoed (and the cache key): two spellings, one entry.
     let r = raw_get(
         &proxy.base,

@@ -433,7 +433,7 @@ async fn the_proxy_serves_an_archives_bytes_and_nothing_else() {
     // Refused: a URI-M off the archive's hosts, a redirect off them, bodies over the cap
     // (announced or not), an archive 5xx. All 502 with a reason, the bystander never asked.
     for (w, reason) in [
-        ("elsewhere", "not on an enabled archive's hosts"),
+        ("elsewhere", "not under this archive's configured prefixes"),
         ("away", "refused"),
         ("big", "memento_proxy_max_bytes"),
         ("bigchunked", "memento_proxy_max_bytes"),

@@ -250,6 +250,10 @@ fn tail() -> impl Strategy<Value = String> {
             "http://",
             "http:///x",
             "20010101000000/http://example.com/",
+            "http://example.com/..%2f..%2f..%2fcanary/x1",
+            "http://example.com/%2e%2e%2F%2E%2e%5ccanary",
+            "http://example.com/..%5C..;/..;x/canary",
+            "http%3A%2F%2Fexample.com%2F..%252f%2e%2e;x%2Fcanary",
         ])
         .prop_map(str::to_string),
         url_text(80),

@@ -25,7 +25,7 @@ pub struct Rss {
 }
 
 /// The server's VmRSS in KiB, from `/proc/<pid>/status`.
-pub(super) fn rss_kib(pid: u32) -> Option<u64> {
+pub fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()

@@ -12,8 +12,8 @@ use tmproxy::config::{ArchiveConfig, Config};
 mod memory;
 mod server;
 
-pub use memory::Rss;
-use memory::{rss_kib, rss_report, sample_rss};
+pub use memory::{rss_kib, Rss};
+use memory::{rss_report, sample_rss};
 use serde::Serialize;
 use server::{admin_stats, Server};
 use std::collections::BTreeMap;
