@@ -212,8 +212,11 @@ impl Upstream {
         while !pending.is_empty() {
             tokio::select! {
                 Some((i, fetch, elapsed)) = pending.next() => {
-                    // Our own memory budget running out says nothing about the archive.
-                    self.settle(i, &fetch, elapsed, !fetch.over_budget());
+                    // Our own memory budget running out says nothing about the archive, nor does
+                    // a 4xx any client can provoke with the URI-R it asks for: dormancy comes
+                    // from the archive's own faults (connect, TLS, timeout, 5xx, malformed).
+                    let blame = !fetch.over_budget() && !fetch.refused_by_archive();
+                    self.settle(i, &fetch, elapsed, blame);
                     results[i] = Some((fetch, elapsed));
                 }
                 _ = &mut deadline_passed => break,
@@ -313,8 +316,10 @@ impl Upstream {
     }
 
     /// An asked archive's turn is over: it is counted, a failure is logged, and (when
-    /// `blame`: the archive's own doing, not our budget or a client's short deadline) its
-    /// health takes the answer, which may put it to sleep or wake it.
+    /// `blame`: the archive's own doing, not our budget, a client's short deadline or a 4xx to
+    /// what a client asked) its health takes the answer, which may put it to sleep or wake it.
+    /// An unblamed answer neither sleeps nor wakes it: a client must not be able to keep a
+    /// failing archive awake either.
     fn settle(&self, i: usize, fetch: &ArchiveFetch, elapsed: Duration, blame: bool) {
         let now = self.clock.now();
         let id = &self.archives[i].id;
@@ -327,7 +332,7 @@ impl Upstream {
             if blame {
                 tracing::warn!(archive = %id, %kind, elapsed_ms, ?detail, "archive failed");
             } else {
-                tracing::debug!(archive = %id, %kind, elapsed_ms, ?detail, "archive cut off");
+                tracing::debug!(archive = %id, %kind, elapsed_ms, ?detail, "archive cut off or refused the request");
             }
         }
         if !blame {
