@@ -13,7 +13,7 @@ use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
-use crate::upstream::{Ask, Upstream};
+use crate::upstream::{Ask, Progress, Settled, Upstream};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -26,6 +26,7 @@ mod first_store;
 mod keys;
 mod refresh;
 mod shared_write;
+mod short_deadline;
 #[cfg(test)]
 mod tests;
 use refresh::Begun;
@@ -190,9 +191,9 @@ impl<V: ServedView> Served<V> {
 /// What a caller asks of the cache for one URI-R.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Request {
-    /// The client's own deadline when shorter than the configured one: such a request fans out
-    /// on its own (its result still goes through the policy) rather than joining a shared
-    /// fan-out that would keep it waiting longer than it asked.
+    /// The client's own deadline when shorter than the configured one: such a request joins
+    /// (or starts) the shared refresh, which runs to `[upstream] deadline` and stores what it
+    /// gets, and is answered, unstored, from what has come by its own deadline if that is first.
     pub deadline: Option<Duration>,
     /// `Cache-Control: no-cache`: refresh now, at most once per `min_refresh_interval`.
     pub no_cache: bool,
@@ -219,6 +220,21 @@ pub struct Settings {
 
 type SharedRefresh<V> = Shared<BoxFuture<'static, Option<Served<V>>>>;
 
+/// A refresh in flight: its answer to come, and what its fan-out's archives answered so far.
+struct Flight<V> {
+    refresh: SharedRefresh<V>,
+    progress: tokio::sync::watch::Receiver<Settled>,
+}
+
+impl<V> Clone for Flight<V> {
+    fn clone(&self) -> Self {
+        Flight {
+            refresh: self.refresh.clone(),
+            progress: self.progress.clone(),
+        }
+    }
+}
+
 /// The cache service, over a store `S` of entries with their views `V`. Shared behind an
 /// `Arc`; every method takes `&self`.
 pub struct TimeMapCache<S, V: ServedView> {
@@ -230,7 +246,7 @@ pub struct TimeMapCache<S, V: ServedView> {
     /// What the views are built with.
     context: Arc<V::Context>,
     /// Every map below is by cache key ([`TimeMapCache::key_of`]), not by spelling.
-    inflight: Mutex<HashMap<String, SharedRefresh<V>>>,
+    inflight: Mutex<HashMap<String, Flight<V>>>,
     /// First stores and refreshes still being built or written after their answer went out, by
     /// URI-R, with the answer they gave (a first store's MISS, or the stored entry STALE): a
     /// request meanwhile is answered so instead of fanning out again.
@@ -318,7 +334,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
             let fetch = self
-                .fan_out(uri_r, req.deadline, arrived, req.ask_all)
+                .fan_out(uri_r, req.deadline, arrived, req.ask_all, None)
                 .await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
@@ -358,9 +374,8 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 return served;
             }
         }
-        let mut begun = Begun {
+        let begun = Begun {
             at: arrived,
-            deadline: None,
             cached: cached.clone(),
             // Another replica's fan-out may have been routed: one asked for every archive is
             // made here.
@@ -368,9 +383,10 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             ask_all: req.ask_all,
         };
         let served = match req.deadline {
+            // What a client's own deadline cuts is never stored: the shared refresh runs to
+            // the server's deadline, and this request takes what has come by its own.
             Some(d) if d < self.upstream.deadline() => {
-                begun.deadline = Some(d);
-                self.refresh(key, asked, begun, req.render).await
+                self.within(key, asked, begun, req.render, d).await
             }
             _ => self.shared_refresh(key, asked, begun, req.render).await,
         };
@@ -422,7 +438,6 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             .contains_key(key);
         let mut begun = Begun {
             at: tokio::time::Instant::now(),
-            deadline: None,
             cached: None,
             alone: false,
             ask_all: false,
@@ -468,34 +483,50 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
     ) -> Option<Served<V>> {
+        self.flight(key, uri_r, begun, render).refresh.await
+    }
+
+    /// The refresh in flight for `key` (of its kind: ask-all or routed), started now if there
+    /// is none.
+    fn flight(
+        self: &Arc<Self>,
+        key: &str,
+        uri_r: &str,
+        begun: Begun<V>,
+        render: Option<TimeMapFormat>,
+    ) -> Flight<V> {
         // Ask-all fan-outs are shared among themselves only (a NUL never is in a key): a
         // routed one does not answer them, and many of them cost the archives one.
         let inflight_key = match begun.ask_all {
             true => format!("{key}\0all"),
             false => key.to_string(),
         };
-        let shared = {
-            let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(f) = inflight.get(&inflight_key) {
-                f.clone()
-            } else {
-                let this = self.clone();
-                let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
-                let flight = inflight_key.clone();
-                let task = tokio::spawn(async move {
-                    let served = this.refresh(&owned_key, &uri_r, begun, render).await;
-                    this.inflight
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&flight);
-                    served
-                });
-                let f: SharedRefresh<V> = async move { task.await.ok().flatten() }.boxed().shared();
-                inflight.insert(inflight_key, f.clone());
-                f
-            }
+        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = inflight.get(&inflight_key) {
+            return f.clone();
+        }
+        let progress = crate::upstream::progress();
+        let watched = progress.subscribe();
+        let this = self.clone();
+        let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
+        let flight = inflight_key.clone();
+        let task = tokio::spawn(async move {
+            let served = this
+                .refresh(&owned_key, &uri_r, begun, render, &progress)
+                .await;
+            this.inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&flight);
+            served
+        });
+        let refresh: SharedRefresh<V> = async move { task.await.ok().flatten() }.boxed().shared();
+        let f = Flight {
+            refresh,
+            progress: watched,
         };
-        shared.await
+        inflight.insert(inflight_key, f.clone());
+        f
     }
 
     /// The archives' answers for `uri_r`, by `deadline` (else the configured one) counted from
@@ -507,6 +538,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         deadline: Option<Duration>,
         arrived: tokio::time::Instant,
         ask_all: bool,
+        progress: Option<&Progress>,
     ) -> Fetch {
         let deadline = deadline.unwrap_or(self.upstream.deadline());
         let decision = match (&self.routing, ask_all) {
@@ -517,10 +549,18 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             _ => None,
         };
         let ask = decision.as_ref().map_or(Ask::All, Ask::Routed);
-        let fetch = self
-            .upstream
-            .fetch_asking(uri_r, deadline, arrived, ask)
-            .await;
+        let fetch = match progress {
+            Some(progress) => {
+                self.upstream
+                    .fetch_watched(uri_r, deadline, arrived, ask, progress)
+                    .await
+            }
+            None => {
+                self.upstream
+                    .fetch_asking(uri_r, deadline, arrived, ask)
+                    .await
+            }
+        };
         // The fresh answers, before any merge: skipped and failed archives teach nothing.
         if let Some(routing) = &self.routing {
             routing.observe_fetch(&fetch);

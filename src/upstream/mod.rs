@@ -9,8 +9,10 @@ pub(crate) mod fetch;
 pub(crate) mod guard;
 pub(crate) mod ledger;
 pub mod memento;
+pub(crate) mod progress;
 pub(crate) mod registry;
 pub mod resolve;
 
 pub use fanout::{Ask, Upstream};
+pub use progress::{progress, Progress, Settled};
 pub use registry::{Archive, Health, Transition};

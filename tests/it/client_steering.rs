@@ -3,6 +3,7 @@
 //! one client's misses cannot teach routing to skip an archive.
 
 use crate::support::{client, config_for, get_json, outcome, start_proxy};
+use std::time::Duration;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 fn held() -> Behaviour {
@@ -81,4 +82,131 @@ async fn server_errors_still_make_an_archive_dormant() {
     assert_eq!(broken.requests(), asked, "dormant: not asked");
     let detail = outcome(&json, "broken")["detail"].to_string();
     assert!(detail.contains("dormant"), "{detail}");
+}
+
+/// Archive `a` answers at once, `b` in 3 s: inside the server's 5 s deadline, past a client's 1 s.
+async fn fast_and_slow() -> (SimulatedArchive, SimulatedArchive) {
+    let a = SimulatedArchive::start(held()).await.expect("archive");
+    let slow = TimeMapSpec {
+        delay: Duration::from_secs(3),
+        ..TimeMapSpec::of(&["20020101000000", "20030101000000", "20040101000000"])
+    };
+    let b = SimulatedArchive::start(Behaviour::TimeMap(slow))
+        .await
+        .expect("archive");
+    (a, b)
+}
+
+fn header(resp: &reqwest::Response, name: &str) -> String {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A GET of `uri_r`'s JSON TimeMap with `query` and `prefer`: its X-Cache, X-Cache-Action,
+/// X-Memento-Partial and body.
+async fn timemap(
+    base: &str,
+    uri_r: &str,
+    query: &str,
+    prefer: Option<&str>,
+) -> (String, String, String, serde_json::Value) {
+    let mut req = client().get(format!("{base}/timemap/json/{uri_r}{query}"));
+    if let Some(p) = prefer {
+        req = req.header("prefer", p);
+    }
+    let resp = req.send().await.expect("request");
+    assert_eq!(resp.status(), 200, "{uri_r}{query}");
+    let (cache, action, partial) = (
+        header(&resp, "x-cache"),
+        header(&resp, "x-cache-action"),
+        header(&resp, "x-memento-partial"),
+    );
+    let body = resp.text().await.expect("body");
+    let json = serde_json::from_str(&body).expect("json");
+    (cache, action, partial, json)
+}
+
+/// The client's cut answer: `b` named partial, `a`'s mementos there, and honestly not stored.
+fn assert_cut_for_this_client(cache: &str, action: &str, partial: &str, json: &serde_json::Value) {
+    assert_eq!(cache, "MISS", "{json}");
+    assert_eq!(action, "not_stored", "{json}");
+    assert_eq!(partial, "b", "{json}");
+    assert_eq!(outcome(json, "a")["mementos"], 2, "{json}");
+    assert_eq!(outcome(json, "b")["status"], "timeout", "{json}");
+}
+
+/// A short client deadline (`?timeout=1s`, `Prefer: wait=1`) used to store its cut answer for
+/// everyone: the next plain client got a HIT without b for 15 days. Now the shared fan-out
+/// runs on to the server's deadline and stores that; the next client joins it (b once).
+#[tokio::test]
+async fn a_short_client_deadline_is_never_stored_for_the_next_client() {
+    for (n, (query, prefer)) in [("?timeout=1s", None), ("", Some("wait=1"))]
+        .into_iter()
+        .enumerate()
+    {
+        let (a, b) = fast_and_slow().await;
+        let proxy = start_proxy(config_for(&[("a", &a), ("b", &b)])).await;
+        let uri_r = format!("http://p4.com/x{n}");
+        let (cache, action, partial, json) = timemap(&proxy.base, &uri_r, query, prefer).await;
+        assert_cut_for_this_client(&cache, &action, &partial, &json);
+        // The plain client right after: never a HIT partial for what only a client's deadline
+        // cut; it waits for the shared fan-out, which has b.
+        let (cache, _, partial, json) = timemap(&proxy.base, &uri_r, "", None).await;
+        assert_eq!(partial, "", "{query}{prefer:?}: {cache} {json}");
+        assert_eq!(outcome(&json, "b")["mementos"], 3, "{json}");
+        let (cache, _, partial, json) = timemap(&proxy.base, &uri_r, "", None).await;
+        assert_eq!((cache.as_str(), partial.as_str()), ("HIT", ""), "{json}");
+        assert_eq!(outcome(&json, "b")["mementos"], 3, "{json}");
+        assert_eq!(
+            b.requests(),
+            1,
+            "{query}{prefer:?}: b asked once, not per client"
+        );
+        assert_eq!(a.requests(), 1, "{query}{prefer:?}");
+        proxy.stop().await;
+    }
+}
+
+/// With nobody joining, the fan-out the impatient client started still runs to the server's
+/// deadline in the background and stores the entry with b.
+#[tokio::test]
+async fn the_background_fan_out_stores_what_the_servers_deadline_gives() {
+    for (n, (query, prefer)) in [("?timeout=1s", None), ("", Some("wait=1"))]
+        .into_iter()
+        .enumerate()
+    {
+        let (a, b) = fast_and_slow().await;
+        let proxy = start_proxy(config_for(&[("a", &a), ("b", &b)])).await;
+        let uri_r = format!("http://p4.com/y{n}");
+        let (cache, action, partial, json) = timemap(&proxy.base, &uri_r, query, prefer).await;
+        assert_cut_for_this_client(&cache, &action, &partial, &json);
+        // `only-if-cached` never asks the archives: 504 until the entry lands.
+        let url = format!("{}/timemap/json/{uri_r}", proxy.base);
+        let mut stored = None;
+        for _ in 0..200 {
+            let resp = client()
+                .get(&url)
+                .header("cache-control", "only-if-cached")
+                .send()
+                .await
+                .expect("request");
+            if resp.status() == 200 {
+                stored = Some((
+                    header(&resp, "x-memento-partial"),
+                    resp.text().await.expect("body"),
+                ));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (partial, body) = stored.expect("the background fan-out stored an entry within 20 s");
+        let json: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(partial, "", "{query}{prefer:?}: {json}");
+        assert_eq!(outcome(&json, "b")["mementos"], 3, "{json}");
+        assert_eq!(b.requests(), 1, "{query}{prefer:?}");
+        proxy.stop().await;
+    }
 }
