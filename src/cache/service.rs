@@ -18,6 +18,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -205,6 +206,9 @@ pub struct Request {
     /// `Prefer: archives=all`: any fan-out this request makes asks every archive, whatever
     /// routing would skip (such fan-outs are shared only with requests that asked the same).
     pub ask_all: bool,
+    /// The client's address (an IPv6 /64), when a client asked: what a fan-out it starts
+    /// teaches routing is bounded per client. None: the server's own (admin, sampling feed).
+    pub client: Option<std::net::IpAddr>,
 }
 
 /// Cache settings the service applies (the policy itself is pure and separate, stale rules
@@ -334,7 +338,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
             let fetch = self
-                .fan_out(uri_r, req.deadline, arrived, req.ask_all, None)
+                .fan_out(uri_r, req.deadline, arrived, req.ask_all, None, req.client)
                 .await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
@@ -360,8 +364,8 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             // through the same policy.
             (Some(c), Freshness::Stale, false) => {
                 let this = self.clone();
-                let (key, asked) = (key.to_string(), asked.to_owned());
-                tokio::spawn(async move { this.revalidate(&key, &asked).await });
+                let (key, asked, client) = (key.to_string(), asked.to_owned(), req.client);
+                tokio::spawn(async move { this.revalidate(&key, &asked, client).await });
                 self.stats.count_stale();
                 return Served::stored_as(c, uri_r, self.context.as_ref(), CacheStatus::Stale);
             }
@@ -381,6 +385,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             // made here.
             alone: req.force || req.ask_all,
             ask_all: req.ask_all,
+            client: req.client,
         };
         let served = match req.deadline {
             // What a client's own deadline cuts is never stored: the shared refresh runs to
@@ -430,7 +435,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// stale-while-revalidate's refresh behind the client: joins one in flight, and starts none
     /// when the entry was refreshed since this request read it. A refresh leaves `inflight`
     /// only after storing, so finding none in flight and then reading the store sees its entry.
-    async fn revalidate(self: &Arc<Self>, key: &str, uri_r: &str) {
+    async fn revalidate(self: &Arc<Self>, key: &str, uri_r: &str, client: Option<IpAddr>) {
         let in_flight = self
             .inflight
             .lock()
@@ -441,6 +446,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             cached: None,
             alone: false,
             ask_all: false,
+            client,
         };
         if !in_flight {
             if let Some(store) = &self.store {
@@ -531,7 +537,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
 
     /// The archives' answers for `uri_r`, by `deadline` (else the configured one) counted from
     /// when the request arrived: the archives routing picks (every one with `ask_all`), and
-    /// the profiles learn from what they answered.
+    /// the profiles learn from what they answered, as much as `client` may teach.
     async fn fan_out(
         &self,
         uri_r: &str,
@@ -539,6 +545,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         arrived: tokio::time::Instant,
         ask_all: bool,
         progress: Option<&Progress>,
+        client: Option<IpAddr>,
     ) -> Fetch {
         let deadline = deadline.unwrap_or(self.upstream.deadline());
         let decision = match (&self.routing, ask_all) {
@@ -563,7 +570,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         };
         // The fresh answers, before any merge: skipped and failed archives teach nothing.
         if let Some(routing) = &self.routing {
-            routing.observe_fetch(&fetch);
+            routing.observe_fetch(&fetch, client);
         }
         self.stats.count_fan_out();
         if let Some(log) = &self.observe {

@@ -210,3 +210,111 @@ async fn the_background_fan_out_stores_what_the_servers_deadline_gives() {
         proxy.stop().await;
     }
 }
+
+/// A client bound to `127.0.0.{last}`: Linux routes all of 127/8 to loopback.
+fn client_from(last: u8) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, last]))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+/// The JSON TimeMap of `uri_r` asked by `client`.
+async fn routed(client: &reqwest::Client, base: &str, uri_r: &str) -> serde_json::Value {
+    let resp = client
+        .get(format!("{base}/timemap/json/{uri_r}"))
+        .send()
+        .await
+        .expect("request");
+    // 404 when no archive holds it: the body still tells each archive's answer.
+    assert!([200, 404].contains(&resp.status().as_u16()), "{uri_r}");
+    serde_json::from_str(&resp.text().await.expect("body")).expect("json")
+}
+
+/// Archives `a` and `b`, learned routing that never explores: `a` answers 404 and `b` holds.
+async fn steerable() -> (SimulatedArchive, SimulatedArchive, tmproxy::config::Config) {
+    let a = SimulatedArchive::start(Behaviour::Status(404, "not here".into()))
+        .await
+        .expect("archive");
+    let b = SimulatedArchive::start(held()).await.expect("archive");
+    let mut config = config_for(&[("a", &a), ("b", &b)]);
+    config.routing.mode = tmproxy::config::RoutingMode::Learned;
+    config.routing.explore = 0.0;
+    assert_eq!(config.routing.max_per_client, 5);
+    assert_eq!(config.routing.min_evidence, 20);
+    (a, b, config)
+}
+
+/// One client's 120 misses under victim.org, which a answers 404 and b holds, used to teach
+/// routing to skip a there: the victim's real page was then stored without a, not even
+/// partial, for 15 days. One address counts five times per key: a is still asked.
+#[tokio::test]
+async fn one_client_cannot_teach_routing_to_skip_an_archive() {
+    let (a, b, config) = steerable().await;
+    let proxy = start_proxy(config).await;
+    let attacker = client_from(1);
+    for i in 0..120 {
+        let json = routed(&attacker, &proxy.base, &format!("http://victim.org/nf-{i}")).await;
+        assert_eq!(
+            outcome(&json, "a")["status"],
+            "not_found",
+            "miss {i}: {json}"
+        );
+    }
+    a.set_behaviour(held());
+    let asked = a.requests();
+    let json = routed(&client(), &proxy.base, "http://victim.org/real").await;
+    assert_eq!(a.requests(), asked + 1, "a is asked: {json}");
+    assert_eq!(outcome(&json, "a")["mementos"], 2, "{json}");
+    let resp = client()
+        .get(format!(
+            "{}/timemap/json/http://victim.org/real",
+            proxy.base
+        ))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(header(&resp, "x-cache"), "HIT");
+    let json: serde_json::Value =
+        serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(
+        outcome(&json, "a")["mementos"],
+        2,
+        "the stored entry holds a: {json}"
+    );
+    assert!(b.requests() >= 121);
+}
+
+/// The bound is per client: six addresses, five misses each, are evidence enough (30 of the 20
+/// min_evidence asks for). Misses no archive holds teach nothing, from however many clients.
+#[tokio::test]
+async fn many_clients_still_teach_a_skip_but_made_up_urls_teach_nothing() {
+    let (a, b, config) = steerable().await;
+    let proxy = start_proxy(config).await;
+    let clients: Vec<reqwest::Client> = (2..8).map(client_from).collect();
+    // Nobody holds these: 60 misses from six clients teach nothing.
+    b.set_behaviour(Behaviour::Status(404, "not here".into()));
+    for (n, c) in clients.iter().enumerate() {
+        for i in 0..10 {
+            routed(c, &proxy.base, &format!("http://victim.org/none-{n}-{i}")).await;
+        }
+    }
+    b.set_behaviour(held());
+    let json = routed(&clients[0], &proxy.base, "http://victim.org/after-none").await;
+    assert_eq!(
+        outcome(&json, "a")["status"],
+        "not_found",
+        "still asked: {json}"
+    );
+    // Each client's sixth miss is not counted; five from each of six is 30.
+    for (n, c) in clients.iter().enumerate() {
+        for i in 0..6 {
+            routed(c, &proxy.base, &format!("http://victim.org/held-{n}-{i}")).await;
+        }
+    }
+    let asked = a.requests();
+    let json = routed(&client_from(9), &proxy.base, "http://victim.org/next").await;
+    assert_eq!(outcome(&json, "a")["status"], "skipped", "{json}");
+    assert_eq!(a.requests(), asked, "a not asked");
+}

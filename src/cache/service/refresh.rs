@@ -39,6 +39,9 @@ pub(super) struct Begun<V> {
     pub alone: bool,
     /// `Prefer: archives=all`: every archive is asked, whatever routing would skip.
     pub ask_all: bool,
+    /// The client whose request started it: what its fan-out teaches routing is credited to
+    /// that client (None: the server's own).
+    pub client: Option<std::net::IpAddr>,
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -106,7 +109,14 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             }
         };
         let fetch = self
-            .fan_out(uri_r, Some(limit), begun.at, begun.ask_all, Some(progress))
+            .fan_out(
+                uri_r,
+                Some(limit),
+                begun.at,
+                begun.ask_all,
+                Some(progress),
+                begun.client,
+            )
             .await;
         let served = self
             .refresh_fetched(store, key, fetch, begun, answer_by, render, stale_view)
