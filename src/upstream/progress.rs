@@ -45,7 +45,7 @@ impl Settled {
         let at = self.at.unwrap_or(now);
         let cut = |id: &str| {
             let detail = format!(
-                "no answer within the client's deadline ({}s); still asked for the shared entry",
+                "no answer within the request deadline ({}s) the client asked for; still asked for the shared entry",
                 deadline.as_secs_f64()
             );
             let answer = ArchiveAnswer::failed(ArchiveStatus::Timeout, None, Some(detail));
@@ -91,7 +91,10 @@ mod tests {
         let status: Vec<_> = fetch.archives.iter().map(|c| c.answer.status).collect();
         assert_eq!(status, [ArchiveStatus::Empty, ArchiveStatus::Timeout]);
         let detail = fetch.archives[1].answer.detail.as_deref().unwrap_or("");
-        assert!(detail.contains("client's deadline (1s)"), "{detail}");
+        assert!(
+            detail.contains("request deadline (1s) the client"),
+            "{detail}"
+        );
     }
 
     #[test]
