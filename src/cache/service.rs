@@ -13,11 +13,12 @@ use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
-use crate::upstream::{Ask, Upstream};
+use crate::upstream::{Ask, Progress, Settled, Upstream};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -26,6 +27,7 @@ mod first_store;
 mod keys;
 mod refresh;
 mod shared_write;
+mod short_deadline;
 #[cfg(test)]
 mod tests;
 use refresh::Begun;
@@ -190,9 +192,9 @@ impl<V: ServedView> Served<V> {
 /// What a caller asks of the cache for one URI-R.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Request {
-    /// The client's own deadline when shorter than the configured one: such a request fans out
-    /// on its own (its result still goes through the policy) rather than joining a shared
-    /// fan-out that would keep it waiting longer than it asked.
+    /// The client's own deadline when shorter than the configured one: such a request joins
+    /// (or starts) the shared refresh, which runs to `[upstream] deadline` and stores what it
+    /// gets, and is answered, unstored, from what has come by its own deadline if that is first.
     pub deadline: Option<Duration>,
     /// `Cache-Control: no-cache`: refresh now, at most once per `min_refresh_interval`.
     pub no_cache: bool,
@@ -204,6 +206,9 @@ pub struct Request {
     /// `Prefer: archives=all`: any fan-out this request makes asks every archive, whatever
     /// routing would skip (such fan-outs are shared only with requests that asked the same).
     pub ask_all: bool,
+    /// The client's address (an IPv6 /64), when a client asked: what a fan-out it starts
+    /// teaches routing is bounded per client. None: the server's own (admin, sampling feed).
+    pub client: Option<std::net::IpAddr>,
 }
 
 /// Cache settings the service applies (the policy itself is pure and separate, stale rules
@@ -219,6 +224,21 @@ pub struct Settings {
 
 type SharedRefresh<V> = Shared<BoxFuture<'static, Option<Served<V>>>>;
 
+/// A refresh in flight: its answer to come, and what its fan-out's archives answered so far.
+struct Flight<V> {
+    refresh: SharedRefresh<V>,
+    progress: tokio::sync::watch::Receiver<Settled>,
+}
+
+impl<V> Clone for Flight<V> {
+    fn clone(&self) -> Self {
+        Flight {
+            refresh: self.refresh.clone(),
+            progress: self.progress.clone(),
+        }
+    }
+}
+
 /// The cache service, over a store `S` of entries with their views `V`. Shared behind an
 /// `Arc`; every method takes `&self`.
 pub struct TimeMapCache<S, V: ServedView> {
@@ -230,7 +250,7 @@ pub struct TimeMapCache<S, V: ServedView> {
     /// What the views are built with.
     context: Arc<V::Context>,
     /// Every map below is by cache key ([`TimeMapCache::key_of`]), not by spelling.
-    inflight: Mutex<HashMap<String, SharedRefresh<V>>>,
+    inflight: Mutex<HashMap<String, Flight<V>>>,
     /// First stores and refreshes still being built or written after their answer went out, by
     /// URI-R, with the answer they gave (a first store's MISS, or the stored entry STALE): a
     /// request meanwhile is answered so instead of fanning out again.
@@ -318,7 +338,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
             let fetch = self
-                .fan_out(uri_r, req.deadline, arrived, req.ask_all)
+                .fan_out(uri_r, req.deadline, arrived, req.ask_all, None, req.client)
                 .await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
@@ -344,8 +364,8 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             // through the same policy.
             (Some(c), Freshness::Stale, false) => {
                 let this = self.clone();
-                let (key, asked) = (key.to_string(), asked.to_owned());
-                tokio::spawn(async move { this.revalidate(&key, &asked).await });
+                let (key, asked, client) = (key.to_string(), asked.to_owned(), req.client);
+                tokio::spawn(async move { this.revalidate(&key, &asked, client).await });
                 self.stats.count_stale();
                 return Served::stored_as(c, uri_r, self.context.as_ref(), CacheStatus::Stale);
             }
@@ -358,19 +378,20 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 return served;
             }
         }
-        let mut begun = Begun {
+        let begun = Begun {
             at: arrived,
-            deadline: None,
             cached: cached.clone(),
             // Another replica's fan-out may have been routed: one asked for every archive is
             // made here.
             alone: req.force || req.ask_all,
             ask_all: req.ask_all,
+            client: req.client,
         };
         let served = match req.deadline {
+            // What a client's own deadline cuts is never stored: the shared refresh runs to
+            // the server's deadline, and this request takes what has come by its own.
             Some(d) if d < self.upstream.deadline() => {
-                begun.deadline = Some(d);
-                self.refresh(key, asked, begun, req.render).await
+                self.within(key, asked, begun, req.render, d).await
             }
             _ => self.shared_refresh(key, asked, begun, req.render).await,
         };
@@ -414,7 +435,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// stale-while-revalidate's refresh behind the client: joins one in flight, and starts none
     /// when the entry was refreshed since this request read it. A refresh leaves `inflight`
     /// only after storing, so finding none in flight and then reading the store sees its entry.
-    async fn revalidate(self: &Arc<Self>, key: &str, uri_r: &str) {
+    async fn revalidate(self: &Arc<Self>, key: &str, uri_r: &str, client: Option<IpAddr>) {
         let in_flight = self
             .inflight
             .lock()
@@ -422,10 +443,10 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             .contains_key(key);
         let mut begun = Begun {
             at: tokio::time::Instant::now(),
-            deadline: None,
             cached: None,
             alone: false,
             ask_all: false,
+            client,
         };
         if !in_flight {
             if let Some(store) = &self.store {
@@ -468,45 +489,63 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
     ) -> Option<Served<V>> {
+        self.flight(key, uri_r, begun, render).refresh.await
+    }
+
+    /// The refresh in flight for `key` (of its kind: ask-all or routed), started now if there
+    /// is none.
+    fn flight(
+        self: &Arc<Self>,
+        key: &str,
+        uri_r: &str,
+        begun: Begun<V>,
+        render: Option<TimeMapFormat>,
+    ) -> Flight<V> {
         // Ask-all fan-outs are shared among themselves only (a NUL never is in a key): a
         // routed one does not answer them, and many of them cost the archives one.
         let inflight_key = match begun.ask_all {
             true => format!("{key}\0all"),
             false => key.to_string(),
         };
-        let shared = {
-            let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(f) = inflight.get(&inflight_key) {
-                f.clone()
-            } else {
-                let this = self.clone();
-                let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
-                let flight = inflight_key.clone();
-                let task = tokio::spawn(async move {
-                    let served = this.refresh(&owned_key, &uri_r, begun, render).await;
-                    this.inflight
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&flight);
-                    served
-                });
-                let f: SharedRefresh<V> = async move { task.await.ok().flatten() }.boxed().shared();
-                inflight.insert(inflight_key, f.clone());
-                f
-            }
+        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = inflight.get(&inflight_key) {
+            return f.clone();
+        }
+        let progress = crate::upstream::progress();
+        let watched = progress.subscribe();
+        let this = self.clone();
+        let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
+        let flight = inflight_key.clone();
+        let task = tokio::spawn(async move {
+            let served = this
+                .refresh(&owned_key, &uri_r, begun, render, &progress)
+                .await;
+            this.inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&flight);
+            served
+        });
+        let refresh: SharedRefresh<V> = async move { task.await.ok().flatten() }.boxed().shared();
+        let f = Flight {
+            refresh,
+            progress: watched,
         };
-        shared.await
+        inflight.insert(inflight_key, f.clone());
+        f
     }
 
     /// The archives' answers for `uri_r`, by `deadline` (else the configured one) counted from
     /// when the request arrived: the archives routing picks (every one with `ask_all`), and
-    /// the profiles learn from what they answered.
+    /// the profiles learn from what they answered, as much as `client` may teach.
     async fn fan_out(
         &self,
         uri_r: &str,
         deadline: Option<Duration>,
         arrived: tokio::time::Instant,
         ask_all: bool,
+        progress: Option<&Progress>,
+        client: Option<IpAddr>,
     ) -> Fetch {
         let deadline = deadline.unwrap_or(self.upstream.deadline());
         let decision = match (&self.routing, ask_all) {
@@ -517,13 +556,21 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             _ => None,
         };
         let ask = decision.as_ref().map_or(Ask::All, Ask::Routed);
-        let fetch = self
-            .upstream
-            .fetch_asking(uri_r, deadline, arrived, ask)
-            .await;
+        let fetch = match progress {
+            Some(progress) => {
+                self.upstream
+                    .fetch_watched(uri_r, deadline, arrived, ask, progress)
+                    .await
+            }
+            None => {
+                self.upstream
+                    .fetch_asking(uri_r, deadline, arrived, ask)
+                    .await
+            }
+        };
         // The fresh answers, before any merge: skipped and failed archives teach nothing.
         if let Some(routing) = &self.routing {
-            routing.observe_fetch(&fetch);
+            routing.observe_fetch(&fetch, client);
         }
         self.stats.count_fan_out();
         if let Some(log) = &self.observe {

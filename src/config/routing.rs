@@ -19,6 +19,9 @@ pub struct RoutingConfig {
     pub min_share: f64,
     /// The share of misses that ask every archive anyway, so profiles recover.
     pub explore: f64,
+    /// Observations one client address (an IPv6 /64) may add at one key: no single client
+    /// teaches routing to skip (or ask) an archive.
+    pub max_per_client: u32,
 }
 
 /// The most `[routing] max_keys` takes: a key costs up to ~200 bytes (a tally for each of 13
@@ -37,6 +40,7 @@ impl Default for RoutingConfig {
             min_evidence: 20,
             min_share: 0.02,
             explore: 0.05,
+            max_per_client: 5,
         }
     }
 }
@@ -59,18 +63,20 @@ mod tests {
         assert_eq!(r.min_evidence, 20);
         assert_eq!(r.min_share, 0.02);
         assert_eq!(r.explore, 0.05);
+        assert_eq!(r.max_per_client, 5);
         assert!(Config::default().archives.iter().all(|a| !a.always));
     }
 
     #[test]
     fn routing_and_always_are_read() {
         let c = parse(
-            "[routing]\nmode = \"learned\"\nmax_keys = 10\nmin_evidence = 3\nmin_share = 0.5\nexplore = 1.0\n\
+            "[routing]\nmode = \"learned\"\nmax_keys = 10\nmin_evidence = 3\nmin_share = 0.5\nexplore = 1.0\nmax_per_client = 7\n\
              [[archives]]\nid = \"x\"\ntimemap = \"https://x.example/tm/\"\ntimegate = \"https://x.example/\"\nalways = true\n",
         )
         .unwrap();
         assert_eq!(c.routing.mode, RoutingMode::Learned);
         assert_eq!((c.routing.max_keys, c.routing.min_evidence), (10, 3));
+        assert_eq!(c.routing.max_per_client, 7);
         assert!(c.archives[0].always);
     }
 
@@ -95,6 +101,8 @@ mod tests {
             ("min_share = -0.1", "routing.min_share"),
             ("min_share = nan", "routing.min_share"),
             ("explore = 1.5", "routing.explore"),
+            ("max_per_client = 0", "routing.max_per_client"),
+            ("max_per_client = 4097", "routing.max_per_client"),
             ("maxkeys = 5", "routing.maxkeys"),
         ] {
             let e = parse(&format!("[routing]\n{text}\n")).expect_err(text);

@@ -246,6 +246,12 @@ impl Config {
                 ),
             );
         }
+        if !(1..=most).contains(&r.max_per_client) {
+            return fail(
+                "routing.max_per_client",
+                format!("must be from 1 to {most} (a tally is halved past {most})"),
+            );
+        }
         for (key, v) in [
             ("routing.min_share", r.min_share),
             ("routing.explore", r.explore),

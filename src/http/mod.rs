@@ -7,6 +7,7 @@ pub(crate) mod archives;
 #[cfg(test)]
 mod captured_log;
 mod choices;
+pub(crate) mod client;
 mod encoding;
 mod errors;
 pub(crate) mod gate;
@@ -163,7 +164,8 @@ pub fn router(state: SharedState) -> Router {
         .route_layer(
             ServiceBuilder::new()
                 .option_layer(limit)
-                .layer(choices::MarkPreferencesLayer),
+                .layer(choices::MarkPreferencesLayer)
+                .layer(client::ClientScopeLayer),
         );
     let mut routes = memento
         .route("/healthz", get(healthz))
@@ -408,6 +410,8 @@ pub async fn serve_lookup(
         force: false,
         render,
         ask_all: lookup.ask_all,
+        // Counted as the rate limiter counts it: an IPv6 host holds a whole /64.
+        client: client::current().map(rate::client_key),
     };
     Ok(match only {
         Some(only) => state.cache.lookup_only(uri_r, req, only).await,

@@ -5,10 +5,10 @@
 use super::gate::Gate;
 use crate::config::ServerConfig;
 use crate::error::AppError;
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -210,7 +210,7 @@ fn lock(table: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
 /// gets here: the CORS layer outside answers them all.
 impl Gate for Arc<Limiter> {
     fn refuse(&self, req: &Request) -> Option<Response> {
-        let peer = req.extensions().get::<ConnectInfo<SocketAddr>>()?.0.ip();
+        let peer = super::client::client_of(req)?;
         match self.check(peer, self.now()) {
             Admission::Admit => None,
             Admission::Refuse { retry_after } => Some(

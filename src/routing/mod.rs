@@ -12,11 +12,14 @@ mod persist;
 pub mod stored;
 
 use crate::config::{Config, RoutingConfig};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tmproxy_core::routing::{self as core, Candidate, Decision, Observation, Profiles, UriKeys};
+use tmproxy_core::routing::{
+    self as core, Candidate, Decision, Observation, PerClient, Profiles, UriKeys,
+};
 
 pub use persist::Loaded;
 
@@ -40,6 +43,8 @@ pub struct Routing {
     /// Ids of archives with `always = true` (the Internet Archive is always asked anyway).
     always: Vec<String>,
     profiles: Mutex<Profiles>,
+    /// What each client address has taught each key (`[routing] max_per_client`).
+    per_client: Mutex<PerClient>,
     /// Learned since the last save.
     dirty: AtomicBool,
     /// Misses decided: the nonce of each one's exploration draw.
@@ -86,6 +91,7 @@ impl Routing {
                 .map(|a| a.id.clone())
                 .collect(),
             profiles: Mutex::new(profiles),
+            per_client: Mutex::new(PerClient::new(config.routing.max_per_client)),
             dirty: AtomicBool::new(false),
             misses: AtomicU64::new(0),
             file,
@@ -112,9 +118,24 @@ impl Routing {
     }
 
     /// [`Routing::observe`] of a fan-out's fresh answers ([`Observation::of_fetch`]): call it
-    /// with the fetch as the archives answered, before any merge with a cached entry.
-    pub fn observe_fetch(&self, fetch: &tmproxy_core::timemap::answer::Fetch) {
-        self.observe(&Observation::of_fetch(fetch));
+    /// with the fetch as the archives answered, before any merge with a cached entry. A fetch
+    /// in which no archive held anything teaches nothing, and one made for `client` teaches
+    /// only the keys that client has not taught `max_per_client` times already. Without a
+    /// client (the server's own refreshes: an admin's, a sampling feed's) nothing is bounded.
+    pub fn observe_fetch(
+        &self,
+        fetch: &tmproxy_core::timemap::answer::Fetch,
+        client: Option<IpAddr>,
+    ) {
+        let mut lesson = Observation::of_fetch(fetch);
+        if !lesson.holds_any() {
+            return;
+        }
+        if let Some(client) = client {
+            let mut bound = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+            bound.admit(client, &mut lesson.keys);
+        }
+        self.observe(&lesson);
     }
 
     /// Routes one miss of `uri_r` over the archives `ids` (in the fan-out's order): the routes

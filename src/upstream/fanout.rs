@@ -6,6 +6,7 @@ use super::failure::FailureKind;
 use super::fallback::ask_archive;
 use super::fetch::{ArchiveFetch, FetchLimits, Route};
 use super::ledger::{Ledger, Outcome, SkipReason};
+use super::progress::Settled;
 use super::registry::{Archive, Health, Transition};
 use super::resolve::Lookup;
 use crate::clock::Clock;
@@ -154,6 +155,22 @@ impl Upstream {
         arrived: Instant,
         ask: Ask<'_>,
     ) -> Fetch {
+        let progress = super::progress();
+        self.fetch_watched(uri_r, deadline, arrived, ask, &progress)
+            .await
+    }
+
+    /// [`Upstream::fetch_asking`] publishing each archive's contribution to `progress` as it
+    /// settles (a skipped or dormant one at once), so a request that cannot wait for the whole
+    /// fan-out is answered with what came so far.
+    pub async fn fetch_watched(
+        &self,
+        uri_r: &str,
+        deadline: Duration,
+        arrived: Instant,
+        ask: Ask<'_>,
+        progress: &super::Progress,
+    ) -> Fetch {
         let asked: Vec<bool> = self
             .archives
             .iter()
@@ -170,9 +187,24 @@ impl Upstream {
         let started = Instant::now();
         let stop_at = arrived + deadline;
         let now = self.clock.now();
+        // The published answers are the fan-out's own results: slot `i` is archive `i`'s, and
+        // the contributions are taken back out of it at the end.
+        progress.send_replace(Settled {
+            at: Some(now),
+            archives: self.archives.iter().map(|a| (a.id.clone(), None)).collect(),
+            done: false,
+        });
+        let publish = |i: usize, mut f: ArchiveFetch, elapsed: Duration| {
+            f.answer.elapsed_ms = elapsed.as_millis() as u64;
+            let mementos = std::mem::take(&mut f.mementos);
+            let id = &self.archives[i].id;
+            let c = Arc::new(Contribution::listed(id, f.answer, now, mementos));
+            progress.send_modify(|s| s.archives[i].1 = Some(c));
+            // The budget's hold on the mementos' bytes lasts as long as the fan-out.
+            f.held
+        };
+        let mut held = Vec::new();
 
-        let mut results: Vec<Option<(ArchiveFetch, Duration)>> =
-            (0..self.archives.len()).map(|_| None).collect();
         let mut pending = FuturesUnordered::new();
         for (i, archive) in self.archives.iter().enumerate() {
             if !asked[i] {
@@ -185,17 +217,15 @@ impl Upstream {
                     .map(|t| t.to_rfc3339())
                     .unwrap_or_default();
                 self.ledgers[i].record_skip(SkipReason::Dormant, now);
-                results[i] = Some((
-                    ArchiveFetch::failed(
-                        FailureKind::Dormant,
-                        None,
-                        format!(
-                            "dormant after {} consecutive failures; asked again after {until}",
-                            self.failures_before_dormant
-                        ),
+                let dormant = ArchiveFetch::failed(
+                    FailureKind::Dormant,
+                    None,
+                    format!(
+                        "dormant after {} consecutive failures; asked again after {until}",
+                        self.failures_before_dormant
                     ),
-                    Duration::ZERO,
-                ));
+                );
+                publish(i, dormant, Duration::ZERO);
                 continue;
             }
             if let Some(Routed::Skip(skip)) = routes.get(i) {
@@ -203,7 +233,7 @@ impl Upstream {
                 tracing::debug!(archive = %archive.id, reason = %skip.explain(), "archive skipped by routing");
                 self.ledgers[i].record_skip(SkipReason::Routing, now);
                 let skipped = ArchiveFetch::answered(ArchiveAnswer::skipped(ROUTING));
-                results[i] = Some((skipped, Duration::ZERO));
+                publish(i, skipped, Duration::ZERO);
                 continue;
             }
             self.fetches[i].fetch_add(1, Ordering::Relaxed);
@@ -220,9 +250,12 @@ impl Upstream {
         while !pending.is_empty() {
             tokio::select! {
                 Some((i, fetch, elapsed)) = pending.next() => {
-                    // Our own memory budget running out says nothing about the archive.
-                    self.settle(i, &fetch, elapsed, !fetch.over_budget());
-                    results[i] = Some((fetch, elapsed));
+                    // Our own memory budget running out says nothing about the archive, nor does
+                    // a 4xx any client can provoke with the URI-R it asks for: dormancy comes
+                    // from the archive's own faults (connect, TLS, timeout, 5xx, malformed).
+                    let blame = !fetch.over_budget() && !fetch.refused_by_archive();
+                    self.settle(i, &fetch, elapsed, blame);
+                    held.push(publish(i, fetch, elapsed));
                 }
                 _ = &mut deadline_passed => break,
             }
@@ -232,32 +265,41 @@ impl Upstream {
         // A client that asked for less time than the configured deadline cut these archives off,
         // not their own slowness: it must not push them towards dormancy for everyone.
         let cut_by_client = deadline < self.deadline;
-        for (i, slot) in results.iter_mut().enumerate() {
-            if slot.is_none() && asked[i] {
-                let fetch = ArchiveFetch::failed(
-                    FailureKind::Timeout,
-                    None,
-                    format!(
-                        "no answer within the request deadline ({}s)",
-                        deadline.as_secs_f64()
-                    ),
-                );
-                self.settle(i, &fetch, deadline, !cut_by_client);
-                *slot = Some((fetch, deadline));
-            }
-        }
-
-        let archives = self
+        let unsettled: Vec<usize> = progress
+            .borrow()
             .archives
             .iter()
-            .zip(results)
-            .filter_map(|(a, result)| result.map(|r| (a, r)))
-            .map(|(a, (mut f, elapsed))| {
-                f.answer.elapsed_ms = elapsed.as_millis() as u64;
-                // The mementos move; the budget's hold on their bytes ends with `f`.
-                Contribution::listed(&a.id, f.answer, now, std::mem::take(&mut f.mementos))
-            })
+            .enumerate()
+            .filter(|(i, (_, c))| c.is_none() && asked[*i])
+            .map(|(i, _)| i)
             .collect();
+        for i in unsettled {
+            let fetch = ArchiveFetch::failed(
+                FailureKind::Timeout,
+                None,
+                format!(
+                    "no answer within the request deadline ({}s)",
+                    deadline.as_secs_f64()
+                ),
+            );
+            self.settle(i, &fetch, deadline, !cut_by_client);
+            publish(i, fetch, deadline);
+        }
+
+        // Taken back: a watcher still holding one (answering its client right now) has its
+        // own reference, and only then is a contribution copied.
+        let settled = progress.send_replace(Settled {
+            at: Some(now),
+            archives: Vec::new(),
+            done: true,
+        });
+        let archives = settled
+            .archives
+            .into_iter()
+            .filter_map(|(_, c)| c)
+            .map(|c| Arc::try_unwrap(c).unwrap_or_else(|shared| Contribution::clone(&shared)))
+            .collect();
+        drop(held);
         Fetch {
             uri_r: uri_r.to_string(),
             at: now,
@@ -321,8 +363,10 @@ impl Upstream {
     }
 
     /// An asked archive's turn is over: it is counted, a failure is logged, and (when
-    /// `blame`: the archive's own doing, not our budget or a client's short deadline) its
-    /// health takes the answer, which may put it to sleep or wake it.
+    /// `blame`: the archive's own doing, not our budget, a client's short deadline or a 4xx to
+    /// what a client asked) its health takes the answer, which may put it to sleep or wake it.
+    /// An unblamed answer neither sleeps nor wakes it: a client must not be able to keep a
+    /// failing archive awake either.
     fn settle(&self, i: usize, fetch: &ArchiveFetch, elapsed: Duration, blame: bool) {
         let now = self.clock.now();
         let id = &self.archives[i].id;
@@ -335,7 +379,7 @@ impl Upstream {
             if blame {
                 tracing::warn!(archive = %id, %kind, elapsed_ms, ?detail, "archive failed");
             } else {
-                tracing::debug!(archive = %id, %kind, elapsed_ms, ?detail, "archive cut off");
+                tracing::debug!(archive = %id, %kind, elapsed_ms, ?detail, "archive cut off or refused the request");
             }
         }
         if !blame {

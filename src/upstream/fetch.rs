@@ -76,6 +76,13 @@ impl ArchiveFetch {
         self.failure == Some(FailureKind::Budget)
     }
 
+    /// The archive refused the request itself with a 4xx (400, 414, 451, 429…; a 404 or 410 is
+    /// an answer, not a failure). What is asked comes from a client's URI-R, so any client can
+    /// provoke one: it says nothing about whether the archive is up.
+    pub fn refused_by_archive(&self) -> bool {
+        matches!(self.failure, Some(FailureKind::HttpStatus(code)) if (400..500).contains(&code))
+    }
+
     /// Failed because the archive sent us where its hop rules do not allow.
     fn refused_hop(&self) -> bool {
         self.failure == Some(FailureKind::RefusedRedirect)

@@ -10,9 +10,11 @@ pub(crate) mod fetch;
 pub(crate) mod guard;
 pub(crate) mod ledger;
 pub mod memento;
+pub(crate) mod progress;
 pub(crate) mod registry;
 pub mod resolve;
 pub(crate) mod streamed;
 
 pub use fanout::{Ask, Upstream};
+pub use progress::{progress, Progress, Settled};
 pub use registry::{Archive, Health, Transition};

@@ -118,6 +118,11 @@ impl UriKeys {
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
+
+    /// Keeps only the keys `keep` says yes to (in order, each asked once).
+    pub fn retain(&mut self, keep: impl FnMut(&Key) -> bool) {
+        self.keys.retain(keep);
+    }
 }
 
 fn key(level: Level, name: &str) -> Key {

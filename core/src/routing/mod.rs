@@ -4,11 +4,13 @@
 //! The server keeps one [`profile::Profiles`], feeds it an [`profile::Observation`] per fan-out
 //! and asks [`decide::decide`] before the next; `memsim` runs the very same functions.
 
+pub mod bound;
 pub mod decide;
 pub mod import;
 pub mod keys;
 pub mod profile;
 
+pub use bound::PerClient;
 pub use decide::{decide, draw_for, Candidate, Decision, Mode, Route, Settings, Skip};
 pub use import::{Format, ImportReport, Importer};
 pub use keys::{Key, Level, UriKeys};

@@ -56,6 +56,15 @@ impl Observation {
     }
 }
 
+impl Observation {
+    /// Whether some archive listed mementos. A miss none holds (every answer "not found" or
+    /// empty, as for any URL a client makes up) teaches the server nothing: made-up URLs must
+    /// not be a way to build the evidence that skips an archive.
+    pub fn holds_any(&self) -> bool {
+        self.outcomes.iter().any(|(_, o)| *o == Outcome::Held)
+    }
+}
+
 /// Counts at one key for one archive. When their sum passes [`Tally::AGE_AT`] both are halved,
 /// so the latest evidence weighs the most: an archive that starts holding a domain overturns a
 /// profile of thousands of misses after tens of explored hits, not thousands. The cap also lets

@@ -104,7 +104,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             .await;
         // A client's own choice is not routed, but what the archives answered still teaches.
         if let Some(routing) = &self.routing {
-            routing.observe_fetch(&fetch);
+            routing.observe_fetch(&fetch, req.client);
         }
         self.stats.count_fan_out();
         self.stats.count_served(CacheStatus::Miss);

@@ -10,6 +10,7 @@ use crate::cache::store::{Cacheable, FanOutClaim, Store};
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
+use crate::upstream::Progress;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,17 +28,20 @@ struct Fetched<V> {
     big: bool,
 }
 
-/// Where a refresh starts from: when its request came, the client's own deadline, and the
-/// entry the request read (None when there was none).
+/// Where a refresh starts from: when its request came and the entry the request read (None
+/// when there was none). A refresh always runs to `[upstream] deadline`: a client's shorter
+/// one decides only what that client is answered ([`TimeMapCache::within`]).
 #[derive(Clone)]
 pub(super) struct Begun<V> {
     pub at: tokio::time::Instant,
-    pub deadline: Option<Duration>,
     pub cached: Option<Arc<CachedTimeMap<V>>>,
     /// An admin's refresh: asks the archives itself, never waits for another replica's.
     pub alone: bool,
     /// `Prefer: archives=all`: every archive is asked, whatever routing would skip.
     pub ask_all: bool,
+    /// The client whose request started it: what its fan-out teaches routing is credited to
+    /// that client (None: the server's own).
+    pub client: Option<std::net::IpAddr>,
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -50,11 +54,10 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         uri_r: &str,
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
+        progress: &Progress,
     ) -> Option<Served<V>> {
         let store = self.store.as_ref()?;
-        let limit = begun.deadline.map_or(self.upstream.deadline(), |d| {
-            d.min(self.upstream.deadline())
-        });
+        let limit = self.upstream.deadline();
         let due = begun.at + limit;
         let answer_by = due + ANSWER_AFTER_DEADLINE;
         // A huge entry read from disk has no view yet: built while the archives are asked, it
@@ -106,7 +109,14 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             }
         };
         let fetch = self
-            .fan_out(uri_r, Some(limit), begun.at, begun.ask_all)
+            .fan_out(
+                uri_r,
+                Some(limit),
+                begun.at,
+                begun.ask_all,
+                Some(progress),
+                begun.client,
+            )
             .await;
         let served = self
             .refresh_fetched(store, key, fetch, begun, answer_by, render, stale_view)
