@@ -8,6 +8,7 @@ mod early;
 pub mod threads;
 
 use crate::config::Config;
+use crate::http::client::TrustedProxies;
 use crate::http::AppState;
 use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, Verdict};
 use axum::Router;
@@ -44,9 +45,9 @@ pub struct ServeOptions {
     pub idle_timeout: Duration,
     pub h2_ping_interval: Duration,
     pub h2_ping_timeout: Duration,
-    /// Each request carries its peer's address (`ConnectInfo`), which only the rate limit reads:
-    /// off, the per-request insert (an allocation) is left out, cache hits included.
-    pub peer_address: bool,
+    /// `[server] trusted_proxies`: whose forwarding headers name the client each request
+    /// carries ([`ClientAddr`](crate::http::client::ClientAddr)).
+    pub trusted_proxies: Arc<TrustedProxies>,
     /// The open and refused counts (and caps) of the listeners, shared with `/metrics`.
     pub connections: Arc<Connections>,
     /// Where the public listener's connections are served: these threads, each with its own
@@ -70,7 +71,7 @@ impl ServeOptions {
             idle_timeout: config.server.idle_timeout,
             h2_ping_interval: H2_PING_INTERVAL,
             h2_ping_timeout: H2_PING_TIMEOUT,
-            peer_address: crate::http::rate::Rate::configured(&config.server).is_some(),
+            trusted_proxies: Arc::new(TrustedProxies::new(&config.server.trusted_proxies)),
             connections: Arc::new(Connections::new(config.server.max_connections)),
             threads: None,
         }
@@ -226,16 +227,15 @@ async fn connection(
 
     let activity = Activity::new();
     let limits = options.limits();
-    let peer_address = options.peer_address;
+    let trusted = options.trusted_proxies.clone();
     let requests = activity.clone();
     let service =
         hyper::service::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
             let in_flight = requests.begin();
             let mut req = req.map(axum::body::Body::new);
-            if peer_address {
-                req.extensions_mut()
-                    .insert(axum::extract::ConnectInfo(peer));
-            }
+            // Every request, whatever reads it: the rate limit, the request log.
+            let client = trusted.client(peer.ip(), req.headers());
+            req.extensions_mut().insert(client);
             let answer = early::poll_now(router.clone().oneshot(req));
             async move {
                 let response = answer.await?;

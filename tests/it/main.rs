@@ -9,6 +9,7 @@ mod canonical;
 mod cdx_archives;
 mod chosen_archives;
 mod cli;
+mod client_addr;
 mod compat;
 mod compressed;
 mod connections;
