@@ -1,7 +1,10 @@
 //! The outermost layer of every router: a span per request holding its id (echoed as
-//! `X-Request-Id`), method, route and URI-R; one INFO line when it is answered (status, cache
-//! result, duration); the request counted in `/metrics`; and our own faults logged at ERROR with
-//! the request, taking the detail out of the response so nothing outside ever sees it.
+//! `X-Request-Id`), client, method, route and URI-R; one INFO line when it is answered (status,
+//! cache result, duration); the request counted in `/metrics`; our own faults logged at ERROR
+//! with the request, taking the detail out of the response so nothing outside ever sees it; and
+//! `X-Content-Type-Options: nosniff` on every answer, so no browser reads a TimeMap, an error or
+//! a URI-R echoed in plain text as a page or a script (set here, where every answer passes
+//! already, rather than in a layer of its own that every cache hit would pay for).
 //!
 //! Hand-written rather than `axum::middleware::from_fn`, which boxes a future and a `Next` for
 //! every request, cache hits included (BENCHMARKS.md, [refactor]).
@@ -194,6 +197,10 @@ where
         if let Ok(v) = HeaderValue::from_str(this.id) {
             response.headers_mut().insert(X_REQUEST_ID, v);
         }
+        response.headers_mut().insert(
+            axum::http::header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
         Poll::Ready(Ok(response))
     }
 }

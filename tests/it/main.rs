@@ -22,6 +22,7 @@ mod honest_answers;
 mod injection;
 mod load;
 mod memgator_routes;
+mod nosniff;
 mod ops;
 mod pages;
 mod process_bounds;
