@@ -64,7 +64,9 @@ async fn every_answer_says_nosniff() {
             assert_eq!(r.status().as_u16(), *want, "{path}");
         }
         assert_eq!(
-            r.headers().get("x-content-type-options").map(|v| v.as_bytes()),
+            r.headers()
+                .get("x-content-type-options")
+                .map(|v| v.as_bytes()),
             Some(&b"nosniff"[..]),
             "{path}: {:?}",
             r.headers()
@@ -78,7 +80,10 @@ async fn every_answer_says_nosniff() {
             .get(format!("{}/timegate/{U}", proxy.base))
             .header("accept-datetime", "not a date"),
         client
-            .request(reqwest::Method::OPTIONS, format!("{}/timemap/link/{U}", proxy.base))
+            .request(
+                reqwest::Method::OPTIONS,
+                format!("{}/timemap/link/{U}", proxy.base),
+            )
             .header("origin", "https://client.test")
             .header("access-control-request-method", "GET"),
         client.head(format!("{}/timemap/link/{U}", proxy.base)),
