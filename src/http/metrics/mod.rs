@@ -172,7 +172,7 @@ impl Collector for Scraped {
             open.encode_family(&labels)?
                 .encode_gauge(&(l.open() as u64))?;
         }
-        let counts: [(&str, &str, fn(&ListenerConnections) -> u64); 2] = [
+        let counts: [(&str, &str, ListenerCount); 2] = [
             (
                 "tmproxy_connections_refused",
                 "Connections closed at once because max_connections were open, none idle.",
@@ -194,6 +194,9 @@ impl Collector for Scraped {
         Ok(())
     }
 }
+
+/// One of a listener's counters.
+type ListenerCount = fn(&ListenerConnections) -> u64;
 
 /// Per archive: its turns by outcome, their latency, and whether it sleeps now.
 fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std::fmt::Error> {
