@@ -36,6 +36,9 @@ pub async fn serve(
         config.server.listen = listen;
     }
     config.check_links_reachable()?;
+    // Before anything opens descriptors: the limit raised, the cap fitted under it.
+    config.server.max_connections =
+        crate::serve::descriptors::fit_max_connections(config.server.max_connections);
     let listener = TcpListener::bind(config.server.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;

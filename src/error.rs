@@ -341,7 +341,7 @@ impl IntoResponse for AppError {
             archives,
         };
         // (Not `http::json`, which maps its own failure here: a newline ends it all the same.)
-        if let Ok(mut body) = serde_json::to_vec(&json) {
+        if let Ok(mut body) = tmproxy_core::json_text::to_vec(&json) {
             body.push(b'\n');
             response
                 .extensions_mut()

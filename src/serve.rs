@@ -4,10 +4,12 @@
 
 mod activity;
 pub mod connections;
+pub mod descriptors;
 mod early;
 pub mod threads;
 
 use crate::config::Config;
+use crate::http::client::TrustedProxies;
 use crate::http::AppState;
 use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, Verdict};
 use axum::Router;
@@ -44,6 +46,9 @@ pub struct ServeOptions {
     pub idle_timeout: Duration,
     pub h2_ping_interval: Duration,
     pub h2_ping_timeout: Duration,
+    /// `[server] trusted_proxies`: whose forwarding headers name the client each request
+    /// carries ([`ClientAddr`](crate::http::client::ClientAddr)).
+    pub trusted_proxies: Arc<TrustedProxies>,
     /// The open and refused counts (and caps) of the listeners, shared with `/metrics`.
     pub connections: Arc<Connections>,
     /// Where the public listener's connections are served: these threads, each with its own
@@ -67,6 +72,7 @@ impl ServeOptions {
             idle_timeout: config.server.idle_timeout,
             h2_ping_interval: H2_PING_INTERVAL,
             h2_ping_timeout: H2_PING_TIMEOUT,
+            trusted_proxies: Arc::new(TrustedProxies::new(&config.server.trusted_proxies)),
             connections: Arc::new(Connections::new(config.server.max_connections)),
             threads: None,
         }
@@ -164,24 +170,35 @@ async fn serve_listener(
     // Every connection task holds a sender: once all are gone, every connection has ended.
     let (running, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut backing_off = false;
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning; the
-                    // connections being served go on.
-                    tracing::warn!(error = %e, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    backing_off = back_off(&e, &counts, backing_off).await;
                     continue;
                 }
             },
             () = &mut shutdown => break,
         };
-        // Past the cap the connection is accepted and closed at once: left in the backlog it
-        // would still hold a kernel slot and keep its client waiting for nothing.
-        let Some(open) = counts.admit() else {
-            tracing::debug!(%peer, "max_connections open: connection refused");
+        if std::mem::take(&mut backing_off) {
+            tracing::info!("accepting connections again");
+        }
+        // Past the cap the oldest idle connection makes room; with none idle the newcomer is
+        // accepted and closed at once: left in the backlog it would still hold a kernel slot
+        // and keep its client waiting for nothing.
+        // Past the cap with MAX_CLOSING connections still going: wait for them (briefly; the
+        // connection threads drop them at once) rather than refuse or go further over the cap.
+        for _ in 0..ADMIT_WAIT_STEPS {
+            if !counts.full_and_closing() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let activity = Activity::new();
+        let Some(open) = counts.admit(activity.clone()) else {
+            tracing::debug!(%peer, "max_connections open, none idle: connection refused");
             drop(stream);
             continue;
         };
@@ -191,7 +208,11 @@ async fn serve_listener(
             threads: None,
             ..options.clone()
         };
-        let held = (open, running.clone());
+        let held = Held {
+            open,
+            activity,
+            _running: running.clone(),
+        };
         let serve = move |stream| connection(stream, peer, router, builder, this, stopping, held);
         match &options.threads {
             Some(threads) => threads.hand(stream, serve),
@@ -207,7 +228,43 @@ async fn serve_listener(
     Ok(())
 }
 
-/// Serves one connection until it ends, is dropped by its watchdog, or the server stops.
+/// At most this many 1 ms waits for connections told to close before a newcomer is refused.
+const ADMIT_WAIT_STEPS: u32 = 100;
+
+/// How long accepting pauses after running out of descriptors: long enough not to spin on a
+/// backlog that cannot be taken, short enough that a descriptor freed is used at once.
+const OUT_OF_DESCRIPTORS_PAUSE: Duration = Duration::from_millis(20);
+
+/// After a failed accept: out of descriptors, the oldest idle connection is told to close (its
+/// descriptor serves the next one) and accepting pauses briefly; any other error pauses
+/// longer. Logged once per run of failures, not per failure; whether a run is on. Only this
+/// loop waits: the connections are served on their own threads meanwhile.
+async fn back_off(e: &std::io::Error, counts: &ListenerConnections, backing_off: bool) -> bool {
+    if descriptors::out_of_descriptors(e) {
+        let closing = counts.close_oldest_idle();
+        if !backing_off {
+            tracing::warn!(error = %e, open = counts.open(), closing_idle = closing, "out of file descriptors: closing the oldest idle connection, accepting again in 20ms");
+        }
+        tokio::time::sleep(OUT_OF_DESCRIPTORS_PAUSE).await;
+    } else {
+        if !backing_off {
+            tracing::warn!(error = %e, "cannot accept a connection");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    true
+}
+
+/// What a connection holds until it ends: its place under the cap, its request counts (which
+/// the cap's choice of an idle connection reads), and the server's wait for every connection.
+struct Held {
+    open: OpenConnection,
+    activity: Arc<Activity>,
+    _running: tokio::sync::mpsc::Sender<()>,
+}
+
+/// Serves one connection until it ends, is dropped by its watchdog, is told to make room for a
+/// new one, or the server stops.
 async fn connection(
     stream: TcpStream,
     peer: std::net::SocketAddr,
@@ -215,22 +272,23 @@ async fn connection(
     builder: Arc<hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>>,
     options: ServeOptions,
     stopping: tokio_util::sync::CancellationToken,
-    _held: (OpenConnection, tokio::sync::mpsc::Sender<()>),
+    held: Held,
 ) {
     use hyper_util::rt::TokioIo;
     use tower::ServiceExt;
 
-    let activity = Activity::new();
+    let activity = held.activity.clone();
     let limits = options.limits();
+    let trusted = options.trusted_proxies.clone();
     let requests = activity.clone();
     let service =
         hyper::service::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
             let in_flight = requests.begin();
             let mut req = req.map(axum::body::Body::new);
-            // Every request carries its peer's address: the rate limit and routing's
-            // per-client bound read it (`http::client::client_of`).
-            req.extensions_mut()
-                .insert(axum::extract::ConnectInfo(peer));
+            // Every request, whatever reads it: the rate limit, the request log, routing's
+            // per-client bound (`http::client::client_of`).
+            let client = trusted.client(peer.ip(), req.headers());
+            req.extensions_mut().insert(client);
             let answer = early::poll_now(router.clone().oneshot(req));
             async move {
                 let response = answer.await?;
@@ -272,6 +330,16 @@ async fn connection(
                 return;
             }
             () = stopping.cancelled(), if phase == Phase::Open => {
+                conn.as_mut().graceful_shutdown();
+                phase = Phase::Closing { since: activity.elapsed() };
+            }
+            // Chosen as idle to make room: nothing in flight, nothing to lose by dropping it
+            // now (its descriptor is what the newcomer needs); a request begun since then is
+            // let finish, as when the server stops.
+            () = held.open.told_to_close(), if phase == Phase::Open => {
+                if activity.snapshot().in_flight == 0 {
+                    return;
+                }
                 conn.as_mut().graceful_shutdown();
                 phase = Phase::Closing { since: activity.elapsed() };
             }

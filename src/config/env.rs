@@ -1,7 +1,7 @@
 //! `TMPROXY_*` environment variables, each replacing one key of the file.
 
 use super::values::{
-    normalize_public_url, parse_duration, parse_listen, parse_opt_listen, parse_size,
+    normalize_public_url, parse_duration, parse_listen, parse_net, parse_opt_listen, parse_size,
 };
 use super::{Config, ConfigError};
 
@@ -9,6 +9,7 @@ use super::{Config, ConfigError};
 pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_LISTEN", "server.listen"),
     ("TMPROXY_PUBLIC_URL", "server.public_url"),
+    ("TMPROXY_TRUSTED_PROXIES", "server.trusted_proxies"),
     (
         "TMPROXY_UPSTREAM_CONNECT_TIMEOUT",
         "upstream.connect_timeout",
@@ -38,6 +39,14 @@ impl Config {
             Ok(normalize_public_url(s))
         })? {
             self.server.public_url = v;
+        }
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_TRUSTED_PROXIES",
+            "server.trusted_proxies",
+            parse_net_list,
+        )? {
+            self.server.trusted_proxies = v;
         }
         let u = &mut self.upstream;
         for (var, key, slot) in [
@@ -137,6 +146,15 @@ fn env_override<T>(
             .map(Some)
             .map_err(|r| ConfigError::new(&format!("env {var}"), key, r)),
     }
+}
+
+/// Comma-separated addresses and CIDR ranges; empty trusts no peer.
+fn parse_net_list(s: &str) -> Result<Vec<ipnet::IpNet>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(parse_net)
+        .collect()
 }
 
 fn parse_id_list(s: &str, known: &[&str]) -> Result<Vec<String>, String> {

@@ -2,7 +2,7 @@
 //! fails with our own message under its key.
 
 use super::values::{
-    format_duration, format_size, normalize_public_url, parse_duration, parse_listen,
+    format_duration, format_size, normalize_public_url, parse_duration, parse_listen, parse_net,
     parse_opt_listen, parse_size,
 };
 use serde::de::{self, Deserializer, Visitor};
@@ -110,4 +110,22 @@ pub(super) mod opt_listen_field {
 
 pub(super) fn de_public_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(normalize_public_url(&String::deserialize(d)?))
+}
+
+/// `[server] trusted_proxies`: a list of addresses and CIDR ranges, the first bad one named.
+pub(super) mod nets_field {
+    use super::*;
+    use ipnet::IpNet;
+
+    pub fn serialize<S: Serializer>(nets: &[IpNet], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(nets.iter().map(IpNet::to_string))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|n| parse_net(n))
+            .collect::<Result<_, _>>()
+            .map_err(value_error)
+    }
 }

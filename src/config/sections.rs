@@ -1,7 +1,9 @@
 //! The `[server]`, `[upstream]`, `[cache]`, `[admin]`, `[observe]` and `[sampling]` tables, each
 //! with the defaults a missing key takes.
 
-use super::fields::{de_listen, de_public_url, duration_field, opt_listen_field, size_field};
+use super::fields::{
+    de_listen, de_public_url, duration_field, nets_field, opt_listen_field, size_field,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::SocketAddr;
@@ -36,6 +38,10 @@ pub struct ServerConfig {
     pub rate_limit: f64,
     /// How many requests a client may make at once before `rate_limit` applies (the bucket).
     pub rate_burst: u32,
+    /// Peers (load balancers) whose `X-Forwarded-For` / `Forwarded` name the client: addresses
+    /// or CIDR ranges. Empty: every peer is its own client and those headers are ignored.
+    #[serde(with = "nets_field")]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Whose shape `/api/json` answers in where Time Travel and MemGator disagree.
     pub compat: Compat,
     /// The most body bytes `/memento/proxy` passes on from an archive (502 beyond).
@@ -71,6 +77,7 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             rate_limit: 0.0,
             rate_burst: 20,
+            trusted_proxies: Vec::new(),
             compat: Compat::TimeTravel,
             memento_proxy_max_bytes: 4 * 1024 * 1024,
             page_size: 10_000,

@@ -891,3 +891,31 @@ fn sampling_reading_limits_parse_as_sizes_and_max_line_is_bounded() {
         assert_eq!(e.key, "sampling.max_line", "{bad}");
     }
 }
+
+#[test]
+fn trusted_proxies_take_addresses_and_ranges_and_name_the_key_when_bad() {
+    assert!(Config::default().server.trusted_proxies.is_empty());
+    let c = parse("[server]\ntrusted_proxies = [\"10.0.0.7\", \"172.30.89.0/24\", \"fd00::/8\"]\n")
+        .expect("parses");
+    let shown: Vec<String> = c
+        .server
+        .trusted_proxies
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(shown, ["10.0.0.7/32", "172.30.89.0/24", "fd00::/8"]);
+    for bad in ["10.0.0.0/33", "10.0.0", "example.org", "::1/129", ""] {
+        let text = format!("[server]\ntrusted_proxies = [\n  \"10.0.0.1\",\n  \"{bad}\",\n]\n");
+        let e = parse(&text).expect_err(bad);
+        assert_eq!(e.key, "server.trusted_proxies", "{bad}: {e}");
+        assert!(e.reason.contains("CIDR"), "{bad}: {e}");
+    }
+    let mut c = Config::default();
+    c.apply_env(vars(&[("TMPROXY_TRUSTED_PROXIES", "127.0.0.1, ::1/128")]))
+        .expect("env");
+    assert_eq!(c.server.trusted_proxies.len(), 2);
+    let e = c
+        .apply_env(vars(&[("TMPROXY_TRUSTED_PROXIES", "127.0.0.1/40")]))
+        .expect_err("bad env");
+    assert_eq!(e.key, "server.trusted_proxies");
+}

@@ -20,6 +20,16 @@ pub(super) fn parse_opt_listen(s: &str) -> Result<Option<SocketAddr>, String> {
     }
 }
 
+/// An address (`10.0.0.1`, `::1`) or a CIDR range (`10.0.0.0/8`, `fd00::/8`).
+pub(super) fn parse_net(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| {
+            format!("{s:?} is not an address or a CIDR range (e.g. \"10.0.0.7\" or \"10.0.0.0/8\")")
+        })
+}
+
 pub(super) fn normalize_public_url(s: &str) -> String {
     s.trim().trim_end_matches('/').to_owned()
 }

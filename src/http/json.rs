@@ -30,7 +30,8 @@ impl<T: Serialize> IntoResponse for JsonBody<T> {
 
 /// `value` as compact JSON and a newline.
 pub fn json_line<T: Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
-    let mut body = serde_json::to_vec(value)?;
+    // Line separators escaped too: a URI-R or an archive's text never splits a line.
+    let mut body = tmproxy_core::json_text::to_vec(value)?;
     body.push(b'\n');
     Ok(body)
 }

@@ -1,11 +1,15 @@
 //! The outermost layer of every router: a span per request holding its id (echoed as
-//! `X-Request-Id`), method, route and URI-R; one INFO line when it is answered (status, cache
-//! result, duration); the request counted in `/metrics`; and our own faults logged at ERROR with
-//! the request, taking the detail out of the response so nothing outside ever sees it.
+//! `X-Request-Id`), client, method, route and URI-R; one INFO line when it is answered (status,
+//! cache result, duration); the request counted in `/metrics`; our own faults logged at ERROR
+//! with the request, taking the detail out of the response so nothing outside ever sees it; and
+//! `X-Content-Type-Options: nosniff` on every answer, so no browser reads a TimeMap, an error or
+//! a URI-R echoed in plain text as a page or a script (set here, where every answer passes
+//! already, rather than in a layer of its own that every cache hit would pay for).
 //!
 //! Hand-written rather than `axum::middleware::from_fn`, which boxes a future and a `Next` for
 //! every request, cache hits included (BENCHMARKS.md, [refactor]).
 
+use super::client::ClientAddr;
 use super::metrics::Metrics;
 use super::route::{route_of, Route};
 use super::{X_CACHE, X_REQUEST_ID};
@@ -31,6 +35,18 @@ fn client_id(req: &Request) -> Option<String> {
     let v = req.headers().get(X_REQUEST_ID)?.to_str().ok()?;
     let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
     (!v.is_empty() && v.len() <= 64 && v.chars().all(plain)).then(|| v.to_owned())
+}
+
+/// A client address for the log, or `-`.
+struct ClientShown(Option<std::net::IpAddr>);
+
+impl std::fmt::Display for ClientShown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(ip) => ip.fmt(f),
+            None => f.write_str("-"),
+        }
+    }
 }
 
 /// Ids unique to this process: a prefix drawn at start (so two runs' logs do not collide) and
@@ -112,9 +128,13 @@ where
         let started = Instant::now();
         let id = client_id(&req).unwrap_or_else(|| self.log.ids.next());
         let route = route_of(req.uri().path());
+        // Who asked, as the rate limit counts them; "-" for a router driven without a
+        // connection. An address, never header text: nothing a client sends reaches the line.
+        let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+        let client = tracing::field::display(ClientShown(client));
         // The URI-R is recorded by the route once it has read one (`super::read_lookup`). Only
         // the path goes to an ERROR line: a query is the URI-R's or the client's.
-        let span = tracing::info_span!(target: TARGET, "request", %id, method = %req.method(), route = route.name(), uri_r = tracing::field::Empty);
+        let span = tracing::info_span!(target: TARGET, "request", %id, client, method = %req.method(), route = route.name(), uri_r = tracing::field::Empty);
         // Cheap to keep (shared bytes); only an internal error reads them.
         let (method, uri) = (req.method().clone(), req.uri().clone());
         let inner = {
@@ -177,6 +197,10 @@ where
         if let Ok(v) = HeaderValue::from_str(this.id) {
             response.headers_mut().insert(X_REQUEST_ID, v);
         }
+        response.headers_mut().insert(
+            axum::http::header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
         Poll::Ready(Ok(response))
     }
 }

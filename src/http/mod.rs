@@ -7,7 +7,7 @@ pub(crate) mod archives;
 #[cfg(test)]
 mod captured_log;
 mod choices;
-pub(crate) mod client;
+pub mod client;
 mod encoding;
 mod errors;
 pub(crate) mod gate;

@@ -1,6 +1,6 @@
 //! `[server] rate_limit`: a token bucket per client address on the Memento routes. The bucket
 //! arithmetic and the bounded table take `now` as a value (pure, unit-tested); only the
-//! gate at the bottom reads a clock and the peer's address.
+//! gate at the bottom reads a clock and the client's address.
 
 use super::gate::Gate;
 use crate::config::ServerConfig;
@@ -205,13 +205,14 @@ fn lock(table: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
     table.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The limit on the routes: requests without a known peer (a router driven by `oneshot`) pass;
-/// others take a token from their address's bucket or get a 429 with `Retry-After`. No OPTIONS
+/// The limit on the routes: requests without a known client (a router driven by `oneshot`) pass;
+/// others take a token from their client's bucket ([`ClientAddr`](super::client::ClientAddr): behind a trusted balancer,
+/// the address it forwards) or get a 429 with `Retry-After`. No OPTIONS
 /// gets here: the CORS layer outside answers them all.
 impl Gate for Arc<Limiter> {
     fn refuse(&self, req: &Request) -> Option<Response> {
-        let peer = super::client::client_of(req)?;
-        match self.check(peer, self.now()) {
+        let client = super::client::client_of(req)?;
+        match self.check(client, self.now()) {
             Admission::Admit => None,
             Admission::Refuse { retry_after } => Some(
                 AppError::RateLimited {

@@ -87,7 +87,16 @@ pub fn decide(now: Snapshot, elapsed: Duration, phase: Phase, limits: &Limits) -
     }
 }
 
+/// An idle connection, ordered so that the first to close comes first: one that never asked
+/// anything before any that did, then the longest idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Idle {
+    pub asked: bool,
+    pub since: Instant,
+}
+
 /// The counts one connection's service and its watchdog share.
+#[derive(Debug)]
 pub struct Activity {
     started: Instant,
     in_flight: AtomicUsize,
@@ -137,6 +146,17 @@ impl Activity {
             requests: self.requests.load(Ordering::SeqCst),
             idle_since: Duration::from_millis(self.idle_since_ms.load(Ordering::SeqCst)),
         }
+    }
+
+    /// With no request in flight: whether the connection ever asked anything, and since when
+    /// it has been idle (its start, when it never asked). What picks the connection to close
+    /// when a new one needs its place ([`super::connections`]).
+    pub fn idle(&self) -> Option<Idle> {
+        let now = self.peek();
+        (now.in_flight == 0).then(|| Idle {
+            asked: now.requests > 0,
+            since: self.started + now.idle_since,
+        })
     }
 
     /// Time since the connection's start.

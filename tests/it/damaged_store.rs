@@ -295,3 +295,29 @@ async fn a_store_sled_panics_on_is_moved_aside() {
     .await
     .expect("the test hung");
 }
+
+/// The entry-count file beside sled's, damaged (eight 0xFF bytes, or twelve: the count and its
+/// checksum), on a store that is otherwise whole: nothing counted as lost (it once reported
+/// 18446744073709551585 of 3), the damage logged, every entry still served.
+#[tokio::test]
+async fn a_damaged_entry_count_file_is_unknown_not_a_loss() {
+    let pristine = populate_with(|i, _| (i < 3).then(|| captures(2))).await;
+    for (case, bytes) in [("ff8", vec![0xFF; 8]), ("ff12", vec![0xFF; 12])] {
+        let cache = pristine.dir.path().join(case).join("cache");
+        copy_tree(&pristine.cache(), &cache);
+        std::fs::write(cache.join("tmproxy-entry-count"), bytes).expect("damage");
+        let server = start_on(&pristine.archive, &cache);
+        let stats = admin_stats(&server.base, TOKEN).await;
+        let persistent = &stats["tiers"]["persistent"];
+        assert_eq!(persistent["lost"], 0, "{case}: {persistent}");
+        assert_eq!(persistent["entries"], 3, "{case}: {persistent}");
+        assert!(
+            server.log().contains("entry-count file is damaged"),
+            "{case}: {}",
+            server.log()
+        );
+        for (uri_r, _) in &pristine.served {
+            assert_eq!(timemap(&server.base, uri_r).await.x_cache, "HIT", "{case}");
+        }
+    }
+}

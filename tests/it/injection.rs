@@ -547,3 +547,63 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
     );
     proxy.stop().await;
 }
+
+/// A URI-R holding U+2028, U+2029 or U+0085 (percent-encoded, so decoded into the URI-R): no
+/// CDXJ or JSON answer carries one raw (a reader splitting lines on them would see a forged
+/// `!meta` line), and CDXJ holds exactly one `original_uri` line. U+0085 is a C1 control, so
+/// its URI-R is refused (400), with no raw one in the error either.
+#[tokio::test]
+async fn line_separators_in_a_uri_r_never_split_a_cdxj_or_json_line() {
+    use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("archive");
+    let proxy = start_proxy(crate::support::config_for(&[("a", &a)])).await;
+    let client = crate::support::client();
+    let raw_separators = [
+        '\u{2028}', '\u{2029}', '\u{85}', '\n', '\r', '\u{b}', '\u{c}',
+    ];
+    for (encoded, served) in [("%E2%80%A8", true), ("%E2%80%A9", true), ("%C2%85", false)] {
+        // The rest of the line would be a forged metadata line if the separator stayed raw.
+        let forged = "!meta%20%7B%22forged%22%3A%201%7D";
+        let uri_r = format!("http%3A%2F%2Fexample.com%2Fa{encoded}{forged}");
+        for format in ["cdxj", "json"] {
+            let url = format!("{}/timemap/{format}/{uri_r}", proxy.base);
+            let r = client.get(&url).send().await.expect("request");
+            let status = r.status().as_u16();
+            let text = r.text().await.expect("body");
+            assert_eq!(status == 200, served, "{encoded} {format}: {status} {text}");
+            for raw in raw_separators {
+                assert!(
+                    !text.trim_end_matches('\n').contains(raw) || raw == '\n' && format == "cdxj",
+                    "{encoded} {format}: raw {raw:?} in {text:?}"
+                );
+            }
+            if format == "cdxj" && served {
+                let splitter = |c: char| raw_separators.contains(&c);
+                let metas: Vec<&str> = text
+                    .split(splitter)
+                    .filter(|l| l.starts_with("!meta {\"original_uri\""))
+                    .collect();
+                assert_eq!(metas.len(), 1, "{text:?}");
+                assert!(!text
+                    .split(splitter)
+                    .any(|l| l.starts_with("!meta {\"forged\"")));
+                // Parsed, the escape gives the URI-R back as it was.
+                let meta: serde_json::Value =
+                    serde_json::from_str(&metas[0]["!meta ".len()..]).expect("JSON");
+                let decoded = percent_encoding::percent_decode_str(encoded)
+                    .decode_utf8()
+                    .expect("utf-8");
+                assert!(meta["original_uri"]
+                    .as_str()
+                    .expect("uri")
+                    .contains(&*decoded));
+            }
+            if format == "json" && served {
+                let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+                assert!(doc["original_uri"].as_str().expect("uri").contains("/a"));
+            }
+        }
+    }
+}

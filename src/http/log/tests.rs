@@ -75,6 +75,7 @@ async fn every_request_is_one_info_line_with_its_id_and_is_counted() {
         " INFO ",
         &format!("id={id}"),
         "method=GET",
+        "client=-",
         "route=\"timemap\"",
         "uri_r=\"http://example.com/\"",
         "answered",
@@ -123,4 +124,24 @@ async fn a_plain_client_id_is_kept_and_any_other_replaced() {
         let answer = app(&metrics).oneshot(req).await.expect("infallible");
         assert_ne!(answer.headers()["x-request-id"], hostile);
     }
+}
+
+#[tokio::test]
+async fn the_line_names_the_client_the_connection_found() {
+    let log = CapturedLog::default();
+    let _guard = log.install("info").await;
+    let metrics = Arc::new(Metrics::requests_only());
+    let mut req = Request::builder()
+        .uri("/timemap/link/http://example.com/")
+        // What a client claims is not what the log writes: only the connection's finding is.
+        .header("x-forwarded-for", "198.51.100.1 status=500")
+        .body(Body::empty())
+        .expect("request");
+    let client = ClientAddr("203.0.113.5".parse().expect("ip"));
+    req.extensions_mut().insert(client);
+    let response = app(&metrics).oneshot(req).await.expect("infallible");
+    assert_eq!(response.status(), StatusCode::OK);
+    let logged = log.text();
+    assert!(logged.contains(" client=203.0.113.5 "), "{logged}");
+    assert!(!logged.contains("198.51.100.1"), "{logged}");
 }

@@ -7,6 +7,7 @@ mod histogram;
 
 use super::route::{Route, ROUTES};
 use super::{Cache, SharedState};
+use crate::serve::connections::ListenerConnections;
 use crate::upstream::ledger::{Outcome, SkipReason, BUCKETS};
 use crate::upstream::Upstream;
 use axum::extract::State;
@@ -171,19 +172,31 @@ impl Collector for Scraped {
             open.encode_family(&labels)?
                 .encode_gauge(&(l.open() as u64))?;
         }
-        let mut refused = out.encode_descriptor(
-            "tmproxy_connections_refused",
-            "Connections closed at once because max_connections were open.",
-            None,
-            MetricType::Counter,
-        )?;
-        for (name, l) in &listeners {
-            let labels = [("listener", *name)];
-            counter(&mut refused.encode_family(&labels)?, l.refused())?;
+        let counts: [(&str, &str, ListenerCount); 2] = [
+            (
+                "tmproxy_connections_refused",
+                "Connections closed at once because max_connections were open, none idle.",
+                ListenerConnections::refused,
+            ),
+            (
+                "tmproxy_connections_evicted",
+                "Idle connections closed to make room for a new one (max_connections open, or out of file descriptors).",
+                ListenerConnections::evicted,
+            ),
+        ];
+        for (metric, help, count) in counts {
+            let mut family = out.encode_descriptor(metric, help, None, MetricType::Counter)?;
+            for (name, l) in &listeners {
+                let labels = [("listener", *name)];
+                counter(&mut family.encode_family(&labels)?, count(l))?;
+            }
         }
         Ok(())
     }
 }
+
+/// One of a listener's counters.
+type ListenerCount = fn(&ListenerConnections) -> u64;
 
 /// Per archive: its turns by outcome, their latency, and whether it sleeps now.
 fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std::fmt::Error> {

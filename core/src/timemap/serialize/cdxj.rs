@@ -78,7 +78,7 @@ fn write_cdxj(
         let _ = writeln!(
             out,
             "!meta {{\"pages\": {}}}",
-            serde_json::to_string(&p).unwrap_or_default()
+            crate::json_text::to_string(&p).unwrap_or_default()
         );
     }
     if let List::Marker(marker) = list {
@@ -101,8 +101,6 @@ fn write_cdxj(
     finish(&mut out, w)
 }
 
-/// A JSON string literal (quoted and escaped: `"`, `\` and every control, so a CDXJ line stays
-/// one line).
 /// The `!keys` line and the `!meta` lines (original, timegate, timemaps, archives) every CDXJ
 /// answer of ours carries, the TimeMap's and the closest memento's (`nav`).
 pub(super) fn write_keys_and_meta(out: &mut String, agg: &Aggregate, links: &SelfLinks) {
@@ -116,15 +114,17 @@ pub(super) fn write_keys_and_meta(out: &mut String, agg: &Aggregate, links: &Sel
     let _ = writeln!(
         out,
         "!meta {{\"timemap_uri\": {}}}",
-        serde_json::to_string(&Uris(links)).unwrap_or_default()
+        crate::json_text::to_string(&Uris(links)).unwrap_or_default()
     );
     let _ = writeln!(
         out,
         "!meta {{\"archives\": {}}}",
-        serde_json::to_string(&agg.outcomes).unwrap_or_default()
+        crate::json_text::to_string(&agg.outcomes).unwrap_or_default()
     );
 }
 
+/// A JSON string literal (quoted and escaped: `"`, `\`, every C0 control and the line
+/// separators U+0085, U+2028 and U+2029, so a CDXJ line stays one line).
 fn json_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+    crate::json_text::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
 }

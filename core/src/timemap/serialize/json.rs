@@ -132,7 +132,7 @@ fn write_json(
     // plain structs of strings and numbers fails only when `out` does. A newline ends it, as
     // every JSON answer of ours.
     let mut w = io::BufWriter::with_capacity(CHUNK, out);
-    serde_json::to_writer(&mut w, &doc).map_err(io::Error::other)?;
+    crate::json_text::to_writer(&mut w, &doc).map_err(io::Error::other)?;
     w.write_all(b"\n")?;
     w.flush()
 }

@@ -134,7 +134,7 @@ fn closest_json(agg: &Aggregate, links: &SelfLinks, c: &Closest) -> Vec<u8> {
         archives: &agg.outcomes,
     };
     // Plain strings and numbers always serialise; a newline ends it, as every JSON answer.
-    let mut body = serde_json::to_vec(&doc).unwrap_or_default();
+    let mut body = crate::json_text::to_vec(&doc).unwrap_or_default();
     body.push(b'\n');
     body
 }
@@ -143,7 +143,7 @@ fn closest_json(agg: &Aggregate, links: &SelfLinks, c: &Closest) -> Vec<u8> {
 /// neighbour whose `rel` keeps `closest`, as MemGator writes it.
 fn closest_cdxj(agg: &Aggregate, links: &SelfLinks, c: &Closest) -> String {
     let ms = &agg.timemap.mementos;
-    let json = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
+    let json = |s: &str| crate::json_text::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
     let mut out = String::with_capacity(1024);
     out.push_str("!context [\"http://tools.ietf.org/html/rfc7089\"]\n");
     super::cdxj::write_keys_and_meta(&mut out, agg, links);
