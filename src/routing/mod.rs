@@ -108,9 +108,10 @@ impl Routing {
         &self.settings
     }
 
-    /// Learns one fan-out's fresh answers (archives that failed or were skipped teach nothing).
+    /// Learns one fan-out's fresh answers (archives that failed or were skipped teach nothing,
+    /// and so does a fan-out in which no archive held anything: memsim learns the same way).
     pub fn observe(&self, observation: &Observation) {
-        if observation.keys.is_empty() {
+        if observation.keys.is_empty() || !observation.holds_any() {
             return;
         }
         self.lock().observe(observation);
@@ -128,6 +129,7 @@ impl Routing {
         client: Option<IpAddr>,
     ) {
         let mut lesson = Observation::of_fetch(fetch);
+        // Before the bound: a lesson that teaches nothing spends none of its client's share.
         if !lesson.holds_any() {
             return;
         }

@@ -126,10 +126,15 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
             waits.push(wait);
             waits_all.push(wait_all);
         }
-        profiles.observe(&Observation {
+        // As the server learns: a miss no archive holds anything for (a URL made up, or
+        // gone everywhere) teaches nothing.
+        let lesson = Observation {
             keys: uri.keys.clone(),
             outcomes,
-        });
+        };
+        if lesson.holds_any() {
+            profiles.observe(&lesson);
+        }
     }
     let requests_all = misses.len() as u64 * stream.archives.len() as u64;
     RunResult {

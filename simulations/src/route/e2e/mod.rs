@@ -317,6 +317,9 @@ fn parse_archives(text: &str) -> Result<Vec<(String, bool, u64)>, String> {
 
 /// The server's config: the stream's archives in its order (`always` kept), routing at `s`,
 /// no cache (each request one fan-out), no dormancy, deadlines above any slow archive's delay.
+/// Every miss comes from this one address, as no client's would: the per-client bound on what
+/// one address may teach is set to its highest, past any key's count here, so the server
+/// learns every lesson memsim does.
 fn config_for(
     stream: &Stream,
     base: &str,
@@ -330,10 +333,11 @@ fn config_for(
          [upstream]\nfailures_before_dormant = 0\ntimeout = \"60s\"\ndeadline = \"90s\"\n\
          [cache]\npolicy = \"none\"\npath = {path:?}\n\
          [routing]\nmode = \"{mode}\"\nmax_keys = {max_keys}\nmin_evidence = {}\n\
-         min_share = {:?}\nexplore = {:?}\n",
+         min_share = {:?}\nexplore = {:?}\nmax_per_client = {}\n",
         s.min_evidence,
         s.min_share,
         s.explore,
+        tmproxy_core::routing::Tally::AGE_AT,
         path = cache_path.display().to_string(),
     );
     for (i, a) in stream.archives.iter().enumerate() {
