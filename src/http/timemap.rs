@@ -5,6 +5,7 @@ use super::{
     answer, cache_headers, check_found, encoding, raw_after, read_lookup, serve_lookup, SharedState,
 };
 use crate::error::AppError;
+use crate::http::view::Pieces;
 use crate::timemap::serialize::TimeMapFormat;
 use axum::body::Body;
 use axum::extract::State;
@@ -119,9 +120,9 @@ pub async fn timemap(
     let coding = encoding::negotiate(&headers);
     let coded = match (coding, page) {
         (None, _) => None,
-        (Some(c), Some(_)) if small => c.encode(&rendered.body).ok().map(Bytes::from),
+        (Some(c), Some(_)) if small => c.encode(&rendered.body.contiguous()).ok().map(Bytes::from),
         (Some(c), Some(_)) => {
-            let body = rendered.body.clone();
+            let body = rendered.body.contiguous();
             tokio::task::spawn_blocking(move || c.encode(&body).ok().map(Bytes::from))
                 .await
                 .ok()
@@ -158,7 +159,7 @@ pub async fn timemap(
                 header::CONTENT_ENCODING,
                 HeaderValue::from_static(c.token()),
             );
-            body
+            Pieces::one(body)
         }
         None => rendered.body,
     };

@@ -13,8 +13,10 @@ use bytes::Bytes;
 use std::sync::{Arc, OnceLock};
 use tmproxy_core::timemap::serialize::Skeleton;
 
+mod pieces;
 mod splice;
 use super::encoding::Part;
+pub use pieces::Pieces;
 
 /// An aggregate ready to serve: a cache hit then allocates almost nothing.
 #[derive(Debug)]
@@ -48,7 +50,7 @@ pub const MAX_CODED: usize = 16 * 1024 * 1024;
 /// One format's body, its ETag and its `Link` header.
 #[derive(Debug, Clone)]
 pub struct Rendered {
-    pub body: Bytes,
+    pub body: Pieces,
     pub etag: String,
     pub etag_header: Option<HeaderValue>,
     pub link_header: Option<HeaderValue>,
@@ -198,7 +200,7 @@ impl View {
     fn finish(&self, body: Vec<u8>, format: TimeMapFormat, page: Option<&Page>) -> Rendered {
         let etag = Fnv::of(&body).etag();
         Rendered {
-            body: Bytes::from(body),
+            body: Pieces::one(Bytes::from(body)),
             etag_header: HeaderValue::from_str(&etag).ok(),
             etag,
             link_header: link_header(&self.aggregate, &self.links, format, page),
@@ -220,7 +222,7 @@ impl View {
                 if let Some(joined) = self.joined(format, coding) {
                     return Some(joined);
                 }
-                match coding.encode(&body) {
+                match coding.encode(&body.contiguous()) {
                     Ok(coded) => Some(Bytes::from(coded)),
                     Err(e) => {
                         tracing::warn!(error = %e, coding = coding.token(), "cannot code a TimeMap body");

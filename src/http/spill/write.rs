@@ -182,7 +182,7 @@ fn write_all(
         etag: Fnv::default(),
     };
     match view.rendered_ready(format) {
-        Some(r) => tee.write_all(&r.body)?,
+        Some(r) => r.body.iter().try_for_each(|piece| tee.write_all(piece))?,
         None => format.render_to(&view.aggregate, view.links(), &mut tee)?,
     }
     let Tee {

@@ -3,7 +3,7 @@
 //! coded, once. A hit under a new spelling then costs a copy of the list, not a render of every
 //! memento and a brotli pass over them (README "One entry per URL however spelled").
 
-use super::{Fnv, Rendered, View};
+use super::{Fnv, Pieces, Rendered, View};
 use crate::http::encoding::{join, Coding, Part};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, OnceLock};
@@ -27,14 +27,15 @@ impl View {
             .as_ref()
     }
 
-    /// The memento list of this view's own rendering in `format` (it renders it if not yet).
-    fn list(&self, format: TimeMapFormat) -> Option<(Rendered, std::ops::Range<usize>)> {
+    /// The memento list of this view's own rendering in `format` (it renders it if not yet),
+    /// sharing the rendering's bytes, and the rendering's ETag.
+    fn list(&self, format: TimeMapFormat) -> Option<(bytes::Bytes, String)> {
         let rendered = self.rendered(format);
         let skeleton = self.skeleton(format)?;
-        let list = skeleton.list_in(&rendered.body)?;
-        let start = list.as_ptr() as usize - rendered.body.as_ptr() as usize;
-        let range = start..start + list.len();
-        Some((rendered, range))
+        let body = rendered.body.contiguous();
+        let list = skeleton.list_in(&body)?;
+        let start = list.as_ptr() as usize - body.as_ptr() as usize;
+        Some((body.slice(start..start + list.len()), rendered.etag))
     }
 
     /// Another spelling's rendering in `format`: its skeleton with the origin's list spliced in.
@@ -42,15 +43,20 @@ impl View {
     pub(super) fn spliced(&self, format: TimeMapFormat) -> Option<Rendered> {
         let origin = self.origin.as_ref()?;
         let skeleton = self.skeleton(format)?;
-        let (rendered, list) = origin.list(format)?;
-        let body = skeleton.splice(&rendered.body[list]);
+        let (list, origin_etag) = origin.list(format)?;
+        // Not copied: the list is the origin's own bytes, sent between this head and tail.
+        let body = Pieces::three(
+            bytes::Bytes::copy_from_slice(skeleton.head()),
+            list,
+            bytes::Bytes::copy_from_slice(skeleton.tail()),
+        );
         // The ETag stands for these bytes without hashing all of them again: the origin's
         // (its list) and this skeleton's (its URI-R), both fixed by the content.
-        let mut hash = Fnv::of(rendered.etag.as_bytes());
+        let mut hash = Fnv::of(origin_etag.as_bytes());
         hash.update(&skeleton.bytes);
         let etag = hash.etag();
         Some(Rendered {
-            body: body.into(),
+            body,
             etag_header: axum::http::HeaderValue::from_str(&etag).ok(),
             etag,
             link_header: super::link_header(&self.aggregate, &self.links, format, None),
@@ -61,8 +67,8 @@ impl View {
     fn list_part(&self, format: TimeMapFormat, coding: Coding) -> Option<Arc<Part>> {
         self.list_parts[format.index()][coding.index()]
             .get_or_init(|| {
-                let (rendered, list) = self.list(format)?;
-                match coding.part(&rendered.body[list], false) {
+                let (list, _) = self.list(format)?;
+                match coding.part(&list, false) {
                     Ok(part) => Some(Arc::new(part)),
                     Err(e) => {
                         tracing::warn!(error = %e, coding = coding.token(), "cannot code a TimeMap's list");
@@ -156,8 +162,8 @@ mod tests {
                     alias.spliced(format).is_some(),
                     "{format:?}: spliced, not rendered"
                 );
-                let want = whole.rendered(format).body;
-                assert!(spliced.body == want, "{format:?} {uri_r}");
+                let want = whole.rendered(format).body.contiguous();
+                assert!(spliced.body.contiguous() == want, "{format:?} {uri_r}");
                 assert_ne!(spliced.etag, stored.rendered(format).etag, "{format:?}");
                 assert_eq!(spliced.link_header, whole.rendered(format).link_header);
                 for coding in Coding::ALL {
@@ -172,8 +178,8 @@ mod tests {
             let again = View::respell(&Arc::new(alias), "http://Example.com/", &context());
             let whole = View::build(aggregate("http://Example.com/", 500), &context());
             assert!(
-                again.rendered(TimeMapFormat::JSON).body
-                    == whole.rendered(TimeMapFormat::JSON).body
+                again.rendered(TimeMapFormat::JSON).body.contiguous()
+                    == whole.rendered(TimeMapFormat::JSON).body.contiguous()
             );
         }
     }
