@@ -25,24 +25,15 @@ impl Format for Json {
         "json_format"
     }
 
-    fn render_to(
+    fn write(
         &self,
         agg: &Aggregate,
         links: &SelfLinks,
         page: Option<&Page>,
+        list: List<'_>,
         out: &mut dyn io::Write,
     ) -> io::Result<()> {
-        write_json(agg, links, page, List::Each, out)
-    }
-
-    fn skeleton_to(
-        &self,
-        agg: &Aggregate,
-        links: &SelfLinks,
-        marker: &str,
-        out: &mut dyn io::Write,
-    ) -> io::Result<()> {
-        write_json(agg, links, None, List::Marker(marker), out)
+        write_json(agg, links, page, list, out)
     }
 }
 

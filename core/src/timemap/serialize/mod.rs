@@ -28,28 +28,21 @@ pub trait Format: Sync {
     /// The key of its URL where JSON lists every format's (`timemap_uri`).
     fn json_key(&self) -> &'static str;
     /// The whole TimeMap (`page` None) or one page of it, written to `out` in pieces of about
-    /// [`CHUNK`] bytes: a million-memento TimeMap is never whole in memory on its way.
-    fn render_to(
+    /// [`CHUNK`] bytes: a million-memento TimeMap is never whole in memory on its way. `list`
+    /// says what goes where the memento list goes (see [`TimeMapFormat::skeleton`]).
+    fn write(
         &self,
         agg: &Aggregate,
         links: &SelfLinks,
         page: Option<&Page>,
-        out: &mut dyn io::Write,
-    ) -> io::Result<()>;
-    /// The whole TimeMap with `marker` written where its memento list goes (see
-    /// [`TimeMapFormat::skeleton`]).
-    fn skeleton_to(
-        &self,
-        agg: &Aggregate,
-        links: &SelfLinks,
-        marker: &str,
+        list: List<'_>,
         out: &mut dyn io::Write,
     ) -> io::Result<()>;
 }
 
 /// What a renderer writes where the memento list goes.
 #[derive(Clone, Copy)]
-pub(super) enum List<'a> {
+pub enum List<'a> {
     /// Each memento (every answer).
     Each,
     /// A marker in its place: a skeleton, into which a list rendered before is spliced.
@@ -128,7 +121,7 @@ fn render_vec(
     // million-memento body is not regrown.
     let per = all.first().map_or(0, |m| m.uri_m.len()) + 110;
     let mut body = Vec::with_capacity(1024 + n.saturating_mul(per));
-    let _ = format.render_to(agg, links, page, &mut body);
+    let _ = format.write(agg, links, page, List::Each, &mut body);
     body
 }
 
@@ -193,7 +186,7 @@ impl TimeMapFormat {
         links: &SelfLinks,
         out: &mut dyn io::Write,
     ) -> io::Result<()> {
-        self.format().render_to(agg, links, None, out)
+        self.format().write(agg, links, None, List::Each, out)
     }
 
     /// The whole TimeMap in this format with `marker` in place of its memento list, and where
@@ -213,7 +206,7 @@ impl TimeMapFormat {
         }
         let mut bytes = Vec::with_capacity(4096);
         self.format()
-            .skeleton_to(agg, links, marker, &mut bytes)
+            .write(agg, links, None, List::Marker(marker), &mut bytes)
             .ok()?;
         // JSON writes its list's marker as a string: the quotes are the marker's too.
         let token = match self == TimeMapFormat::JSON {
