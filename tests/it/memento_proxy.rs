@@ -193,14 +193,16 @@ async fn a_gzip_bomb_is_a_502_whatever_the_client_accepts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_does_not_read_holds_the_budget_and_the_next_fetch_gets_a_503() {
-    // Bigger than the sockets' buffers on both sides can take, so the answer cannot end.
-    const SIZE: usize = 16 << 20;
+    // Bigger than the sockets' buffers on both sides can take, so the answer cannot end:
+    // loopback buffers autotune to several MiB each, four of them between the archive and the
+    // client (16 MiB fitted in them once on a loaded machine).
+    const SIZE: usize = 96 << 20;
     let a = MementoArchive::start(own_listing(), MementoBody::plain(SIZE))
         .await
         .expect("a");
     let mut config = config_for(&[]);
     config.archives = vec![config_under_arch("a", &a)];
-    config.server.memento_proxy_max_bytes = 32 << 20;
+    config.server.memento_proxy_max_bytes = 128 << 20;
     // The proxy's half has room for one streamed answer's bytes in flight, not two.
     config.upstream.max_buffered = 3 << 20;
     let proxy = start_proxy(config).await;
