@@ -1,4 +1,4 @@
-//! `[routing]`: which archives a miss asks (issue 16), and the bounds of what is learned.
+//! `[routing]`: which archives a miss asks, and the bounds of what is learned.
 
 use serde::{Deserialize, Serialize};
 pub use tmproxy_core::routing::Mode as RoutingMode;

@@ -31,7 +31,7 @@ pub struct ArchiveReport {
     /// Every outcome, zero counts too, so a dashboard sees the whole set.
     pub counts: BTreeMap<&'static str, u64>,
     pub latency_ms: Latency,
-    /// Its routing profile and what routing skipped of it (issue 16).
+    /// Its routing profile and what routing skipped of it.
     pub routing: RoutingReport,
 }
 

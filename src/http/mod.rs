@@ -83,7 +83,7 @@ pub struct AppState {
     pub spill: Option<Arc<spill::Spill>>,
     /// The URI-Rs parsed lately, by the text after the route: a hit parses its URI-R once.
     pub uri_rs: crate::memo::Memo<UriR>,
-    /// Archive profiles and the routing decision (issue 16), saved in the data directory.
+    /// Archive profiles and the routing decision, saved in the data directory.
     pub routing: Arc<crate::routing::Routing>,
 }
 

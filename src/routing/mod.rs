@@ -1,4 +1,4 @@
-//! The server's archive profiles (issue 16): the pure [`tmproxy_core::routing`] profiles behind a
+//! The server's archive profiles: the pure [`tmproxy_core::routing`] profiles behind a
 //! lock, fed by every fan-out ([`Routing::observe`]), asked before the next
 //! ([`Routing::decide`]), saved in the data directory and read back at start.
 //!

@@ -285,7 +285,7 @@ async fn a_uri_r_never_climbs_out_of_the_archive_prefix() {
     proxy.stop().await;
 }
 
-/// The `%3E` forgery of issue 11: a URI-R closing its own `<…>` and opening a forged link.
+/// The `%3E` forgery: a URI-R closing its own `<…>` and opening a forged link.
 const FORGED: &str = "http%3A%2F%2Fe.com%2Finj%3E%3B%20rel%3D%22memento%22%3B%20datetime%3D%22Mon%2C%2001%20Jan%202001%2000%3A00%3A00%20GMT%22%2C%20%3Chttps%3A%2F%2Fevil.example%2Fphish";
 
 /// Link-format text (a body or a Link header) read back with our own parser: exactly one

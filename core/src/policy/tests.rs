@@ -1147,7 +1147,7 @@ fn a_revision_names_each_decision_and_only_it() {
     assert_ne!(revision(&entry), revision(&elsewhere));
 }
 
-// ---- archives routing skipped (issue 16) ------------------------------------------------
+// ---- archives routing skipped ------------------------------------------------
 
 /// An archive routing did not ask.
 fn skipped(archive: &str) -> Contribution {

@@ -54,7 +54,7 @@ fn the_built_in_list_agrees_with_memgators_on_every_timemap_prefix() {
             .unwrap_or_else(|| panic!("{}: {} not in MemGator's list", known.id, known.timemap));
         assert!(theirs.enabled, "{} is ignored by MemGator", known.id);
     }
-    // The three issue 14 names, TimeGates included.
+    // The three names aligned with MemGator, TimeGates included.
     for (id, timemap, timegate) in [
         (
             "is",
