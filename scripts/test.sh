@@ -46,6 +46,8 @@ command -v chromium >/dev/null || apt_install chromium fonts-dejavu-core
 # tests/it/shared_tier.rs runs a real Redis on loopback (redis-cli is in redis-tools).
 command -v redis-server >/dev/null || apt_install redis-server
 command -v redis-cli >/dev/null || apt_install redis-tools
+# tests/it/canonical.rs decodes coded answers with curl's own brotli, zstd and zlib.
+command -v curl >/dev/null || apt_install curl
 # tests/it/sled_faults.rs fails sled's writes under the real binary with libfiu (fiu-run,
 # fiu-ctrl), and builds a preloaded shim of its own with a C compiler.
 command -v fiu-run >/dev/null || apt_install fiu-utils

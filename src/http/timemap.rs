@@ -120,15 +120,15 @@ pub async fn timemap(
     let coding = encoding::negotiate(&headers);
     let coded = match (coding, page) {
         (None, _) => None,
-        (Some(c), Some(_)) if small => c.encode(&rendered.body.contiguous()).ok().map(Bytes::from),
+        (Some(c), Some(_)) if small => coded_page(c, &rendered.body),
         (Some(c), Some(_)) => {
-            let body = rendered.body.contiguous();
-            tokio::task::spawn_blocking(move || c.encode(&body).ok().map(Bytes::from))
+            let body = rendered.body.clone();
+            tokio::task::spawn_blocking(move || coded_page(c, &body))
                 .await
                 .ok()
                 .flatten()
         }
-        (Some(c), None) if small || served.view.has_coded(format, c) => {
+        (Some(c), None) if small || served.view.codes_at_once(format, c) => {
             served.view.coded(format, c)
         }
         (Some(c), None) => {
@@ -159,11 +159,17 @@ pub async fn timemap(
                 header::CONTENT_ENCODING,
                 HeaderValue::from_static(c.token()),
             );
-            Pieces::one(body)
+            body
         }
         None => rendered.body,
     };
     Ok(answer(StatusCode::OK, h, body))
+}
+
+/// A page's body in `coding` (a page is rendered, and so coded, per request).
+fn coded_page(coding: encoding::Coding, body: &Pieces) -> Option<Pieces> {
+    let coded = coding.encode(&body.contiguous()).ok()?;
+    Some(Pieces::one(Bytes::from(coded)))
 }
 
 /// True when `If-None-Match` lists `etag` in any coding (`"…"`, `"…-br"`, weak or not), or

@@ -27,7 +27,7 @@ pub struct View {
     bodies: Box<[OnceLock<Rendered>]>,
     /// Per format, each coding's body ([`Coding::index`]), made the first time a client
     /// accepts it; None when the body is over [`MAX_CODED`] or could not be coded.
-    coded: Box<[[OnceLock<Option<Bytes>>; 3]]>,
+    coded: Box<[[OnceLock<Option<Pieces>>; 3]]>,
     headers: OnceLock<HeaderMap>,
     /// Another spelling's: the view of the stored spelling, whose memento lists (rendered and
     /// coded) this one's bodies are spliced from ([`View::respell`]).
@@ -210,9 +210,9 @@ impl View {
 
 impl View {
     /// `format`'s body in `coding`, coded the first time it is asked for (seconds for a
-    /// body near [`MAX_CODED`]: call it off the runtime's threads unless [`View::has_coded`]).
+    /// body near [`MAX_CODED`]: call it off the runtime's threads unless [`View::codes_at_once`]).
     /// None: send the body as it is.
-    pub fn coded(&self, format: TimeMapFormat, coding: Coding) -> Option<Bytes> {
+    pub fn coded(&self, format: TimeMapFormat, coding: Coding) -> Option<Pieces> {
         self.coded[format.index()][coding.index()]
             .get_or_init(|| {
                 let body = self.rendered(format).body;
@@ -223,7 +223,7 @@ impl View {
                     return Some(joined);
                 }
                 match coding.encode(&body.contiguous()) {
-                    Ok(coded) => Some(Bytes::from(coded)),
+                    Ok(coded) => Some(Pieces::one(Bytes::from(coded))),
                     Err(e) => {
                         tracing::warn!(error = %e, coding = coding.token(), "cannot code a TimeMap body");
                         None
@@ -233,9 +233,11 @@ impl View {
             .clone()
     }
 
-    /// Whether [`View::coded`] would answer at once.
-    pub fn has_coded(&self, format: TimeMapFormat, coding: Coding) -> bool {
+    /// Whether [`View::coded`] would answer at once: coded already, or another spelling's
+    /// body to join around the stored spelling's list coded already (a few hundred bytes coded).
+    pub fn codes_at_once(&self, format: TimeMapFormat, coding: Coding) -> bool {
         self.coded[format.index()][coding.index()].get().is_some()
+            || self.list_part_ready(format, coding)
     }
 }
 

@@ -411,3 +411,71 @@ async fn against_pywb_one_fan_out_serves_every_spelling() {
     }
     proxy.stop().await;
 }
+
+/// Another spelling's coded bodies are its own head and tail joined around the stored spelling's
+/// list coded once; decoded by other implementations than ours (curl's Google brotli, zstd and
+/// zlib libraries), each is the spelling's plain body, in every format and coding.
+#[tokio::test]
+async fn another_spellings_coded_bodies_decode_with_curls_decoders_to_its_plain_body() {
+    let Ok(version) = std::process::Command::new("curl").arg("-V").output() else {
+        return crate::support::skip("curl is not installed (scripts/test.sh installs it)");
+    };
+    let features = String::from_utf8_lossy(&version.stdout).to_ascii_lowercase();
+    for lib in ["brotli/", "zstd/", "zlib/"] {
+        if !features.contains(lib) {
+            return crate::support::skip(&format!("this curl decodes no {lib}"));
+        }
+    }
+    let archive = Recorder::start().await;
+    let proxy = start_proxy(archive.config(true)).await;
+    let (status, ..) = timemap(&proxy, "link", "http://example.com/").await;
+    assert_eq!(status, 200);
+    for format in ["link", "json", "cdxj"] {
+        for (i, coding) in ["br", "zstd", "gzip"].into_iter().enumerate() {
+            // The stored spelling's coded body first, then spellings it has never served.
+            let url = |s: &str| format!("{}/timemap/{format}/{s}", proxy.base);
+            let _ = curl(&url("http://example.com/"), coding).await;
+            // Another spelling than the stored one: its body in this format and coding is joined.
+            let spelling = [
+                "http://EXAMPLE.com/",
+                "http://example.com:80/",
+                "http://Example.Com/",
+            ][i];
+            {
+                let (encoding, decoded) = curl(&url(spelling), coding).await;
+                let (status, _, _, plain) = timemap(&proxy, format, spelling).await;
+                assert_eq!(status, 200, "{format} {spelling}");
+                assert_eq!(encoding, coding, "{format} {spelling}");
+                assert!(
+                    decoded == plain,
+                    "{format} {coding} {spelling}: {decoded:?} != {plain:?}"
+                );
+            }
+        }
+    }
+    proxy.stop().await;
+}
+
+/// curl's answer to `url` asked with `Accept-Encoding: coding`: its `Content-Encoding` and the
+/// body as curl decoded it.
+async fn curl(url: &str, coding: &str) -> (String, String) {
+    let out = tokio::process::Command::new("curl")
+        .args(["-s", "--compressed", "-D", "-", "-H"])
+        .arg(format!("Accept-Encoding: {coding}"))
+        .arg(url)
+        .output()
+        .await
+        .expect("curl runs");
+    assert!(out.status.success(), "curl {url}: {:?}", out.status);
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    let encoding = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-encoding:")
+                .map(|v| v.trim().to_owned())
+        })
+        .unwrap_or_default();
+    (encoding, body.to_owned())
+}

@@ -3,15 +3,20 @@
 //! new head and tail coded (a few hundred bytes) around the memento list coded once per entry,
 //! instead of the whole list coded again per spelling (seconds of brotli for a large TimeMap).
 //!
-//! Each coding has its own way to be joined, and each joined body is one ordinary stream any
-//! client decodes: zstd frames follow one another (RFC 8878 §3.1); gzip parts are raw deflate
-//! each ending in a sync flush (an empty stored block, byte-aligned and not final), so they run
-//! on as one deflate stream in one gzip member whose CRC-32 is combined from the parts'; brotli
-//! parts are "catable" streams that the `brotli` crate's `BroCatli` splices into one stream.
+//! Every part is coded so that it runs on after any other, byte-aligned and unframed, and the
+//! body's own framing goes before the first and after the last. So the list's coded bytes are
+//! sent as they are, shared by every spelling, never copied or rewritten, and each joined body
+//! is one ordinary stream any client decodes: zstd frames follow one another (RFC 8878 §3.1);
+//! gzip parts are raw deflate each ending in a sync flush (an empty stored block, byte-aligned
+//! and not final), so they run on as one deflate stream in one gzip member whose CRC-32 is
+//! combined from the parts'; brotli parts are bare "catable" streams (RFC 7932 meta-blocks with
+//! no window header and no last meta-block, each opening with its first bytes uncompressed,
+//! referring to nothing before it and ending byte-aligned), between a window header and an
+//! empty last meta-block.
 
 use super::Coding;
-use brotli::concat::{BroCatli, BroCatliResult};
 use brotli::enc::BrotliEncoderParams;
+use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};
 use std::io::{self, Write};
 
@@ -19,8 +24,7 @@ use std::io::{self, Write};
 #[derive(Debug, Clone)]
 pub struct Part {
     coding: Coding,
-    first: bool,
-    bytes: Vec<u8>,
+    bytes: Bytes,
     /// gzip's trailer is over the whole plain body: each part's CRC-32 and length combine.
     crc: u32,
     len: u64,
@@ -33,27 +37,43 @@ impl Part {
     }
 }
 
-/// Brotli's window, as [`Coding::encoder`] codes whole bodies (22: 4 MiB).
+/// Brotli's window for a joined body, as [`Coding::encoder`] codes whole bodies (22: 4 MiB, the
+/// window a brotli decoder is asked to keep). No part refers further back than its own start.
 const BROTLI_LGWIN: i32 = 22;
 
+/// The window header of a stream with [`BROTLI_LGWIN`] (RFC 7932 §9.1: `1` then 22 - 17 in
+/// three bits), then an empty metadata meta-block (not last, MNIBBLES = 0, no skip bytes) whose
+/// fill bits take the stream to a byte boundary, where the first part's meta-blocks begin.
+const BROTLI_OPEN: [u8; 2] = [0x6b, 0x00];
+
+/// An empty last meta-block (ISLAST, ISLASTEMPTY), byte-aligned: the end of the stream.
+const BROTLI_CLOSE: [u8; 1] = [0x03];
+
 impl Coding {
-    /// `data` coded as a part of a body. The `first` part of a body is coded so that others may
-    /// follow it (brotli: appendable); every other one so that it may follow (brotli: catable,
-    /// without the static dictionary, which a stream's later parts may not use).
-    pub fn part(self, data: &[u8], first: bool) -> io::Result<Part> {
+    /// `data` coded as a part of a body. The memento list is coded once per entry at the levels
+    /// of [`Coding::encode`]; a head or tail, coded per spelling, is a few hundred bytes, for
+    /// which brotli's quality 2 in a window its size costs a few microseconds (quality 5 sets up
+    /// hash tables of a megabyte) and a score of bytes more.
+    pub fn part(self, data: &[u8]) -> io::Result<Part> {
+        let small = data.len() <= 64 * 1024;
         let bytes = match self {
             Coding::Zstd => zstd::bulk::compress(data, 3)?,
             Coding::Gzip => raw_deflate_synced(data)?,
             Coding::Br => {
+                // The smallest window the part fits in (at least brotli's least, 2^10 - 16).
+                let fits = usize::BITS - (data.len() + 16).leading_zeros();
                 let params = BrotliEncoderParams {
-                    quality: 5,
-                    lgwin: BROTLI_LGWIN,
-                    appendable: first,
-                    catable: !first,
-                    use_dictionary: first,
+                    quality: if small { 2 } else { 5 },
+                    lgwin: (fits as i32).clamp(10, BROTLI_LGWIN),
+                    catable: true,
+                    bare_stream: true,
+                    appendable: true,
+                    byte_align: true,
+                    use_dictionary: false,
+                    size_hint: data.len(),
                     ..BrotliEncoderParams::default()
                 };
-                let mut w = brotli::CompressorWriter::with_params(Vec::new(), 64 * 1024, &params);
+                let mut w = brotli::CompressorWriter::with_params(Vec::new(), 4096, &params);
                 w.write_all(data)?;
                 w.flush()?;
                 w.into_inner()
@@ -63,49 +83,53 @@ impl Coding {
         crc.update(data);
         Ok(Part {
             coding: self,
-            first,
-            bytes,
+            bytes: Bytes::from(bytes),
             crc: crc.finalize(),
             len: data.len() as u64,
         })
     }
 }
 
-/// The body the `parts` make, in order, coded in their coding: one stream a client decodes to
-/// the parts' plain bytes one after another. The first part must have been coded `first`, the
-/// others not, all in one coding.
-pub fn join(parts: &[&Part]) -> io::Result<Vec<u8>> {
-    let Some(head) = parts.first() else {
-        return Err(io::Error::other("no part to join"));
-    };
+/// The body `head`, `list` and `tail` make, in that order, in their coding: one stream a client
+/// decodes to the three plain parts one after another, in three pieces to send in order. The
+/// first holds the coding's opening and the head, the last the tail and the closing (each
+/// copied: a few hundred bytes); the middle is `list`'s own bytes, shared. All three parts must
+/// be of one coding.
+pub fn join(head: &Part, list: &Part, tail: &Part) -> io::Result<[Bytes; 3]> {
     let coding = head.coding;
-    let fits = |(i, p): (usize, &&Part)| p.coding == coding && p.first == (i == 0);
-    if !parts.iter().enumerate().all(fits) {
-        return Err(io::Error::other("parts of another coding or order"));
+    if list.coding != coding || tail.coding != coding {
+        return Err(io::Error::other("parts of two codings"));
     }
-    let size = parts.iter().map(|p| p.bytes.len()).sum::<usize>() + 32;
-    let mut out = Vec::with_capacity(size);
-    match coding {
-        Coding::Zstd => parts.iter().for_each(|p| out.extend_from_slice(&p.bytes)),
-        Coding::Gzip => {
-            // RFC 1952: magic, deflate, no flags, no time, no extra flags, OS unknown.
-            out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
-            let mut crc = crc32fast::Hasher::new_with_initial_len(0, 0);
-            let mut len = 0u64;
-            for p in parts {
-                out.extend_from_slice(&p.bytes);
-                crc.combine(&crc32fast::Hasher::new_with_initial_len(p.crc, p.len));
-                len += p.len;
-            }
-            // A final, empty block of fixed codes ends the deflate stream (BFINAL, BTYPE=01,
-            // then end-of-block): after a sync flush, the bytes 03 00.
-            out.extend_from_slice(&[0x03, 0x00]);
-            out.extend_from_slice(&crc.finalize().to_le_bytes());
-            out.extend_from_slice(&(len as u32).to_le_bytes());
-        }
-        Coding::Br => join_brotli(parts, &mut out)?,
+    let (open, close): (&[u8], Vec<u8>) = match coding {
+        Coding::Zstd => (&[], Vec::new()),
+        // RFC 1952: magic, deflate, no flags, no time, no extra flags, OS unknown.
+        Coding::Gzip => (
+            &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff],
+            gzip_close(&[head, list, tail]),
+        ),
+        Coding::Br => (&BROTLI_OPEN, BROTLI_CLOSE.to_vec()),
+    };
+    Ok([
+        Bytes::from([open, &head.bytes[..]].concat()),
+        list.bytes.clone(),
+        Bytes::from([&tail.bytes[..], &close[..]].concat()),
+    ])
+}
+
+/// The end of a gzip member whose deflate stream is `parts` in order: a final, empty block of
+/// fixed codes (BFINAL, BTYPE=01, then end-of-block: after a sync flush, the bytes 03 00), then
+/// the CRC-32 of the whole plain body, combined from the parts', and its length mod 2^32.
+fn gzip_close(parts: &[&Part]) -> Vec<u8> {
+    let mut crc = crc32fast::Hasher::new_with_initial_len(0, 0);
+    let mut len = 0u64;
+    for p in parts {
+        crc.combine(&crc32fast::Hasher::new_with_initial_len(p.crc, p.len));
+        len += p.len;
     }
-    Ok(out)
+    let mut close = vec![0x03, 0x00];
+    close.extend_from_slice(&crc.finalize().to_le_bytes());
+    close.extend_from_slice(&(len as u32).to_le_bytes());
+    close
 }
 
 /// `data` as raw deflate (no zlib or gzip framing) ending in a sync flush, at gzip's level.
@@ -122,36 +146,6 @@ fn raw_deflate_synced(data: &[u8]) -> io::Result<Vec<u8>> {
             Status::Ok | Status::BufError if done => return Ok(out),
             Status::Ok | Status::BufError => out.reserve(out.capacity().max(64 * 1024)),
             Status::StreamEnd => return Ok(out),
-        }
-    }
-}
-
-fn join_brotli(parts: &[&Part], out: &mut Vec<u8>) -> io::Result<()> {
-    let failed = |r: BroCatliResult| io::Error::other(format!("brotli join: {r:?}"));
-    let mut cat = BroCatli::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    for p in parts {
-        cat.new_brotli_file();
-        let mut read = 0;
-        loop {
-            let mut wrote = 0;
-            let r = cat.stream(&p.bytes, &mut read, &mut buf, &mut wrote);
-            out.extend_from_slice(&buf[..wrote]);
-            match r {
-                BroCatliResult::NeedsMoreOutput => continue,
-                BroCatliResult::NeedsMoreInput => break,
-                other => return Err(failed(other)),
-            }
-        }
-    }
-    loop {
-        let mut wrote = 0;
-        let r = cat.finish(&mut buf, &mut wrote);
-        out.extend_from_slice(&buf[..wrote]);
-        match r {
-            BroCatliResult::NeedsMoreOutput => continue,
-            BroCatliResult::Success => return Ok(()),
-            other => return Err(failed(other)),
         }
     }
 }
@@ -203,26 +197,35 @@ mod tests {
     #[test]
     fn parts_joined_decode_to_the_plain_parts_in_order_in_every_coding() {
         let list = lines(20_000, "web/");
-        let cases: [(&[u8], &[u8]); 4] = [
+        let big = lines(2_000, "big"); // past the small parts' 64 KiB: coded at quality 5
+        let edge = vec![b'a'; 1008]; // brotli's least window holds 1008 bytes, 1009 do not
+        let edge2 = [&edge[..], b"b"].concat();
+        let cases: [(&[u8], &[u8]); 7] = [
             (b"<http://E.com/>; rel=\"original\"", b"\n"),
             (b"", b""),
             (b"x", b""),
             (&lines(3, "head"), &lines(5, "tail")),
+            (&big, b"]}"),
+            (&edge, &edge2),
+            (&edge2, &edge),
         ];
         for coding in Coding::ALL {
-            let shared = coding.part(&list, false).expect("list");
+            let shared = coding.part(&list).expect("list");
             for (head, tail) in cases {
-                let parts = [
-                    &coding.part(head, true).expect("head"),
+                let pieces = join(
+                    &coding.part(head).expect("head"),
                     &shared,
-                    &coding.part(tail, false).expect("tail"),
-                ];
-                let body = join(&parts).expect("join");
+                    &coding.part(tail).expect("tail"),
+                )
+                .expect("join");
+                // The list is sent as its own coded bytes, not a copy.
+                assert_eq!(pieces[1].as_ptr(), shared.bytes.as_ptr(), "{coding:?}");
                 let want = [head, &list[..], tail].concat();
                 assert!(
-                    decode(coding, &body) == want,
-                    "{coding:?} head {}",
-                    head.len()
+                    decode(coding, &pieces.concat()) == want,
+                    "{coding:?} head {} tail {}",
+                    head.len(),
+                    tail.len()
                 );
             }
             // Coded apart, the list is about as small as coded whole.
@@ -232,13 +235,13 @@ mod tests {
     }
 
     #[test]
-    fn parts_out_of_order_or_of_two_codings_are_refused() {
-        let a = Coding::Gzip.part(b"a", true).expect("a");
-        let b = Coding::Gzip.part(b"b", false).expect("b");
-        let z = Coding::Zstd.part(b"z", false).expect("z");
-        assert!(join(&[&a, &b]).is_ok());
-        assert!(join(&[&b, &a]).is_err(), "a first part second");
-        assert!(join(&[&a, &z]).is_err(), "two codings");
-        assert!(join(&[]).is_err());
+    fn parts_of_two_codings_are_refused() {
+        let a = Coding::Gzip.part(b"a").expect("a");
+        let b = Coding::Gzip.part(b"b").expect("b");
+        let z = Coding::Zstd.part(b"z").expect("z");
+        assert!(join(&a, &b, &a).is_ok());
+        assert!(join(&a, &z, &b).is_err(), "two codings");
+        assert!(join(&z, &a, &b).is_err(), "two codings");
+        assert!(join(&a, &b, &z).is_err(), "two codings");
     }
 }

@@ -1,6 +1,6 @@
 //! Another spelling's bodies from the stored spelling's: its own skeleton (head and tail, a few
 //! hundred bytes naming its URI-R) around the memento list the stored spelling rendered, and
-//! coded, once. A hit under a new spelling then costs a copy of the list, not a render of every
+//! coded, once. A hit under a new spelling then costs its head and tail, not a render of every
 //! memento and a brotli pass over them (README "One entry per URL however spelled").
 
 use super::{Fnv, Pieces, Rendered, View};
@@ -68,7 +68,7 @@ impl View {
         self.list_parts[format.index()][coding.index()]
             .get_or_init(|| {
                 let (list, _) = self.list(format)?;
-                match coding.part(&list, false) {
+                match coding.part(&list) {
                     Ok(part) => Some(Arc::new(part)),
                     Err(e) => {
                         tracing::warn!(error = %e, coding = coding.token(), "cannot code a TimeMap's list");
@@ -79,15 +79,27 @@ impl View {
             .clone()
     }
 
+    /// Whether the origin's memento list is coded in `coding` already, so that
+    /// [`View::joined`] costs microseconds (its head and tail), not the list's coding.
+    pub(super) fn list_part_ready(&self, format: TimeMapFormat, coding: Coding) -> bool {
+        self.origin.as_ref().is_some_and(|origin| {
+            origin.list_parts[format.index()][coding.index()]
+                .get()
+                .is_some_and(Option::is_some)
+        })
+    }
+
     /// Another spelling's body in `format` and `coding`: its own head and tail coded around the
-    /// origin's coded list. None for the stored spelling's view, or when a part cannot be made.
-    pub(super) fn joined(&self, format: TimeMapFormat, coding: Coding) -> Option<bytes::Bytes> {
+    /// origin's coded list (its bytes, shared). None for the stored spelling's view, or when a
+    /// part cannot be made.
+    pub(super) fn joined(&self, format: TimeMapFormat, coding: Coding) -> Option<Pieces> {
         let origin = self.origin.as_ref()?;
         let skeleton = self.skeleton(format)?;
         let list = origin.list_part(format, coding)?;
-        let head = coding.part(skeleton.head(), true).ok()?;
-        let tail = coding.part(skeleton.tail(), false).ok()?;
-        join(&[&head, &list, &tail]).ok().map(bytes::Bytes::from)
+        let head = coding.part(skeleton.head()).ok()?;
+        let tail = coding.part(skeleton.tail()).ok()?;
+        let [head, list, tail] = join(&head, &list, &tail).ok()?;
+        Some(Pieces::three(head, list, tail))
     }
 }
 
@@ -169,7 +181,7 @@ mod tests {
                 for coding in Coding::ALL {
                     let coded = alias.coded(format, coding).expect("coded");
                     assert!(
-                        decode(coding, &coded) == want,
+                        decode(coding, &coded.contiguous()) == want,
                         "{format:?} {coding:?} {uri_r}"
                     );
                 }
