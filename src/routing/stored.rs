@@ -130,4 +130,44 @@ mod tests {
         let why = decode(&newer, 100).unwrap_err();
         assert!(why.contains("format version 2"), "{why}");
     }
+
+    /// A copy of the profiles file's encoder as it was before the frame moved into
+    /// `tmproxy-disk` (commit e8e87ff), kept so the tests prove what it wrote still reads.
+    fn encode_before_shared_frame(profiles: &StoredProfiles) -> Vec<u8> {
+        let body = rmp_serde::to_vec_named(profiles).expect("msgpack");
+        let mut out = b"TMRP".to_vec();
+        out.extend_from_slice(&1u32.to_le_bytes());
+        let mut compressor = zstd::stream::write::Encoder::new(out, 1).expect("zstd");
+        compressor.write_all(&body).expect("zstd");
+        let mut out = compressor.finish().expect("zstd");
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out
+    }
+
+    /// `profiles()` as the binary at commit e8e87ff wrote it to its profiles file (the same
+    /// bytes as [`encode_before_shared_frame`]): regenerate only to add a case.
+    const OLD_FILE: &[u8] = include_bytes!("../../tests/fixtures/old-formats/profiles-tmrp-v1.bin");
+
+    #[test]
+    #[ignore = "writes the fixture: run by hand, once"]
+    fn write_old_profiles_fixture() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/old-formats/profiles-tmrp-v1.bin"
+        );
+        std::fs::write(path, encode_before_shared_frame(&profiles().to_stored())).expect("write");
+    }
+
+    #[test]
+    fn a_profiles_file_written_by_the_older_binary_reads_the_same() {
+        let p = profiles();
+        let read = decode(OLD_FILE, 100).expect("reads");
+        assert_eq!(read.to_stored(), p.to_stored());
+        let old = encode_before_shared_frame(&p.to_stored());
+        assert_eq!(
+            encode(&p.to_stored()).expect("encodes"),
+            old,
+            "same bytes as before"
+        );
+    }
 }
