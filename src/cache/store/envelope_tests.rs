@@ -2,6 +2,7 @@
 
 use super::*;
 use serde::Serialize;
+use std::io::Write;
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct Note {
