@@ -95,6 +95,8 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
         }
     };
     let hex = etag.value();
+    // Renamed here, not through `tmproxy_disk::AtomicFile`: the names say the ETag, known only
+    // once the body is written, and nothing is synced (the directory is emptied at each start).
     let mut done: Vec<SpilledFile> = Vec::with_capacity(EXTS.len());
     for ((tmp, mut file), ext) in tmps.iter().zip(written).zip(EXTS) {
         let path = dir.join(format!("{stem}-{segment}-{hex:016x}.{ext}"));
