@@ -1,10 +1,10 @@
-//! The profiles file on disk: read at start (a damaged one moved aside, never trusted), written
-//! atomically (a temporary file, fsynced, renamed over the old one, the directory fsynced), and
-//! owned by one process at a time through an advisory lock beside it.
+//! The profiles file on disk: read at start (a damaged one moved aside to `profiles.bin.damaged`,
+//! never trusted), written atomically (`tmproxy_disk::write_atomically`: a temporary file,
+//! fsynced, renamed over the old one, the directory fsynced), and owned by one process at a time
+//! through an advisory lock beside it.
 
 use super::stored;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use tmproxy_core::routing::Profiles;
 
@@ -94,7 +94,7 @@ impl ProfilesFile {
                     .is_ok()
                     .then(|| self.path.with_extension("bin.damaged"));
                 if let Some(aside) = &moved_to {
-                    if let Err(e) = std::fs::rename(&self.path, aside) {
+                    if let Err(e) = tmproxy_disk::aside::move_aside(&self.path, aside) {
                         self.writable = false;
                         let reason = format!("{reason}; and cannot move it aside: {e}");
                         return (Profiles::new(max_keys), Loaded::Unreadable { reason });
@@ -108,28 +108,14 @@ impl ProfilesFile {
         }
     }
 
-    /// Replaces the file with `bytes`, atomically: a crash leaves the old file or the new one.
+    /// Replaces the file with `bytes`, atomically: a crash leaves the old file or the new one,
+    /// and once this returns a power cut keeps the new one.
     pub(super) fn write(&self, bytes: &[u8]) -> Result<(), String> {
         if !self.owned() {
             return Err(format!("{} is not ours to write", self.path.display()));
         }
-        let dir = self.path.parent().unwrap_or(Path::new(""));
-        let tmp = self.path.with_extension("bin.tmp");
-        let fail = |what: &str, e: std::io::Error| format!("{what} {}: {e}", tmp.display());
-        let mut file = File::create(&tmp).map_err(|e| fail("cannot create", e))?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| fail("cannot write", e))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| fail("cannot rename", e))?;
-        // The rename is durable once the directory is: a crash after this keeps the new file.
-        if let Ok(d) = File::open(if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        }) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        tmproxy_disk::write_atomically(&self.path, bytes, tmproxy_disk::Durability::Synced)
+            .map_err(|e| e.to_string())
     }
 }
 

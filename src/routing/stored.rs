@@ -1,18 +1,17 @@
-//! The profiles file's bytes: `TMRP` (magic), the format version (u32 LE), a zstd frame of the
-//! profiles as MessagePack with field names, then the CRC-32 (u32 LE) of the MessagePack bytes:
-//! the cache entries' envelope (src/cache/store/envelope.rs) with its own magic, so a file cut
-//! short by a crash or changed on disk is refused, never half-trusted.
+//! The profiles file's bytes: a `tmproxy_disk::frame` of magic `TMRP` (the magic, the format
+//! version (u32 LE), a zstd frame of the profiles as MessagePack with field names, then the
+//! CRC-32 (u32 LE) of the MessagePack bytes): the cache entries' envelope
+//! (src/cache/store/envelope.rs) with its own magic, so a file cut short by a crash or changed
+//! on disk is refused, never half-trusted. The layout is the one this file had before the frame
+//! was shared, so profiles an older binary saved still load.
 
-use std::io::{Read, Write};
 use tmproxy_core::routing::{Profiles, StoredProfiles};
+use tmproxy_disk::frame::{self, Format, FrameError, FrameWriter};
 
 /// Bumped whenever [`StoredProfiles`]' shape changes; a file of another version is not read.
 pub const FORMAT_VERSION: u32 = 1;
 
-const MAGIC: &[u8; 4] = b"TMRP";
-
-/// The magic, the version and the trailing checksum around the compressed frame.
-const FRAMING: usize = MAGIC.len() + 4 + 4;
+const FORMAT: Format = Format::new(b"TMRP", FORMAT_VERSION);
 
 /// The most a profile inflates to per key it may hold (a 253-byte host and a tally for each of
 /// dozens of archives fit well within it), with a floor for small bounds: a damaged or planted
@@ -20,68 +19,33 @@ const FRAMING: usize = MAGIC.len() + 4 + 4;
 const BYTES_PER_KEY: u64 = 2048;
 const MIN_CAP: u64 = 256 << 20;
 
-/// The file's bytes for `profiles` (see [`Profiles::to_stored`]).
+/// The file's bytes for `profiles` (see [`Profiles::to_stored`]), streamed into the
+/// compressor: never held uncompressed.
 pub fn encode(profiles: &StoredProfiles) -> Result<Vec<u8>, String> {
-    let body = rmp_serde::to_vec_named(profiles)
-        .map_err(|e| format!("cannot encode the profiles: {e}"))?;
-    let crc = crc32fast::hash(&body);
-    let mut out = Vec::with_capacity(body.len() / 3 + FRAMING);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    let mut compressor = zstd::stream::write::Encoder::new(out, 1)
+    let mut sink = FrameWriter::new(Vec::new(), FORMAT)
         .map_err(|e| format!("cannot start compressing the profiles: {e}"))?;
-    compressor
-        .write_all(&body)
-        .map_err(|e| format!("cannot compress the profiles: {e}"))?;
-    let mut out = compressor
-        .finish()
-        .map_err(|e| format!("cannot compress the profiles: {e}"))?;
-    out.extend_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    rmp_serde::encode::write_named(&mut sink, profiles)
+        .map_err(|e| format!("cannot encode the profiles: {e}"))?;
+    sink.finish()
+        .map_err(|e| format!("cannot compress the profiles: {e}"))
 }
 
 /// Profiles from a file's bytes, bounded to `max_keys`; Err says why they are not trusted.
 pub fn decode(bytes: &[u8], max_keys: usize) -> Result<Profiles, String> {
-    if bytes.len() < FRAMING || !bytes.starts_with(MAGIC) {
-        return Err("not a profiles file (no TMRP header)".into());
-    }
-    let version = read_u32(&bytes[MAGIC.len()..]);
-    if version != FORMAT_VERSION {
-        return Err(format!(
-            "format version {version}, this build reads {FORMAT_VERSION}"
-        ));
-    }
-    let frame = &bytes[MAGIC.len() + 4..bytes.len() - 4];
-    let stored_crc = read_u32(&bytes[bytes.len() - 4..]);
     let cap = (max_keys as u64).saturating_mul(BYTES_PER_KEY).max(MIN_CAP);
-    let mut body = Vec::new();
-    zstd::stream::read::Decoder::with_buffer(frame)
-        .map_err(|e| format!("cannot start inflating: {e}"))?
-        .single_frame()
-        .take(cap.saturating_add(1))
-        .read_to_end(&mut body)
-        .map_err(|e| format!("damaged: cannot inflate it: {e}"))?;
-    if body.len() as u64 > cap {
-        return Err(format!("inflates past {cap} bytes"));
-    }
-    let crc = crc32fast::hash(&body);
-    if crc != stored_crc {
-        return Err(format!(
-            "damaged: checksum mismatch (stored {stored_crc:08x}, computed {crc:08x})"
-        ));
-    }
+    let body = frame::decode(FORMAT, bytes, cap).map_err(|e| match e {
+        FrameError::BadMagic { .. } => "not a profiles file (no TMRP header)".to_string(),
+        e => e.to_string(),
+    })?;
     let stored: StoredProfiles =
         rmp_serde::from_slice(&body).map_err(|e| format!("undecodable: {e}"))?;
     Profiles::from_stored(stored, max_keys)
 }
 
-fn read_u32(b: &[u8]) -> u32 {
-    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use tmproxy_core::routing::{Observation, Outcome, UriKeys};
 
     fn profiles() -> Profiles {
@@ -129,5 +93,45 @@ mod tests {
         newer[4] = 2;
         let why = decode(&newer, 100).unwrap_err();
         assert!(why.contains("format version 2"), "{why}");
+    }
+
+    /// A copy of the profiles file's encoder as it was before the frame moved into
+    /// `tmproxy-disk` (commit e8e87ff), kept so the tests prove what it wrote still reads.
+    fn encode_before_shared_frame(profiles: &StoredProfiles) -> Vec<u8> {
+        let body = rmp_serde::to_vec_named(profiles).expect("msgpack");
+        let mut out = b"TMRP".to_vec();
+        out.extend_from_slice(&1u32.to_le_bytes());
+        let mut compressor = zstd::stream::write::Encoder::new(out, 1).expect("zstd");
+        compressor.write_all(&body).expect("zstd");
+        let mut out = compressor.finish().expect("zstd");
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out
+    }
+
+    /// `profiles()` as the binary at commit e8e87ff wrote it to its profiles file (the same
+    /// bytes as [`encode_before_shared_frame`]): regenerate only to add a case.
+    const OLD_FILE: &[u8] = include_bytes!("../../tests/fixtures/old-formats/profiles-tmrp-v1.bin");
+
+    #[test]
+    #[ignore = "writes the fixture: run by hand, once"]
+    fn write_old_profiles_fixture() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/old-formats/profiles-tmrp-v1.bin"
+        );
+        std::fs::write(path, encode_before_shared_frame(&profiles().to_stored())).expect("write");
+    }
+
+    #[test]
+    fn a_profiles_file_written_by_the_older_binary_reads_the_same() {
+        let p = profiles();
+        let read = decode(OLD_FILE, 100).expect("reads");
+        assert_eq!(read.to_stored(), p.to_stored());
+        let old = encode_before_shared_frame(&p.to_stored());
+        assert_eq!(
+            encode(&p.to_stored()).expect("encodes"),
+            old,
+            "same bytes as before"
+        );
     }
 }

@@ -9,6 +9,11 @@
 //! garbled one is an error, never a panic or a silently short stream). A run is `MAGIC`, then
 //! each record as `len: u32 LE, xxh3: u64 LE, bytes`, then `END` and the record count; runs
 //! are never trusted across runs of the engine: the caller starts from an empty directory.
+//!
+//! Not a `tmproxy_disk` frame: a run is read as a stream by the merge, each record checked as
+//! it is taken (a frame's one checksum would prove the run only at its end, after its records
+//! were merged), it is never read by another build, and compressing it would put zstd in the
+//! sort's hot path.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

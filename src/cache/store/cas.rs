@@ -5,6 +5,11 @@
 //! A value is `TMR1`, the revision in 16 hex digits, then the envelope sled holds. The script
 //! reads those 20 bytes only (GETRANGE), never the value, and the whole check-and-write is one
 //! key, so it runs as well on a Redis Cluster.
+//!
+//! Not a `tmproxy_disk` frame, on purpose: the head is for the Lua script, which can match a
+//! fixed-width ASCII prefix but not read a little-endian version or a zstd body, and it guards
+//! no body of its own (the envelope after it is the frame, with its own checksum). Its shape is
+//! also what replicas of the previous build write and read during a rolling upgrade.
 
 /// The first bytes of a value with a revision: an envelope starts `TMB1`, `{` or 0x78 instead.
 const MAGIC: &[u8; 4] = b"TMR1";

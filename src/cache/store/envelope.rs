@@ -2,10 +2,12 @@
 //! form, and a CRC-32 of the value's exact bytes, so a damaged value is a counted miss, never
 //! other content.
 //!
-//! Written as `TMB1` (magic), the format version (u32 LE), a zstd frame of the value as
-//! MessagePack with field names, then the CRC-32 (u32 LE) of the MessagePack bytes. The value is
-//! streamed through the checksum into the compressor, so a million-memento entry is held once,
-//! compressed, while it is written (the JSON form built a ~130 MB body first).
+//! Written as a `tmproxy_disk::frame` of magic `TMB1`: the magic, the format version (u32 LE), a
+//! zstd frame of the value as MessagePack with field names, then the CRC-32 (u32 LE) of the
+//! MessagePack bytes (the layout this envelope had before the frame was shared, so entries an
+//! older binary stored read unchanged). The value is streamed through the checksum into the
+//! compressor, so a million-memento entry is held once, compressed, while it is written (the
+//! JSON form built a ~130 MB body first).
 //!
 //! Entries of the older JSON envelope (`{"v":<version>,"crc32":<checksum>,"value":<value>}`,
 //! deflated or plain, with or without `crc32`) still read, so an upgrade keeps the cache; each
@@ -14,7 +16,8 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::io::{Read, Write};
+use std::io::Read;
+use tmproxy_disk::frame::{self, Format, FrameError, FrameWriter};
 
 use super::Cacheable;
 
@@ -45,82 +48,39 @@ const MAX_INFLATED: u64 = 1 << 30;
 /// The first bytes of a binary envelope: neither `{` (a plain JSON envelope) nor zlib's `0x78`.
 const MAGIC: &[u8; 4] = b"TMB1";
 
-/// The magic, the version and the trailing checksum around the compressed frame.
-const FRAMING: usize = MAGIC.len() + 4 + 4;
-
-/// zstd's level 1: about as fast as deflate's fast level and smaller; the writes run on the
-/// store's own threads.
-const ZSTD_LEVEL: i32 = 1;
-
-/// Forwards bytes to `inner` while checksumming them, so the checksum needs no copy of the value.
-struct Checksummed<W> {
-    inner: W,
-    crc: crc32fast::Hasher,
-}
-
-impl<W: Write> Write for Checksummed<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.crc.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
+/// This build's binary envelope for `V`.
+fn format<V: Cacheable>() -> Format {
+    Format::new(MAGIC, V::FORMAT_VERSION)
 }
 
 /// The stored bytes of `value`: its binary envelope. A TimeMap repeats its URI-M prefixes and
 /// datetimes, so it shrinks severalfold, and sled 0.34 holds in memory about what it is handed
 /// (BENCHMARKS.md, [hardening-2] memory under many misses).
 pub(super) fn encode<V: Cacheable>(value: &V) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(4096);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&V::FORMAT_VERSION.to_le_bytes());
-    let compressor = zstd::stream::write::Encoder::new(out, ZSTD_LEVEL)
+    let mut sink = FrameWriter::new(Vec::with_capacity(4096), format::<V>())
         .map_err(|e| format!("cannot start compressing the entry: {e}"))?;
-    let mut sink = Checksummed {
-        inner: compressor,
-        crc: crc32fast::Hasher::new(),
-    };
     rmp_serde::encode::write_named(&mut sink, value)
         .map_err(|e| format!("cannot encode the entry: {e}"))?;
-    let crc = sink.crc.finalize();
-    let mut out = sink
-        .inner
-        .finish()
-        .map_err(|e| format!("cannot compress the entry: {e}"))?;
-    out.extend_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    sink.finish()
+        .map_err(|e| format!("cannot compress the entry: {e}"))
 }
 
 /// Decodes a binary envelope (`bytes` starts with [`MAGIC`]), inflating to at most `cap` bytes.
 fn decode_binary<V: Cacheable>(bytes: &[u8], cap: u64) -> Result<V, String> {
-    let Some(rest) = bytes.get(MAGIC.len()..).filter(|_| bytes.len() >= FRAMING) else {
-        return Err("undecodable entry: shorter than its framing".into());
-    };
-    let (version, rest) = rest.split_at(4);
-    let version = u32::from_le_bytes([version[0], version[1], version[2], version[3]]);
-    if version != V::FORMAT_VERSION {
-        return Err(version_mismatch::<V>(version));
-    }
-    let (frame, stored) = rest.split_at(rest.len() - 4);
-    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
-    let mut body = Vec::new();
-    zstd::stream::read::Decoder::with_buffer(frame)
-        .map_err(|e| format!("cannot start inflating the entry: {e}"))?
-        .single_frame()
-        .take(cap.saturating_add(1))
-        .read_to_end(&mut body)
-        .map_err(|e| format!("the entry was damaged on disk: cannot inflate it: {e}"))?;
-    if body.len() as u64 > cap {
-        return Err(format!("entry inflates past {cap} bytes"));
-    }
-    let computed = crc32fast::hash(&body);
-    if computed != stored {
-        return Err(format!(
+    // The messages the envelope gave before the frame was shared: the store logs them.
+    let body = frame::decode(format::<V>(), bytes, cap).map_err(|e| match e {
+        FrameError::UnknownVersion { found, .. } => version_mismatch::<V>(found),
+        FrameError::TooLarge { cap } => format!("entry inflates past {cap} bytes"),
+        FrameError::Decompress(e) => {
+            format!("the entry was damaged on disk: cannot inflate it: {e}")
+        }
+        FrameError::ChecksumMismatch { stored, computed } => format!(
             "checksum mismatch (stored {stored:08x}, computed {computed:08x}): the entry was damaged on disk"
-        ));
-    }
+        ),
+        FrameError::BadMagic { .. } | FrameError::Truncated { .. } | FrameError::Compress(_) => {
+            format!("undecodable entry: {e}")
+        }
+    })?;
     // From a slice: every length MessagePack states is checked against the bytes left, and
     // serde's collections preallocate at most a bounded amount from a stated length.
     rmp_serde::from_slice::<V>(&body).map_err(|err| format!("undecodable entry: {err}"))

@@ -2,6 +2,7 @@
 
 use super::*;
 use serde::Serialize;
+use std::io::Write;
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct Note {
@@ -161,4 +162,71 @@ fn an_entry_that_would_inflate_past_the_cap_is_refused() {
     let why = envelope_json(&bomb, cap as u64).expect_err("refused");
     assert!(why.contains("inflates past"), "{why}");
     assert!(envelope_json(&bomb, cap as u64 + 1).is_ok());
+}
+
+/// A copy of the binary envelope's encoder as it was before the frame moved into
+/// `tmproxy-disk` (commit e8e87ff), kept so the tests prove what it wrote still reads and
+/// that today's encoder writes the very same bytes.
+fn encode_before_shared_frame<V: Cacheable>(value: &V) -> Vec<u8> {
+    struct Checksummed<W> {
+        inner: W,
+        crc: crc32fast::Hasher,
+    }
+    impl<W: Write> Write for Checksummed<W> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = self.inner.write(buf)?;
+            self.crc.update(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.inner.flush()
+        }
+    }
+    let mut out = b"TMB1".to_vec();
+    out.extend_from_slice(&V::FORMAT_VERSION.to_le_bytes());
+    let mut sink = Checksummed {
+        inner: zstd::stream::write::Encoder::new(out, 1).expect("zstd"),
+        crc: crc32fast::Hasher::new(),
+    };
+    rmp_serde::encode::write_named(&mut sink, value).expect("msgpack");
+    let crc = sink.crc.finalize();
+    let mut out = sink.inner.finish().expect("zstd");
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The value of `tests/fixtures/old-formats/entry-tmb1-v1.bin`.
+fn fixture_note() -> Note {
+    Note {
+        tag: Some("fixture".into()),
+        ..note(3)
+    }
+}
+
+/// The fixture as the binary at commit e8e87ff wrote it (its `encode`, the same bytes as
+/// [`encode_before_shared_frame`]): regenerate only to add a case, never to change this one.
+const OLD_ENTRY: &[u8] = include_bytes!("../../../tests/fixtures/old-formats/entry-tmb1-v1.bin");
+
+#[test]
+#[ignore = "writes the fixture: run by hand, once"]
+fn write_old_entry_fixture() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/old-formats/entry-tmb1-v1.bin"
+    );
+    std::fs::write(path, encode_before_shared_frame(&fixture_note())).expect("write");
+}
+
+#[test]
+fn an_entry_written_by_the_older_binary_reads_the_same() {
+    assert_eq!(decode::<Note>(OLD_ENTRY), Ok(fixture_note()));
+    for value in [fixture_note(), note(0), note(500)] {
+        let old = encode_before_shared_frame(&value);
+        assert_eq!(
+            encode(&value).expect("encodes"),
+            old,
+            "same bytes as before"
+        );
+        assert_eq!(decode::<Note>(&old), Ok(value));
+    }
 }

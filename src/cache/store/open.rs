@@ -74,8 +74,9 @@ pub(super) fn open_or_replace(
             "the database is locked, is another tmproxy using it? ({holder})"
         )));
     }
-    let aside = aside_path(path, now);
-    std::fs::rename(path, &aside).map_err(|e| {
+    // `<path>.corrupt-<UTC timestamp>`, with a counter if that name is taken (README's name).
+    let aside = tmproxy_disk::aside::stamped(path, "corrupt", now);
+    tmproxy_disk::aside::move_aside(path, &aside).map_err(|e| {
         open_error(format!(
             "sled cannot open it ({reason}) and it cannot be moved aside to {}: {e}",
             aside.display()
@@ -192,21 +193,6 @@ fn open_counted(path: &Path, lock_wait: Duration, page_cache: u64) -> Result<Ope
         lost,
         moved_aside: None,
     })
-}
-
-/// `<path>.corrupt-<UTC timestamp>`, with a counter if that name is taken.
-pub(super) fn aside_path(path: &Path, now: chrono::DateTime<chrono::Utc>) -> PathBuf {
-    let base = path.as_os_str().to_string_lossy();
-    let base = base.trim_end_matches('/');
-    let stamp = now.format("%Y%m%dT%H%M%SZ");
-    let first = PathBuf::from(format!("{base}.corrupt-{stamp}"));
-    if !first.exists() {
-        return first;
-    }
-    (2..)
-        .map(|n| PathBuf::from(format!("{base}.corrupt-{stamp}-{n}")))
-        .find(|p| !p.exists())
-        .unwrap_or(first)
 }
 
 /// Whether some other open file holds the `flock` sled takes on `<path>/db`; says which.

@@ -10,6 +10,7 @@ use axum::http::HeaderValue;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use tmproxy_disk::Checksummed;
 
 /// The brotli quality and window of the stored br copy. On a million mementos (BENCHMARKS.md)
 /// quality 1 adds about 0.55 s to the whole pass (1.5 s before) and codes the 122 MB link body
@@ -42,44 +43,10 @@ impl SpilledFile {
     }
 }
 
-/// A writer that counts and checksums what passes through it, and keeps its first failure:
-/// brotli's writer swallows the error of the stream's last write (`into_inner`), which must
-/// not leave a cut-short br file that checks out.
-struct Checked<W> {
-    inner: W,
-    len: u64,
-    crc: crc32fast::Hasher,
-    failed: Option<io::Error>,
-}
-
-impl<W: Write> Checked<W> {
-    fn new(inner: W) -> Self {
-        Checked {
-            inner,
-            len: 0,
-            crc: crc32fast::Hasher::new(),
-            failed: None,
-        }
-    }
-}
-
-impl<W: Write> Write for Checked<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf).inspect_err(|e| {
-            self.failed
-                .get_or_insert_with(|| io::Error::new(e.kind(), e.to_string()));
-        })?;
-        self.len += n as u64;
-        self.crc.update(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-type Sink = Checked<BufWriter<File>>;
+/// Each file counted and checksummed as written (what reading it back must find), keeping its
+/// first failure: brotli's writer swallows the error of the stream's last write (`into_inner`),
+/// which must not leave a cut-short br file that checks out.
+type Sink = Checksummed<BufWriter<File>>;
 
 /// The body as it is, zstd-, gzip- and br-coded, from one rendering pass, so every coding a
 /// client may ask for is sent as stored. gzip is there for clients that take nothing better
@@ -128,6 +95,8 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
         }
     };
     let hex = etag.value();
+    // Renamed here, not through `tmproxy_disk::AtomicFile`: the names say the ETag, known only
+    // once the body is written, and nothing is synced (the directory is emptied at each start).
     let mut done: Vec<SpilledFile> = Vec::with_capacity(EXTS.len());
     for ((tmp, mut file), ext) in tmps.iter().zip(written).zip(EXTS) {
         let path = dir.join(format!("{stem}-{segment}-{hex:016x}.{ext}"));
@@ -162,7 +131,7 @@ fn write_all(
     format: TimeMapFormat,
 ) -> io::Result<([SpilledFile; 4], Fnv)> {
     let open = |p: &Path| -> io::Result<Sink> {
-        Ok(Checked::new(BufWriter::with_capacity(
+        Ok(Checksummed::new(BufWriter::with_capacity(
             256 * 1024,
             File::create(p)?,
         )))
@@ -193,11 +162,8 @@ fn write_all(
         etag,
     } = tee;
     let file = |c: Sink, path: &Path| -> io::Result<SpilledFile> {
-        if let Some(e) = c.failed {
-            return Err(e);
-        }
-        let (len, crc) = (c.len, c.crc.finalize());
-        c.inner.into_inner().map_err(|e| e.into_error())?;
+        let (inner, crc, len) = c.finish()?;
+        inner.into_inner().map_err(|e| e.into_error())?;
         Ok(SpilledFile {
             path: path.to_owned(),
             len,

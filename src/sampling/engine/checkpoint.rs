@@ -111,16 +111,15 @@ pub(super) fn claim(path: &Path, spec: &Spec, has_answers: bool) -> Result<Claim
 /// (streamed) into a new file, synced, renamed over the old one, so a kill leaves one or the
 /// other whole.
 fn adopt(path: &Path, header: &str) -> Result<(), String> {
+    use tmproxy_disk::{AtomicFile, Durability};
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
-    let tmp = path.with_extension("ndjson.adopting");
     let mut old = std::fs::File::open(path).map_err(err)?;
-    let mut new = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(err)?);
+    let mut new = AtomicFile::create_with_suffix(path, ".adopting", Durability::Synced)
+        .map_err(|e| e.to_string())?;
     new.write_all(header.as_bytes()).map_err(err)?;
     new.write_all(b"\n").map_err(err)?;
     std::io::copy(&mut old, &mut new).map_err(err)?;
-    let file = new.into_inner().map_err(|e| err(e.into_error()))?;
-    file.sync_all().map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    new.commit().map_err(|e| e.to_string())
 }
 
 /// One line of `retries.ndjson`.

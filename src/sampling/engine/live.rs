@@ -361,11 +361,14 @@ impl Progress {
         let Some(path) = self.save_to.lock().ok().and_then(|p| p.clone()) else {
             return;
         };
-        let tmp = path.with_extension("json.tmp");
+        // Not synced: rewritten every second, and a power cut loses at most the latest.
         let written = serde_json::to_string_pretty(&self.snapshot())
-            .map_err(std::io::Error::other)
-            .and_then(|text| std::fs::write(&tmp, text + "\n"))
-            .and_then(|()| std::fs::rename(&tmp, &path));
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                let bytes = (text + "\n").into_bytes();
+                tmproxy_disk::write_atomically(&path, &bytes, tmproxy_disk::Durability::Unsynced)
+                    .map_err(|e| e.to_string())
+            });
         if let Err(e) = written {
             tracing::warn!(path = %path.display(), error = %e, "cannot save the run's progress");
         }

@@ -466,9 +466,9 @@ fn write_reports(
 ) -> Result<(), String> {
     use super::report::{ccdf_svg, report, year_rows, Tables};
     let write = |name: &str, text: String| {
-        let (tmp, path) = (out.join(format!("{name}.tmp")), out.join(name));
-        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+        let path = out.join(name);
+        tmproxy_disk::write_atomically(&path, text.as_bytes(), tmproxy_disk::Durability::Unsynced)
+            .map_err(|e| e.to_string())
     };
     let text = serde_json::to_string_pretty(funnel).map_err(|e| e.to_string())?;
     // Ends with a newline: the file is also an admin answer, and every JSON answer has one.

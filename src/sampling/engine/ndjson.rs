@@ -45,12 +45,21 @@ impl Log {
     }
 }
 
+/// `items` as a file of JSON lines at `path` (the tests' inputs; the stage writes its files
+/// through `tmproxy_disk::AtomicFile` and [`write_lines`]).
+#[cfg(test)]
 pub(super) fn write_ndjson<T: Serialize>(path: &Path, items: &[T]) -> Result<(), String> {
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut w = BufWriter::new(file);
-    for i in items {
-        let line = serde_json::to_string(i).map_err(|e| e.to_string())?;
-        writeln!(w, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    write_lines(&mut w, items).map_err(|e| format!("{}: {e}", path.display()))?;
     w.flush().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `items` as lines of JSON into `w`.
+pub(super) fn write_lines<T: Serialize>(w: &mut impl Write, items: &[T]) -> std::io::Result<()> {
+    for i in items {
+        let line = serde_json::to_string(i).map_err(std::io::Error::other)?;
+        writeln!(w, "{line}")?;
+    }
+    Ok(())
 }

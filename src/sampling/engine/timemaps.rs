@@ -14,7 +14,7 @@
 mod index;
 
 use super::checkpoint::FirstCaptures;
-use super::ndjson::{write_ndjson, Log};
+use super::ndjson::{write_lines, Log};
 use super::progress::TIMEMAPS;
 use super::Progress;
 use crate::sampling::revisit::{Hydrator, Row, LRU_SIZE};
@@ -24,6 +24,7 @@ use index::{failures, file_name, Entry, Failed, Hydration, Ledger};
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use tmproxy_disk::{AtomicFile, Durability};
 
 const STAGE: &str = "timemaps";
 
@@ -152,8 +153,9 @@ fn rewrite_index(
     let mut next_failed = failed.next().transpose()?;
     let mut appended =
         std::io::BufReader::new(std::fs::File::open(dir.join("index.ndjson")).map_err(err)?);
-    let tmp = dir.join("index.ndjson.part");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(err)?);
+    let mut w =
+        AtomicFile::create_with_suffix(&dir.join("index.ndjson"), ".part", Durability::Unsynced)
+            .map_err(|e| e.to_string())?;
     let mut sum = Hydration::default();
     let mut line = Vec::new();
     for row in ledger.join(sample)? {
@@ -191,9 +193,7 @@ fn rewrite_index(
             }
         }
     }
-    w.flush().map_err(err)?;
-    drop(w);
-    std::fs::rename(&tmp, dir.join("index.ndjson")).map_err(err)?;
+    w.commit().map_err(|e| e.to_string())?;
     if hydrate {
         let text = serde_json::to_string(&sum).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("hydration.json"), text).map_err(|e| e.to_string())?;
@@ -229,9 +229,11 @@ fn save(
         }
     });
     let name = file_name(i);
-    let part = dir.join(format!("{name}.part"));
-    write_ndjson(&part, &rows)?;
-    std::fs::rename(&part, dir.join(&name)).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // Not synced: thousands a run, and one lost to a power cut is asked again on resume.
+    let mut part = AtomicFile::create_with_suffix(&dir.join(&name), ".part", Durability::Unsynced)
+        .map_err(|e| e.to_string())?;
+    write_lines(&mut part, &rows).map_err(|e| format!("{}: {e}", part.temp_path().display()))?;
+    part.commit().map_err(|e| e.to_string())?;
     Ok(Entry {
         file: Some(name),
         url: url.to_string(),

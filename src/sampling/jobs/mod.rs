@@ -421,22 +421,9 @@ impl Jobs {
 /// Writes, syncs, then renames: a kill or a power cut leaves the old file or the new one, never
 /// half of one. (A job's state changes a few times in its life, so the fsyncs cost nothing.)
 fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
-    use std::io::Write as _;
-    let tmp = path.with_extension("json.tmp");
     let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    written.map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))?;
-    // The rename itself is durable once the directory is synced.
-    if let Some(dir) = path.parent() {
-        if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
-            tracing::warn!(dir = %dir.display(), error = %e, "cannot sync the job directory");
-        }
-    }
-    Ok(())
+    tmproxy_disk::write_atomically(path, text.as_bytes(), tmproxy_disk::Durability::Synced)
+        .map_err(|e| e.to_string())
 }
 
 /// A job request that cannot be answered.

@@ -43,11 +43,12 @@ pub(super) fn work_done(job_dir: &Path) -> u64 {
 /// kernel has, and a power cut at worst forgets one crash).
 pub(super) fn write_marker(job_dir: &Path, marker: &Marker) {
     let path = marker_path(job_dir);
-    let tmp = path.with_extension("tmp");
     let written = serde_json::to_vec(marker)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| std::fs::write(&tmp, bytes))
-        .and_then(|_| std::fs::rename(&tmp, &path));
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            tmproxy_disk::write_atomically(&path, &bytes, tmproxy_disk::Durability::Unsynced)
+                .map_err(|e| e.to_string())
+        });
     if let Err(e) = written {
         tracing::warn!(path = %path.display(), error = %e, "cannot write the job's running marker");
     }

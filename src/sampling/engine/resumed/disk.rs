@@ -21,6 +21,10 @@
 //! level above's is "no answer" for the keys under it, and those URLs are asked again; nothing
 //! here panics on them. The header is read only at the build's check.
 //!
+//! Not a `tmproxy_disk` frame: a lookup reads one 4 KiB block at its offset, which a zstd body
+//! cannot give, so each block has its checksum in the index instead of one for the file; and
+//! the files are never read by another build.
+//!
 //! Layout of `answers.bin`: a 32-byte header (`TMRSUM02`, the record count u64 LE, the block
 //! size u32 LE, the index's entries a page u32 LE, the XXH3-64 of all records u64 LE), then the
 //! records.

@@ -2,6 +2,7 @@
 //! in sample order, with spill chunks small enough that every record is a run of its own.
 
 use super::*;
+use crate::sampling::engine::ndjson::write_ndjson;
 use crate::sampling::engine::SampledUrl;
 
 fn sampled(url: &str) -> SampledUrl {
