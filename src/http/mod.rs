@@ -110,7 +110,7 @@ pub fn answer(status: StatusCode, headers: HeaderMap, body: impl Into<Body>) -> 
     response
 }
 
-/// The headers browsers may read: README's CORS list, kept equal to it by a test.
+/// The headers browsers may read: docs/api.md's CORS list, kept equal to it by a test.
 pub const EXPOSED_HEADERS: &[&str] = &[
     "link",
     "location",

@@ -176,7 +176,7 @@ impl View {
     }
 
     /// One page, rendered on demand from the shared TimeMap (not cached: a page costs a
-    /// `page_size` slice, see README "Pages"), with its own ETag and `Link` header.
+    /// `page_size` slice, see docs/api.md, "Pages"), with its own ETag and `Link` header.
     pub fn rendered_page(&self, format: TimeMapFormat, page: &Page) -> Rendered {
         let body = format.render_page(&self.aggregate, &self.links, page);
         self.finish(body, format, Some(page))

@@ -1,6 +1,6 @@
 //! A disk that refuses writes (read-only for the server's uid, or full) never wedges the cache:
 //! the answers say `not_stored` within `write_timeout`, /healthz says `degraded`, and once the
-//! disk is back new entries are stored again without a restart (README "Operating it", disk
+//! disk is back new entries are stored again without a restart (docs/operating.md, disk
 //! faults). No root needed: as root the server runs as `nobody` (root ignores permissions), as
 //! anyone else as itself; the full disk is a tmpfs, mounted in a user and mount namespace of its
 //! own when the suite is not root.
