@@ -219,7 +219,7 @@ fn finish(routes: Router<SharedState>, state: SharedState, cors: Option<CorsLaye
         // After every route is in: axum applies this to the routes present when it is called.
         .method_not_allowed_fallback(method_not_allowed)
         // One `layer` call: each call boxes every route again, and every box is cloned for every
-        // request (four calls cost cache hits ~4% of their CPU: BENCHMARKS.md, [scale]).
+        // request (four calls cost cache hits ~4% of their CPU: BENCHMARKS.md, "Small cache hits against nginx").
         .layer(
             ServiceBuilder::new()
                 .layer(log)

@@ -44,7 +44,7 @@ pub struct View {
 type ListPart = OnceLock<Option<Arc<Part>>>;
 
 /// Bodies larger than this are sent as they are: coding a 100 MB TimeMap takes seconds the
-/// first client would wait for (streaming it coded is [scale]'s streamed hits).
+/// first client would wait for (a huge entry's coded renderings are stored on disk instead: `http::spill`).
 pub const MAX_CODED: usize = 16 * 1024 * 1024;
 
 /// One format's body, its ETag and its `Link` header.

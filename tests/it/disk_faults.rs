@@ -55,7 +55,7 @@ pub fn scattered_captures(n: usize) -> Vec<String> {
 
 /// Mementos in a TimeMap large enough that sled writes it as a file under `blobs/` (over 128 KiB
 /// stored, compressed: sled's 512 KiB segment / 4), the write that wedged sled for good. The
-/// compact stored form ([scale] item 1) puts 10,000 of them just under the threshold.
+/// compact stored form puts 10,000 of them just under the threshold.
 pub const BLOB_MEMENTOS: usize = 20_000;
 
 /// An archive whose TimeMaps are sled blobs ([`BLOB_MEMENTOS`] scattered captures each).
