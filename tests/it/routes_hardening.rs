@@ -89,7 +89,10 @@ async fn cors_is_exactly_as_the_api_doc_says_and_options_asks_no_archive() {
     assert_eq!(a.requests(), 0, "a preflight never reaches an archive");
 
     let want = documented_exposed_headers();
-    assert!(want.contains("x-cache"), "docs/api.md lists X-Cache: {want:?}");
+    assert!(
+        want.contains("x-cache"),
+        "docs/api.md lists X-Cache: {want:?}"
+    );
     let resp = client()
         .get(format!("{}/timemap/link/{URI_R}", proxy.base))
         .header("Origin", "https://client.test")
