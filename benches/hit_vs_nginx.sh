@@ -4,7 +4,7 @@
 # ROUNDS=n (default 2) runs the rows n times in turn; the last lines sum the rounds up per row:
 # req/s against nginx's in the same round (median, lowest) and p99 (median, highest, and in how
 # many rounds it was above nginx's). One round's p99 on a shared 2-core machine follows the
-# kernel's scheduler as much as the server (BENCHMARKS.md, [scale] small hits, p99): judge it
+# kernel's scheduler as much as the server (BENCHMARKS.md, "Small cache hits against nginx"): judge it
 # over rounds.
 # A third row per round, `tm-br`, asks tmproxy with Accept-Encoding: br (the coded body is made
 # once, on the first such request, and kept). With BASE=path/to/an/older/tmproxy a fourth row,

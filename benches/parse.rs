@@ -75,7 +75,7 @@ fn bench_100mb(c: &mut Criterion) {
     group.finish();
 }
 
-/// The end-to-end CPU target: a 40,000-memento TimeMap served newest first, parsed and
+/// The end-to-end CPU target: a 40,000-memento TimeMap served newest first, parsed and
 /// made a contribution (sorted, deduplicated) as the fan-out does and merged as it is served. MemGator takes 8.9 s on this input.
 fn bench_parse_and_merge_40k(c: &mut Criterion) {
     let doc = timemap(40_000, true);

@@ -1,4 +1,4 @@
-//! The big-bodies benchmark of [hardening-2] item 6: the release `tmproxy serve` in front of
+//! The big-bodies benchmark (BENCHMARKS.md, "Five 50 MB TimeMaps against the deadline"): the release `tmproxy serve` in front of
 //! `--archives` simulated archives that each wait `--delay`, then send a link-format TimeMap of
 //! about `--body-mb` MB (SYNTHETIC captures a minute apart), all at once, for one URI-R; the
 //! upstream deadline is `--deadline`. Prints when the answer's head and its last byte came,

@@ -1,4 +1,4 @@
-//! The load benchmark (issue #6): the release `tmproxy serve` as a child process in front of three
+//! The load benchmark (BENCHMARKS.md, "The 60 s load run"): the release `tmproxy serve` as a child process in front of three
 //! simulated archives answering in 20–80 ms, driven by N persistent connections for a fixed time,
 //! 90% hits on warmed URI-Rs and 10% misses on never-seen ones. Prints a summary and one JSON
 //! line; exits 1 on any error or when the server's RSS grew over the second half of the run,

@@ -1,4 +1,4 @@
-//! The memory benchmark of [hardening-2] item 9: the release `tmproxy serve` as a child process
+//! The memory benchmark (BENCHMARKS.md, "Memory under many misses"): the release `tmproxy serve` as a child process
 //! in front of three simulated archives whose merged TimeMap has `--mementos` entries (SYNTHETIC
 //! captures), sent `--misses` distinct never-seen URI-Rs over `--connections` connections; then
 //! idle for `--after`. Prints the server's RSS (VmRSS) once a second and a summary: the peak during

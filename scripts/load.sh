@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The 60 s load benchmark of issue #6: builds the release server and the load tool, then runs
+# The 60 s load benchmark (BENCHMARKS.md, "The 60 s load run"): builds the release server and the load tool, then runs
 # 200 persistent connections for 60 s, 90% cache hits / 10% misses against three simulated
 # archives answering in 20-80 ms. Exits non-zero on any error or a growing server RSS.
 #   bash scripts/load.sh                       # the documented defaults

@@ -21,7 +21,7 @@ pub use crate::serve::{serve, serve_both, serve_with, ServeOptions};
 /// default of 512 let a burst of cache writes spread over hundreds of threads, and mimalloc keeps
 /// memory per thread: the server's RSS grew with the entries written (hundreds of MiB under the
 /// load run) although each tier stayed within its bound. Puts wait on the disk's fsync anyway,
-/// so more threads than this buy nothing (BENCHMARKS.md, [hardening] load).
+/// so more threads than this buy nothing (BENCHMARKS.md, "Memory under many misses": threads).
 pub const MAX_BLOCKING_THREADS: usize = 8;
 
 /// Which clock the server reads: the machine's, or one the admin API sets (`--sim-clock`).

@@ -144,7 +144,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// Has mimalloc give freed pages back to the OS at once instead of after its delay (1 s in v3):
 /// a delayed purge runs only when the freeing thread allocates again, so after a burst of
 /// misses memory freed by threads that then went idle, or exited, stayed resident (peak 255 MiB
-/// against 187 MiB with it, and no slower on hits: BENCHMARKS.md, [hardening-2] memory).
+/// against 187 MiB with it, and no slower on hits: BENCHMARKS.md, "Memory under many misses").
 fn purge_freed_memory_at_once() {
     // SAFETY: sets a process-wide integer option; takes no pointers.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };

@@ -3,7 +3,7 @@
 //!
 //! A cache hit parses its URI-R with `url` twice (to check and normalise it, then for its cache
 //! key); the same popular URI-Rs come again and again, and the two parses were ~4% of a hit's
-//! CPU (BENCHMARKS.md, [scale]). The memo is bounded whatever clients send: a fixed number of
+//! CPU (BENCHMARKS.md, "Small cache hits against nginx"). The memo is bounded whatever clients send: a fixed number of
 //! slots, inputs over [`MAX_INPUT`] bytes not kept, a colliding input simply taking the slot.
 //! Only successes are kept, so a refused input is refused afresh each time. A slot another
 //! thread is using is passed by, never waited for.
@@ -29,7 +29,7 @@ pub struct Memo<V> {
 /// The slot's content, unless another thread holds it: then the caller computes without the
 /// memo rather than wait. Every connection thread asks the same slot for a popular URI-R, and
 /// waiting on a holder the scheduler had preempted stalled all of a thread's connections for a
-/// time slice (BENCHMARKS.md, [scale] small hits, p99). A poisoned slot held a whole pair or
+/// time slice (BENCHMARKS.md, "Small cache hits against nginx"). A poisoned slot held a whole pair or
 /// none: a panic cannot leave half of one.
 fn try_hold<V>(slot: &Slot<V>) -> Option<MutexGuard<'_, Kept<V>>> {
     match slot.try_lock() {

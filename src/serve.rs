@@ -165,7 +165,7 @@ async fn serve_listener(
     let builder = Arc::new(builder);
     // Tells the connections that the server is stopping. Each connection holds a child token of
     // its own: a watch receiver, polled on every request, took a lock shared by every
-    // connection thread (BENCHMARKS.md, [scale] small hits, p99).
+    // connection thread (BENCHMARKS.md, "Small cache hits against nginx").
     let stopping = tokio_util::sync::CancellationToken::new();
     // Every connection task holds a sender: once all are gone, every connection has ended.
     let (running, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);

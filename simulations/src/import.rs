@@ -2,7 +2,7 @@
 //! fan-out) and directories of daily link-format TimeMap snapshots, turned into the series format
 //! that `replay`, `sweep` and `e2e` read. Pure conversion over parsed records, thin file I/O.
 //!
-//! Rules, where the issue leaves room:
+//! Rules, where the observation log's format leaves room:
 //! - **Days.** Observation log: whole days since the first line's `at` (floor). Snapshots: the
 //!   day folders are numbers (`0`, `1`, …) or dates (`YYYY-MM-DD`), counted from the smallest.
 //!   Each URI-R's series starts on the day it was first observed (renumbered to its day 0: a

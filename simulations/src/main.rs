@@ -81,7 +81,7 @@ enum Command {
     /// Run the series through the real server (in-process, simulated clock, fake archives) and
     /// check that what it served equals `replay` for the same policy (loose match).
     E2e(E2eArgs),
-    /// Archive routing (issue 16): replay a SYNTHETIC holdings model or a trace through the
+    /// Archive routing: replay a SYNTHETIC holdings model or a trace through the
     /// server's routing code under each setting; report requests avoided against recall.
     Route(simulations::route::command::RouteArgs),
     /// `memsim route`'s misses sent over HTTP to the real server (in-process, routing at each

@@ -2,7 +2,7 @@
 //! held in memory, written as `sweep.csv`, and `summary.md` setting our numbers beside the
 //! paper's table (`docs/cache-policy.md`, "What the paper reports").
 //!
-//! Every policy is in the grid, `none` included (the issue: "every policy (none excluded)"): it
+//! Every policy is in the grid, `none` included (the sweep covers "every policy (none excluded)"): it
 //! caches nothing, so its rows are the same at every TTL (Q = N·D), and they are the no-cache
 //! baseline: it serves every dip of the live TimeMap, which the running-max reference counts.
 

@@ -122,7 +122,7 @@ fn without_redactions_merge_is_never_worse_than_conditional_in_union_memdays() {
 fn with_redactions_merge_may_serve_less_than_the_union_keeps_but_stays_close() {
     // The union keeps a withdrawn memento forever; merge drops it after confirmation, conditional
     // keeps serving its stale copy. Both are reported: here merge's union MemDays stay within a
-    // few percent of conditional's at every TTL (the README's numbers come from this series).
+    // few percent of conditional's at every TTL (docs/simulations.md's numbers come from this series).
     let s = days("small", 1);
     for ttl in [Some(0), Some(5), None] {
         let c = measures(&s, PolicyKind::Conditional, ttl);

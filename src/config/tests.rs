@@ -90,15 +90,24 @@ fn every_env_override_is_documented_in_config_toml() {
     assert!(SHIPPED.contains(CONFIG_ENV));
 }
 
-/// README's Configuration section names exactly the variables the code reads.
+/// The text between `heading` (a whole line) and the next heading of the same level or higher.
+fn doc_section<'a>(doc: &'a str, heading: &str) -> Option<&'a str> {
+    let start = doc.find(&format!("\n{heading}\n"))? + heading.len() + 2;
+    let rest = &doc[start..];
+    Some(rest.split("\n## ").next().unwrap_or(rest))
+}
+
+const CONFIGURATION_MD: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/docs/configuration.md"
+));
+
+/// docs/configuration.md's "Environment overrides" section names exactly the variables the code
+/// reads.
 #[test]
-fn readme_lists_exactly_the_env_overrides() {
-    let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
-    let section = readme
-        .split("## Configuration")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("README has a Configuration section");
+fn configuration_md_lists_exactly_the_env_overrides() {
+    let section = doc_section(CONFIGURATION_MD, "## Environment overrides")
+        .expect("docs/configuration.md has an Environment overrides section");
     let named: std::collections::BTreeSet<&str> = section
         .split('`')
         .map(|w| w.trim_start_matches('$'))
@@ -110,6 +119,131 @@ fn readme_lists_exactly_the_env_overrides() {
         ENV_OVERRIDES.iter().map(|(var, _)| *var).collect();
     read.insert(CONFIG_ENV);
     assert_eq!(named, read);
+}
+
+/// Every key the shipped config.toml documents, as `[section] key` (`[[archives]] key` for an
+/// archive entry's). config.toml writes a key as `key = value` under its `[section]` header, or
+/// commented out as `# key = value` (a key whose default cannot be written, such as
+/// `connect_timeout`); an archive entry's keys are listed once, in the comment block that starts
+/// `# Keys of each entry:`, as lines `#   key   meaning` (a key indented by exactly three
+/// spaces; its continuation lines are indented further).
+fn keys_in_config_toml(text: &str) -> std::collections::BTreeSet<String> {
+    let mut keys = std::collections::BTreeSet::new();
+    let mut section = String::new();
+    let mut in_entry_keys = false;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.starts_with('[') {
+            section = line.to_string();
+            continue;
+        }
+        if line == "# Keys of each entry:" {
+            in_entry_keys = true;
+            continue;
+        }
+        if in_entry_keys {
+            match line.strip_prefix("#   ") {
+                Some(rest) if !rest.starts_with(' ') => {
+                    let key = rest.split_whitespace().next().unwrap_or_default();
+                    keys.insert(format!("[[archives]] {key}"));
+                }
+                Some(_) => {}
+                None if line == "#" => in_entry_keys = false,
+                None => {}
+            }
+            continue;
+        }
+        let code = line.strip_prefix("# ").unwrap_or(line);
+        let Some((key, _)) = code.split_once(" = ") else {
+            continue;
+        };
+        // A key starts with a letter: a comment such as `# 0s = off` names no key.
+        let is_key = key.starts_with(|c: char| c.is_ascii_lowercase())
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if is_key && !section.is_empty() {
+            keys.insert(format!("{section} {key}"));
+        }
+    }
+    keys
+}
+
+/// The keys docs/configuration.md documents: the first cell of every table row whose first cell
+/// is a backquoted `[section] key` or `[[archives]] key` (so prose that mentions a key does not
+/// count, and a key's row is the one place it is listed).
+fn keys_in_configuration_md(doc: &str) -> std::collections::BTreeSet<String> {
+    doc.lines()
+        .filter_map(|line| line.strip_prefix("| `["))
+        .filter_map(|rest| rest.split('`').next())
+        .map(|cell| format!("[{cell}"))
+        .filter(|cell| {
+            let Some((section, key)) = cell.split_once(' ') else {
+                return false;
+            };
+            section.starts_with('[')
+                && section.ends_with(']')
+                && !key.is_empty()
+                && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        })
+        .collect()
+}
+
+/// docs/configuration.md lists exactly the keys config.toml documents: none missing, none
+/// invented. (config.toml itself is kept equal to the defaults, and unknown keys are refused,
+/// by the tests above.)
+#[test]
+fn configuration_md_lists_exactly_the_config_keys() {
+    let shipped = keys_in_config_toml(SHIPPED);
+    // The parse found each section's keys, commented-out ones and the archive entries' too.
+    for key in [
+        "[server] listen",
+        "[upstream] connect_timeout",
+        "[cache] match",
+        "[routing] max_per_client",
+        "[[archives]] redirect_hosts",
+        "[[archives]] kind",
+        "[sampling] max_memory",
+    ] {
+        assert!(
+            shipped.contains(key),
+            "{key} not found in config.toml: {shipped:?}"
+        );
+    }
+    let documented = keys_in_configuration_md(CONFIGURATION_MD);
+    let missing: Vec<_> = shipped.difference(&documented).collect();
+    let invented: Vec<_> = documented.difference(&shipped).collect();
+    assert!(
+        missing.is_empty() && invented.is_empty(),
+        "docs/configuration.md lacks {missing:?} and lists unknown {invented:?}"
+    );
+}
+
+/// Every key of the config structs is in config.toml: the default config, serialized, has no
+/// key that config.toml does not document (archive entries aside: their optional keys are not
+/// serialized at their defaults, and are checked against the comment block above).
+#[test]
+fn config_toml_documents_every_key_of_the_config_structs() {
+    let shipped = keys_in_config_toml(SHIPPED);
+    let value = toml::Value::try_from(Config::default()).expect("serializes");
+    let table = value.as_table().expect("a table");
+    let mut from_structs = std::collections::BTreeSet::new();
+    for (section, body) in table {
+        if let Some(keys) = body.as_table() {
+            for key in keys.keys() {
+                from_structs.insert(format!("[{section}] {key}"));
+            }
+        }
+    }
+    let archive = toml::Value::try_from(&Config::default().archives[0]).expect("serializes");
+    for key in archive.as_table().expect("a table").keys() {
+        from_structs.insert(format!("[[archives]] {key}"));
+    }
+    let undocumented: Vec<_> = from_structs.difference(&shipped).collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in config.toml: {undocumented:?}"
+    );
 }
 
 #[test]

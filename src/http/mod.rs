@@ -110,7 +110,7 @@ pub fn answer(status: StatusCode, headers: HeaderMap, body: impl Into<Body>) -> 
     response
 }
 
-/// The headers browsers may read: README's CORS list, kept equal to it by a test.
+/// The headers browsers may read: docs/api.md's CORS list, kept equal to it by a test.
 pub const EXPOSED_HEADERS: &[&str] = &[
     "link",
     "location",
@@ -219,7 +219,7 @@ fn finish(routes: Router<SharedState>, state: SharedState, cors: Option<CorsLaye
         // After every route is in: axum applies this to the routes present when it is called.
         .method_not_allowed_fallback(method_not_allowed)
         // One `layer` call: each call boxes every route again, and every box is cloned for every
-        // request (four calls cost cache hits ~4% of their CPU: BENCHMARKS.md, [scale]).
+        // request (four calls cost cache hits ~4% of their CPU: BENCHMARKS.md, "Small cache hits against nginx").
         .layer(
             ServiceBuilder::new()
                 .layer(log)

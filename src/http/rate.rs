@@ -117,7 +117,7 @@ struct Table {
 /// client's shard chosen by a hash keyed at random (so no one can aim their addresses at one
 /// shard). One lock would be taken by every connection thread on every request, and held while
 /// a sweep walks every bucket: a thread preempted while holding it stalls the others
-/// (BENCHMARKS.md, [scale] small hits, p99). Smaller tables (tests) stay whole.
+/// (BENCHMARKS.md, "Small cache hits against nginx"). Smaller tables (tests) stay whole.
 const SHARDED_FROM: usize = 16 * 1024;
 const SHARDS: usize = 16;
 

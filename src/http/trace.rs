@@ -17,7 +17,7 @@ use tracing::Level;
 ///
 /// Only when the log would show it (`RUST_LOG=tower_http=debug`, decided as the router is
 /// built): the layer wraps every response body, which axum then boxes again, and cache hits
-/// measured 3-5% slower with it off at the log level (BENCHMARKS.md, [refactor]).
+/// measured 3-5% slower with it off at the log level (measured on cache hits).
 pub(super) fn traced(router: Router) -> Router {
     if !tracing::enabled!(target: "tower_http::trace", Level::DEBUG) {
         return router;

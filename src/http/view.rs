@@ -44,7 +44,7 @@ pub struct View {
 type ListPart = OnceLock<Option<Arc<Part>>>;
 
 /// Bodies larger than this are sent as they are: coding a 100 MB TimeMap takes seconds the
-/// first client would wait for (streaming it coded is [scale]'s streamed hits).
+/// first client would wait for (a huge entry's coded renderings are stored on disk instead: `http::spill`).
 pub const MAX_CODED: usize = 16 * 1024 * 1024;
 
 /// One format's body, its ETag and its `Link` header.
@@ -176,7 +176,7 @@ impl View {
     }
 
     /// One page, rendered on demand from the shared TimeMap (not cached: a page costs a
-    /// `page_size` slice, see README "Pages"), with its own ETag and `Link` header.
+    /// `page_size` slice, see docs/api.md, "Pages"), with its own ETag and `Link` header.
     pub fn rendered_page(&self, format: TimeMapFormat, page: &Page) -> Rendered {
         let body = format.render_page(&self.aggregate, &self.links, page);
         self.finish(body, format, Some(page))

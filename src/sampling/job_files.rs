@@ -11,7 +11,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use std::path::Path;
 
-/// The files `GET /admin/sampling/jobs/{id}/files/{name}` serves (the pinned names).
+/// The files `GET /admin/sampling/jobs/{id}/files/{name}` serves (the names the jobs API pins).
 pub const FILES: [&str; 4] = [
     "report.md",
     "set_aside.ndjson",

@@ -1,4 +1,4 @@
-//! The Not Your Parents' Web sampling method (`docs/sampling-pipeline.md`) as streaming stages
+//! The Not Your Parents' Web sampling method (`docs/sampling.md`) as streaming stages
 //! with counters. This first part is the offline, pure core: reading index lines, SURT handling,
 //! the URL filters and heuristics, log downsampling with the long-tail reduction, and revisit
 //! hydration. The CDX client, jobs and the admin API build on it.

@@ -1,5 +1,5 @@
 //! SURT keys (Sort-friendly URI Reordering Transform, as the Wayback index writes them) to URLs
-//! and back to a host key, with the fixes `docs/sampling-pipeline.md` asks for.
+//! and back to a host key, with the fixes `docs/sampling.md` asks for.
 //!
 //! Our own code rather than a crate: the only Rust `surt` crates we found implement IA's
 //! canonicalizer (URL → SURT) and none the reverse, and the behaviours the pipeline depends on

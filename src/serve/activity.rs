@@ -9,7 +9,7 @@
 //! The watchdog is lazy: it sleeps towards a deadline and, woken, asks again. Requests only
 //! ever move a deadline later, except the first one (an idle deadline may fall before the
 //! first-request one), so only the end of a request the watchdog has not seen wakes it: a
-//! kept-alive connection's requests cost it nothing (BENCHMARKS.md, [scale]).
+//! kept-alive connection's requests cost it nothing (BENCHMARKS.md, "Small cache hits against nginx").
 
 use hyper::body::{Body, Frame, SizeHint};
 use std::pin::Pin;

@@ -5,7 +5,7 @@
 //! a few microseconds, and tokio's workers handing the I/O driver and each other's tasks back
 //! and forth cost more than the request itself. Under wrk the server fell, for minutes at a time,
 //! into a mode with 60% more context switches and ~40% more CPU per request (BENCHMARKS.md,
-//! [scale] small hits); with a runtime per thread each connection's readiness, timers and wakes
+//! "Small cache hits against nginx"); with a runtime per thread each connection's readiness, timers and wakes
 //! stay on its thread. Whatever a request spawns (a fan-out, a refresh, h2 streams) runs on the
 //! same thread's runtime; blocking work goes to that runtime's own small pool.
 

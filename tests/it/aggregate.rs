@@ -558,7 +558,7 @@ async fn an_archive_that_keeps_failing_goes_dormant() {
         let (status, _) = get_json(&format!("{}/timemap/json/{URI_R}{i}", proxy.base)).await;
         assert_eq!(status, 200);
     }
-    // Each time its TimeMap's 500 sends us to its TimeGate (item 8's fallback), which 500s too.
+    // Each time its TimeMap's 500 sends us to its TimeGate (the TimeGate fallback), which 500s too.
     assert_eq!(
         broken.requests(),
         4,

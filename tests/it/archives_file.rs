@@ -1,4 +1,4 @@
-//! `[upstream] archives_file` ([compat] item 10): an archive list in the shape of MemGator's
+//! `[upstream] archives_file`: an archive list in the shape of MemGator's
 //! `archives.json`, loaded through the real config loader and served by the real app in front
 //! of simulated archives and pywb: its entries are the archives, `ignore: true` ones listed but never
 //! asked, `[[archives]]` of config.toml after them.

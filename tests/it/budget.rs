@@ -189,7 +189,7 @@ async fn high_water_after_one_fetch(
     )
 }
 
-/// README: a body over max_body is cut while it streams, never held whole; a gzip body is
+/// docs/operating.md: a body over max_body is cut while it streams, never held whole; a gzip body is
 /// never inflated. The budget's high-water mark is what was really held.
 #[tokio::test]
 async fn an_oversized_body_is_never_held_whole_and_gzip_is_never_inflated() {

@@ -1,4 +1,4 @@
-//! One entry per URL however spelled ([compat] item 7): the cache key is the URI-R's canonical
+//! One entry per URL however spelled: the cache key is the URI-R's canonical
 //! (SURT) form, so spellings share one entry and one fan-out, while every answer names the URI-R
 //! as its own client spelled it. Against the real app, a fake archive that records what it is
 //! asked, and sled on disk across restarts.
@@ -79,7 +79,7 @@ async fn timemap(proxy: &Proxy, format: &str, spelling: &str) -> (u16, String, S
     (status, x_cache, link, r.text().await.expect("body"))
 }
 
-/// The three spellings, and the URI-R each names once parsed (a bare host gets `http://`).
+/// Three spellings of one URL, and the URI-R each names once parsed (a bare host gets `http://`).
 const SPELLINGS: [(&str, &str); 3] = [
     ("example.com", "http://example.com"),
     ("http://example.com/", "http://example.com/"),

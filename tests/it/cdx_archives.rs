@@ -185,7 +185,7 @@ async fn cdx_archives_in_both_dialects_paged_unpaged_and_hostile() {
     assert!(uris.contains(&escaped), "{uris:?}");
     assert!(!uris.iter().any(|u| u.contains("javascript:")), "{uris:?}");
     // Both dialect settings read the same IA API, so they list the very same URI-Ms: one
-    // answer lists each once, under `ia` ([compat] item 4). Each is also asked alone.
+    // answer lists each once, under `ia`. Each is also asked alone.
     assert_eq!(outcome(&json, "ia-auto")["mementos"], 0, "{json}");
     for id in ["ia", "ia-auto"] {
         // URI_R has a query of its own: ours joins it.
@@ -530,8 +530,8 @@ async fn pywb_asked_through_its_cdx_server_lists_what_its_timemap_lists() {
     .await;
     let (status, json) = get_json(&format!("{}/timemap/json/{page}", proxy.base)).await;
     assert_eq!(status, 200, "{json}");
-    // The same pywb asked both ways lists the very same URI-Ms, which one answer lists once
-    // ([compat] item 4): each archive is read alone to compare them.
+    // The same pywb asked both ways lists the very same URI-Ms, which one answer lists once:
+    // each archive is read alone to compare them.
     let alone = |id: &str| {
         let url = format!("{}/timemap/json/{page}?archives={id}", proxy.base);
         async move { get_json(&url).await.1 }
@@ -567,7 +567,7 @@ async fn pywb_asked_through_its_cdx_server_lists_what_its_timemap_lists() {
         .await
         .expect("GET");
     assert_eq!(resp.status(), 404);
-    // A JSON route's error is JSON ([compat] item 2), with each archive's outcome.
+    // A JSON route's error is JSON, with each archive's outcome.
     let text = resp.text().await.expect("body");
     let error: Value = serde_json::from_str(&text).expect("a JSON error");
     for id in ["tm", "cdx", "zn-tm", "zn-cdx"] {

@@ -1,4 +1,4 @@
-//! A client's own choices ([compat] item 9): the archives it wants (`archives=`, `Prefer:
+//! A client's own choices: the archives it wants (`archives=`, `Prefer:
 //! archives=`), which restrict the fan-out or filter the cached entry and never replace it, and
 //! `Cache-Control: only-if-cached`, answered from the cache or 504 without asking anyone.
 

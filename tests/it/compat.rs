@@ -1,4 +1,4 @@
-//! What Memento clients written for other aggregators rely on ([compat]): no prefix query is
+//! What Memento clients written for other aggregators rely on: no prefix query is
 //! ever sent to an archive in a URI-R's name (against a fake archive and pywb), and a TimeMap
 //! answer links its original, as py-memento-client reads it.
 

@@ -1,4 +1,4 @@
-//! Compressed TimeMap answers ([scale] item 2, the coding part): a client that accepts br,
+//! Compressed TimeMap answers: a client that accepts br,
 //! zstd or gzip gets the body coded, made once per cached entry, with its own ETag and
 //! `Vary: Accept-Encoding`; one that accepts none gets it as it is.
 

@@ -1,4 +1,4 @@
-//! `tmproxy serve` starts on any damaged cache directory (README "Operating it", disk faults):
+//! `tmproxy serve` starts on any damaged cache directory (docs/operating.md, disk faults):
 //! flipped bytes in `db`, in a blob file and in `conf`, a truncated `db`, and damage on which
 //! sled itself panics. Each case runs the real binary on a copy of one populated store and
 //! checks that it answers, never serves a TimeMap other than the one stored, and accounts for

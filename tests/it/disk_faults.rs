@@ -1,6 +1,6 @@
 //! A disk that refuses writes (read-only for the server's uid, or full) never wedges the cache:
 //! the answers say `not_stored` within `write_timeout`, /healthz says `degraded`, and once the
-//! disk is back new entries are stored again without a restart (README "Operating it", disk
+//! disk is back new entries are stored again without a restart (docs/operating.md, disk
 //! faults). No root needed: as root the server runs as `nobody` (root ignores permissions), as
 //! anyone else as itself; the full disk is a tmpfs, mounted in a user and mount namespace of its
 //! own when the suite is not root.
@@ -55,7 +55,7 @@ pub fn scattered_captures(n: usize) -> Vec<String> {
 
 /// Mementos in a TimeMap large enough that sled writes it as a file under `blobs/` (over 128 KiB
 /// stored, compressed: sled's 512 KiB segment / 4), the write that wedged sled for good. The
-/// compact stored form ([scale] item 1) puts 10,000 of them just under the threshold.
+/// compact stored form puts 10,000 of them just under the threshold.
 pub const BLOB_MEMENTOS: usize = 20_000;
 
 /// An archive whose TimeMaps are sled blobs ([`BLOB_MEMENTOS`] scattered captures each).

@@ -115,7 +115,7 @@ async fn fault_case(fault: Fault, expect_status: &[&str]) -> Seen {
         "{fault:?}: the better TimeMap stays: {v}"
     );
     // ...and the kept answer names this refetch's failure as the archive's last_error, while
-    // the archive stays `ok`: its mementos are all still served ([compat] item 6).
+    // the archive stays `ok`: its mementos are all still served.
     let named = |v: &Value| {
         let flaky = outcome(v, "flaky");
         assert_eq!(flaky["status"], "ok", "{fault:?}: {v}");

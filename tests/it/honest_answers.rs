@@ -1,4 +1,4 @@
-//! What an answer counts and flags ([compat] items 4 and 6): a URI-M two archives both list is
+//! What an answer counts and flags: a URI-M two archives both list is
 //! one memento, and an archive whose kept mementos are all served is not called missing.
 
 use crate::cache::{set_day, sim_proxy, TOKEN};

@@ -1,4 +1,4 @@
-//! The log thread never holds a request up (README "Operating it", Logs): the real binary's
+//! The log thread never holds a request up (docs/operating.md, Logs): the real binary's
 //! stderr is a pipe the test stops reading once the server has said where it listens, so the
 //! pipe fills and the log's writer blocks on it for good, and requests are still answered.
 

@@ -1,4 +1,4 @@
-//! MemGator's routes ([compat] items 1 and 2) on the real app: `/memento/{link,json,cdxj}/…`
+//! MemGator's routes on the real app: `/memento/{link,json,cdxj}/…`
 //! describe the closest memento, `/memento/proxy/…` serves its bytes only from an archive's own
 //! hosts, `/api/…` are aliases, `[server] compat` picks `/api/json`'s shape, and every error of
 //! a JSON route is JSON while link and CDXJ routes keep text. Against fake archives that answer

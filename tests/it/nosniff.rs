@@ -1,4 +1,4 @@
-//! `X-Content-Type-Options: nosniff` on every answer: each route of README's Endpoints table,
+//! `X-Content-Type-Options: nosniff` on every answer: each route of docs/api.md's Routes table,
 //! the admin API and `/metrics`, the web pages and their assets, redirects, a preflight, a 404
 //! and a 400. No browser may read a TimeMap or an echoed URI-R as a page or a script.
 

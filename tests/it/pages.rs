@@ -1,4 +1,4 @@
-//! Paged TimeMaps ([scale] item 3): `/timemap/{link|json|cdxj}/{N}/{URI-R}` against fake
+//! Paged TimeMaps: `/timemap/{link|json|cdxj}/{N}/{URI-R}` against fake
 //! archives and pywb, with `[server] page_size` small so a handful of mementos make pages.
 
 use crate::pywb::{Capture, PywbArchive};

@@ -1,4 +1,4 @@
-//! What README "Operating it" promises of the process itself, checked against the real binary:
+//! What docs/operating.md promises of the process itself, checked against the real binary:
 //! a second tmproxy on the same cache directory waits for the lock and then exits with a
 //! reason, and a burst of cache writes runs on a bounded number of threads.
 
@@ -45,7 +45,7 @@ async fn a_second_tmproxy_on_the_same_cache_waits_then_exits_with_a_reason() {
             .spawn()
             .expect("second serve starts"),
     ));
-    // It waits for the lock (README: up to 10 s) instead of giving up at once…
+    // It waits for the lock (docs/operating.md: up to 10 s) instead of giving up at once…
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(
         second.get().try_wait().expect("try_wait").is_none(),

@@ -632,7 +632,7 @@ async fn a_client_that_never_finishes_cannot_hold_the_drain() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.term();
     let signalled = Instant::now();
-    // README's bound: the whole shutdown takes at most deadline (1 s here) + 13 s.
+    // docs/operating.md's bound: the whole shutdown takes at most deadline (1 s here) + 13 s.
     let status = server.exit_within(Duration::from_secs(1 + 13)).await;
     assert!(status.success(), "{status:?}:\n{}", server.log());
     eprintln!(

@@ -1,4 +1,4 @@
-//! The routes' guards on the real app: CORS exactly as README says, the header and admin body
+//! The routes' guards on the real app: CORS exactly as docs/api.md says, the header and admin body
 //! limits, 405 with a reason, `[admin] listen` on its own listener, `[server] rate_limit` per
 //! client, no admin token in the logs of the real binary even at trace level, and every admin
 //! route refusing a request without the token.
@@ -12,7 +12,7 @@ use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const URI_R: &str = "http://example.com/";
-const README: &str = include_str!("../../README.md");
+const API_DOC: &str = include_str!("../../docs/api.md");
 
 async fn archive() -> SimulatedArchive {
     SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
@@ -23,12 +23,12 @@ async fn archive() -> SimulatedArchive {
     .expect("archive")
 }
 
-/// The README's CORS list: the backquoted text after "exposing" in the **CORS.** paragraph.
-fn readme_exposed_headers() -> BTreeSet<String> {
-    let para = README
+/// docs/api.md's CORS list: the backquoted text after "exposing" in the **CORS.** paragraph.
+fn documented_exposed_headers() -> BTreeSet<String> {
+    let para = API_DOC
         .split("**CORS.**")
         .nth(1)
-        .expect("README has a **CORS.** paragraph");
+        .expect("docs/api.md has a **CORS.** paragraph");
     let after = para.split("exposing `").nth(1).expect("an exposing list");
     let list = after.split('`').next().expect("closing backquote");
     list.split(',')
@@ -42,7 +42,7 @@ fn one_line_reason(text: &str) -> bool {
 }
 
 #[tokio::test]
-async fn cors_is_exactly_as_the_readme_says_and_options_asks_no_archive() {
+async fn cors_is_exactly_as_the_api_doc_says_and_options_asks_no_archive() {
     let a = archive().await;
     let proxy = start_proxy(config_for(&[("a", &a)])).await;
     for path in [
@@ -88,8 +88,11 @@ async fn cors_is_exactly_as_the_readme_says_and_options_asks_no_archive() {
     }
     assert_eq!(a.requests(), 0, "a preflight never reaches an archive");
 
-    let want = readme_exposed_headers();
-    assert!(want.contains("x-cache"), "README lists X-Cache: {want:?}");
+    let want = documented_exposed_headers();
+    assert!(
+        want.contains("x-cache"),
+        "docs/api.md lists X-Cache: {want:?}"
+    );
     let resp = client()
         .get(format!("{}/timemap/link/{URI_R}", proxy.base))
         .header("Origin", "https://client.test")
@@ -104,7 +107,7 @@ async fn cors_is_exactly_as_the_readme_says_and_options_asks_no_archive() {
         .split(',')
         .map(|h| h.trim().to_ascii_lowercase())
         .collect();
-    assert_eq!(exposed, want, "code and README agree");
+    assert_eq!(exposed, want, "code and docs/api.md agree");
     // The same for every origin: only the content's own Vary, none for the CORS request
     // headers (which would split a shared cache's copies per origin for nothing).
     let vary: Vec<&str> = resp

@@ -396,7 +396,7 @@ fn check_answer(
     Ok(())
 }
 
-/// Whether the route at `path` (as sent) answers errors in JSON (README, "Errors in the
+/// Whether the route at `path` (as sent) answers errors in JSON (docs/api.md, "Errors in the
 /// route's format").
 fn json_route(target: &str) -> bool {
     let path = target.split(['?', '#']).next().unwrap_or("");
@@ -591,7 +591,7 @@ fn raw_bytes_are_never_5xx_and_never_hang() {
         let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
         let head_lower = head.to_ascii_lowercase();
         let ours = head_lower.contains("content-type: text/plain; charset=utf-8");
-        // A JSON route's error is a JSON object (README, "Errors in the route's format").
+        // A JSON route's error is a JSON object (docs/api.md, "Errors in the route's format").
         let json = head_lower.contains("content-type: application/json");
         // A web page (`/ui…`) says the same in HTML: a page headed by its status.
         let page = head_lower.contains("content-type: text/html; charset=utf-8");

@@ -1,4 +1,4 @@
-//! Routing on the real app ([routing] items 2 and 4): with `mode = "learned"` a miss asks only
+//! Routing on the real app: with `mode = "learned"` a miss asks only
 //! the archives whose profiles say they may hold the URI-R, a skipped archive is told as
 //! `skipped`/`routing` (archives[], X-Memento-Archives, /metrics, /archives), `no-cache` with
 //! `Prefer: archives=all` asks every one, exploration finds an archive that starts holding a

@@ -1,4 +1,4 @@
-//! Archive profiles on the real binary ([routing] item 1): `tmproxy routing import` writes the
+//! Archive profiles on the real binary: `tmproxy routing import` writes the
 //! data directory's profiles, `tmproxy serve` on the same config reads them back (and refuses a
 //! damaged file), an import is refused while a server owns the directory, and bad imports say why.
 

@@ -136,7 +136,7 @@ async fn a_worse_refresh_against_a_stale_copy_does_not_overwrite_a_better_entry(
     assert_eq!(admin_refresh(&b, URI_R).await, ("replaced".into(), 3));
     assert_eq!(shared(&b).stats().cas_lost, 0, "B wrote over what it read");
     // B announced its write and A dropped its copy. A replica that missed the announcement
-    // (not subscribed at the time: the README's accepted gap) still holds the old entry:
+    // (not subscribed at the time: docs/replicas.md's accepted gap) still holds the old entry:
     // put it back in A's own tiers.
     for _ in 0..100 {
         if shared(&a).stats().invalidations > 0 {

@@ -1,7 +1,7 @@
 //! sled failing under the real binary, the faults injected below the process: libfiu's POSIX
 //! preload (`fiu-run -x`, switched on and off in the running server by `fiu-ctrl`) fails sled's
 //! writes and syncs with EIO, and a shim of ours (`stuck_disk.c`, preloaded) makes them never
-//! return. README "Operating it", "A failing disk never wedges the cache": the degraded gauge,
+//! return. docs/operating.md, "A failing disk never wedges the cache": the degraded gauge,
 //! a purge answering 500 while sled fails, and a stuck sled call leaving the cache memory-only.
 
 use crate::disk_faults::{healthz, metric, timemap};

@@ -1,4 +1,4 @@
-//! SIGTERM closes idle connections end to end (README "Operating it", Stopping, step 1): a real
+//! SIGTERM closes idle connections end to end (docs/operating.md, Stopping, step 1): a real
 //! HTTP/2 client connection (the `h2` crate, h2c over TCP) is told GOAWAY with NO_ERROR and then
 //! closed, an idle HTTP/1 keep-alive connection is closed, and the real binary exits 0, all long
 //! before the idle and header timeouts could have closed them.

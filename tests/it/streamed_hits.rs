@@ -1,4 +1,4 @@
-//! [scale] item 2, streamed hits: an entry too heavy for the hot tier is answered from its
+//! Streamed hits: an entry too heavy for the hot tier is answered from its
 //! renderings on disk, streamed; the same bytes as the miss in every format and coding, damaged
 //! or missing files never served as a whole wrong body, and files that follow the entry
 //! (restart, purge, refresh).

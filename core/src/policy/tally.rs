@@ -71,7 +71,7 @@ pub fn tally<'a>(keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)>
 /// sorted, count the distinct hash values; only keys whose hash value repeats (the same URI-M
 /// listed twice, or a collision) go into a set of strings, which counts them exactly. A set of
 /// every key, sized for n, was ~35 MB at a million mementos, and landed on the first request's
-/// peak RSS whenever it ran as the body finished rendering (BENCHMARKS.md, [scale] RSS).
+/// peak RSS whenever it ran as the body finished rendering (BENCHMARKS.md, "A 1,000,000-memento TimeMap").
 fn distinct_by<'a>(
     keys: impl Iterator<Item = &'a str> + Clone,
     hash: impl Fn(&str) -> u64,

@@ -342,9 +342,9 @@ fn keeping_restarts_the_ttl() {
 
 #[test]
 fn a_kept_entry_names_the_failure_of_the_refetch_beside_the_answer_it_serves() {
-    // Found in [hardening]: a case 6 refetch kept the TimeMap and went on reporting the
+    // Found by the fault tests: a case 6 refetch kept the TimeMap and went on reporting the
     // failed archive as `ok` with nothing else, so the answer hid that it had just timed out.
-    // Found in [compat]: reporting it as `timeout` instead made every hit for 15 days call the
+    // Found by the compatibility tests: reporting it as `timeout` instead made every hit for 15 days call the
     // archive missing (X-Memento-Partial) although all its mementos were served. Now its answer
     // stays `ok` with its own fetched_at, and the failure is its `last_error`.
     let p = policy(PolicyKind::Conditional);
@@ -685,7 +685,7 @@ fn merge_adds_a_fallbacks_mementos_without_marking_the_others_absent() {
     let keys: Vec<MementoDatetime> = pt.mementos.iter().map(|m| m.datetime).collect();
     assert_eq!(keys, [mdt(0), mdt(1), mdt(2), mdt(7)]);
     assert!(pt.mementos.iter().all(|m| m.absent.is_none()));
-    // Its earlier TimeMap answer is still what it is served under ([compat] item 6); the
+    // Its earlier TimeMap answer is still what it is served under (an answer that counts honestly); the
     // failed listing, fallback and all, is its last_error.
     assert_eq!(pt.answer.status, ArchiveStatus::Ok);
     let last = pt.last_error.as_ref().expect("last_error");

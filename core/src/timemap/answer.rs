@@ -125,7 +125,7 @@ pub struct ListedMemento {
     pub datetime: MementoDatetime,
     /// Set while the archive keeps answering without it: still served until the redaction rule
     /// drops it. Boxed because it is rare: inline it made every memento 48 bytes instead of 40,
-    /// 8 MB more per million in every entry (BENCHMARKS.md, [scale] RSS). Stored alike.
+    /// 8 MB more per million in every entry (BENCHMARKS.md, "A 1,000,000-memento TimeMap"). Stored alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absent: Option<Box<Absence>>,
 }

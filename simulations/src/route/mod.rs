@@ -1,4 +1,4 @@
-//! `memsim route` (issue 16): replays a stream of misses through the server's own routing code
+//! `memsim route`: replays a stream of misses through the server's own routing code
 //! (`tmproxy_core::routing::{decide, Profiles}`) under each routing setting and measures the
 //! archive requests avoided against the mementos and URI-Rs still found.
 //!

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-/// The issue's target: at least this share of archive requests avoided…
+/// The target: at least this share of archive requests avoided…
 pub const TARGET_AVOIDED: f64 = 0.70;
 /// …at a memento recall of at least this.
 pub const TARGET_RECALL: f64 = 0.99;
@@ -123,7 +123,7 @@ pub fn summary(source: &str, archives: &[String], intro: &[String], rows: &[RunR
     }
     let _ = writeln!(
         s,
-        "Target (issue 16): at least {} of archive requests avoided at memento recall ≥ {}.\n",
+        "Target: at least {} of archive requests avoided at memento recall ≥ {}.\n",
         pct(TARGET_AVOIDED),
         TARGET_RECALL
     );
@@ -236,7 +236,7 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult], zoom: bool) -> Result
             RGBColor(255, 200, 0).mix(0.25).filled(),
         )))
         .map_err(|x| e(&x))?
-        .label("issue 16 target: ≥ 70% avoided at memento recall ≥ 0.99")
+        .label("target: ≥ 70% avoided at memento recall ≥ 0.99")
         .legend(|(x, y)| {
             Rectangle::new(
                 [(x, y - 5), (x + 20, y + 5)],

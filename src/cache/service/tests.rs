@@ -415,7 +415,7 @@ async fn after_every_write_lost_the_shared_entry_stands_here_too() {
     );
 }
 
-/// README "Bookkeeping": past 10,000 URI-Rs the `no-cache` bookkeeping keeps only those forced
+/// docs/operating.md, "Bookkeeping": past 10,000 URI-Rs the `no-cache` bookkeeping keeps only those forced
 /// within the last `min_refresh_interval` (60 s here), so a client forcing ever new URI-Rs
 /// cannot grow it without bound, and a recent force is still held to the interval.
 #[tokio::test]

@@ -55,7 +55,7 @@ fn format<V: Cacheable>() -> Format {
 
 /// The stored bytes of `value`: its binary envelope. A TimeMap repeats its URI-M prefixes and
 /// datetimes, so it shrinks severalfold, and sled 0.34 holds in memory about what it is handed
-/// (BENCHMARKS.md, [hardening-2] memory under many misses).
+/// (BENCHMARKS.md, "Memory under many misses").
 pub(super) fn encode<V: Cacheable>(value: &V) -> Result<Vec<u8>, String> {
     let mut sink = FrameWriter::new(Vec::with_capacity(4096), format::<V>())
         .map_err(|e| format!("cannot start compressing the entry: {e}"))?;

@@ -1,5 +1,5 @@
 //! The compact stored form of the real cache entry: its round trip (prefix-coded URI-Ms) and its
-//! size on disk against the older JSON envelope (BENCHMARKS.md, [scale] item 1).
+//! size on disk against the older JSON envelope (BENCHMARKS.md, "The compact stored form").
 
 use super::tests::encode_json;
 use super::{decode, encode};

@@ -4,7 +4,7 @@
 //! request of every connection thread took it. Under load, when the thread holding it was
 //! preempted, the other connection threads spun, yielded and slept on it (~170 `sched_yield`
 //! and ~50 `futex` calls a second each at 64 connections), and all their connections waited: a
-//! tail that nginx's share-nothing workers do not have (BENCHMARKS.md, [scale] small hits, p99).
+//! tail that nginx's share-nothing workers do not have (BENCHMARKS.md, "Small cache hits against nginx").
 //! Here an observation is two relaxed atomic adds and nothing waits.
 //!
 //! A scrape reads the buckets one by one while requests go on, so `_sum` may hold an

@@ -1,7 +1,7 @@
 //! Another spelling's bodies from the stored spelling's: its own skeleton (head and tail, a few
 //! hundred bytes naming its URI-R) around the memento list the stored spelling rendered, and
 //! coded, once. A hit under a new spelling then costs its head and tail, not a render of every
-//! memento and a brotli pass over them (README "One entry per URL however spelled").
+//! memento and a brotli pass over them (docs/cache-policy.md, "One entry per URL however spelled").
 
 use super::{Fnv, Pieces, Rendered, View};
 use crate::http::encoding::{join, Coding, Part};

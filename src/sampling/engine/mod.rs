@@ -36,7 +36,7 @@
 //! failures, sorted under `out/.spill/` (`timemaps/index.rs`: a chunk of a quarter of the
 //! sampler's). A resumed run's checkpoint answers are on disk above 262,144 lines
 //! (`resumed.rs`: a sorted file, its index in pages on disk, one entry a page of 21,760 answers
-//! in memory, what still grows, 0.0011 bytes an answer); BENCHMARKS.md, "[sampling-2] A month-long run at scale", measures the rest.
+//! in memory, what still grows, 0.0011 bytes an answer); BENCHMARKS.md, "Sampling at scale", measures the rest.
 //! `.spill/` is removed at the start of every run (never trusted across runs: a resumed run walks the input again)
 //! and however the run ends (`run_with`).
 

@@ -1,4 +1,4 @@
-//! The "done when": a run stopped in any stage (first captures, the popular quota, root
+//! What a stop must leave: a run stopped in any stage (first captures, the popular quota, root
 //! upsampling, the TimeMaps) and started again over its directory ends with the files of a run
 //! never stopped: the same sample, funnel, set-aside and error records, and TimeMaps.
 

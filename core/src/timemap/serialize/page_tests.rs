@@ -177,7 +177,7 @@ fn cdxj_page_has_its_id_pages_meta_and_lines() {
     assert!(!to_cdxj(&a, &links()).contains("!meta {\"pages\""));
 }
 
-/// What a page costs on a 1,000,000-memento TimeMap (README "Pages"): run with
+/// What a page costs on a 1,000,000-memento TimeMap (docs/api.md, "Pages"): run with
 /// `cargo test -p tmproxy-core --release --lib -- --ignored page_of_a_million --nocapture`.
 /// Prints timings; asserts only what the page holds.
 #[test]

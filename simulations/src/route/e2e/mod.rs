@@ -27,7 +27,7 @@ use tmproxy::config::Config;
 use tmproxy_core::routing::{Mode, Settings};
 
 /// An archive made slow: it waits this long before every answer (it should hold nothing, for
-/// the "one slow archive that holds nothing").
+/// the benchmark's "one slow archive that holds nothing").
 #[derive(Debug, Clone)]
 pub struct Slow {
     pub archive: String,
