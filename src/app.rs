@@ -171,7 +171,7 @@ pub async fn build_with_lookup(
             view_context,
             observe,
         )
-        .with_routing(routing.clone()),
+        .with_router(routing.clone()),
     );
     // One subscriber per server: other replicas' stores and purges evict this one's local
     // copies. Weak, so it ends with the cache instead of keeping the sled lock alive.

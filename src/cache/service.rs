@@ -3,17 +3,16 @@
 //! every answer says what happened (HIT, MISS, REFRESH, STALE).
 
 use super::entry::Entry;
+use super::fan_out::{progress, Archives, Ask, Progress, Router, Settled};
 use super::observe::ObservationLog;
 use super::policy::{Action, ChangeCase, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
 use super::store::{Cacheable, Invalidate, Store, Tiered};
 use crate::clock::Clock;
-use crate::routing::Routing;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
-use crate::upstream::{Ask, Progress, Settled, Upstream};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -245,7 +244,8 @@ pub struct TimeMapCache<S, V: ServedView> {
     policy: Policy,
     settings: Settings,
     store: Option<S>,
-    upstream: Arc<Upstream>,
+    /// The fan-out (the upstream's).
+    archives: Arc<dyn Archives>,
     clock: Arc<dyn Clock>,
     /// What the views are built with.
     context: Arc<V::Context>,
@@ -261,9 +261,9 @@ pub struct TimeMapCache<S, V: ServedView> {
     observe: Option<ObservationLog>,
     /// Canonical keys computed lately, by URI-R ([`TimeMapCache::key_of`]).
     keys: crate::memo::Memo<String>,
-    /// Which archives a fan-out asks, and what each fan-out teaches; None: every archive, and
-    /// nothing learned (a cache built without a server around it).
-    routing: Option<Arc<Routing>>,
+    /// Which archives a fan-out asks, and what each fan-out teaches (routing's); None: every
+    /// archive, and nothing learned (a cache built without a server around it).
+    router: Option<Arc<dyn Router>>,
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -272,7 +272,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         policy: Policy,
         settings: Settings,
         store: Option<S>,
-        upstream: Arc<Upstream>,
+        archives: Arc<dyn Archives>,
         clock: Arc<dyn Clock>,
         context: V::Context,
         observe: Option<ObservationLog>,
@@ -281,7 +281,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             policy,
             settings,
             store,
-            upstream,
+            archives,
             clock,
             context: Arc::new(context),
             inflight: Mutex::new(HashMap::new()),
@@ -290,13 +290,13 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             stats: CacheStats::new(),
             observe,
             keys: crate::memo::Memo::new(crate::memo::URI_R_SLOTS),
-            routing: None,
+            router: None,
         }
     }
 
-    /// Fan-outs routed by, and teaching, `routing`.
-    pub fn with_routing(mut self, routing: Arc<Routing>) -> Self {
-        self.routing = Some(routing);
+    /// Fan-outs routed by, and teaching, `router`.
+    pub fn with_router(mut self, router: Arc<dyn Router>) -> Self {
+        self.router = Some(router);
         self
     }
 
@@ -390,7 +390,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let served = match req.deadline {
             // What a client's own deadline cuts is never stored: the shared refresh runs to
             // the server's deadline, and this request takes what has come by its own.
-            Some(d) if d < self.upstream.deadline() => {
+            Some(d) if d < self.archives.deadline() => {
                 self.within(key, asked, begun, req.render, d).await
             }
             _ => self.shared_refresh(key, asked, begun, req.render).await,
@@ -511,7 +511,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         if let Some(f) = inflight.get(&inflight_key) {
             return f.clone();
         }
-        let progress = crate::upstream::progress();
+        let progress = progress();
         let watched = progress.subscribe();
         let this = self.clone();
         let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
@@ -547,30 +547,28 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         progress: Option<&Progress>,
         client: Option<IpAddr>,
     ) -> Fetch {
-        let deadline = deadline.unwrap_or(self.upstream.deadline());
-        let decision = match (&self.routing, ask_all) {
-            (Some(routing), false) => {
-                let ids: Vec<&str> = self.upstream.archives().iter().map(|a| &*a.id).collect();
-                Some(routing.decide(&ids, uri_r))
-            }
+        let deadline = deadline.unwrap_or(self.archives.deadline());
+        let decision = match (&self.router, ask_all) {
+            (Some(router), false) => Some(router.decide(&self.archives.ids(), uri_r)),
             _ => None,
         };
         let ask = decision.as_ref().map_or(Ask::All, Ask::Routed);
-        let fetch = match progress {
-            Some(progress) => {
-                self.upstream
-                    .fetch_watched(uri_r, deadline, arrived, ask, progress)
-                    .await
-            }
+        // Nobody watches a fan-out started without one; it still publishes as it goes.
+        let unwatched;
+        let progress = match progress {
+            Some(progress) => progress,
             None => {
-                self.upstream
-                    .fetch_asking(uri_r, deadline, arrived, ask)
-                    .await
+                unwatched = self::progress();
+                &unwatched
             }
         };
+        let fetch = self
+            .archives
+            .fetch(uri_r, deadline, arrived, ask, progress)
+            .await;
         // The fresh answers, before any merge: skipped and failed archives teach nothing.
-        if let Some(routing) = &self.routing {
-            routing.observe_fetch(&fetch, client);
+        if let Some(router) = &self.router {
+            router.observe(&fetch, client);
         }
         self.stats.count_fan_out();
         if let Some(log) = &self.observe {
@@ -607,6 +605,6 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
 
     /// The counters, with each archive's request count from the fan-out.
     pub fn stats_snapshot(&self) -> StatsSnapshot {
-        self.stats.snapshot(self.upstream.fetch_counts())
+        self.stats.snapshot(self.archives.fetch_counts())
     }
 }

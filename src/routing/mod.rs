@@ -7,6 +7,7 @@
 //! memory without saving (it says so); `tmproxy routing import` refuses to run while a server
 //! holds it, since that server's next save would overwrite the import.
 
+mod for_cache;
 pub mod import;
 mod persist;
 pub mod stored;

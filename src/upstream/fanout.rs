@@ -6,9 +6,9 @@ use super::failure::FailureKind;
 use super::fallback::ask_archive;
 use super::fetch::{ArchiveFetch, FetchLimits, Route};
 use super::ledger::{Ledger, Outcome, SkipReason};
-use super::progress::Settled;
 use super::registry::{Archive, Health, Transition};
 use super::resolve::Lookup;
+use crate::cache::fan_out::{progress, Progress};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::timemap::answer::{ArchiveAnswer, Contribution, Fetch};
@@ -16,21 +16,11 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tmproxy_core::fan_out::Ask;
+use tmproxy_core::fan_out::Settled;
 use tmproxy_core::routing::decide::DETAIL as ROUTING;
-use tmproxy_core::routing::{Decision, Route as Routed};
+use tmproxy_core::routing::Route as Routed;
 use tokio::time::Instant;
-
-/// Which archives a fan-out asks.
-#[derive(Debug, Clone, Copy)]
-pub enum Ask<'a> {
-    /// Every enabled (awake) archive.
-    All,
-    /// Only these ids (a client's `archives=`): the others are not in the fetch at all.
-    Only(&'a [String]),
-    /// As routing decided, one route per enabled archive in configured order: an archive it
-    /// skips is in the fetch as `skipped` with detail `routing`, and is not asked.
-    Routed(&'a Decision),
-}
 
 /// The archives, each one's client and hop rules, and each one's health. Cheap to share behind
 /// an `Arc`.
@@ -155,7 +145,7 @@ impl Upstream {
         arrived: Instant,
         ask: Ask<'_>,
     ) -> Fetch {
-        let progress = super::progress();
+        let progress = progress();
         self.fetch_watched(uri_r, deadline, arrived, ask, &progress)
             .await
     }
@@ -169,7 +159,7 @@ impl Upstream {
         deadline: Duration,
         arrived: Instant,
         ask: Ask<'_>,
-        progress: &super::Progress,
+        progress: &Progress,
     ) -> Fetch {
         let asked: Vec<bool> = self
             .archives

@@ -7,14 +7,13 @@ pub(crate) mod failure;
 pub(crate) mod fallback;
 pub(crate) mod fanout;
 pub(crate) mod fetch;
+mod for_cache;
 pub(crate) mod guard;
 pub(crate) mod ledger;
 pub mod memento;
-pub(crate) mod progress;
 pub(crate) mod registry;
 pub mod resolve;
 pub(crate) mod streamed;
 
-pub use fanout::{Ask, Upstream};
-pub use progress::{progress, Progress, Settled};
+pub use fanout::Upstream;
 pub use registry::{Archive, Health, Transition};

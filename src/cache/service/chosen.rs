@@ -3,6 +3,7 @@
 
 use super::{CacheStatus, CachedTimeMap, Request, Served, ServedView, TimeMapCache};
 use crate::cache::entry::Entry;
+use crate::cache::fan_out::{progress, Ask};
 use crate::cache::policy::{Action, Freshness};
 use crate::cache::store::Store;
 use crate::timemap::aggregate::Aggregate;
@@ -97,14 +98,15 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 }
             }
         }
-        let deadline = req.deadline.unwrap_or(self.upstream.deadline());
+        let deadline = req.deadline.unwrap_or(self.archives.deadline());
+        let unwatched = progress();
         let fetch = self
-            .upstream
-            .fetch_only(uri_r, deadline, arrived, Some(only))
+            .archives
+            .fetch(uri_r, deadline, arrived, Ask::Only(only), &unwatched)
             .await;
         // A client's own choice is not routed, but what the archives answered still teaches.
-        if let Some(routing) = &self.routing {
-            routing.observe_fetch(&fetch, req.client);
+        if let Some(router) = &self.router {
+            router.observe(&fetch, req.client);
         }
         self.stats.count_fan_out();
         self.stats.count_served(CacheStatus::Miss);

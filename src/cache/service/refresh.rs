@@ -5,12 +5,12 @@
 
 use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
 use super::{CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
+use crate::cache::fan_out::Progress;
 use crate::cache::policy::{Action, Decision, Freshness, Match};
 use crate::cache::store::{Cacheable, FanOutClaim, Store};
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
-use crate::upstream::Progress;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +57,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         progress: &Progress,
     ) -> Option<Served<V>> {
         let store = self.store.as_ref()?;
-        let limit = self.upstream.deadline();
+        let limit = self.archives.deadline();
         let due = begun.at + limit;
         let answer_by = due + ANSWER_AFTER_DEADLINE;
         // A huge entry read from disk has no view yet: built while the archives are asked, it

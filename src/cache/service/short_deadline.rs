@@ -45,8 +45,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 CacheStatus::Stale,
             ));
         }
-        let ids: Vec<&str> = self.upstream.archives().iter().map(|a| &*a.id).collect();
-        let fetch = settled.cut_short(uri_r, &ids, deadline, self.clock.now());
+        let fetch = settled.cut_short(uri_r, &self.archives.ids(), deadline, self.clock.now());
         let mut served = Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
         served.action = Some(Action::NotStored);
         Some(served)

@@ -8,7 +8,9 @@ use crate::clock::SimClock;
 use crate::config::{ArchiveConfig, Config};
 use crate::timemap::datetime::parse_14digit;
 use crate::timemap::model::MementoDatetime;
+// The real fan-out behind the cache's `Archives`, as `app.rs` gives it.
 use crate::upstream::resolve::system_lookup;
+use crate::upstream::Upstream;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 /// The tests' view: the aggregate and how many times a format was prepared.

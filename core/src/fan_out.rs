@@ -1,13 +1,27 @@
-//! What a fan-out's archives have answered so far, published as each one settles: a request
-//! whose own deadline is shorter than `[upstream] deadline` is answered from the shared fan-out
-//! when its deadline comes, while that fan-out runs on to the server's deadline for the entry
-//! every client is served.
+//! The words the cache and the upstream share about a fan-out: which archives it asks
+//! ([`Ask`]), and what its archives have answered so far ([`Settled`]), published as each one
+//! settles: a request whose own deadline is shorter than `[upstream] deadline` is answered from
+//! the shared fan-out when its deadline comes, while that fan-out runs on to the server's
+//! deadline for the entry every client is served. The channel it is published on is the
+//! server's (`cache::fan_out::Progress`).
 
+use crate::routing::Decision;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, Fetch};
 use crate::timemap::model::MementoDatetime;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+
+/// Which archives a fan-out asks.
+#[derive(Debug, Clone, Copy)]
+pub enum Ask<'a> {
+    /// Every enabled (awake) archive.
+    All,
+    /// Only these ids (a client's `archives=`): the others are not in the fetch at all.
+    Only(&'a [String]),
+    /// As routing decided, one route per enabled archive in configured order: an archive it
+    /// skips is in the fetch as `skipped` with detail `routing`, and is not asked.
+    Routed(&'a Decision),
+}
 
 /// One fan-out's answers so far. Contributions are shared, not copied: publishing one costs a
 /// reference count whether anybody watches or not.
@@ -21,14 +35,6 @@ pub struct Settled {
     /// The fan-out is over and its contributions were taken for the policy: what it stores
     /// comes next, and is the answer to wait for.
     pub done: bool,
-}
-
-/// Where a fan-out publishes its [`Settled`] answers.
-pub type Progress = watch::Sender<Settled>;
-
-/// A fresh [`Progress`], nothing begun.
-pub fn progress() -> Progress {
-    watch::Sender::new(Settled::default())
 }
 
 impl Settled {
@@ -81,7 +87,7 @@ mod tests {
 
     #[test]
     fn what_has_not_settled_is_cut_by_the_clients_deadline() {
-        let at = chrono::Utc::now();
+        let at = chrono::DateTime::UNIX_EPOCH;
         let settled = Settled {
             at: Some(at),
             archives: vec![("a".into(), Some(ok("a", at))), ("b".into(), None)],
@@ -99,7 +105,7 @@ mod tests {
 
     #[test]
     fn before_the_fan_out_begins_every_archive_is_cut() {
-        let now = chrono::Utc::now();
+        let now = chrono::DateTime::UNIX_EPOCH;
         let fetch =
             Settled::default().cut_short("http://x.org/", &["a", "b"], Duration::from_secs(2), now);
         assert_eq!(fetch.archives.len(), 2);

@@ -1,0 +1,35 @@
+//! The fan-out as the cache asks for it: [`Upstream`] is the cache's [`Archives`], given to it
+//! in `app.rs`, so the cache never names the upstream.
+
+use super::Upstream;
+use crate::cache::fan_out::{Archives, Ask, Progress};
+use crate::timemap::answer::Fetch;
+use futures::future::{BoxFuture, FutureExt};
+use std::time::Duration;
+use tokio::time::Instant;
+
+impl Archives for Upstream {
+    fn deadline(&self) -> Duration {
+        Upstream::deadline(self)
+    }
+
+    fn ids(&self) -> Vec<&str> {
+        self.archives().iter().map(|a| &*a.id).collect()
+    }
+
+    fn fetch<'a>(
+        &'a self,
+        uri_r: &'a str,
+        deadline: Duration,
+        arrived: Instant,
+        ask: Ask<'a>,
+        progress: &'a Progress,
+    ) -> BoxFuture<'a, Fetch> {
+        self.fetch_watched(uri_r, deadline, arrived, ask, progress)
+            .boxed()
+    }
+
+    fn fetch_counts(&self) -> Vec<(String, u64)> {
+        Upstream::fetch_counts(self)
+    }
+}
