@@ -161,6 +161,11 @@ pub async fn build_with_lookup(
         min_refresh_interval: config.cache.min_refresh_interval,
         canonical: config.cache.canonical,
     };
+    // With a shared tier, replicas claim each fan-out there, so the archives are asked once.
+    let fan_out_lock: Arc<dyn store::FanOutLock> = match store.as_ref().and_then(|s| s.shared()) {
+        Some(shared) => Arc::new(shared.clone()),
+        None => Arc::new(store::Alone),
+    };
     let cache = Arc::new(
         TimeMapCache::new(
             policy,
@@ -171,7 +176,8 @@ pub async fn build_with_lookup(
             view_context,
             observe,
         )
-        .with_router(routing.clone()),
+        .with_router(routing.clone())
+        .with_fan_out_lock(fan_out_lock),
     );
     // One subscriber per server: other replicas' stores and purges evict this one's local
     // copies. Weak, so it ends with the cache instead of keeping the sled lock alive.

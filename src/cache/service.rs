@@ -7,7 +7,7 @@ use super::fan_out::{progress, Archives, Ask, Progress, Router, Settled};
 use super::observe::ObservationLog;
 use super::policy::{Action, ChangeCase, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
-use super::store::{Cacheable, Invalidate, Store, Tiered};
+use super::store::{Alone, Cacheable, FanOutLock, Invalidate, Store, Tiered};
 use crate::clock::Clock;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
@@ -244,6 +244,8 @@ pub struct TimeMapCache<S, V: ServedView> {
     policy: Policy,
     settings: Settings,
     store: Option<S>,
+    /// Who fans out for a key across replicas: this one alone, or the shared tier's claim.
+    fan_out_lock: Arc<dyn FanOutLock>,
     /// The fan-out (the upstream's).
     archives: Arc<dyn Archives>,
     clock: Arc<dyn Clock>,
@@ -281,6 +283,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             policy,
             settings,
             store,
+            fan_out_lock: Arc::new(Alone),
             archives,
             clock,
             context: Arc::new(context),
@@ -297,6 +300,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// Fan-outs routed by, and teaching, `router`.
     pub fn with_router(mut self, router: Arc<dyn Router>) -> Self {
         self.router = Some(router);
+        self
+    }
+
+    /// Fan-outs claimed through `lock` (the shared tier's), so replicas ask the archives once.
+    pub fn with_fan_out_lock(mut self, lock: Arc<dyn FanOutLock>) -> Self {
+        self.fan_out_lock = lock;
         self
     }
 

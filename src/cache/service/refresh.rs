@@ -83,7 +83,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 .as_ref()
                 .filter(|_| store.is_shared())
                 .map(|c| c.revision());
-            match store.claim_fan_out(key, limit).await {
+            match self.fan_out_lock.claim(key, limit).await {
                 FanOutClaim::Held => {
                     let found = self
                         .await_other_replica(store, key, cached_revision, due)
@@ -100,7 +100,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                         None => None,
                     };
                     if let Some(found) = newer.filter(|f| self.is_fresh(f)) {
-                        store.release_fan_out(key, &token).await;
+                        self.fan_out_lock.release(key, &token).await;
                         return Some(self.served_replicas_entry(&found, uri_r, cached_revision));
                     }
                     Some(token)
@@ -122,7 +122,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             .refresh_fetched(store, key, fetch, begun, answer_by, render, stale_view)
             .await;
         if let Some(token) = claim {
-            store.release_fan_out(key, &token).await;
+            self.fan_out_lock.release(key, &token).await;
         }
         served
     }
@@ -141,7 +141,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             if let Some(found) = store.shared_newer(key, than).await {
                 return Some(found);
             }
-            if !store.fan_out_claimed(key).await {
+            if !self.fan_out_lock.claimed(key).await {
                 // Stored just before the claim was given back, or never.
                 return store.shared_newer(key, than).await;
             }

@@ -20,6 +20,7 @@ mod envelope;
 mod fault_tests;
 mod hot;
 mod invalidate;
+mod lock;
 mod open;
 mod pause;
 mod persistent;
@@ -31,10 +32,11 @@ mod shared;
 pub use cas::{Observed, SetIf, CAS_ATTEMPTS};
 pub use hot::HotTier;
 pub use invalidate::Invalidate;
+pub use lock::{Alone, FanOutClaim, FanOutLock};
 pub use open::SLED_CACHE_BYTES;
 pub use pause::PAUSE_AFTER_FAILURE;
 pub use persistent::{PersistentTier, DISK_THREADS};
-pub use remote::{redis_key, FanOutClaim, SharedAddress, SharedStats, SharedTier, KEY_PREFIX};
+pub use remote::{redis_key, SharedAddress, SharedStats, SharedTier, KEY_PREFIX};
 
 /// What a stored value must offer: serde, and an estimate of its heap size for the byte bound.
 pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
@@ -49,7 +51,8 @@ pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
 }
 
 /// One tier, or the tiered pair. `get` never fails: anything unreadable is a miss, because a
-/// cache that errors is worse than one that asks the archives again.
+/// cache that errors is worse than one that asks the archives again. Storage only: who fans out
+/// for a key across replicas is a [`FanOutLock`]'s to say.
 ///
 /// The futures are spelled `impl Future + Send` (not `async fn`) so callers may hold them across
 /// `tokio::spawn`. That makes the trait generic-only (not `dyn`), which is all we need.
@@ -70,23 +73,6 @@ pub trait Store<V: Cacheable>: Send + Sync {
     /// Makes everything stored so far durable; nothing to do for a tier in memory.
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         std::future::ready(Ok(()))
-    }
-    /// Claims the one fan-out for `key` across replicas for at most `ttl`; a store with no
-    /// shared tier fans out alone.
-    fn claim_fan_out(
-        &self,
-        _key: &str,
-        _ttl: Duration,
-    ) -> impl Future<Output = FanOutClaim> + Send {
-        std::future::ready(FanOutClaim::Alone)
-    }
-    /// Whether another replica still holds the fan-out claim for `key`.
-    fn fan_out_claimed(&self, _key: &str) -> impl Future<Output = bool> + Send {
-        std::future::ready(false)
-    }
-    /// Gives back a claim [`Store::claim_fan_out`] won.
-    fn release_fan_out(&self, _key: &str, _token: &str) -> impl Future<Output = ()> + Send {
-        std::future::ready(())
     }
     /// Whether writes reach a tier other replicas write too, so one may land between reading
     /// an entry and writing what was decided against it.
@@ -417,26 +403,6 @@ impl<V: Cacheable> Store<V> for Tiered<V> {
 
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.persistent.flush()
-    }
-
-    async fn claim_fan_out(&self, key: &str, ttl: Duration) -> FanOutClaim {
-        match &self.shared {
-            Some(shared) => shared.claim_fan_out(key, ttl).await,
-            None => FanOutClaim::Alone,
-        }
-    }
-
-    async fn fan_out_claimed(&self, key: &str) -> bool {
-        match &self.shared {
-            Some(shared) => shared.fan_out_claimed(key).await,
-            None => false,
-        }
-    }
-
-    async fn release_fan_out(&self, key: &str, token: &str) {
-        if let Some(shared) = &self.shared {
-            shared.release_fan_out(key, token).await;
-        }
     }
 }
 

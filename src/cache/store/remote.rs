@@ -18,6 +18,7 @@ use redis::cluster_async::ClusterConnection;
 use super::cas::{framed, observed, Observed, SetIf, HEAD_LEN, SET_IF};
 use super::envelope::{decode, encode};
 use super::invalidate::{self, Invalidate, InvalidationCounters};
+use super::lock::FanOutClaim;
 use super::pause::{Pause, PAUSE_AFTER_FAILURE};
 use super::Cacheable;
 
@@ -357,9 +358,9 @@ impl<V: Cacheable> SharedTier<V> {
         )
     }
 
-    /// Claims the one fan-out for `key` across replicas for at most `ttl` (SET NX PX): the
-    /// claim's token when this replica won it, None when another holds it. A Redis that fails
-    /// lets every replica fan out by itself, as without a shared tier.
+    /// Claims the one fan-out for `key` across replicas for at most `ttl` (SET NX PX; this is
+    /// the tier as a [`super::FanOutLock`]): won with a token, or held by another replica. A
+    /// Redis that fails lets every replica fan out by itself, as without a shared tier.
     pub async fn claim_fan_out(&self, key: &str, ttl: Duration) -> FanOutClaim {
         let token = claim_token();
         let mut cmd = redis::cmd("SET");
@@ -499,17 +500,6 @@ async fn within<T>(
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {CALL_TIMEOUT:?}")),
     }
-}
-
-/// What [`SharedTier::claim_fan_out`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FanOutClaim {
-    /// This replica fans out; release with this token.
-    Won(String),
-    /// Another replica is fanning out: wait for its entry.
-    Held,
-    /// No shared tier, or it failed: fan out alone.
-    Alone,
 }
 
 /// A token no other claim has: this process's id, a counter, and the time.
