@@ -5,6 +5,7 @@
 //! fan-out (`service`, over any store, HTTP-free), with its counters (`stats`) and the
 //! observation log (`observe`). See `docs/cache-policy.md` for the rules.
 
+pub mod cached;
 pub mod fan_out;
 pub mod observe;
 pub mod service;

@@ -2,23 +2,20 @@
 //! ones are refreshed through the policy (one fan-out per URI-R however many requests wait), and
 //! every answer says what happened (HIT, MISS, REFRESH, STALE).
 
-use super::entry::Entry;
 use super::fan_out::{progress, Archives, Ask, Progress, Router, Settled};
 use super::observe::ObservationLog;
 use super::policy::{Action, ChangeCase, Freshness, Policy};
 use super::stats::{CacheStats, StatsSnapshot};
-use super::store::{Alone, Cacheable, FanOutLock, Invalidate, Store, Tiered};
+use super::store::{Alone, FanOutLock, Invalidate, Store, Tiered};
 use crate::clock::Clock;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
 use futures::future::{BoxFuture, FutureExt, Shared};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::fmt;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod chosen;
@@ -31,90 +28,7 @@ mod short_deadline;
 mod tests;
 use refresh::Begun;
 
-/// What the serving layer makes of an aggregate (for the routes: rendered bodies, ETags,
-/// headers). The cache builds one per loaded entry, keeps it beside the entry in the hot tier
-/// and hands it out, without looking inside: it speaks no HTTP.
-pub trait ServedView: Send + Sync + fmt::Debug + Sized + 'static {
-    /// What building a view needs besides the aggregate (the routes: the public base URL).
-    type Context: Send + Sync + 'static;
-    fn build(aggregate: Aggregate, context: &Self::Context) -> Self;
-    fn aggregate(&self) -> &Aggregate;
-    /// Does ahead of the answer what serving `format` needs (seconds for millions of
-    /// mementos, so a huge entry's is done on the blocking pool, not in the handler).
-    fn prepare(&self, format: TimeMapFormat);
-    /// Heap a view of `entry` holds once fully prepared: part of the hot tier's weight.
-    fn approx_bytes(entry: &Entry) -> usize;
-    /// The same content served under another spelling of its URI-R (canonical keys: the answer
-    /// names the URI-R as its client asked it). Cheap: nothing is merged or copied but the
-    /// archives' outcomes; each format is rendered again on demand.
-    fn respell(this: &Arc<Self>, uri_r: &str, context: &Self::Context) -> Self;
-}
-
-/// Views of an entry under other spellings of its URI-R kept beside it (the most recent
-/// ones): each holds only the bodies it rendered, so this bounds what they add to the entry.
-pub const ALIAS_VIEWS: usize = 2;
-
-/// What the hot tier holds: the stored entry, plus its view, built once per load, and the
-/// views of other spellings of its URI-R asked lately (at most [`ALIAS_VIEWS`]).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(transparent, bound = "")]
-pub struct CachedTimeMap<V> {
-    pub entry: Entry,
-    #[serde(skip)]
-    view: OnceLock<Arc<V>>,
-    #[serde(skip)]
-    aliases: Mutex<Vec<Arc<V>>>,
-}
-
-impl<V: ServedView> CachedTimeMap<V> {
-    pub fn new(entry: Entry) -> CachedTimeMap<V> {
-        CachedTimeMap {
-            entry,
-            view: OnceLock::new(),
-            aliases: Mutex::default(),
-        }
-    }
-
-    /// An entry whose view is already built (from the fetch it was made of).
-    fn with_view(entry: Entry, view: Arc<V>) -> CachedTimeMap<V> {
-        CachedTimeMap {
-            entry,
-            view: OnceLock::from(view),
-            aliases: Mutex::default(),
-        }
-    }
-
-    /// Whether the view is built already (a huge entry read from disk has none yet).
-    fn has_view(&self) -> bool {
-        self.view.get().is_some()
-    }
-
-    /// The view to serve, built from the entry the first time it is needed.
-    pub fn view(&self, context: &V::Context) -> Arc<V> {
-        self.view
-            .get_or_init(|| Arc::new(V::build(aggregate_of(&self.entry), context)))
-            .clone()
-    }
-}
-
-impl<V: ServedView> Cacheable for CachedTimeMap<V> {
-    const FORMAT_VERSION: u32 = super::entry::ENTRY_FORMAT_VERSION;
-
-    /// The entry, plus the view built from it.
-    fn approx_bytes(&self) -> usize {
-        self.entry.approx_bytes() + V::approx_bytes(&self.entry)
-    }
-
-    fn revision(&self) -> u64 {
-        tmproxy_core::policy::revision(&self.entry)
-    }
-}
-
-/// The aggregate a stored entry stands for: its TimeMap and each archive's recorded answer.
-pub fn aggregate_of(entry: &Entry) -> Aggregate {
-    Aggregate::of(&entry.uri_r, entry.fetched_at, &entry.contributions)
-}
-
+pub use super::cached::{aggregate_of, CachedTimeMap, ServedView, ALIAS_VIEWS};
 pub use super::status::CacheStatus;
 
 /// An answer for the routes: what to serve and the facts its headers need.

@@ -2,30 +2,9 @@
 //! spelling of a URL finds one entry; the views naming each spelling; and the entries written
 //! under exact keys before, moved to their canonical key when asked.
 
-use super::{CachedTimeMap, ServedView, TimeMapCache, ALIAS_VIEWS};
+use super::{CachedTimeMap, ServedView, TimeMapCache};
 use crate::cache::store::{Observed, PutIf, Store};
 use std::sync::Arc;
-
-impl<V: ServedView> CachedTimeMap<V> {
-    /// The view naming `uri_r`: the entry's own when it is the stored spelling (a hit as fast as
-    /// ever), else one respelled from it, kept for the next request so spelled.
-    pub fn view_for(&self, uri_r: &str, context: &V::Context) -> Arc<V> {
-        let view = self.view(context);
-        if view.aggregate().uri_r == uri_r {
-            return view;
-        }
-        let mut aliases = self.aliases.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(alias) = aliases.iter().find(|a| a.aggregate().uri_r == uri_r) {
-            return alias.clone();
-        }
-        let alias = Arc::new(V::respell(&view, uri_r, context));
-        if aliases.len() >= ALIAS_VIEWS {
-            aliases.remove(0);
-        }
-        aliases.push(alias.clone());
-        alias
-    }
-}
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// The key `uri_r`'s entry is stored and coalesced under: its canonical form with

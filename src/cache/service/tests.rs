@@ -3,7 +3,8 @@
 //! the stale rules, and a view type of the tests' own (the cache never looks inside one).
 
 use super::*;
-use crate::cache::store::{Observed, PutIf, StoreError};
+use crate::cache::entry::Entry;
+use crate::cache::store::{Cacheable, Observed, PutIf, StoreError};
 use crate::clock::SimClock;
 use crate::config::{ArchiveConfig, Config};
 use crate::timemap::datetime::parse_14digit;
