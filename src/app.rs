@@ -121,7 +121,7 @@ pub async fn build_with_lookup(
     };
     let spill = match (&store, config.cache.renderings_capacity) {
         (Some(_), capacity) if capacity > 0 => Some(
-            crate::http::spill::Spill::open(
+            store::renderings::Renderings::open(
                 Path::new(&config.cache.path),
                 capacity,
                 view_context.clone(),
@@ -132,7 +132,7 @@ pub async fn build_with_lookup(
     };
     let store = match &spill {
         Some(spill) => {
-            store.map(|s| s.with_overflow(Arc::new(crate::http::spill::Overflowing(spill.clone()))))
+            store.map(|s| s.with_overflow(Arc::new(store::renderings::Overflowing(spill.clone()))))
         }
         None => store,
     };
@@ -232,7 +232,7 @@ pub async fn build_with_lookup(
         },
     ));
     let state = Arc::new(AppState {
-        spill,
+        renderings: spill,
         upstream,
         cache,
         public_url,

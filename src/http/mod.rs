@@ -19,7 +19,6 @@ mod proxy;
 pub(crate) mod rate;
 pub(crate) mod route;
 pub(crate) mod sampling;
-pub mod spill;
 pub mod timegate;
 pub(crate) mod timemap;
 mod trace;
@@ -27,6 +26,7 @@ pub(crate) mod ui;
 pub mod view;
 
 use crate::cache::service::{CacheStatus, CachedTimeMap, Request, Served, TimeMapCache};
+use crate::cache::store::renderings::Renderings;
 use crate::cache::store::Tiered;
 use crate::clock::{Clock, SimClock};
 use crate::error::AppError;
@@ -78,9 +78,9 @@ pub struct AppState {
     pub compat: crate::config::Compat,
     /// `[server] memento_proxy_max_bytes`: the most body bytes `/memento/proxy` passes on.
     pub memento_proxy_max_bytes: u64,
-    /// Huge entries' renderings on disk, streamed on a hit ([`spill`]); None with no store or
-    /// `[cache] renderings_capacity = 0`.
-    pub spill: Option<Arc<spill::Spill>>,
+    /// Huge entries' renderings on disk, streamed on a hit (the store's renderings tier); None
+    /// with no store or `[cache] renderings_capacity = 0`.
+    pub renderings: Option<Arc<Renderings<View>>>,
     /// The URI-Rs parsed lately, by the text after the route: a hit parses its URI-R once.
     pub uri_rs: crate::memo::Memo<UriR>,
     /// Archive profiles and the routing decision, saved in the data directory.

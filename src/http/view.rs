@@ -12,11 +12,15 @@ use axum::http::{HeaderMap, HeaderValue};
 use bytes::Bytes;
 use std::sync::{Arc, OnceLock};
 use tmproxy_core::timemap::serialize::Skeleton;
+// The ETag's hash is pure, and shared with the renderings written to disk (`cache::store::renderings`).
+pub use tmproxy_core::fnv::Fnv;
 
 mod pieces;
+mod renderings;
 mod splice;
 use super::encoding::Part;
 pub use pieces::Pieces;
+pub use renderings::FileHeaders;
 
 /// An aggregate ready to serve: a cache hit then allocates almost nothing.
 #[derive(Debug)]
@@ -44,7 +48,7 @@ pub struct View {
 type ListPart = OnceLock<Option<Arc<Part>>>;
 
 /// Bodies larger than this are sent as they are: coding a 100 MB TimeMap takes seconds the
-/// first client would wait for (a huge entry's coded renderings are stored on disk instead: `http::spill`).
+/// first client would wait for (a huge entry's coded renderings are stored on disk instead: `cache::store::renderings`).
 pub const MAX_CODED: usize = 16 * 1024 * 1024;
 
 /// One format's body, its ETag and its `Link` header.
@@ -293,38 +297,4 @@ fn link_header(
         }
     }
     HeaderValue::from_str(&value).ok()
-}
-
-/// A 64-bit FNV-1a of a body, fed piece by piece: a stable ETag across restarts, unlike std's
-/// seeded hasher, and the same for a body rendered whole or streamed to disk.
-#[derive(Debug, Clone, Copy)]
-pub struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    pub fn of(bytes: &[u8]) -> Fnv {
-        let mut h = Fnv::default();
-        h.update(bytes);
-        h
-    }
-
-    pub fn update(&mut self, bytes: &[u8]) {
-        self.0 = bytes.iter().fold(self.0, |h, b| {
-            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
-    }
-
-    pub fn value(&self) -> u64 {
-        self.0
-    }
-
-    /// The strong ETag of the body hashed: `"` 16 hex digits `"`.
-    pub fn etag(&self) -> String {
-        format!("\"{:016x}\"", self.0)
-    }
 }

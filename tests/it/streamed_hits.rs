@@ -8,8 +8,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tmproxy::cache::store::renderings::{Head, Renderings};
 use tmproxy::config::Config;
-use tmproxy::http::spill::{Head, Spill};
+use tmproxy::http::view::View;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
 const URI_R: &str = "http://example.com/";
@@ -55,19 +56,19 @@ async fn huge_entry_proxy() -> (SimulatedArchive, tempfile::TempDir, Proxy) {
     (a, dir, proxy)
 }
 
-fn spill(proxy: &Proxy) -> Arc<Spill> {
+fn spill(proxy: &Proxy) -> Arc<Renderings<View>> {
     let state = proxy.state.as_ref().expect("state");
-    state.spill.clone().expect("renderings on")
+    state.renderings.clone().expect("renderings on")
 }
 
 /// The head kept for [`URI_R`], under its cache key.
-fn kept(proxy: &Proxy) -> Option<Arc<Head>> {
+fn kept(proxy: &Proxy) -> Option<Arc<Head<View>>> {
     let state = proxy.state.as_ref().expect("state");
     spill(proxy).head(&state.cache.key_of(URI_R))
 }
 
 /// The head once the renderings are written (after a miss they are written behind it).
-async fn head(proxy: &Proxy, other_than: Option<u64>) -> Arc<Head> {
+async fn head(proxy: &Proxy, other_than: Option<u64>) -> Arc<Head<View>> {
     for _ in 0..600 {
         if let Some(h) = kept(proxy).filter(|h| Some(h.rev) != other_than) {
             return h;

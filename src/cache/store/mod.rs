@@ -27,6 +27,7 @@ mod persistent;
 mod record;
 mod recover;
 mod remote;
+pub mod renderings;
 mod shared;
 
 pub use cas::{Observed, SetIf, CAS_ATTEMPTS};

@@ -1,9 +1,11 @@
-//! A huge entry's whole TimeMap answered from its head and rendering files
-//! ([`crate::http::spill`]): the same headers as an ordinary hit, the body streamed from disk.
+//! A huge entry's whole TimeMap answered from its head and rendering files (the store's
+//! renderings tier, `cache::store::renderings`): the same headers as an ordinary hit, the body
+//! streamed from disk.
 
 use super::if_none_match;
+use crate::cache::store::renderings;
 use crate::http::encoding::{self, Coding};
-use crate::http::{freshness_headers, spill, AppState, Lookup};
+use crate::http::{freshness_headers, AppState, Lookup};
 use crate::timemap::serialize::TimeMapFormat;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -20,7 +22,7 @@ pub(super) async fn answer(
     head_only: bool,
 ) -> Option<Response> {
     // Most servers hold no huge entry: then no key is made and nothing is looked up.
-    let spill = state.spill.as_ref().filter(|s| s.any_head())?;
+    let spill = state.renderings.as_ref().filter(|s| s.any_head())?;
     if lookup.archives.is_some() || lookup.directives.no_cache {
         return None;
     }
@@ -33,7 +35,7 @@ pub(super) async fn answer(
         return None;
     }
     let rendering = head.formats.get(format.index())?;
-    let mut h = head.content.clone();
+    let mut h = rendering.headers.content.clone();
     h.insert(crate::http::X_CACHE, HeaderValue::from_static("HIT"));
     let now = state.clock.now();
     freshness_headers(&mut h, head.checked_at, head.fresh_until, false, now);
@@ -42,7 +44,7 @@ pub(super) async fn answer(
         HeaderValue::from_static(format.content_type()),
     );
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-    if let Some(v) = &rendering.link_header {
+    if let Some(v) = &rendering.headers.link {
         h.insert(header::LINK, v.clone());
     }
     // Every coding is on disk: among those the client takes most gladly, the smallest file
@@ -50,7 +52,7 @@ pub(super) async fn answer(
     let coding = encoding::negotiate_favouring(headers, &[Coding::Zstd, Coding::Br, Coding::Gzip]);
     let etag = match coding {
         Some(c) => c.etag(&rendering.etag),
-        None => rendering.etag_header.clone(),
+        None => HeaderValue::from_str(&rendering.etag).ok(),
     };
     if let Some(v) = etag {
         h.insert(header::ETAG, v);
@@ -80,7 +82,11 @@ pub(super) async fn answer(
         state.cache.count_head_hit();
         return Some(crate::http::answer(StatusCode::OK, h, Body::empty()));
     }
-    let body = spill::body(spill.clone(), key, head.rev, file.clone()).await?;
+    let body = renderings::body(spill.clone(), key, head.rev, file.clone()).await?;
     state.cache.count_head_hit();
-    Some(crate::http::answer(StatusCode::OK, h, body))
+    Some(crate::http::answer(
+        StatusCode::OK,
+        h,
+        Body::from_stream(body),
+    ))
 }

@@ -1,70 +1,85 @@
-//! Huge entries (too heavy for the hot tier) served without reading them: each format's body
-//! is rendered once per entry revision into a file under `<[cache] path>/renderings/` (with
-//! zstd, gzip and br copies), and a small head in memory holds what an answer's headers need. A hit is then a
-//! head lookup and a file streamed in pieces, checked against its length and CRC-32 as it goes.
+//! The renderings tier: huge entries (too heavy for the hot tier) served without reading them.
+//! Each format's body is rendered once per entry revision into a file under `<[cache]
+//! path>/renderings/` (with zstd, gzip and br copies), and a small head in memory holds what an
+//! answer's headers need. A hit is then a head lookup and a file streamed in pieces
+//! ([`body`], a stream of bytes, not any server's body type), checked against its length and
+//! CRC-32 as it goes.
 //!
-//! The store tells [`Spill`] of every change to a key ([`Overflow`]), so a head never outlives
-//! the entry it was made of; a head or file that is gone only sends the request the ordinary
-//! way (the entry read from disk), which makes them again.
+//! The store tells [`Renderings`] of every change to a key ([`Overflow`]), so a head never
+//! outlives the entry it was made of; a head or file that is gone only sends the request the
+//! ordinary way (the entry read from disk), which makes them again. What it needs of a view
+//! (its bodies written out, what the answer's headers need) is the view's to give ([`Renders`]).
 
 mod stream;
 mod write;
 
-pub use stream::body;
+pub use stream::{body, BodyStream};
 pub use write::SpilledFile;
 
-use super::view::View;
-use crate::cache::service::CachedTimeMap;
-use crate::cache::store::Overflow;
+use super::Overflow;
+use crate::cache::cached::{CachedTimeMap, ServedView};
 use crate::timemap::aggregate::Verdict;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
-use axum::http::{HeaderMap, HeaderValue};
 use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tmproxy_core::fnv::Fnv;
 
 /// The directory under `[cache] path` the renderings are written to.
 pub const DIR: &str = "renderings";
 
+/// What the tier needs of a view besides being one ([`ServedView`]): each format's whole body
+/// written out, and what an answer from the files needs of the view (the serving layer's
+/// headers), kept in the head. The serving layer's views implement it; the tier never looks
+/// inside what it keeps.
+pub trait Renders: ServedView {
+    /// What answering one format from its files needs besides the body and its ETag (the
+    /// routes: the content headers and the `Link` header), made once per revision.
+    type Headers: Send + Sync + fmt::Debug + 'static;
+    fn headers(&self, format: TimeMapFormat) -> Self::Headers;
+    /// Writes the whole TimeMap in `format` to `out`: a body rendered already (a miss's) is
+    /// copied rather than rendered again.
+    fn write_body(&self, format: TimeMapFormat, out: &mut dyn io::Write) -> io::Result<()>;
+}
+
 /// What a hit on a huge entry needs besides its bodies: kept in memory, a few KiB.
 #[derive(Debug)]
-pub struct Head {
+pub struct Head<V: Renders> {
     /// The revision its files belong to (one per replacement of the entry).
     pub rev: u64,
     /// The URI-R as stored: the bodies name it so.
     pub uri_r: String,
     pub checked_at: MementoDatetime,
     pub fresh_until: Option<MementoDatetime>,
-    /// `X-Memento-Count`, `-Archives`, `-Partial`, `Last-Modified` ([`View::content_headers`]).
-    pub content: HeaderMap,
     /// By [`TimeMapFormat::index`].
-    pub formats: Box<[Rendering]>,
+    pub formats: Box<[Rendering<V>]>,
 }
 
-/// One format's body on disk, as it is, zstd-, gzip- and br-coded, with its ETag and `Link`
-/// header.
+/// One format's body on disk, as it is, zstd-, gzip- and br-coded, with its ETag and what its
+/// answer's headers need ([`Renders::headers`]).
 #[derive(Debug)]
-pub struct Rendering {
+pub struct Rendering<V: Renders> {
     pub etag: String,
-    pub etag_header: Option<HeaderValue>,
-    pub link_header: Option<HeaderValue>,
+    pub headers: V::Headers,
     pub plain: SpilledFile,
     pub zstd: SpilledFile,
     pub gzip: SpilledFile,
     pub br: SpilledFile,
 }
 
-impl Rendering {
+impl<V: Renders> Rendering<V> {
     fn files(&self) -> [&SpilledFile; 4] {
         [&self.plain, &self.zstd, &self.gzip, &self.br]
     }
 }
 
-impl Head {
+impl<V: Renders> Head<V> {
     fn files(&self) -> impl Iterator<Item = &SpilledFile> {
-        self.formats.iter().flat_map(Rendering::files)
+        self.formats.iter().flat_map(Rendering::<V>::files)
     }
 
     /// Bytes on disk: the head's weight against `renderings_capacity`.
@@ -79,19 +94,20 @@ impl Head {
     }
 }
 
-/// The heads and their files, by cache key.
-pub struct Spill {
+/// The heads and their files, by cache key, of values whose views are `V`.
+pub struct Renderings<V: Renders> {
     dir: PathBuf,
-    context: super::view::ViewContext,
+    /// What the views are built with (a huge entry read from disk has none built yet).
+    context: V::Context,
     /// Bounded by the bytes of their files; a head that leaves takes its files with it.
-    heads: moka::sync::Cache<String, Arc<Head>>,
+    heads: moka::sync::Cache<String, Arc<Head<V>>>,
     /// Heads inserted and not yet removed (never fewer than `heads` holds): while it is 0, a
     /// request skips the key and the lookup, so a server with no huge entry pays nothing.
     kept: Arc<AtomicU64>,
     /// Keys whose renderings are being written, with the revision that may become their head
     /// and the value they are written from: served from memory meanwhile
     /// ([`Overflow::held`]), as the hot tier would, rather than read from disk a second time.
-    pending: Mutex<HashMap<String, Pending>>,
+    pending: Mutex<HashMap<String, Pending<V>>>,
     /// Keys whose renderings alone are over the capacity: served the ordinary way.
     refused: Mutex<HashSet<String>>,
     /// Changes per bucket of keys: a value read from disk is spilled only if its key did not
@@ -108,12 +124,12 @@ pub struct Spill {
 const STAMP_BUCKETS: usize = 1024;
 
 /// A stored entry with its view, as the store holds it.
-type Entry = Arc<CachedTimeMap<View>>;
+type Value<V> = Arc<CachedTimeMap<V>>;
 
 /// A spill under way (or just done, see [`LINGER`]): its revision and the value it renders.
-struct Pending {
+struct Pending<V> {
     rev: u64,
-    value: Entry,
+    value: Value<V>,
     done: bool,
 }
 
@@ -121,14 +137,14 @@ struct Pending {
 /// head just before it came finds the value in memory rather than reading it from disk.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
-impl Spill {
+impl<V: Renders> Renderings<V> {
     /// The renderings directory under `cache_path`, emptied: heads live in memory only, so
     /// files of an earlier run (temporary ones of a crash included) belong to no head.
     pub fn open(
         cache_path: &Path,
         capacity: u64,
-        context: super::view::ViewContext,
-    ) -> std::io::Result<Arc<Spill>> {
+        context: V::Context,
+    ) -> std::io::Result<Arc<Renderings<V>>> {
         let dir = cache_path.join(DIR);
         match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -141,14 +157,16 @@ impl Spill {
             .max_capacity(capacity)
             // The least recently used entry's files go first when the bound is reached.
             .eviction_policy(moka::policy::EvictionPolicy::lru())
-            .weigher(|_: &String, head: &Arc<Head>| u32::try_from(head.bytes()).unwrap_or(u32::MAX))
+            .weigher(|_: &String, head: &Arc<Head<V>>| {
+                u32::try_from(head.bytes()).unwrap_or(u32::MAX)
+            })
             // Evicted for room, replaced, or invalidated: its files go with it.
-            .eviction_listener(move |_, head: Arc<Head>, _| {
+            .eviction_listener(move |_, head: Arc<Head<V>>, _| {
                 head.remove_files();
                 gone.fetch_sub(1, Ordering::AcqRel);
             })
             .build();
-        Ok(Arc::new(Spill {
+        Ok(Arc::new(Renderings {
             dir,
             context,
             heads,
@@ -178,7 +196,7 @@ impl Spill {
     }
 
     /// The head kept for `key`, if any.
-    pub fn head(&self, key: &str) -> Option<Arc<Head>> {
+    pub fn head(&self, key: &str) -> Option<Arc<Head<V>>> {
         self.heads.get(key)
     }
 
@@ -197,14 +215,14 @@ impl Spill {
     }
 
     fn bucket(&self, key: &str) -> &AtomicU64 {
-        let hash = super::view::Fnv::of(key.as_bytes()).value();
+        let hash = Fnv::of(key.as_bytes()).value();
         &self.stamps[(hash % STAMP_BUCKETS as u64) as usize]
     }
 
     /// Starts writing `value`'s renderings as a new revision of `key`, on the blocking pool,
     /// unless `stamp` is given and `key` changed since (or already has, or awaits, a head).
     /// Not when another spill is at work: the next read of the entry starts it again.
-    fn start(self: &Arc<Self>, key: &str, value: &Arc<CachedTimeMap<View>>, stamp: Option<u64>) {
+    fn start(self: &Arc<Self>, key: &str, value: &Value<V>, stamp: Option<u64>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -246,25 +264,22 @@ impl Spill {
 
     /// Renders every format of `value` to files: the head they make, None when it is not
     /// served from files (no mementos) or a write failed (logged).
-    fn make(&self, key: &str, value: &CachedTimeMap<View>, rev: u64) -> Option<Head> {
+    fn make(&self, key: &str, value: &CachedTimeMap<V>, rev: u64) -> Option<Head<V>> {
         let started = std::time::Instant::now();
         let view = value.view(&self.context);
-        if !matches!(view.aggregate.verdict(), Verdict::Found { .. }) {
+        if !matches!(view.aggregate().verdict(), Verdict::Found { .. }) {
             return None;
         }
-        let stem = format!(
-            "{:016x}-{rev}",
-            super::view::Fnv::of(key.as_bytes()).value()
-        );
+        let stem = format!("{:016x}-{rev}", Fnv::of(key.as_bytes()).value());
         let mut formats = Vec::with_capacity(TimeMapFormat::count());
         for format in TimeMapFormat::all() {
-            match write::render(&self.dir, &stem, &view, format) {
+            match write::render(&self.dir, &stem, view.as_ref(), format) {
                 Ok(r) => formats.push(r),
                 Err(e) => {
                     tracing::warn!(uri_r = %value.entry.uri_r, error = %e, "cannot write a TimeMap rendering");
                     formats
                         .iter()
-                        .flat_map(Rendering::files)
+                        .flat_map(Rendering::<V>::files)
                         .for_each(SpilledFile::remove);
                     return None;
                 }
@@ -275,7 +290,6 @@ impl Spill {
             uri_r: value.entry.uri_r.clone(),
             checked_at: value.entry.checked_at,
             fresh_until: value.entry.fresh_until,
-            content: view.content_headers(),
             formats: formats.into(),
         };
         // Once per huge entry's revision: what the pass cost (BENCHMARKS.md reads it).
@@ -289,7 +303,7 @@ impl Spill {
     }
 
     /// Keeps `made` as `key`'s head if `rev` is still the one awaited; else its files go.
-    fn settle(self: &Arc<Self>, key: &str, rev: u64, made: Option<Head>) {
+    fn settle(self: &Arc<Self>, key: &str, rev: u64, made: Option<Head<V>>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         let taken = match pending.get(key) {
             Some(p) if p.rev == rev && !p.done => pending.remove(key),
@@ -322,7 +336,12 @@ impl Spill {
     }
 
     /// Holds `taken`'s value for [`LINGER`] more, then lets it go (unless `key` changed).
-    fn linger(self: &Arc<Self>, pending: &mut HashMap<String, Pending>, key: &str, taken: Pending) {
+    fn linger(
+        self: &Arc<Self>,
+        pending: &mut HashMap<String, Pending<V>>,
+        key: &str,
+        taken: Pending<V>,
+    ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -346,14 +365,14 @@ impl Spill {
 }
 
 /// The store's side: every change to a key drops what was kept of its old value.
-pub struct Overflowing(pub Arc<Spill>);
+pub struct Overflowing<V: Renders>(pub Arc<Renderings<V>>);
 
-impl Overflow<CachedTimeMap<View>> for Overflowing {
+impl<V: Renders> Overflow<CachedTimeMap<V>> for Overflowing<V> {
     fn stamp(&self, key: &str) -> u64 {
         self.0.bucket(key).load(Ordering::Acquire)
     }
 
-    fn replace(&self, key: &str, value: Option<&Arc<CachedTimeMap<View>>>) {
+    fn replace(&self, key: &str, value: Option<&Value<V>>) {
         let spill = &self.0;
         {
             // Under the pending lock: a spill settling now sees its revision is gone.
@@ -374,12 +393,12 @@ impl Overflow<CachedTimeMap<View>> for Overflowing {
         }
     }
 
-    fn held(&self, key: &str) -> Option<Arc<CachedTimeMap<View>>> {
+    fn held(&self, key: &str) -> Option<Value<V>> {
         let pending = self.0.pending.lock().unwrap_or_else(|p| p.into_inner());
         pending.get(key).map(|p| p.value.clone())
     }
 
-    fn read(&self, key: &str, value: &Arc<CachedTimeMap<View>>, stamp: u64) {
+    fn read(&self, key: &str, value: &Value<V>, stamp: u64) {
         self.0.start(key, value, Some(stamp));
     }
 }

@@ -5,9 +5,9 @@
 //! renders it again from the entry. Damage found before the first piece is sent (a file of one
 //! piece) sends this request the ordinary way instead.
 
-use super::{Spill, SpilledFile};
-use axum::body::Body;
+use super::{Renderings, Renders, SpilledFile};
 use bytes::Bytes;
+use futures::stream::BoxStream;
 use futures::StreamExt;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -26,10 +26,19 @@ enum StreamEnd {
     Damaged(String),
 }
 
+/// A rendering's bytes as they are read and checked: an error ends it short (the server cuts
+/// the transfer). Plain `bytes` and `futures`: the serving layer wraps it in its own body type.
+pub type BodyStream = BoxStream<'static, io::Result<Bytes>>;
+
 /// The body of `file` (revision `rev` of `key`'s head); None when the file cannot be opened or
 /// shows damage before its first piece is sent (the head is then dropped: answer the ordinary
 /// way).
-pub async fn body(spill: Arc<Spill>, key: String, rev: u64, file: SpilledFile) -> Option<Body> {
+pub async fn body<V: Renders>(
+    spill: Arc<Renderings<V>>,
+    key: String,
+    rev: u64,
+    file: SpilledFile,
+) -> Option<BodyStream> {
     let opened = match tokio::fs::File::open(&file.path).await {
         Ok(f) => f.into_std().await,
         Err(e) => {
@@ -46,7 +55,7 @@ pub async fn body(spill: Arc<Spill>, key: String, rev: u64, file: SpilledFile) -
         if let Err(StreamEnd::Damaged(why)) = pump(opened, &file, &tx) {
             tracing::warn!(path = %file.path.display(), why, "a rendering is damaged: dropped");
             spill.discard(&key, rev);
-            // Ends the body with an error: hyper cuts the transfer short.
+            // Ends the body with an error: the server cuts the transfer short.
             let _ = tx.blocking_send(Err(io::Error::other(why)));
         }
     });
@@ -63,7 +72,7 @@ pub async fn body(spill: Arc<Spill>, key: String, rev: u64, file: SpilledFile) -
         rx.recv().await.map(|piece| (piece, rx))
     });
     let pieces = futures::stream::iter(first.map(Ok::<Bytes, io::Error>)).chain(rest);
-    Some(Body::from_stream(pieces))
+    Some(pieces.boxed())
 }
 
 /// Sends what it is given in pieces of [`PIECE`] bytes down the channel.

@@ -3,13 +3,12 @@
 //! CRC-32 and length), then renamed to names that say the ETag. A crash leaves only `tmp-` files,
 //! which the next start removes with the rest.
 
-use super::Rendering;
-use crate::http::view::{Fnv, View};
+use super::{Rendering, Renders};
 use crate::timemap::serialize::TimeMapFormat;
-use axum::http::HeaderValue;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use tmproxy_core::fnv::Fnv;
 use tmproxy_disk::Checksummed;
 
 /// The brotli quality and window of the stored br copy. On a million mementos (BENCHMARKS.md)
@@ -82,7 +81,12 @@ impl Write for Tee {
 /// Writes `view`'s whole TimeMap in `format` as `<stem>-<format>-<etag>.txt`, `.zst`, `.gz` and
 /// `.br` in `dir`. A body the view rendered already (a miss's) is copied rather than rendered
 /// again. On any failure no file of it is left.
-pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io::Result<Rendering> {
+pub fn render<V: Renders>(
+    dir: &Path,
+    stem: &str,
+    view: &V,
+    format: TimeMapFormat,
+) -> io::Result<Rendering<V>> {
     let segment = format.segment();
     let tmps = EXTS.map(|ext| dir.join(format!("tmp-{stem}-{segment}.{ext}")));
     let (written, etag) = match write_all(&tmps, view, format) {
@@ -112,11 +116,9 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
     }
     let [plain, zstd, gzip, br] = <[SpilledFile; 4]>::try_from(done)
         .map_err(|_| io::Error::other("a rendering's files went missing"))?;
-    let etag = etag.etag();
     Ok(Rendering {
-        etag_header: HeaderValue::from_str(&etag).ok(),
-        etag,
-        link_header: view.link_header(format),
+        etag: etag.etag(),
+        headers: view.headers(format),
         plain,
         zstd,
         gzip,
@@ -125,9 +127,9 @@ pub fn render(dir: &Path, stem: &str, view: &View, format: TimeMapFormat) -> io:
 }
 
 /// The files at `paths` (plain, zstd, gzip, br: [`EXTS`]) and the body's ETag.
-fn write_all(
+fn write_all<V: Renders>(
     paths: &[PathBuf; 4],
-    view: &View,
+    view: &V,
     format: TimeMapFormat,
 ) -> io::Result<([SpilledFile; 4], Fnv)> {
     let open = |p: &Path| -> io::Result<Sink> {
@@ -150,10 +152,7 @@ fn write_all(
         )),
         etag: Fnv::default(),
     };
-    match view.rendered_ready(format) {
-        Some(r) => r.body.iter().try_for_each(|piece| tee.write_all(piece))?,
-        None => format.render_to(&view.aggregate, view.links(), &mut tee)?,
-    }
+    view.write_body(format, &mut tee)?;
     let Tee {
         plain,
         zstd,
