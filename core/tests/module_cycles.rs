@@ -2,7 +2,8 @@
 //! `super::` and `self::` paths are read from its source file and resolved to the module they
 //! name, and the graph must have no cycle. A module using its own ancestors or descendants is
 //! containment, not a cycle (a format registered in its parent module, a policy's entry among
-//! the policy's files); test modules are left out.
+//! the policy's files); test modules are left out. The same graph checks one layer's rule: the
+//! cache imports nothing from the layers around it (`the_cache_imports_no_layer_around_it`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -191,5 +192,64 @@ fn a_cycle_is_found_when_there_is_one() {
     let cycle = a_cycle(&edges(&modules(&dir))).expect("a ↔ b");
     assert_eq!(cycle.first(), cycle.last());
     assert!(cycle.contains(&"a".to_string()) && cycle.contains(&"b".to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The layers the cache may not import: what it needs of them (the fan-out, routing, the views)
+/// comes in through its own traits, given at construction in `app.rs`.
+const AROUND_THE_CACHE: [&str; 4] = ["http", "upstream", "routing", "serve"];
+
+/// Each import of a module under `prefix` into one of the top-level modules `banned`, as
+/// (importer, imported); test modules are left out, as for cycles.
+fn imports_into(
+    mods: &BTreeMap<String, PathBuf>,
+    prefix: &str,
+    banned: &[&str],
+) -> Vec<(String, String)> {
+    let under = |name: &str| name == prefix || name.starts_with(&format!("{prefix}::"));
+    edges(mods)
+        .into_iter()
+        .filter(|(name, _)| under(name))
+        .flat_map(|(name, targets)| targets.into_iter().map(move |t| (name.clone(), t)))
+        .filter(|(_, t)| banned.contains(&t.split("::").next().unwrap_or("")))
+        .collect()
+}
+
+#[test]
+fn the_cache_imports_no_layer_around_it() {
+    let mods = modules(&workspace().join("src"));
+    assert!(mods.contains_key("cache::service"), "src/cache not found");
+    let found = imports_into(&mods, "cache", &AROUND_THE_CACHE);
+    assert!(
+        found.is_empty(),
+        "src/cache imports a layer around it (give the cache a trait instead): {}",
+        found
+            .iter()
+            .map(|(from, to)| format!("{from} → {to}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+#[test]
+fn an_import_out_of_the_cache_is_found() {
+    let dir = std::env::temp_dir().join(format!("tmproxy-layers-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("cache")).expect("temp dir");
+    std::fs::write(dir.join("lib.rs"), "pub mod cache;\npub mod http;\n").expect("write");
+    std::fs::write(dir.join("http.rs"), "pub struct View;\n").expect("write");
+    std::fs::write(dir.join("cache/mod.rs"), "pub mod store;\n").expect("write");
+    std::fs::write(
+        dir.join("cache/store.rs"),
+        "// crate::http in a comment is not a use\npub struct Store;\n",
+    )
+    .expect("write");
+    assert!(imports_into(&modules(&dir), "cache", &AROUND_THE_CACHE).is_empty());
+    std::fs::write(
+        dir.join("cache/store.rs"),
+        "use super::super::http::View;\n",
+    )
+    .expect("write");
+    let found = imports_into(&modules(&dir), "cache", &AROUND_THE_CACHE);
+    assert_eq!(found, [("cache::store".to_string(), "http".to_string())]);
     let _ = std::fs::remove_dir_all(&dir);
 }
