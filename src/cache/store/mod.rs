@@ -1,5 +1,8 @@
 //! Where cached values live: a byte-bounded hot tier in memory (moka) in front of a durable
-//! tier on disk (sled), all behind one `Store` trait, generic over the stored value.
+//! tier on disk (sled), all behind one `Store` trait, generic over the stored value; a value
+//! too heavy for the hot tier has its renderings written to disk (`renderings`, told of every
+//! change through `Overflow`). Who fans out for a key across replicas is not storage: it is
+//! the `FanOutLock` (`lock`).
 //!
 //! Freshness is not decided here: values carry their own `fresh_until` and the policy reads it.
 //! So moka's expiry is deliberately unused and its size limit is only the memory bound.
