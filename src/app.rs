@@ -119,7 +119,7 @@ pub async fn build_with_lookup(
         public_url: public_url.clone(),
         page_size: config.server.page_size,
     };
-    let spill = match (&store, config.cache.renderings_capacity) {
+    let renderings = match (&store, config.cache.renderings_capacity) {
         (Some(_), capacity) if capacity > 0 => Some(
             store::renderings::Renderings::open(
                 Path::new(&config.cache.path),
@@ -130,10 +130,9 @@ pub async fn build_with_lookup(
         ),
         _ => None,
     };
-    let store = match &spill {
-        Some(spill) => {
-            store.map(|s| s.with_overflow(Arc::new(store::renderings::Overflowing(spill.clone()))))
-        }
+    let store = match &renderings {
+        Some(renderings) => store
+            .map(|s| s.with_overflow(Arc::new(store::renderings::Overflowing(renderings.clone())))),
         None => store,
     };
     let store = match crate::cache::store::SharedAddress::parse(&config.cache.shared)
@@ -232,7 +231,7 @@ pub async fn build_with_lookup(
         },
     ));
     let state = Arc::new(AppState {
-        renderings: spill,
+        renderings,
         upstream,
         cache,
         public_url,

@@ -75,27 +75,7 @@ impl<V: ServedView> CachedTimeMap<V> {
             .get_or_init(|| Arc::new(V::build(aggregate_of(&self.entry), context)))
             .clone()
     }
-}
 
-impl<V: ServedView> Cacheable for CachedTimeMap<V> {
-    const FORMAT_VERSION: u32 = super::entry::ENTRY_FORMAT_VERSION;
-
-    /// The entry, plus the view built from it.
-    fn approx_bytes(&self) -> usize {
-        self.entry.approx_bytes() + V::approx_bytes(&self.entry)
-    }
-
-    fn revision(&self) -> u64 {
-        tmproxy_core::policy::revision(&self.entry)
-    }
-}
-
-/// The aggregate a stored entry stands for: its TimeMap and each archive's recorded answer.
-pub fn aggregate_of(entry: &Entry) -> Aggregate {
-    Aggregate::of(&entry.uri_r, entry.fetched_at, &entry.contributions)
-}
-
-impl<V: ServedView> CachedTimeMap<V> {
     /// The view naming `uri_r`: the entry's own when it is the stored spelling (a hit as fast as
     /// ever), else one respelled from it, kept for the next request so spelled.
     pub fn view_for(&self, uri_r: &str, context: &V::Context) -> Arc<V> {
@@ -114,4 +94,22 @@ impl<V: ServedView> CachedTimeMap<V> {
         aliases.push(alias.clone());
         alias
     }
+}
+
+impl<V: ServedView> Cacheable for CachedTimeMap<V> {
+    const FORMAT_VERSION: u32 = super::entry::ENTRY_FORMAT_VERSION;
+
+    /// The entry, plus the view built from it.
+    fn approx_bytes(&self) -> usize {
+        self.entry.approx_bytes() + V::approx_bytes(&self.entry)
+    }
+
+    fn revision(&self) -> u64 {
+        tmproxy_core::policy::revision(&self.entry)
+    }
+}
+
+/// The aggregate a stored entry stands for: its TimeMap and each archive's recorded answer.
+pub fn aggregate_of(entry: &Entry) -> Aggregate {
+    Aggregate::of(&entry.uri_r, entry.fetched_at, &entry.contributions)
 }

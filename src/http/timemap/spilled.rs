@@ -22,14 +22,14 @@ pub(super) async fn answer(
     head_only: bool,
 ) -> Option<Response> {
     // Most servers hold no huge entry: then no key is made and nothing is looked up.
-    let spill = state.renderings.as_ref().filter(|s| s.any_head())?;
+    let tier = state.renderings.as_ref().filter(|s| s.any_head())?;
     if lookup.archives.is_some() || lookup.directives.no_cache {
         return None;
     }
     let uri_r = lookup.uri_r.as_str();
     let key = state.cache.key_of(uri_r);
     // None while the renderings are being written: the entry is then served from memory.
-    let head = spill.head(&key)?;
+    let head = tier.head(&key)?;
     // The bodies name the URI-R as stored; another spelling's are made from the entry.
     if head.uri_r != uri_r || !state.cache.head_is_fresh(head.checked_at) {
         return None;
@@ -82,7 +82,7 @@ pub(super) async fn answer(
         state.cache.count_head_hit();
         return Some(crate::http::answer(StatusCode::OK, h, Body::empty()));
     }
-    let body = renderings::body(spill.clone(), key, head.rev, file.clone()).await?;
+    let body = renderings::body(tier.clone(), key, head.rev, file.clone()).await?;
     state.cache.count_head_hit();
     Some(crate::http::answer(
         StatusCode::OK,

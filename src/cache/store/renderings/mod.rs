@@ -373,23 +373,23 @@ impl<V: Renders> Overflow<CachedTimeMap<V>> for Overflowing<V> {
     }
 
     fn replace(&self, key: &str, value: Option<&Value<V>>) {
-        let spill = &self.0;
+        let renderings = &self.0;
         {
-            // Under the pending lock: a spill settling now sees its revision is gone.
-            let mut pending = spill.pending.lock().unwrap_or_else(|p| p.into_inner());
-            spill.bucket(key).fetch_add(1, Ordering::AcqRel);
+            // Under the pending lock: a renderings settling now sees its revision is gone.
+            let mut pending = renderings.pending.lock().unwrap_or_else(|p| p.into_inner());
+            renderings.bucket(key).fetch_add(1, Ordering::AcqRel);
             pending.remove(key);
-            if let Some(old) = spill.heads.remove(key) {
+            if let Some(old) = renderings.heads.remove(key) {
                 old.remove_files();
             }
-            spill
+            renderings
                 .refused
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(key);
         }
         if let Some(value) = value {
-            spill.start(key, value, None);
+            renderings.start(key, value, None);
         }
     }
 

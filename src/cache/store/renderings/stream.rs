@@ -34,7 +34,7 @@ pub type BodyStream = BoxStream<'static, io::Result<Bytes>>;
 /// shows damage before its first piece is sent (the head is then dropped: answer the ordinary
 /// way).
 pub async fn body<V: Renders>(
-    spill: Arc<Renderings<V>>,
+    renderings: Arc<Renderings<V>>,
     key: String,
     rev: u64,
     file: SpilledFile,
@@ -43,18 +43,18 @@ pub async fn body<V: Renders>(
         Ok(f) => f.into_std().await,
         Err(e) => {
             tracing::warn!(path = %file.path.display(), error = %e, "a rendering is gone");
-            spill.discard(&key, rev);
+            renderings.discard(&key, rev);
             return None;
         }
     };
-    spill
+    renderings
         .streamed
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(4);
     tokio::task::spawn_blocking(move || {
         if let Err(StreamEnd::Damaged(why)) = pump(opened, &file, &tx) {
             tracing::warn!(path = %file.path.display(), why, "a rendering is damaged: dropped");
-            spill.discard(&key, rev);
+            renderings.discard(&key, rev);
             // Ends the body with an error: the server cuts the transfer short.
             let _ = tx.blocking_send(Err(io::Error::other(why)));
         }
