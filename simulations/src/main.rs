@@ -333,8 +333,10 @@ fn run(command: Command) -> Result<(), String> {
             // Streamed URI-R by URI-R: a series of any length sweeps in flat memory.
             let (source, acc) = match (preset, Some(seed.unwrap_or(DEFAULT_SEED)), series) {
                 (Some(p), Some(seed), _) => {
-                    let acc = sweep_stream(live_groups(p, seed))
+                    let bar = simulations::progress::bar(u64::from(p.uri_rs), "URI-Rs");
+                    let acc = sweep_stream(live_groups(p, seed).inspect(|_| bar.inc(1)))
                         .map_err(|e| format!("generated series: {e}"))?;
+                    bar.finish_and_clear();
                     let source = Source::Preset {
                         name: p.name.to_string(),
                         seed,
@@ -343,8 +345,11 @@ fn run(command: Command) -> Result<(), String> {
                 }
                 (_, _, Some(path)) => {
                     let input = open_series(&path)?;
-                    let acc = sweep_stream(uri_groups(LiveReader::new(input)))
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    let bar = simulations::progress::bar(0, "URI-Rs");
+                    let acc =
+                        sweep_stream(uri_groups(LiveReader::new(input)).inspect(|_| bar.inc(1)))
+                            .map_err(|e| format!("{}: {e}", path.display()))?;
+                    bar.finish_and_clear();
                     (Source::File(path.display().to_string()), acc)
                 }
                 // clap requires --preset or --series.
