@@ -136,13 +136,13 @@ pub async fn fetch_cdx(
             result.answer.skipped
         ));
     }
-    result.answer.status = if !result.mementos.is_empty() {
+    result.settle_listing(if !result.mementos.is_empty() {
         ArchiveStatus::Ok
     } else if unreadable || result.answer.skipped > 0 {
         ArchiveStatus::Malformed
     } else {
         ArchiveStatus::NotFound
-    };
+    });
     result.answer.detail = (!notes.is_empty()).then(|| notes.join("; "));
     result.held = Some(Arc::new(held));
     result
