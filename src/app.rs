@@ -136,12 +136,10 @@ pub async fn build_with_lookup(
         }
         None => store,
     };
-    let store = match crate::cache::store::SharedAddress::parse(&config.cache.shared)
-        .map_err(|e| format!("cache.shared: {e}"))?
-    {
+    let store = match &config.cache.shared {
         Some(address) => store
             .map(|s| {
-                store::SharedTier::new(&address)
+                store::SharedTier::new(address)
                     .map(|shared| s.with_shared(shared))
                     .map_err(|e| format!("cache.shared: {e}"))
             })

@@ -86,11 +86,6 @@ impl Config {
             ),
             ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
             (
-                "TMPROXY_CACHE_SHARED",
-                "cache.shared",
-                &mut self.cache.shared,
-            ),
-            (
                 "TMPROXY_ARCHIVES_FILE",
                 "upstream.archives_file",
                 &mut self.upstream.archives_file,
@@ -101,6 +96,14 @@ impl Config {
             if let Some(v) = env_override(&get, var, key, |s| Ok(s.to_owned()))? {
                 *slot = v;
             }
+        }
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_CACHE_SHARED",
+            "cache.shared",
+            super::SharedAddress::parse,
+        )? {
+            self.cache.shared = v;
         }
         if let Some(v) = env_override(
             &get,

@@ -4,6 +4,7 @@
 use super::fields::{
     de_listen, de_public_url, duration_field, nets_field, opt_listen_field, size_field,
 };
+use super::SharedAddress;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::SocketAddr;
@@ -173,8 +174,9 @@ pub struct CacheConfig {
     /// by its exact text.
     pub canonical: bool,
     /// The shared tier on Redis, behind memory and sled: `redis://HOST:PORT/DB`, `rediss://…` or
-    /// `redis+cluster://HOST:PORT,HOST:PORT,…`; empty = off.
-    pub shared: String,
+    /// `redis+cluster://HOST:PORT,HOST:PORT,…`; empty = off. Read once, with the file.
+    #[serde(with = "super::fields::shared_field")]
+    pub shared: Option<SharedAddress>,
 }
 
 impl Default for CacheConfig {
@@ -194,7 +196,7 @@ impl Default for CacheConfig {
             redaction_grace: Duration::from_secs(7 * 86_400),
             write_timeout: Duration::from_secs(5),
             canonical: true,
-            shared: String::new(),
+            shared: None,
         }
     }
 }

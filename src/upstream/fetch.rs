@@ -5,6 +5,7 @@ use super::failure::{classify, FailureKind};
 use super::guard::HopRules;
 use super::registry::Archive;
 use super::resolve::{GuardedResolver, Lookup};
+use crate::config::RedirectHost;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use crate::timemap::parse::parse_link_format;
@@ -122,7 +123,7 @@ impl Route {
     pub fn new(
         prefixes: &[&str],
         memento_prefixes: &[&str],
-        redirect_hosts: &[String],
+        redirect_hosts: &[RedirectHost],
         connect_timeout: Duration,
         user_agent: &str,
         lookup: Lookup,
