@@ -79,11 +79,6 @@ impl Config {
             u.user_agent = v;
         }
         for (var, key, slot) in [
-            (
-                "TMPROXY_CACHE_POLICY",
-                "cache.policy",
-                &mut self.cache.policy,
-            ),
             ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
             (
                 "TMPROXY_ARCHIVES_FILE",
@@ -96,6 +91,14 @@ impl Config {
             if let Some(v) = env_override(&get, var, key, |s| Ok(s.to_owned()))? {
                 *slot = v;
             }
+        }
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_CACHE_POLICY",
+            "cache.policy",
+            super::fields::policy_field::parse,
+        )? {
+            self.cache.policy = v;
         }
         if let Some(v) = env_override(
             &get,

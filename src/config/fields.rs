@@ -190,3 +190,44 @@ pub(super) mod shared_field {
         SharedAddress::parse(&String::deserialize(d)?).map_err(value_error)
     }
 }
+
+/// `[cache] policy`: one of [`super::CACHE_POLICIES`], named in the refusal.
+pub(super) mod policy_field {
+    use super::*;
+    use crate::config::CACHE_POLICIES;
+    use tmproxy_core::policy::PolicyKind;
+
+    pub fn serialize<S: Serializer>(p: &PolicyKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(p.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PolicyKind, D::Error> {
+        parse(&String::deserialize(d)?).map_err(value_error)
+    }
+
+    /// The policy `text` names, or why it names none.
+    pub fn parse(text: &str) -> Result<PolicyKind, String> {
+        text.parse().map_err(|_| {
+            format!(
+                "{text:?} is not a policy: use {}",
+                CACHE_POLICIES.join(", ")
+            )
+        })
+    }
+}
+
+/// `[cache] match`: `loose` or `strict`.
+pub(super) mod match_field {
+    use super::*;
+    use tmproxy_core::policy::Match;
+
+    pub fn serialize<S: Serializer>(m: &Match, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Match, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse()
+            .map_err(|_| value_error(format!("{text:?} is not a match: use loose or strict")))
+    }
+}

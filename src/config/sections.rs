@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
+use tmproxy_core::policy::{Match, PolicyKind};
 
 /// The values `[cache] policy` accepts (the policies of docs/cache-policy.md).
 pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
@@ -138,11 +139,12 @@ impl Default for UpstreamConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
-    /// One of [`CACHE_POLICIES`]; checked by `validate`, turned into the policy type by the cache.
-    pub policy: String,
-    /// One of [`CACHE_MATCHES`].
-    #[serde(rename = "match")]
-    pub matching: String,
+    /// One of [`CACHE_POLICIES`], read once, with the file.
+    #[serde(with = "super::fields::policy_field")]
+    pub policy: PolicyKind,
+    /// One of [`CACHE_MATCHES`], read once, with the file.
+    #[serde(rename = "match", with = "super::fields::match_field")]
+    pub matching: Match,
     #[serde(with = "duration_field")]
     pub ttl: Duration,
     #[serde(with = "size_field")]
@@ -182,8 +184,8 @@ pub struct CacheConfig {
 impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
-            policy: "conditional".to_owned(),
-            matching: "loose".to_owned(),
+            policy: PolicyKind::Conditional,
+            matching: Match::Loose,
             ttl: Duration::from_secs(15 * 86_400),
             hot_capacity: 256 * 1024 * 1024,
             persistent_cache: crate::cache::store::SLED_CACHE_BYTES,

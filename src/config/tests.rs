@@ -734,17 +734,19 @@ fn cache_policy_and_match_are_checked() {
     let cfg =
         parse("[cache]\npolicy = \"merge\"\nmatch = \"strict\"\nttl = \"0s\"\n").expect("parses");
     assert!(cfg.validate().is_ok());
-    assert_eq!(cfg.cache.matching, "strict");
-    let cfg = parse("[cache]\npolicy = \"lru\"\n").expect("parses");
-    let e = cfg.validate().unwrap_err();
+    assert_eq!(cfg.cache.matching, tmproxy_core::policy::Match::Strict);
+    // Refused as the file is read, under its key.
+    let e = parse("[cache]\npolicy = \"lru\"\n").unwrap_err();
     assert_eq!(e.key, "cache.policy");
     assert!(
         e.reason
             .contains("\"lru\" is not a policy: use conditional, merge"),
         "{e}"
     );
-    let cfg = parse("[cache]\nmatch = \"fuzzy\"\n").expect("parses");
-    assert_eq!(cfg.validate().unwrap_err().key, "cache.match");
+    assert_eq!(
+        parse("[cache]\nmatch = \"fuzzy\"\n").unwrap_err().key,
+        "cache.match"
+    );
 }
 
 #[test]
@@ -759,7 +761,7 @@ fn admin_token_and_observe_log_from_env() {
     .expect("applies");
     assert_eq!(cfg.admin.token, "s3cret");
     assert_eq!(cfg.observe.log, "/tmp/obs.ndjson");
-    assert_eq!(cfg.cache.policy, "merge");
+    assert_eq!(cfg.cache.policy, tmproxy_core::policy::PolicyKind::Merge);
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! The cross-field rules serde cannot express, checked once the file and the environment are merged.
 
-use super::sections::{UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES};
+use super::sections::UpstreamConfig;
 use super::values::{check_http_url, format_duration};
 use super::{ArchiveKind, CdxDialect, Config, ConfigError, BUILTIN_ORIGIN};
 use std::collections::HashMap;
+use tmproxy_core::policy::PolicyKind;
 
 impl Config {
     /// Checks cross-field rules serde cannot express. Having no archive enabled is allowed (tests do it).
@@ -184,23 +185,7 @@ impl Config {
             );
         }
         let c = &self.cache;
-        if !CACHE_POLICIES.contains(&c.policy.as_str()) {
-            return fail(
-                "cache.policy",
-                format!(
-                    "{:?} is not a policy: use {}",
-                    c.policy,
-                    CACHE_POLICIES.join(", ")
-                ),
-            );
-        }
-        if !CACHE_MATCHES.contains(&c.matching.as_str()) {
-            return fail(
-                "cache.match",
-                format!("{:?} is not a match: use loose or strict", c.matching),
-            );
-        }
-        if c.path.trim().is_empty() && c.policy != "none" {
+        if c.path.trim().is_empty() && c.policy != PolicyKind::None {
             return fail(
                 "cache.path",
                 "must name a directory for the persistent tier".into(),
