@@ -1,7 +1,7 @@
 //! Wiring: config → cache, archives and clock → router, and serving it until shutdown.
 
 use crate::cache::observe::ObservationLog;
-use crate::cache::policy::{Match, Policy, PolicyKind};
+use crate::cache::policy::Policy;
 use crate::cache::service::{Settings, TimeMapCache};
 use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
@@ -43,14 +43,8 @@ pub async fn build(
 pub fn policy_of(config: &Config) -> Result<Policy, String> {
     let c = &config.cache;
     Ok(Policy {
-        kind: c
-            .policy
-            .parse::<PolicyKind>()
-            .map_err(|e| format!("cache.policy: {e}"))?,
-        matching: c
-            .matching
-            .parse::<Match>()
-            .map_err(|e| format!("cache.match: {e}"))?,
+        kind: c.policy,
+        matching: c.matching,
         ttl: Some(
             chrono::Duration::from_std(c.ttl).map_err(|_| "cache.ttl: too long".to_string())?,
         ),
@@ -136,12 +130,10 @@ pub async fn build_with_lookup(
         }
         None => store,
     };
-    let store = match crate::cache::store::SharedAddress::parse(&config.cache.shared)
-        .map_err(|e| format!("cache.shared: {e}"))?
-    {
+    let store = match &config.cache.shared {
         Some(address) => store
             .map(|s| {
-                store::SharedTier::new(&address)
+                store::SharedTier::new(address)
                     .map(|shared| s.with_shared(shared))
                     .map_err(|e| format!("cache.shared: {e}"))
             })

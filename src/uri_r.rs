@@ -198,13 +198,15 @@ fn has_other_scheme(s: &str) -> bool {
 }
 
 /// Takes our own `timeout=<duration>` parameter out of a URI-R's query string. The URI-R owns
-/// the query (MemGator's convention), so ours is recognised only with a valid duration value;
-/// a client whose URI-R really has such a parameter percent-encodes the URI-R, or uses
-/// `Prefer: wait=N` instead. Returns the raw text without it, and the value when present.
-pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
-    let (rest, timeout) = split_param(raw, "timeout=", |v| {
-        crate::config::parse_duration(v).is_ok()
-    });
+/// the query (MemGator's convention), so ours is recognised only with a valid duration value
+/// (`is_duration`, the config's reading of one); a client whose URI-R really has such a
+/// parameter percent-encodes the URI-R, or uses `Prefer: wait=N` instead. Returns the raw text
+/// without it, and the value when present.
+pub fn split_timeout_param(
+    raw: &str,
+    is_duration: impl Fn(&str) -> bool,
+) -> (String, Option<String>) {
+    let (rest, timeout) = split_param(raw, "timeout=", is_duration);
     (rest.into_owned(), timeout)
 }
 
@@ -254,6 +256,10 @@ fn split_param<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_duration(v: &str) -> bool {
+        crate::config::parse_duration(v).is_ok()
+    }
 
     fn ok(raw: &str) -> String {
         UriR::parse(raw)
@@ -415,22 +421,22 @@ mod tests {
     #[test]
     fn timeout_param_is_ours_only_with_a_duration() {
         assert_eq!(
-            split_timeout_param("http://example.com/?timeout=5s"),
+            split_timeout_param("http://example.com/?timeout=5s", is_duration),
             ("http://example.com/".to_string(), Some("5s".to_string()))
         );
         assert_eq!(
-            split_timeout_param("http://example.com/?a=1&timeout=500ms&b=2"),
+            split_timeout_param("http://example.com/?a=1&timeout=500ms&b=2", is_duration),
             (
                 "http://example.com/?a=1&b=2".to_string(),
                 Some("500ms".to_string())
             )
         );
         assert_eq!(
-            split_timeout_param("http://example.com/?timeout=never"),
+            split_timeout_param("http://example.com/?timeout=never", is_duration),
             ("http://example.com/?timeout=never".to_string(), None)
         );
         assert_eq!(
-            split_timeout_param("http://example.com/"),
+            split_timeout_param("http://example.com/", is_duration),
             ("http://example.com/".to_string(), None)
         );
     }

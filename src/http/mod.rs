@@ -319,7 +319,7 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
             )?
         }
     };
-    let (raw, timeout) = split_timeout_param(&raw);
+    let (raw, timeout) = split_timeout_param(&raw, |v| crate::config::parse_duration(v).is_ok());
     let mut deadline: Option<Duration> = None;
     if let Some(t) = timeout {
         let asked = crate::config::parse_duration(&t).map_err(|_| {

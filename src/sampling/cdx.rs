@@ -16,6 +16,7 @@ use std::time::Duration;
 pub use tmproxy_core::cdx::{
     detect_dialect, parse_num_pages, parse_rows, CdxRow, Dialect, ParseError,
 };
+use tmproxy_core::failure::{of_status, StatusClass};
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::Instant;
 
@@ -35,13 +36,21 @@ pub fn verdict(status: u16, retry_after: Option<&str>, body: &str) -> Verdict {
     let after = retry_after
         .and_then(|s| s.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
-    match status {
-        200..=299 => Verdict::Ok,
+    // The status read as the fan-out reads it (tmproxy_core::failure); the retry policy is ours.
+    match of_status(status) {
+        StatusClass::Success => Verdict::Ok,
         // pywb answers 404 for "no captures" on some versions: that is an empty answer.
-        404 => Verdict::Ok,
-        403 if body.contains("Blocked Site Error") => Verdict::Blocked,
-        429 | 500..=599 => Verdict::Retry(after),
-        s => Verdict::Fatal(format!("HTTP {s}: {}", crate::uri_r::clip(body.trim()))),
+        StatusClass::NotFound => Verdict::Ok,
+        StatusClass::Failed(_) if status == 403 && body.contains("Blocked Site Error") => {
+            Verdict::Blocked
+        }
+        StatusClass::Failed(kind) if kind.throttled() || kind.server_error() => {
+            Verdict::Retry(after)
+        }
+        StatusClass::Gone | StatusClass::Failed(_) => Verdict::Fatal(format!(
+            "HTTP {status}: {}",
+            crate::uri_r::clip(body.trim())
+        )),
     }
 }
 

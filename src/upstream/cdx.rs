@@ -17,6 +17,10 @@ use tmproxy_core::cdx::{detect_dialect, paging, query_url, read_rows, Dialect, P
 /// What a CDX request accepts.
 const ACCEPT_JSON: &str = "application/json";
 
+/// Why a CDX archive built in code without a replay template answers nothing: it could make
+/// no URI-M of a capture.
+const MISSING: &str = "none given: a kind = \"cdx\" archive needs one";
+
 /// What one page of rows gave.
 struct PageRows {
     mementos: Vec<LinkMemento>,
@@ -35,11 +39,8 @@ pub async fn fetch_cdx(
     limits: &FetchLimits,
     budget: &Arc<Budget>,
 ) -> ArchiveFetch {
-    let replay = match &source.replay {
-        Ok(r) => r,
-        Err(why) => {
-            return ArchiveFetch::failed(FailureKind::Other, None, format!("replay: {why}"))
-        }
+    let Some(replay) = &source.replay else {
+        return ArchiveFetch::failed(FailureKind::Other, None, format!("replay: {MISSING}"));
     };
     let url = |extra: &[(&str, &str)]| query_url(&source.endpoint, uri_r, extra);
     let not_found = |http_status: u16, pages: usize| {
@@ -136,13 +137,13 @@ pub async fn fetch_cdx(
             result.answer.skipped
         ));
     }
-    result.answer.status = if !result.mementos.is_empty() {
+    result.settle_listing(if !result.mementos.is_empty() {
         ArchiveStatus::Ok
     } else if unreadable || result.answer.skipped > 0 {
         ArchiveStatus::Malformed
     } else {
         ArchiveStatus::NotFound
-    };
+    });
     result.answer.detail = (!notes.is_empty()).then(|| notes.join("; "));
     result.held = Some(Arc::new(held));
     result

@@ -619,7 +619,7 @@ async fn another_replicas_refresh_drops_this_replicas_renderings() {
     ];
     let replica = |dir: &tempfile::TempDir| {
         let mut c = config(&a, &dir.path().join("cache"));
-        c.cache.shared = redis.url();
+        c.cache.shared = tmproxy::config::SharedAddress::parse(&redis.url()).expect("a Redis URL");
         start_proxy(c)
     };
     let (one, two) = (replica(&dirs[0]).await, replica(&dirs[1]).await);

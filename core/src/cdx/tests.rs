@@ -132,6 +132,7 @@ mod replay {
     #[test]
     fn a_template_needs_both_placeholders_after_a_fixed_host() {
         let r = Replay::parse("https://a.example/coll/{timestamp}mp_/{url}").expect("ok");
+        assert_eq!(r.to_string(), "https://a.example/coll/{timestamp}mp_/{url}");
         assert_eq!(
             r.uri_m("20200101000000", "http://x.com/?a=b"),
             "https://a.example/coll/20200101000000mp_/http://x.com/?a=b"
