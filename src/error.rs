@@ -1,7 +1,6 @@
 //! The one place where failures become HTTP statuses: client mistakes are 4xx with a one-line
 //! reason, upstream trouble is 502/504 naming each archive, our own faults are a logged 500.
 
-use crate::sampling::engine::SpecError;
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::RFC1123_EXAMPLE;
 use crate::upstream::memento::MementoFailure;
@@ -10,6 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Serialize;
+use tmproxy_sampling::engine::SpecError;
 
 /// Everything a request can end in other than its normal answer.
 #[derive(Debug)]
@@ -207,7 +207,7 @@ impl AppError {
             AppError::NoSuchJobFile(name) => format!(
                 "no job file {:?}: files/ serves {}; timemaps/ serves NNNNNN.ndjson, index.ndjson and hydration.json",
                 clip(name),
-                crate::sampling::job_files::FILES.join(", ")
+                tmproxy_sampling::job_files::FILES.join(", ")
             ),
             AppError::JobFileMissing(id, file, state) => {
                 let why = if matches!(state.as_str(), "queued" | "running") {

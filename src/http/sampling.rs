@@ -8,9 +8,6 @@ use super::admin::read_body;
 use super::json::JsonBody;
 use super::SharedState;
 use crate::error::AppError;
-use crate::sampling::engine::Spec;
-use crate::sampling::job_files::{self, OpenError, Served};
-use crate::sampling::jobs::{JobError, JobState, Jobs};
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
@@ -19,6 +16,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
+use tmproxy_sampling::engine::Spec;
+use tmproxy_sampling::job_files::{self, OpenError, Served};
+use tmproxy_sampling::jobs::{JobError, JobState, Jobs};
 
 pub fn routes() -> Router<SharedState> {
     Router::new()
