@@ -43,7 +43,10 @@ impl Jobs {
         // One feed per job: a second POST while one runs would fetch every URI-R twice.
         if !self.claim_feed(id) {
             let running = self.feed_status(id).unwrap_or_default();
-            return Err(JobError::FeedRunning(running));
+            return Err(JobError::FeedRunning {
+                id: id.to_string(),
+                feed: running,
+            });
         }
         let uri_rs = self.sample_urls(id).len() as u64;
         let feed = Feed {

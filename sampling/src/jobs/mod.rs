@@ -6,15 +6,18 @@
 //! by `[sampling]`, each cap named in the job's `warnings` and logged.
 
 mod admit;
+mod error;
 mod feed;
 mod resume;
 mod status;
 #[cfg(test)]
 mod tests;
 
+pub use error::JobError;
 pub use feed::{Feed, Fetcher};
 
 use super::engine::{progress, run_with, Limits, Progress, Spec};
+use crate::job_files::{self, OpenError, Served};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,6 +63,16 @@ pub enum JobState {
     Done,
     Failed,
     Cancelled,
+}
+
+impl JobState {
+    /// The state as `state.json` and the API spell it (`queued`, `done`, …).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
 }
 
 /// What `state.json` holds.
@@ -419,17 +432,47 @@ impl Jobs {
         true
     }
 
-    /// Job `id`'s directory (its output is `out/` in it) and its state. The caller decides what
-    /// the state allows: the sample and the funnel wait for `done`, the report, the logs and
-    /// the TimeMaps are served as they stand (`sampling::job_files` opens them).
-    pub fn output(&self, id: &str) -> Result<(PathBuf, JobState), JobError> {
+    /// Job `id`'s directory (its output is `out/` in it) and its state.
+    fn output(&self, id: &str) -> Result<(PathBuf, JobState), JobError> {
         let state = self
             .jobs
             .lock()
             .ok()
             .and_then(|g| g.get(id).map(|j| j.record.state))
-            .ok_or(JobError::NoSuchJob)?;
+            .ok_or_else(|| JobError::NoSuchJob(id.to_string()))?;
         Ok((self.job_dir(id), state))
+    }
+
+    /// Opens `file` of job `id`'s output, without following a symlink (`job_files::open`);
+    /// `need_done` for the sample and the funnel, which are only whole once the job is done.
+    /// The report, the logs and the TimeMaps are served as they stand. Blocking: call it off
+    /// the async workers.
+    pub fn open_output(
+        &self,
+        id: &str,
+        file: &Served,
+        need_done: bool,
+    ) -> Result<std::fs::File, JobError> {
+        let (dir, state) = self.output(id)?;
+        if need_done && state != JobState::Done {
+            return Err(JobError::NotDone {
+                id: id.to_string(),
+                state,
+            });
+        }
+        match job_files::open(&dir, file) {
+            Ok(f) => Ok(f),
+            Err(OpenError::Missing) => Err(JobError::FileMissing {
+                id: id.to_string(),
+                file: file.shown(),
+                state,
+            }),
+            Err(OpenError::Refused(why)) => {
+                tracing::warn!(job = %id, %why, "job file refused");
+                Err(JobError::FileRefused(why))
+            }
+            Err(OpenError::Io(e)) => Err(JobError::Io(e)),
+        }
     }
 
     /// Ok when job `id` has finished, else why not (no such job, or its state).
@@ -439,9 +482,12 @@ impl Jobs {
             .lock()
             .ok()
             .and_then(|g| g.get(id).map(|j| j.record.state))
-            .ok_or(JobError::NoSuchJob)?;
+            .ok_or_else(|| JobError::NoSuchJob(id.to_string()))?;
         if state != JobState::Done {
-            return Err(JobError::NotDone(state));
+            return Err(JobError::NotDone {
+                id: id.to_string(),
+                state,
+            });
         }
         Ok(())
     }
@@ -453,13 +499,4 @@ fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), Str
     let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
     tmproxy_disk::write_atomically(path, text.as_bytes(), tmproxy_disk::Durability::Synced)
         .map_err(|e| e.to_string())
-}
-
-/// A job request that cannot be answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobError {
-    NoSuchJob,
-    NotDone(JobState),
-    /// A feed of the job is running (its state given): a second one is not started.
-    FeedRunning(Feed),
 }
