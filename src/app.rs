@@ -190,14 +190,25 @@ pub async fn build_with_lookup(
     let fetcher: tmproxy_sampling::jobs::Fetcher = Arc::new(move |uri_r: String, force: bool| {
         let cache = feed_cache.clone();
         Box::pin(async move {
+            // The URI-R check every client request passes (length, scheme, control characters,
+            // dot segments resolved): a sampled URL is text from an index, and one a client
+            // could not ask about is not fetched either.
+            let uri_r = match crate::uri_r::UriR::parse(&uri_r) {
+                Ok(u) => u,
+                Err(e) => {
+                    tracing::warn!(reason = %e, "sampled URL refused as a URI-R: not fetched");
+                    return false;
+                }
+            };
             let Some(cache) = cache.upgrade() else {
-                return;
+                return true;
             };
             let req = crate::cache::service::Request {
                 force,
                 ..Default::default()
             };
-            let _ = cache.lookup(&uri_r, req).await;
+            let _ = cache.lookup(uri_r.as_str(), req).await;
+            true
         })
     });
     let jobs = match tmproxy_sampling::jobs::Jobs::open(

@@ -11,9 +11,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Fetches one URI-R's TimeMap through the aggregator into the cache (`true`: a forced refresh,
-/// which fans out and, with `[observe] log` set, appends an observation).
+/// which fans out and, with `[observe] log` set, appends an observation). Resolves to false when
+/// the server refused the URL as a URI-R (the check every client request passes) and asked
+/// nothing: a sampled URL is only a string from an index until then.
 pub type Fetcher =
-    Arc<dyn Fn(String, bool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+    Arc<dyn Fn(String, bool) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
 /// A fed job: its sample warmed into the cache and, with `observe_secs`, refetched every
 /// interval. Kept in `<job>/feed.json` so a restart carries on.
@@ -24,6 +26,9 @@ pub struct Feed {
     pub observe_secs: Option<u64>,
     pub uri_rs: u64,
     pub warmed: u64,
+    /// URLs of the sample the server refused as URI-Rs while warming: not fetched, not warmed.
+    #[serde(default)]
+    pub skipped: u64,
     pub rounds: u64,
     /// RFC 3339, on the server's clock.
     pub next_round_at: Option<String>,
@@ -120,14 +125,19 @@ impl Jobs {
                     tokio::time::sleep(g).await;
                 }
             };
-            if feed.warm && (!resumed || feed.warmed < feed.uri_rs) {
-                for u in urls.iter().skip(feed.warmed as usize) {
+            // Where the warming stands: every URL before it was warmed or skipped.
+            let done = |f: &Feed| f.warmed + f.skipped;
+            if feed.warm && (!resumed || done(&feed) < feed.uri_rs) {
+                for u in urls.iter().skip(done(&feed) as usize) {
                     if self.stopping.load(Ordering::Relaxed) {
                         return;
                     }
-                    fetch(u.clone(), false).await;
-                    feed.warmed += 1;
-                    if feed.warmed.is_multiple_of(100) {
+                    if fetch(u.clone(), false).await {
+                        feed.warmed += 1;
+                    } else {
+                        feed.skipped += 1;
+                    }
+                    if done(&feed).is_multiple_of(100) {
                         self.save_feed(&id, &feed);
                     }
                     pace().await;
