@@ -16,6 +16,7 @@ use std::time::Duration;
 pub use tmproxy_core::cdx::{
     detect_dialect, parse_num_pages, parse_rows, CdxRow, Dialect, ParseError,
 };
+use tmproxy_core::cdx::{paging_in, Pager, COUNT_QUERY};
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::Instant;
 
@@ -315,9 +316,10 @@ impl CdxClient {
         }
     }
 
-    /// Every capture of `url`: `showNumPages=true`, then pages 0..n−1, in order. pywb answers
-    /// `showNumPages` only over a ZipNum index; over a plain one it sends the captures instead,
-    /// and then the index is one unpaged answer.
+    /// Every capture of `url`: `showNumPages=true`, then pages 0..n−1, in order (the core's
+    /// [`Pager`], shared with the server's CDX archives). pywb answers `showNumPages` only over a
+    /// ZipNum index; over a plain one it sends the captures instead, and then the index is one
+    /// unpaged answer.
     pub async fn timemap(&self, url: &str) -> Result<Vec<CdxRow>, String> {
         self.timemap_noting(url, &no_note).await
     }
@@ -328,43 +330,24 @@ impl CdxClient {
         url: &str,
         on_retry: OnRetry<'_>,
     ) -> Result<Vec<CdxRow>, String> {
-        let pages = match self
+        let (count, yes) = COUNT_QUERY;
+        let paging = match self
             .fetch(
-                &[
-                    ("url", url.to_string()),
-                    ("showNumPages", "true".to_string()),
-                ],
+                &[("url", url.to_string()), (count, yes.to_string())],
                 on_retry,
             )
             .await
         {
-            Fetched::Body(b) if b.trim().is_empty() => Some(0),
-            Fetched::Body(b) => match parse_num_pages(self.settings.dialect, &b) {
-                Ok(n) => Some(n),
-                Err(_) if self.settings.dialect == Dialect::Pywb => None,
-                Err(e) => return Err(e.0),
-            },
+            Fetched::Body(b) => paging_in(self.settings.dialect, &b).map_err(|e| e.0)?,
             Fetched::Blocked => return Err("blocked".into()),
             Fetched::Failed(why) => return Err(why),
         };
         let mut rows = Vec::new();
-        let queries: Vec<Vec<(&str, String)>> = match pages {
-            Some(n) => (0..n)
-                .map(|page| {
-                    vec![
-                        ("url", url.to_string()),
-                        ("output", "json".to_string()),
-                        ("page", page.to_string()),
-                    ]
-                })
-                .collect(),
-            None => vec![vec![
-                ("url", url.to_string()),
-                ("output", "json".to_string()),
-            ]],
-        };
-        for (page, query) in queries.iter().enumerate() {
-            match self.fetch(query, on_retry).await {
+        // Every page: a sample's TimeMap is whole or an error.
+        for (page, query) in Pager::new(paging, u64::MAX).enumerate() {
+            let mut params = vec![("url", url.to_string())];
+            params.extend(query.params());
+            match self.fetch(&params, on_retry).await {
                 Fetched::Body(b) => {
                     rows.extend(parse_rows(self.settings.dialect, &b).map_err(|e| e.0)?)
                 }
@@ -409,7 +392,7 @@ pub async fn detect(endpoint: &str, probe_url: &str) -> Result<Dialect, String> 
     }
     let pages = ask(vec![
         ("url", probe_url.to_string()),
-        ("showNumPages", "true".to_string()),
+        (COUNT_QUERY.0, COUNT_QUERY.1.to_string()),
     ])
     .await?;
     let t = pages.trim();
