@@ -2,7 +2,7 @@
 //! link-format parser, the merge, the output formats ([`timemap`]), URI text helpers
 //! ([`uri_text`]), JSON that keeps one line one line ([`json_text`]), the archives tmproxy knows ([`archives`]), the SURT rules and the cache's
 //! canonical key ([`surt`]), the cache policy with what an entry holds ([`policy`]), and archive
-//! profiles with the routing decision ([`routing`]), the clock trait ([`clock`]). No I/O and no
+//! profiles with the routing decision ([`routing`]), the clock trait ([`clock`]), the observation log's line ([`observation_log`]). No I/O and no
 //! clock read: every function takes values and returns values (the time through a [`clock::Clock`]
 //! passed in), so the server and `memsim` run the very same code.
 
@@ -10,6 +10,7 @@ pub mod archives;
 pub mod cdx;
 pub mod clock;
 pub mod json_text;
+pub mod observation_log;
 pub mod policy;
 pub mod routing;
 pub mod surt;
