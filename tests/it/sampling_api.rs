@@ -507,7 +507,7 @@ async fn a_fed_sample_skips_a_url_the_uri_r_check_refuses() {
     let inputs = dir.path().join("inputs");
     std::fs::create_dir_all(&inputs).expect("mkdir");
     let long_path = "a".repeat(tmproxy::uri_r::MAX_URI_LEN);
-    let mut lines = vec![
+    let mut lines = [
         "com,example)/page.html 20050101000000 p 0 1".to_string(),
         format!("com,longpath)/{long_path}.html 20050101000000 p 0 1"),
     ];
