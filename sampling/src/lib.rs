@@ -1,7 +1,10 @@
 //! The Not Your Parents' Web sampling method (`docs/sampling.md`) as streaming stages
-//! with counters. This first part is the offline, pure core: reading index lines, SURT handling,
-//! the URL filters and heuristics, log downsampling with the long-tail reduction, and revisit
-//! hydration. The CDX client, jobs and the admin API build on it.
+//! with counters: reading index lines, SURT handling, the URL filters and heuristics, log
+//! downsampling with the long-tail reduction, revisit hydration (pure), the CDX client, the
+//! engine that runs the stages, and the jobs a server runs ([`jobs`]). Built on `tmproxy-core`
+//! and `tmproxy-disk` only: the server (`tmproxy sample`, `/admin/sampling/jobs`) hands in its
+//! `[sampling]` values, its clock and the feed's fetcher, and gives the jobs' refusals
+//! ([`jobs::JobError`]) their HTTP statuses itself.
 
 pub mod cdx;
 pub mod downsample;
