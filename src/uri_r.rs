@@ -64,19 +64,8 @@ impl fmt::Display for UriRError {
     }
 }
 
-/// A client-supplied value cut for an error line, so a reason stays one short line even for a
-/// hostile 8 KiB input (on a character boundary, marked with `…` when cut).
-pub(crate) fn clip(s: &str) -> String {
-    let mut end = s.len().min(120);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    if end < s.len() {
-        format!("{}…", &s[..end])
-    } else {
-        s.to_string()
-    }
-}
+/// A client-supplied value cut for an error line (the core's, shared with sampling).
+pub(crate) use tmproxy_core::uri_text::clip;
 
 /// A validated http(s) URI-R, kept as the client wrote it (archives match on their own
 /// canonical forms; rewriting it here would only lose information), except for its path's dot

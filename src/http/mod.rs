@@ -60,7 +60,7 @@ pub struct AppState {
     pub sim_clock: Option<Arc<SimClock>>,
     pub admin_token: String,
     /// Sampling jobs; None when the jobs directory could not be opened (the routes say 503).
-    pub jobs: Option<Arc<crate::sampling::jobs::Jobs>>,
+    pub jobs: Option<Arc<tmproxy_sampling::jobs::Jobs>>,
     /// `[server] max_header_bytes`: more header bytes than this is a 431.
     pub max_header_bytes: usize,
     /// `[server] rate_limit`: the per-client buckets of the Memento routes; None = off.

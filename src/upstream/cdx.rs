@@ -1,6 +1,6 @@
-//! Asking a `kind = "cdx"` archive: its CDX API, paged as the sampling client pages it
-//! (`showNumPages=true`, then `page=0` … `n-1`, or one unpaged query when the index is not
-//! paged), every request through the archive's guarded route under a TimeMap's limits
+//! Asking a `kind = "cdx"` archive: its CDX API, paged by the core's `Pager` as the sampling
+//! client pages it (`showNumPages=true`, then `page=0` … `n-1`, or one unpaged query when the
+//! index is not paged), every request through the archive's guarded route under a TimeMap's limits
 //! (`max_pages` pages, `max_body` bytes over all of them, the shared budget), every row made a
 //! memento by the archive's replay template. Rows that cannot be one are skipped and counted.
 
@@ -12,7 +12,9 @@ use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use std::sync::Arc;
 use tmproxy_core::cdx::replay::Replay;
-use tmproxy_core::cdx::{detect_dialect, paging, query_url, read_rows, Dialect, Paging};
+use tmproxy_core::cdx::{
+    detect_dialect, paging, query_url, read_rows, Dialect, Pager, Paging, COUNT_QUERY,
+};
 
 /// What a CDX request accepts.
 const ACCEPT_JSON: &str = "application/json";
@@ -51,7 +53,7 @@ pub async fn fetch_cdx(
 
     // How many pages: IA answers a number, pywb over a ZipNum index `{"pages": n}`, pywb over a
     // plain index the captures themselves (then one unpaged query follows).
-    let first = match url(&[("showNumPages", "true")]) {
+    let first = match url(&[COUNT_QUERY]) {
         Ok(u) => u,
         Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
     };
@@ -65,30 +67,31 @@ pub async fn fetch_cdx(
     let mut body_bytes = page.body.len() as u64;
     let mut dialect = source.dialect;
     let mut notes: Vec<String> = Vec::new();
-    let queries: Vec<Option<u64>> = match paging(&String::from_utf8_lossy(&page.body)) {
+    let answer = paging(&String::from_utf8_lossy(&page.body));
+    match answer {
         Paging::NoCaptures | Paging::Pages(0, _) => return not_found(page.http_status, 0),
-        Paging::Pages(n, said) => {
+        Paging::Pages(_, said) => {
             dialect.get_or_insert(said);
-            let asked = n.min(limits.max_pages as u64);
-            if asked < n {
-                notes.push(format!("stopped after {asked} of {n} pages (max_pages)"));
-            }
-            (0..asked).map(Some).collect()
         }
-        Paging::Unpaged => vec![None],
-    };
+        Paging::Unpaged => {}
+    }
+    let pager = Pager::new(answer, limits.max_pages as u64);
+    if pager.asked() < pager.total() {
+        notes.push(format!(
+            "stopped after {} of {} pages (max_pages)",
+            pager.asked(),
+            pager.total()
+        ));
+    }
     drop(page);
 
     let mut result =
         ArchiveFetch::answered(ArchiveAnswer::failed(ArchiveStatus::Empty, None, None));
     let mut held = budget.hold();
     let mut unreadable = false;
-    for (i, number) in queries.into_iter().enumerate() {
-        let page_no = number.map(|n| n.to_string());
-        let mut extra = vec![("output", "json")];
-        if let Some(n) = &page_no {
-            extra.push(("page", n.as_str()));
-        }
+    for (i, query) in pager.enumerate() {
+        let params = query.params();
+        let extra: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let uri = match url(&extra) {
             Ok(u) => u,
             Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
