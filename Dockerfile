@@ -10,16 +10,20 @@ ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
     CARGO_PROFILE_RELEASE_STRIP=debuginfo
 # Dependencies first, so a source change does not rebuild them.
 COPY Cargo.toml Cargo.lock ./
-# The workspace names core/, simulations/ and testkit/, so cargo needs their manifests and
-# sources to exist, even though only the proxy (and the core it is built on) is built here;
-# testkit (a dev-dependency) keeps its placeholder.
+# The workspace names core/, disk/, sampling/, simulations/ and testkit/, so cargo needs their
+# manifests and sources to exist, even though only the proxy (and the crates it is built on) is
+# built here; testkit (a dev-dependency) keeps its placeholder.
 COPY core/Cargo.toml core/Cargo.toml
+COPY disk/Cargo.toml disk/Cargo.toml
+COPY sampling/Cargo.toml sampling/Cargo.toml
 COPY simulations/Cargo.toml simulations/Cargo.toml
 COPY testkit/Cargo.toml testkit/Cargo.toml
-RUN mkdir -p src benches tests/it core/src simulations/src testkit/src \
+RUN mkdir -p src benches tests/it core/src disk/src sampling/src simulations/src testkit/src \
     && echo 'fn main() {}' > src/main.rs \
     && echo '' > src/lib.rs \
     && echo '' > core/src/lib.rs \
+    && echo '' > disk/src/lib.rs \
+    && echo '' > sampling/src/lib.rs \
     && echo '' > testkit/src/lib.rs \
     && echo 'fn main() {}' > benches/parse.rs \
     && echo 'fn main() {}' > benches/sampling.rs \
@@ -27,14 +31,16 @@ RUN mkdir -p src benches tests/it core/src simulations/src testkit/src \
     && echo 'fn main() {}' > simulations/src/main.rs \
     && echo '' > simulations/src/lib.rs \
     && cargo build --release --locked --bin tmproxy \
-    && rm -rf src core/src simulations/src
+    && rm -rf src core/src disk/src sampling/src simulations/src
 COPY src ./src
 COPY core/src core/src
+COPY disk/src disk/src
+COPY sampling/src sampling/src
 COPY simulations/src simulations/src
 # The web pages' templates, stylesheet and script: compiled into the binary (askama, include_bytes).
 COPY templates ./templates
 # Touch so cargo sees the real sources as newer than the placeholder build.
-RUN touch src/main.rs src/lib.rs core/src/lib.rs && cargo build --release --locked --bin tmproxy
+RUN touch src/main.rs src/lib.rs core/src/lib.rs disk/src/lib.rs sampling/src/lib.rs && cargo build --release --locked --bin tmproxy
 
 FROM debian:bookworm-slim
 RUN apt-get update \

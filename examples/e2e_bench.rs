@@ -39,6 +39,7 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 fn live_bytes() -> usize {
     LIVE.load(std::sync::atomic::Ordering::Relaxed)
 }
+use tmproxy::cache::policy::PolicyKind;
 use tmproxy::config::{ArchiveConfig, Config};
 use tmproxy_testkit::archive::{timemap_body, Behaviour, SimulatedArchive, TimeMapSpec};
 
@@ -100,12 +101,18 @@ async fn fanout(args: &[String]) {
     let n = arg(args, "--archives", 10);
     let delay = Duration::from_millis(arg(args, "--delay-ms", 50));
     let requests = arg(args, "--requests", 300);
-    let policy = args
+    let policy = match args
         .iter()
         .position(|a| a == "--policy")
         .and_then(|i| args.get(i + 1))
-        .cloned()
-        .unwrap_or_else(|| "conditional".to_string());
+        .map_or(Ok(PolicyKind::Conditional), |p| p.parse::<PolicyKind>())
+    {
+        Ok(policy) => policy,
+        Err(e) => {
+            eprintln!("--policy: {e}");
+            std::process::exit(2);
+        }
+    };
     // The cache (for a miss: one durable sled write) lives in a temp dir, removed at the end.
     let cache_dir = std::env::temp_dir().join(format!("tmproxy-bench-{}", std::process::id()));
     let mut archives = Vec::new();
@@ -136,7 +143,7 @@ async fn fanout(args: &[String]) {
             })
             .collect(),
         cache: tmproxy::config::CacheConfig {
-            policy: policy.clone(),
+            policy,
             path: cache_dir.display().to_string(),
             ..Default::default()
         },

@@ -1,7 +1,7 @@
 //! Wiring: config → cache, archives and clock → router, and serving it until shutdown.
 
 use crate::cache::observe::ObservationLog;
-use crate::cache::policy::{Match, Policy, PolicyKind};
+use crate::cache::policy::Policy;
 use crate::cache::service::{Settings, TimeMapCache};
 use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
@@ -43,14 +43,8 @@ pub async fn build(
 pub fn policy_of(config: &Config) -> Result<Policy, String> {
     let c = &config.cache;
     Ok(Policy {
-        kind: c
-            .policy
-            .parse::<PolicyKind>()
-            .map_err(|e| format!("cache.policy: {e}"))?,
-        matching: c
-            .matching
-            .parse::<Match>()
-            .map_err(|e| format!("cache.match: {e}"))?,
+        kind: c.policy,
+        matching: c.matching,
         ttl: Some(
             chrono::Duration::from_std(c.ttl).map_err(|_| "cache.ttl: too long".to_string())?,
         ),
@@ -135,12 +129,10 @@ pub async fn build_with_lookup(
             .map(|s| s.with_overflow(Arc::new(store::renderings::Overflowing(renderings.clone())))),
         None => store,
     };
-    let store = match crate::cache::store::SharedAddress::parse(&config.cache.shared)
-        .map_err(|e| format!("cache.shared: {e}"))?
-    {
+    let store = match &config.cache.shared {
         Some(address) => store
             .map(|s| {
-                store::SharedTier::new(&address)
+                store::SharedTier::new(address)
                     .map(|shared| s.with_shared(shared))
                     .map_err(|e| format!("cache.shared: {e}"))
             })
@@ -192,22 +184,33 @@ pub async fn build_with_lookup(
         .join("jobs");
     // Weak: the jobs must not keep the cache (and its sled lock) alive after the server stops.
     let feed_cache = Arc::downgrade(&cache);
-    let fetcher: crate::sampling::jobs::Fetcher = Arc::new(move |uri_r: String, force: bool| {
+    let fetcher: tmproxy_sampling::jobs::Fetcher = Arc::new(move |uri_r: String, force: bool| {
         let cache = feed_cache.clone();
         Box::pin(async move {
+            // The URI-R check every client request passes (length, scheme, control characters,
+            // dot segments resolved): a sampled URL is text from an index, and one a client
+            // could not ask about is not fetched either.
+            let uri_r = match crate::uri_r::UriR::parse(&uri_r) {
+                Ok(u) => u,
+                Err(e) => {
+                    tracing::warn!(reason = %e, "sampled URL refused as a URI-R: not fetched");
+                    return false;
+                }
+            };
             let Some(cache) = cache.upgrade() else {
-                return;
+                return true;
             };
             let req = crate::cache::service::Request {
                 force,
                 ..Default::default()
             };
-            let _ = cache.lookup(&uri_r, req).await;
+            let _ = cache.lookup(uri_r.as_str(), req).await;
+            true
         })
     });
-    let jobs = match crate::sampling::jobs::Jobs::open(
+    let jobs = match tmproxy_sampling::jobs::Jobs::open(
         &jobs_dir,
-        config.sampling.clone(),
+        sampling_bounds(&config.sampling),
         Some(fetcher),
         clock.clone(),
         !config.observe.log.is_empty(),
@@ -337,6 +340,26 @@ pub const SETTLE_WITHIN: Duration = Duration::from_secs(5);
 /// recovers from an interrupted flush as from a kill -9).
 pub const FLUSH_WITHIN: Duration = Duration::from_secs(2);
 
+/// `[sampling]` as the sampling crate takes it: the file's section stays the server's (read and
+/// validated in `config/`), the jobs get its values.
+pub(crate) fn sampling_bounds(c: &crate::config::SamplingConfig) -> tmproxy_sampling::jobs::Bounds {
+    use tmproxy_sampling::reading::ReadLimits;
+    tmproxy_sampling::jobs::Bounds {
+        input_dir: c.input_dir.clone(),
+        allowed_urls: c.allowed_urls.clone(),
+        concurrency: c.concurrency,
+        rate_limit: c.rate_limit,
+        limits: tmproxy_sampling::engine::Limits {
+            read: ReadLimits {
+                max_line: usize::try_from(c.max_line).unwrap_or(usize::MAX),
+                max_input_bytes: c.max_input_bytes,
+                max_gzip_ratio: c.max_gzip_ratio,
+            },
+            max_memory: c.max_memory,
+        },
+    }
+}
+
 /// What a stopping server does once it no longer answers: sampling jobs stop at a checkpoint
 /// (staying `running` on disk, so the next start resumes them) and the refreshes that run on
 /// without a client (a client that hung up, stale-while-revalidate, a feed) get to store their
@@ -378,5 +401,19 @@ pub async fn wind_down(state: &AppState, settle: Duration) {
         Ok(Ok(())) => tracing::info!("cache store flushed"),
         Ok(Err(e)) => tracing::error!(error = %e, "cannot flush the cache store"),
         Err(_) => tracing::error!(within = ?FLUSH_WITHIN, "the cache store's flush did not finish"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The `[sampling]` defaults are the sampling crate's own (a job the server runs and one
+    /// `tmproxy sample` runs without `--config` get the same limits).
+    #[test]
+    fn the_config_defaults_are_the_sampling_crates() {
+        let c = crate::config::SamplingConfig::default();
+        assert_eq!(
+            super::sampling_bounds(&c),
+            tmproxy_sampling::jobs::Bounds::default()
+        );
     }
 }

@@ -25,6 +25,26 @@ fn load(path: Option<&Path>) -> Result<Config, String> {
     Ok(config)
 }
 
+/// Why `addr` could not be listened on (`what` names the setting, if not the main listener),
+/// with what to do when the port is taken: another free one is a flag away.
+fn cannot_listen(addr: SocketAddr, what: &str, e: &std::io::Error) -> String {
+    let hint = match e.kind() {
+        std::io::ErrorKind::AddrInUse if what.is_empty() => format!(
+            " (another process listens there: stop it, or pick another port, e.g. --listen {}:0 \
+             for any free one)",
+            addr.ip()
+        ),
+        std::io::ErrorKind::AddrInUse => {
+            " (another process listens there: stop it, or set another port)".to_string()
+        }
+        std::io::ErrorKind::PermissionDenied if addr.port() < 1024 => {
+            " (ports below 1024 need privileges: use a higher one)".to_string()
+        }
+        _ => String::new(),
+    };
+    format!("cannot listen on {addr}{what}: {e}{hint}")
+}
+
 /// `tmproxy serve`: until SIGTERM or ctrl-c.
 pub async fn serve(
     config_path: Option<&Path>,
@@ -41,7 +61,9 @@ pub async fn serve(
         crate::serve::descriptors::fit_max_connections(config.server.max_connections);
     let listener = TcpListener::bind(config.server.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;
+        .map_err(|e| cannot_listen(config.server.listen, "", &e))?;
+    // What was bound, not what was asked: `--listen 127.0.0.1:0` logs the port it got.
+    let bound = listener.local_addr().unwrap_or(config.server.listen);
     let public_url = app::public_url_for(&config, &listener);
     let clock = if sim_clock {
         tracing::warn!("simulated clock: time stands still until PUT /admin/clock moves it");
@@ -56,7 +78,7 @@ pub async fn serve(
         Some(addr) => Some(
             TcpListener::bind(addr)
                 .await
-                .map_err(|e| format!("cannot listen on {addr} ([admin] listen): {e}"))?,
+                .map_err(|e| cannot_listen(addr, " ([admin] listen)", &e))?,
         ),
         None => None,
     };
@@ -69,7 +91,7 @@ pub async fn serve(
             .unwrap_or_else(|_| "?".into());
         tracing::info!(admin_listen = %admin, "admin API and /metrics on their own listener");
     }
-    tracing::info!(listen = %config.server.listen, public_url = %state.public_url, archives = enabled, "tmproxy serving");
+    tracing::info!(listen = %bound, public_url = %state.public_url, archives = enabled, "tmproxy serving");
     // Shutdown, bounded at every step (see DRAIN_SLACK): stop accepting and stop the jobs, let
     // the requests in flight finish, then `app::wind_down` (jobs at their checkpoint, lone
     // refreshes stored, the store flushed). A second SIGTERM or ctrl-c skips whatever waiting is
@@ -256,7 +278,7 @@ pub async fn demo(listen: SocketAddr) -> Result<(), String> {
     let mut config = demo::demo_config(&archives, listen, &token);
     let listener = TcpListener::bind(listen)
         .await
-        .map_err(|e| format!("cannot listen on {listen}: {e} (try --listen 127.0.0.1:0)"))?;
+        .map_err(|e| cannot_listen(listen, "", &e))?;
     // The bound port (for :0), and never 0.0.0.0 in a link: local_url puts loopback there.
     config.server.listen = listener.local_addr().map_err(|e| e.to_string())?;
     let base = config.local_url();

@@ -1,7 +1,6 @@
 //! The one place where failures become HTTP statuses: client mistakes are 4xx with a one-line
 //! reason, upstream trouble is 502/504 naming each archive, our own faults are a logged 500.
 
-use crate::sampling::engine::SpecError;
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::RFC1123_EXAMPLE;
 use crate::upstream::memento::MementoFailure;
@@ -10,6 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Serialize;
+use tmproxy_sampling::jobs::{JobError, JobState};
 
 /// Everything a request can end in other than its normal answer.
 #[derive(Debug)]
@@ -45,23 +45,9 @@ pub enum AppError {
     NotCached(String),
     /// `Cache-Control: only-if-cached` and nothing fitting is cached (RFC 9111 §5.2.1.7: 504).
     NotInCache,
-    /// A sampling job spec (or request body) that cannot run: the field and why.
-    BadSpec(String),
-    /// No sampling job with this id.
-    NoSuchJob(String),
-    /// The job's output is asked for before it is done (its state given).
-    JobNotDone(String, String),
-    /// A feed of the job is already running: (id, URI-Rs warmed, of).
-    FeedRunning(String, u64, u64),
-    /// A job file that the admin API does not serve (not one of the pinned names, or not a
-    /// TimeMap file's pattern): the name as asked.
-    NoSuchJobFile(String),
-    /// A served job file that is not there: the job, the file, the job's state.
-    JobFileMissing(String, String, String),
-    /// A job file that is a symlink, a FIFO or another non-regular file: refused, and why.
-    JobFileRefused(String),
-    /// The server runs no sampling jobs (its jobs directory could not be opened).
-    SamplingDisabled,
+    /// A sampling job request the jobs refuse (`/admin/sampling/jobs…`): the sampling crate's
+    /// own error, given its status and message here like every other failure.
+    Sampling(JobError),
     /// A request body (admin, sampling) over the limit, in bytes.
     BodyTooLarge(usize),
     /// Request headers whose names and values add up to more than the limit: (size, limit).
@@ -90,10 +76,11 @@ impl From<UriRError> for AppError {
     }
 }
 
-/// A sampling job spec refused by validation or by the server's limits: a 400 naming the field.
-impl From<SpecError> for AppError {
-    fn from(e: SpecError) -> Self {
-        AppError::BadSpec(e.to_string())
+/// A refused sampling job request: its status and message are [`AppError::status`]'s and
+/// [`AppError::reason`]'s (`JobError::Io` is ours: a logged 500 like [`AppError::Internal`]).
+impl From<JobError> for AppError {
+    fn from(e: JobError) -> Self {
+        AppError::Sampling(e)
     }
 }
 
@@ -106,21 +93,25 @@ impl AppError {
             | AppError::BadPathDatetime(_)
             | AppError::UnknownFormat(_)
             | AppError::BadParameter(_)
-            | AppError::BadSpec(_) => StatusCode::BAD_REQUEST,
+            | AppError::Sampling(JobError::BadSpec(_)) => StatusCode::BAD_REQUEST,
             AppError::NotArchived(_)
             | AppError::NoSuchRoute
             | AppError::NoSuchPage { .. }
             | AppError::NotCached(_)
-            | AppError::NoSuchJob(_)
-            | AppError::NoSuchJobFile(_)
-            | AppError::JobFileMissing(..)
-            | AppError::JobFileRefused(_) => StatusCode::NOT_FOUND,
-            AppError::JobNotDone(..) | AppError::FeedRunning(..) => StatusCode::CONFLICT,
+            | AppError::Sampling(
+                JobError::NoSuchJob(_)
+                | JobError::NoSuchFile(_)
+                | JobError::FileMissing { .. }
+                | JobError::FileRefused(_),
+            ) => StatusCode::NOT_FOUND,
+            AppError::Sampling(JobError::NotDone { .. } | JobError::FeedRunning { .. }) => {
+                StatusCode::CONFLICT
+            }
             AppError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            AppError::SamplingDisabled => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Sampling(JobError::Unavailable) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::AdminDisabled => StatusCode::FORBIDDEN,
             AppError::Upstream {
@@ -133,7 +124,9 @@ impl AppError {
             AppError::MementoProxy(f) if f.timed_out => StatusCode::GATEWAY_TIMEOUT,
             AppError::MementoProxy(f) if f.over_budget => StatusCode::SERVICE_UNAVAILABLE,
             AppError::MementoProxy(_) => StatusCode::BAD_GATEWAY,
-            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Internal(_) | AppError::Sampling(JobError::Io(_)) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
     }
 
@@ -188,37 +181,51 @@ impl AppError {
                 clip(asked),
                 if *pages == 1 { "" } else { "s" }
             ),
-            AppError::Internal(_) => "internal error".to_string(),
+            AppError::Internal(_) | AppError::Sampling(JobError::Io(_)) => {
+                "internal error".to_string()
+            }
             AppError::Unauthorized => "admin API: send Authorization: Bearer <token>".to_string(),
             AppError::AdminDisabled => "admin API disabled: set [admin] token in the config or TMPROXY_ADMIN_TOKEN".to_string(),
             AppError::NotCached(u) => format!("no cache entry for {u}"),
             AppError::NotInCache => "not in the cache, and Cache-Control: only-if-cached forbids asking the archives (an expired entry is served only within max-stale; no-cache with it can never be served)".to_string(),
-            AppError::BadSpec(why) => format!("bad sampling job: {}", clip(why)),
-            AppError::NoSuchJob(id) => format!("no sampling job {}", clip(id)),
-            AppError::JobNotDone(id, state) => {
-                format!("sampling job {} is {state}, not done", clip(id))
+            AppError::Sampling(JobError::BadSpec(why)) => {
+                format!("bad sampling job: {}", clip(why))
             }
-            AppError::FeedRunning(id, warmed, of) => format!(
-                "sampling job {} is already being fed ({warmed} of {of} URI-Rs warmed); a second \
+            AppError::Sampling(JobError::NoSuchJob(id)) => format!("no sampling job {}", clip(id)),
+            AppError::Sampling(JobError::NotDone { id, state }) => {
+                format!("sampling job {} is {}, not done", clip(id), state.name())
+            }
+            AppError::Sampling(JobError::FeedRunning { id, feed }) => format!(
+                "sampling job {} is already being fed ({} of {} URI-Rs warmed); a second \
                  feed is not started (see GET /admin/sampling/jobs/{}/feed)",
                 clip(id),
+                feed.warmed,
+                feed.uri_rs,
                 clip(id)
             ),
-            AppError::NoSuchJobFile(name) => format!(
+            AppError::Sampling(JobError::NoSuchFile(name)) => format!(
                 "no job file {:?}: files/ serves {}; timemaps/ serves NNNNNN.ndjson, index.ndjson and hydration.json",
                 clip(name),
-                crate::sampling::job_files::FILES.join(", ")
+                tmproxy_sampling::job_files::FILES.join(", ")
             ),
-            AppError::JobFileMissing(id, file, state) => {
-                let why = if matches!(state.as_str(), "queued" | "running") {
+            AppError::Sampling(JobError::FileMissing { id, file, state }) => {
+                let why = if matches!(state, JobState::Queued | JobState::Running) {
                     "not written yet"
                 } else {
                     "not written by this run (a run that stopped before it, or a version of tmproxy that does not write it; TimeMaps only with collect_timemaps)"
                 };
-                format!("sampling job {} is {state}: {file} is {why}", clip(id))
+                format!(
+                    "sampling job {} is {}: {file} is {why}",
+                    clip(id),
+                    state.name()
+                )
             }
-            AppError::JobFileRefused(why) => {
+            AppError::Sampling(JobError::FileRefused(why)) => {
                 format!("job file refused: {why} (the API serves regular files only, no symlinks)")
+            }
+            AppError::Sampling(JobError::Unavailable) => {
+                "sampling jobs are unavailable: the jobs directory could not be opened (see the log)"
+                    .to_string()
             }
             AppError::BodyTooLarge(limit) => {
                 format!("request body over the {limit}-byte limit")
@@ -236,10 +243,6 @@ impl AppError {
             } => format!(
                 "too many requests from your address: at most {rate} per second (bursts of {burst}); retry after {retry_after} s"
             ),
-            AppError::SamplingDisabled => {
-                "sampling jobs are unavailable: the jobs directory could not be opened (see the log)"
-                    .to_string()
-            }
         }
     }
 }
@@ -277,7 +280,9 @@ impl IntoResponse for AppError {
         // The detail is for the log only: it rides in the response's extensions to
         // the log layer (`crate::http::log`), which knows the request it answers and takes it out.
         let detail = match &self {
-            AppError::Internal(detail) => Some(InternalDetail(detail.clone())),
+            AppError::Internal(detail) | AppError::Sampling(JobError::Io(detail)) => {
+                Some(InternalDetail(detail.clone()))
+            }
             _ => None,
         };
         let reason = self.reason();

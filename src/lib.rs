@@ -14,10 +14,11 @@ pub mod http;
 pub mod logs;
 pub mod memo;
 pub mod routing;
-pub mod sampling;
 pub mod serve;
 pub mod upstream;
 pub mod uri_r;
 
 // The pure core, under the paths the rest of the crate (and its users) have always used.
 pub use tmproxy_core::{timemap, uri_text};
+// The sampling crate, under the path its users (tests, testkit, examples, benches) know.
+pub use tmproxy_sampling as sampling;

@@ -64,19 +64,8 @@ impl fmt::Display for UriRError {
     }
 }
 
-/// A client-supplied value cut for an error line, so a reason stays one short line even for a
-/// hostile 8 KiB input (on a character boundary, marked with `…` when cut).
-pub(crate) fn clip(s: &str) -> String {
-    let mut end = s.len().min(120);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    if end < s.len() {
-        format!("{}…", &s[..end])
-    } else {
-        s.to_string()
-    }
-}
+/// A client-supplied value cut for an error line (the core's, shared with sampling).
+pub(crate) use tmproxy_core::uri_text::clip;
 
 /// A validated http(s) URI-R, kept as the client wrote it (archives match on their own
 /// canonical forms; rewriting it here would only lose information), except for its path's dot
@@ -198,13 +187,15 @@ fn has_other_scheme(s: &str) -> bool {
 }
 
 /// Takes our own `timeout=<duration>` parameter out of a URI-R's query string. The URI-R owns
-/// the query (MemGator's convention), so ours is recognised only with a valid duration value;
-/// a client whose URI-R really has such a parameter percent-encodes the URI-R, or uses
-/// `Prefer: wait=N` instead. Returns the raw text without it, and the value when present.
-pub fn split_timeout_param(raw: &str) -> (String, Option<String>) {
-    let (rest, timeout) = split_param(raw, "timeout=", |v| {
-        crate::config::parse_duration(v).is_ok()
-    });
+/// the query (MemGator's convention), so ours is recognised only with a valid duration value
+/// (`is_duration`, the config's reading of one); a client whose URI-R really has such a
+/// parameter percent-encodes the URI-R, or uses `Prefer: wait=N` instead. Returns the raw text
+/// without it, and the value when present.
+pub fn split_timeout_param(
+    raw: &str,
+    is_duration: impl Fn(&str) -> bool,
+) -> (String, Option<String>) {
+    let (rest, timeout) = split_param(raw, "timeout=", is_duration);
     (rest.into_owned(), timeout)
 }
 
@@ -254,6 +245,10 @@ fn split_param<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_duration(v: &str) -> bool {
+        crate::config::parse_duration(v).is_ok()
+    }
 
     fn ok(raw: &str) -> String {
         UriR::parse(raw)
@@ -415,22 +410,22 @@ mod tests {
     #[test]
     fn timeout_param_is_ours_only_with_a_duration() {
         assert_eq!(
-            split_timeout_param("http://example.com/?timeout=5s"),
+            split_timeout_param("http://example.com/?timeout=5s", is_duration),
             ("http://example.com/".to_string(), Some("5s".to_string()))
         );
         assert_eq!(
-            split_timeout_param("http://example.com/?a=1&timeout=500ms&b=2"),
+            split_timeout_param("http://example.com/?a=1&timeout=500ms&b=2", is_duration),
             (
                 "http://example.com/?a=1&b=2".to_string(),
                 Some("500ms".to_string())
             )
         );
         assert_eq!(
-            split_timeout_param("http://example.com/?timeout=never"),
+            split_timeout_param("http://example.com/?timeout=never", is_duration),
             ("http://example.com/?timeout=never".to_string(), None)
         );
         assert_eq!(
-            split_timeout_param("http://example.com/"),
+            split_timeout_param("http://example.com/", is_duration),
             ("http://example.com/".to_string(), None)
         );
     }

@@ -185,6 +185,20 @@ pub fn encoded_dot_segment(path: &str) -> Option<&str> {
     None
 }
 
+/// A value from outside cut for an error line, so a reason stays one short line even for a
+/// hostile 8 KiB input (on a character boundary, marked with `…` when cut).
+pub fn clip(s: &str) -> String {
+    let mut end = s.len().min(120);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < s.len() {
+        format!("{}…", &s[..end])
+    } else {
+        s.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -166,7 +166,14 @@ fn workspace() -> PathBuf {
 
 #[test]
 fn no_crate_of_the_workspace_has_an_import_cycle() {
-    for dir in ["core/src", "src", "simulations/src", "testkit/src"] {
+    for dir in [
+        "core/src",
+        "src",
+        "disk/src",
+        "sampling/src",
+        "simulations/src",
+        "testkit/src",
+    ] {
         let root = workspace().join(dir);
         let mods = modules(&root);
         assert!(mods.len() > 3, "{dir}: no sources found");

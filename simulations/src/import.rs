@@ -24,12 +24,12 @@
 
 use crate::series::{ObsStatus, Observation, SeriesWriter};
 use chrono::{DateTime, NaiveDate, Utc};
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use tmproxy_core::archives::KnownArchive;
+use tmproxy_core::observation_log::ObservationLine;
 use tmproxy_core::timemap::datetime::format_14digit;
 use tmproxy_core::timemap::parse::parse_link_format;
 
@@ -146,22 +146,6 @@ pub fn to_series(seen: Vec<Seen>) -> Converted {
     out
 }
 
-/// One line of the proxy's observation log (see `tmproxy::cache::observe`).
-#[derive(Deserialize)]
-struct LogLine {
-    uri_r: String,
-    at: String,
-    #[serde(default)]
-    archives: Vec<LogArchive>,
-    #[serde(default)]
-    mementos: Vec<(String, String, String)>,
-}
-
-#[derive(Deserialize)]
-struct LogArchive {
-    status: String,
-}
-
 /// Reads an observation log: days from the first line's `at`.
 pub fn read_observation_log<R: BufRead>(input: R) -> Result<Vec<Seen>, ImportError> {
     let mut first: Option<DateTime<Utc>> = None;
@@ -172,7 +156,8 @@ pub fn read_observation_log<R: BufRead>(input: R) -> Result<Vec<Seen>, ImportErr
         if line.trim().is_empty() {
             continue;
         }
-        let l: LogLine = serde_json::from_str(&line)
+        // The server's own line type (tmproxy_core::observation_log), read as it writes it.
+        let l: ObservationLine = serde_json::from_str(&line)
             .map_err(|e| ImportError(format!("line {n}: not an observation-log line: {e}")))?;
         let at = DateTime::parse_from_rfc3339(&l.at)
             .map_err(|e| ImportError(format!("line {n}: `at` {:?}: {e}", l.at)))?
@@ -185,14 +170,16 @@ pub fn read_observation_log<R: BufRead>(input: R) -> Result<Vec<Seen>, ImportErr
                 l.at
             )));
         }
-        let answered = l
-            .archives
-            .iter()
-            .any(|a| matches!(a.status.as_str(), "ok" | "empty" | "not_found"));
+        let answered = l.archives.iter().any(|a| a.answered());
+        let mementos = l
+            .mementos
+            .into_iter()
+            .map(|(a, t, m)| (a.into_owned(), t.into_owned(), m.into_owned()))
+            .collect();
         seen.push(Seen {
-            uri_r: l.uri_r,
+            uri_r: l.uri_r.into_owned(),
             day: secs.div_euclid(86_400),
-            mementos: answered.then_some(l.mementos),
+            mementos: answered.then_some(mementos),
         });
     }
     Ok(seen)

@@ -8,6 +8,7 @@ pub mod generate;
 pub mod import;
 pub mod jcdl;
 pub mod plot;
+pub mod progress;
 pub mod replay;
 pub mod rng;
 pub mod route;

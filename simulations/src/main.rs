@@ -36,10 +36,12 @@ struct Cli {
 enum Command {
     /// Write a SYNTHETIC series (made-up TimeMaps, deterministic for a seed).
     Generate {
-        /// tiny (20 URI-Rs × 10 days), small (200 × 30), or jcdl2013 (4,000 × 92, calibrated).
+        /// tiny (20 URI-Rs × 10 days), small (200 × 30), small-noredact (200 × 30, no
+        /// mementos removed), or jcdl2013 (4,000 × 92, calibrated).
         #[arg(long, value_parser = parse_preset)]
         preset: Preset,
-        #[arg(long)]
+        /// The PRNG seed: the same preset and seed make the same series.
+        #[arg(long, default_value_t = DEFAULT_SEED)]
         seed: u64,
         #[arg(long)]
         out: PathBuf,
@@ -49,9 +51,11 @@ enum Command {
         /// A series file.
         #[arg(long, required_unless_present = "preset")]
         series: Option<PathBuf>,
-        /// Or a SYNTHETIC series generated on the fly and streamed (needs --seed).
-        #[arg(long, value_parser = parse_preset, requires = "seed", conflicts_with = "series")]
+        /// Or a SYNTHETIC series generated on the fly and streamed: tiny, small, small-noredact
+        /// or jcdl2013 (see `memsim generate --help`).
+        #[arg(long, value_parser = parse_preset, conflicts_with = "series")]
         preset: Option<Preset>,
+        /// With --preset: the PRNG seed [default: 1].
         #[arg(long, requires = "preset")]
         seed: Option<u64>,
         /// With --preset: this many URI-Rs instead of the preset's (e.g. 1000000).
@@ -88,12 +92,15 @@ enum Command {
     /// setting, fake archives answering from the holdings): its requests and recall compared
     /// with the replay's (feature `e2e`).
     RouteE2e(simulations::route::e2e_command::RouteE2eArgs),
-    /// Every policy but `none` at TTL 0..D-1 and inf (loose match): writes DIR/sweep.csv and
+    /// Every policy at TTL 0..D-1 and inf (loose match), `none` among them as the baseline
+    /// (it never stores, so its rows are the same at every TTL): writes DIR/sweep.csv and
     /// DIR/summary.md.
     Sweep {
-        /// Sweep a SYNTHETIC series generated in memory (needs --seed).
-        #[arg(long, value_parser = parse_preset, requires = "seed", conflicts_with = "series")]
+        /// Sweep a SYNTHETIC series generated in memory: tiny, small, small-noredact or
+        /// jcdl2013 (see `memsim generate --help`).
+        #[arg(long, value_parser = parse_preset, conflicts_with = "series")]
         preset: Option<Preset>,
+        /// With --preset: the PRNG seed [default: 1].
         #[arg(long, requires = "preset")]
         seed: Option<u64>,
         /// Sweep a series file.
@@ -108,9 +115,11 @@ enum Command {
 /// Arguments of `memsim e2e`.
 #[derive(clap::Args)]
 struct E2eArgs {
-    /// A SYNTHETIC series generated in memory (needs --seed); small ones suit (e.g. small).
-    #[arg(long, value_parser = parse_preset, requires = "seed", conflicts_with = "series")]
+    /// A SYNTHETIC series generated in memory: tiny, small, small-noredact or jcdl2013 (small
+    /// ones suit; see `memsim generate --help`).
+    #[arg(long, value_parser = parse_preset, conflicts_with = "series")]
     preset: Option<Preset>,
+    /// With --preset: the PRNG seed [default: 1].
     #[arg(long, requires = "preset")]
     seed: Option<u64>,
     /// Or a series file.
@@ -129,6 +138,9 @@ struct E2eArgs {
     #[arg(long)]
     observe_log: Option<PathBuf>,
 }
+
+/// The seed of a preset's series when none is given (`generate` takes one too).
+const DEFAULT_SEED: u64 = 1;
 
 /// A TTL in days; None = ∞ (a newtype so clap does not read `Option` as "optional").
 #[derive(Debug, Clone, Copy)]
@@ -156,6 +168,21 @@ fn parse_ttl(s: &str) -> Result<Ttl, String> {
     }
 }
 
+/// clap's error text up to its usage block, on one line: `error: the following required
+/// arguments were not provided:` and the arguments named on the lines after it.
+fn one_line(text: &str) -> String {
+    let said: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    match said.join(" ").trim_start_matches("error: ") {
+        "" => "invalid arguments".to_string(),
+        line => line.to_string(),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -164,10 +191,9 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            // One line: clap's first line names the problem; its usage block is noise in scripts.
-            let text = e.to_string();
-            let line = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("memsim: {}", line.trim_start_matches("error: "));
+            // One line: what clap says before its usage block (a missing argument's name is on
+            // the lines after the first), without the usage block, which is noise in scripts.
+            eprintln!("memsim: {}", one_line(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -236,7 +262,7 @@ fn run(command: Command) -> Result<(), String> {
             json,
         } => {
             let p = policy(kind, matching, ttl.0);
-            let (r, name) = match (series, preset, seed) {
+            let (r, name) = match (series, preset, Some(seed.unwrap_or(DEFAULT_SEED))) {
                 (Some(series), _, _) => {
                     let input = open_series(&series)?;
                     let r = replay(input, &p).map_err(|e| format!("{}: {e}", series.display()))?;
@@ -257,7 +283,7 @@ fn run(command: Command) -> Result<(), String> {
                     );
                     (replayer.finish(), name)
                 }
-                _ => return Err("give --series FILE, or --preset NAME --seed N".to_string()),
+                _ => return Err("give --series FILE, or --preset NAME".to_string()),
             };
             let m = r.measures;
             if json {
@@ -305,10 +331,12 @@ fn run(command: Command) -> Result<(), String> {
             out,
         } => {
             // Streamed URI-R by URI-R: a series of any length sweeps in flat memory.
-            let (source, acc) = match (preset, seed, series) {
+            let (source, acc) = match (preset, Some(seed.unwrap_or(DEFAULT_SEED)), series) {
                 (Some(p), Some(seed), _) => {
-                    let acc = sweep_stream(live_groups(p, seed))
+                    let bar = simulations::progress::bar(u64::from(p.uri_rs), "URI-Rs");
+                    let acc = sweep_stream(live_groups(p, seed).inspect(|_| bar.inc(1)))
                         .map_err(|e| format!("generated series: {e}"))?;
+                    bar.finish_and_clear();
                     let source = Source::Preset {
                         name: p.name.to_string(),
                         seed,
@@ -317,12 +345,15 @@ fn run(command: Command) -> Result<(), String> {
                 }
                 (_, _, Some(path)) => {
                     let input = open_series(&path)?;
-                    let acc = sweep_stream(uri_groups(LiveReader::new(input)))
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    let bar = simulations::progress::bar(0, "URI-Rs");
+                    let acc =
+                        sweep_stream(uri_groups(LiveReader::new(input)).inspect(|_| bar.inc(1)))
+                            .map_err(|e| format!("{}: {e}", path.display()))?;
+                    bar.finish_and_clear();
                     (Source::File(path.display().to_string()), acc)
                 }
-                // clap requires --preset with --seed, or --series.
-                _ => return Err("give --preset NAME --seed N, or --series FILE".to_string()),
+                // clap requires --preset or --series.
+                _ => return Err("give --preset NAME, or --series FILE".to_string()),
             };
             let info = SeriesInfo {
                 source,
@@ -391,18 +422,19 @@ fn e2e_command(_: E2eArgs) -> Result<(), String> {
 
 #[cfg(feature = "e2e")]
 fn e2e_command(a: E2eArgs) -> Result<(), String> {
-    let groups: Vec<Vec<LiveDay>> = match (a.preset, a.seed, &a.series) {
-        (Some(p), Some(seed), _) => live_groups(p, seed)
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("generated series: {e}"))?,
-        (_, _, Some(path)) => {
-            let input = open_series(path)?;
-            uri_groups(LiveReader::new(input))
+    let groups: Vec<Vec<LiveDay>> =
+        match (a.preset, Some(a.seed.unwrap_or(DEFAULT_SEED)), &a.series) {
+            (Some(p), Some(seed), _) => live_groups(p, seed)
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("{}: {e}", path.display()))?
-        }
-        _ => return Err("give --preset NAME --seed N, or --series FILE".to_string()),
-    };
+                .map_err(|e| format!("generated series: {e}"))?,
+            (_, _, Some(path)) => {
+                let input = open_series(path)?;
+                uri_groups(LiveReader::new(input))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            _ => return Err("give --preset NAME, or --series FILE".to_string()),
+        };
     let p = policy(a.policy, Match::Loose, a.ttl.0);
     let mut replayer = Replayer::new(&p);
     for day in groups.iter().flatten() {

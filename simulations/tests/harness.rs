@@ -264,3 +264,59 @@ fn the_sweep_equals_one_plain_replay_per_cell() {
         );
     }
 }
+
+/// A missing argument is named in memsim's one line, not left after a colon.
+#[test]
+fn memsim_names_a_missing_argument_on_its_one_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
+        .args(["replay", "--preset", "tiny", "--policy", "conditional"])
+        .output()
+        .expect("run memsim");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("not provided") && err.contains("--ttl"),
+        "{err}"
+    );
+}
+
+/// A preset without `--seed` runs with seed 1, and says so.
+#[test]
+fn memsim_runs_a_preset_without_a_seed_and_says_which_it_used() {
+    let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
+        .args([
+            "replay",
+            "--preset",
+            "tiny",
+            "--policy",
+            "conditional",
+            "--ttl",
+            "15",
+        ])
+        .output()
+        .expect("run memsim");
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("preset tiny seed 1 "), "{said}");
+}
+
+/// Every command that takes a preset lists every preset's name in its help.
+#[test]
+fn memsim_help_names_every_preset() {
+    for command in ["generate", "replay", "sweep", "e2e"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
+            .args([command, "--help"])
+            .output()
+            .expect("run memsim");
+        assert!(out.status.success(), "{command}: {out:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        for preset in simulations::generate::PRESETS {
+            assert!(
+                help.contains(preset.name),
+                "{command} --help lacks {}",
+                preset.name
+            );
+        }
+    }
+}

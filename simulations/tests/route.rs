@@ -12,7 +12,7 @@ fn sweep_small(seed: u64) -> Vec<RunResult> {
     let stream = generate(&Preset::SMALL, seed);
     let misses = stream.misses(Preset::SMALL.ttl);
     let settings = sim::grid(&[0.02, 0.1], &[0.0, 0.05], &[5, 20]);
-    sim::sweep(&stream, &misses, &settings, sim::MAX_KEYS, 2)
+    sim::sweep(&stream, &misses, &settings, sim::MAX_KEYS, 2, &|| ())
 }
 
 #[test]

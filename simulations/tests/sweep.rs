@@ -166,10 +166,11 @@ fn memsim_sweep_writes_csv_and_summary() {
     let md_file = md_file.expect("summary.md from the file");
     assert!(md_file.contains("tiny.jsonl") && md_file.contains("20 URI-Rs × 10 days"));
 
-    // --series and --preset exclude each other; neither is a usage error (exit 2, one line).
+    // --series and --preset exclude each other; neither is a usage error (exit 2, one line), and
+    // so is a seed without a preset (a preset without one takes seed 1: harness.rs).
     for args in [
         &["sweep", "--out", "x"][..],
-        &["sweep", "--preset", "tiny", "--out", "x"][..],
+        &["sweep", "--seed", "1", "--out", "x"][..],
         &[
             "sweep", "--preset", "tiny", "--seed", "1", "--series", "s", "--out", "x",
         ][..],

@@ -1,9 +1,10 @@
-//! The observation log: one JSON line per fan-out, the raw material `simulations/` replays.
+//! The observation log: one JSON line per fan-out (the core's `ObservationLine`), the raw
+//! material `simulations/` replays.
 
 use crate::timemap::answer::Fetch;
 use crate::timemap::datetime::{format_14digit, format_rfc3339};
-use serde::Serialize;
 use std::path::{Path, PathBuf};
+use tmproxy_core::observation_log::{ArchiveLine, ObservationLine};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
@@ -11,22 +12,6 @@ use tokio::sync::Mutex;
 pub struct ObservationLog {
     path: PathBuf,
     file: Mutex<tokio::fs::File>,
-}
-
-#[derive(Serialize)]
-struct Line<'a> {
-    uri_r: &'a str,
-    at: String,
-    archives: Vec<ArchiveLine<'a>>,
-    /// `[archive, "YYYYMMDDhhmmss", uri_m]`
-    mementos: Vec<(&'a str, String, &'a str)>,
-}
-
-#[derive(Serialize)]
-struct ArchiveLine<'a> {
-    id: &'a str,
-    status: &'static str,
-    mementos: usize,
 }
 
 impl ObservationLog {
@@ -47,15 +32,15 @@ impl ObservationLog {
 
     /// Appends the fan-out's line. A failed write is logged, never fatal to the request.
     pub async fn append(&self, fetch: &Fetch) {
-        let line = Line {
-            uri_r: &fetch.uri_r,
-            at: format_rfc3339(fetch.at),
+        let line = ObservationLine {
+            uri_r: fetch.uri_r.as_str().into(),
+            at: format_rfc3339(fetch.at).into(),
             archives: fetch
                 .archives
                 .iter()
                 .map(|c| ArchiveLine {
-                    id: &c.archive,
-                    status: c.answer.status.as_str(),
+                    id: c.archive.as_str().into(),
+                    status: c.answer.status.as_str().into(),
                     mementos: c.mementos.len(),
                 })
                 .collect(),
@@ -64,9 +49,13 @@ impl ObservationLog {
                 .archives
                 .iter()
                 .flat_map(|c| {
-                    c.mementos
-                        .iter()
-                        .map(|m| (c.archive.as_str(), format_14digit(m.datetime), &*m.uri_m))
+                    c.mementos.iter().map(|m| {
+                        (
+                            c.archive.as_str().into(),
+                            format_14digit(m.datetime).into(),
+                            (&*m.uri_m).into(),
+                        )
+                    })
                 })
                 .collect(),
         };

@@ -3,12 +3,12 @@
 //! that says whether anything could be sampled.
 
 use crate::config::Config;
-use crate::sampling::engine::{progress, run_with, Limits, Progress, Spec};
-use crate::sampling::FunnelRow;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use tmproxy_sampling::engine::{progress, run_with, Limits, Progress, Spec};
+use tmproxy_sampling::FunnelRow;
 
 /// Seconds between plain progress lines when stderr is not a terminal; the environment variable
 /// `TMPROXY_PROGRESS_SECS` changes it (tests, impatient operators).
@@ -34,7 +34,7 @@ pub async fn sample(spec_path: &Path, out: &Path, config: Option<&Path>) -> Resu
     let limits = match config {
         Some(path) => {
             let (config, _) = Config::load(Some(path)).map_err(|e| e.to_string())?;
-            Limits::from(&config.sampling)
+            crate::app::sampling_bounds(&config.sampling).limits
         }
         None => Limits::default(),
     };
@@ -128,7 +128,7 @@ async fn with_lines(
     out: &Path,
     progress: Arc<Progress>,
     limits: Limits,
-) -> Result<crate::sampling::engine::Outcome, String> {
+) -> Result<tmproxy_sampling::engine::Outcome, String> {
     let every = std::env::var("TMPROXY_PROGRESS_SECS")
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
@@ -156,7 +156,7 @@ async fn with_bars(
     out: &Path,
     progress: Arc<Progress>,
     limits: Limits,
-) -> Result<crate::sampling::engine::Outcome, String> {
+) -> Result<tmproxy_sampling::engine::Outcome, String> {
     let bars = indicatif::MultiProgress::new();
     let style = indicatif::ProgressStyle::with_template("{prefix:>16} {spinner} {msg}")
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
@@ -194,7 +194,7 @@ async fn with_bars(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampling::Counters;
+    use tmproxy_sampling::Counters;
 
     fn funnel(read: (u64, u64), asked: (u64, u64)) -> Vec<FunnelRow> {
         let c = |input, output, errors| Counters {

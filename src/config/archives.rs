@@ -1,8 +1,10 @@
 //! The `[[archives]]` entries and the built-in list of public Memento archives.
 
 use super::fields::opt_duration_field;
+use super::RedirectHost;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+use tmproxy_core::cdx::replay::Replay;
 
 /// One `[[archives]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,17 +33,26 @@ pub struct ArchiveConfig {
     pub enabled: bool,
     /// Hosts (`host` or `host:port`) besides its own that this archive's redirects and
     /// `rel="timemap"` pages may lead to, e.g. where it moved.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub redirect_hosts: Vec<String>,
+    #[serde(
+        default,
+        with = "super::fields::redirect_hosts_field",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub redirect_hosts: Vec<RedirectHost>,
     /// `kind = "cdx"`: the CDX API endpoint (`https://host/cdx/search/cdx`, `http://host/coll/cdx`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cdx: String,
     /// `kind = "cdx"`: the CDX API's dialect, or `auto` to tell it from the answers.
     #[serde(default, skip_serializing_if = "CdxDialect::is_auto")]
     pub dialect: CdxDialect,
-    /// `kind = "cdx"`: the URI-M of a capture, with `{timestamp}` and `{url}` put in.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub replay: String,
+    /// `kind = "cdx"`: the URI-M of a capture, with `{timestamp}` and `{url}` put in. Checked
+    /// once, as the file is read.
+    #[serde(
+        default,
+        with = "super::fields::replay_field",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub replay: Option<Replay>,
     /// Asked on every miss whatever its routing profile says (`[routing] mode = "learned"`);
     /// the Internet Archive (`ia`) always is.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -110,7 +121,7 @@ impl ArchiveConfig {
             redirect_hosts: Vec::new(),
             cdx: String::new(),
             dialect: CdxDialect::Auto,
-            replay: String::new(),
+            replay: None,
             always: false,
         }
     }

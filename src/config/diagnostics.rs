@@ -1,6 +1,6 @@
 //! toml's errors turned into [`ConfigError`]s that name the key they sit under.
 
-use super::fields::VALUE_MARK;
+use super::fields::{KEY_MARK, VALUE_MARK};
 use super::ConfigError;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -11,6 +11,11 @@ pub(super) fn toml_error(e: &toml::de::Error, text: &str, origin: &str) -> Confi
     let (ours, message) = match message.strip_prefix(VALUE_MARK) {
         Some(m) => (true, m),
         None => (false, message),
+    };
+    // Our message may name a part of the value the span cannot (an array's entry).
+    let (key_suffix, message) = match message.split_once(KEY_MARK) {
+        Some((suffix, m)) if ours => (suffix, m),
+        _ => ("", message),
     };
     // toml's parse messages span several lines; a ConfigError is one.
     let mut reason = message
@@ -23,6 +28,7 @@ pub(super) fn toml_error(e: &toml::de::Error, text: &str, origin: &str) -> Confi
     let key = span
         .as_ref()
         .and_then(|sp| key_path_at(text, sp.start))
+        .map(|k| format!("{k}{key_suffix}"))
         .unwrap_or_else(|| "(file)".to_owned());
     if let (false, Some(sp)) = (ours, span) {
         let (line, col) = line_col(text, sp.start);

@@ -79,17 +79,7 @@ impl Config {
             u.user_agent = v;
         }
         for (var, key, slot) in [
-            (
-                "TMPROXY_CACHE_POLICY",
-                "cache.policy",
-                &mut self.cache.policy,
-            ),
             ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
-            (
-                "TMPROXY_CACHE_SHARED",
-                "cache.shared",
-                &mut self.cache.shared,
-            ),
             (
                 "TMPROXY_ARCHIVES_FILE",
                 "upstream.archives_file",
@@ -101,6 +91,22 @@ impl Config {
             if let Some(v) = env_override(&get, var, key, |s| Ok(s.to_owned()))? {
                 *slot = v;
             }
+        }
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_CACHE_POLICY",
+            "cache.policy",
+            super::fields::policy_field::parse,
+        )? {
+            self.cache.policy = v;
+        }
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_CACHE_SHARED",
+            "cache.shared",
+            super::SharedAddress::parse,
+        )? {
+            self.cache.shared = v;
         }
         if let Some(v) = env_override(
             &get,

@@ -129,3 +129,105 @@ pub(super) mod nets_field {
             .map_err(value_error)
     }
 }
+
+/// Marks, after [`VALUE_MARK`], the end of a suffix our message adds to the key toml's span
+/// gives: an array's entry (`[1]`) that the span, which covers the whole array, cannot name.
+pub(super) const KEY_MARK: &str = "\u{1e}";
+
+/// An error about one entry of an array value, named by its index.
+fn entry_error<E: de::Error>(index: usize, reason: String) -> E {
+    E::custom(format!("{VALUE_MARK}[{index}]{KEY_MARK}{reason}"))
+}
+
+/// `[[archives]] redirect_hosts`: each entry read into a [`RedirectHost`]; the first bad one
+/// is named by its index (`archives[0].redirect_hosts[1]`).
+pub(super) mod redirect_hosts_field {
+    use super::*;
+    use crate::config::RedirectHost;
+
+    pub fn serialize<S: Serializer>(hosts: &[RedirectHost], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(hosts.iter().map(RedirectHost::to_string))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RedirectHost>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .enumerate()
+            .map(|(j, h)| RedirectHost::parse(h).map_err(|r| entry_error(j, r)))
+            .collect()
+    }
+}
+
+/// `[[archives]] replay`: the checked template; empty or absent = none (a `kind = "cdx"`
+/// archive without one is refused by validation, which knows the kind).
+pub(super) mod replay_field {
+    use super::*;
+    use tmproxy_core::cdx::replay::Replay;
+
+    pub fn serialize<S: Serializer>(r: &Option<Replay>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&r.as_ref().map(Replay::to_string).unwrap_or_default())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Replay>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        Replay::parse(&text).map(Some).map_err(value_error)
+    }
+}
+
+/// `[cache] shared`: the Redis address, or empty for off.
+pub(super) mod shared_field {
+    use super::*;
+    use crate::config::SharedAddress;
+
+    pub fn serialize<S: Serializer>(a: &Option<SharedAddress>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&a.as_ref().map(SharedAddress::text).unwrap_or_default())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SharedAddress>, D::Error> {
+        SharedAddress::parse(&String::deserialize(d)?).map_err(value_error)
+    }
+}
+
+/// `[cache] policy`: one of [`super::CACHE_POLICIES`], named in the refusal.
+pub(super) mod policy_field {
+    use super::*;
+    use crate::config::CACHE_POLICIES;
+    use tmproxy_core::policy::PolicyKind;
+
+    pub fn serialize<S: Serializer>(p: &PolicyKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(p.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PolicyKind, D::Error> {
+        parse(&String::deserialize(d)?).map_err(value_error)
+    }
+
+    /// The policy `text` names, or why it names none.
+    pub fn parse(text: &str) -> Result<PolicyKind, String> {
+        text.parse().map_err(|_| {
+            format!(
+                "{text:?} is not a policy: use {}",
+                CACHE_POLICIES.join(", ")
+            )
+        })
+    }
+}
+
+/// `[cache] match`: `loose` or `strict`.
+pub(super) mod match_field {
+    use super::*;
+    use tmproxy_core::policy::Match;
+
+    pub fn serialize<S: Serializer>(m: &Match, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Match, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse()
+            .map_err(|_| value_error(format!("{text:?} is not a match: use loose or strict")))
+    }
+}

@@ -10,18 +10,22 @@ pub mod archives_file;
 mod diagnostics;
 mod env;
 mod fields;
+mod redirect_host;
 mod routing;
 mod sections;
+mod shared;
 mod validate;
 mod values;
 
 pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
 pub use env::ENV_OVERRIDES;
+pub use redirect_host::RedirectHost;
 pub use routing::{RoutingConfig, RoutingMode, MAX_ROUTING_KEYS};
 pub use sections::{
     AdminConfig, CacheConfig, Compat, LogConfig, LogFormat, ObserveConfig, SamplingConfig,
     ServerConfig, UpstreamConfig, CACHE_MATCHES, CACHE_POLICIES,
 };
+pub use shared::SharedAddress;
 pub use values::{format_duration, format_size, parse_duration, parse_size};
 
 use diagnostics::toml_error;

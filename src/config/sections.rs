@@ -4,10 +4,12 @@
 use super::fields::{
     de_listen, de_public_url, duration_field, nets_field, opt_listen_field, size_field,
 };
+use super::SharedAddress;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
+use tmproxy_core::policy::{Match, PolicyKind};
 
 /// The values `[cache] policy` accepts (the policies of docs/cache-policy.md).
 pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
@@ -137,11 +139,12 @@ impl Default for UpstreamConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
-    /// One of [`CACHE_POLICIES`]; checked by `validate`, turned into the policy type by the cache.
-    pub policy: String,
-    /// One of [`CACHE_MATCHES`].
-    #[serde(rename = "match")]
-    pub matching: String,
+    /// One of [`CACHE_POLICIES`], read once, with the file.
+    #[serde(with = "super::fields::policy_field")]
+    pub policy: PolicyKind,
+    /// One of [`CACHE_MATCHES`], read once, with the file.
+    #[serde(rename = "match", with = "super::fields::match_field")]
+    pub matching: Match,
     #[serde(with = "duration_field")]
     pub ttl: Duration,
     #[serde(with = "size_field")]
@@ -173,15 +176,16 @@ pub struct CacheConfig {
     /// by its exact text.
     pub canonical: bool,
     /// The shared tier on Redis, behind memory and sled: `redis://HOST:PORT/DB`, `rediss://…` or
-    /// `redis+cluster://HOST:PORT,HOST:PORT,…`; empty = off.
-    pub shared: String,
+    /// `redis+cluster://HOST:PORT,HOST:PORT,…`; empty = off. Read once, with the file.
+    #[serde(with = "super::fields::shared_field")]
+    pub shared: Option<SharedAddress>,
 }
 
 impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
-            policy: "conditional".to_owned(),
-            matching: "loose".to_owned(),
+            policy: PolicyKind::Conditional,
+            matching: Match::Loose,
             ttl: Duration::from_secs(15 * 86_400),
             hot_capacity: 256 * 1024 * 1024,
             persistent_cache: crate::cache::store::SLED_CACHE_BYTES,
@@ -194,7 +198,7 @@ impl Default for CacheConfig {
             redaction_grace: Duration::from_secs(7 * 86_400),
             write_timeout: Duration::from_secs(5),
             canonical: true,
-            shared: String::new(),
+            shared: None,
         }
     }
 }

@@ -456,7 +456,15 @@ fn validate_refuses_bad_values() {
         "redis+cluster://h",
         "rediss://h:1",
     ] {
-        check(&|c| c.cache.shared = bad.into(), "cache.shared");
+        // Refused as the file or the variable is read, under its key: a config built in code
+        // cannot hold one.
+        let e = parse(&format!("[cache]\nshared = {bad:?}\n")).expect_err(bad);
+        assert_eq!(e.key, "cache.shared", "{e}");
+        let e = Config::default()
+            .apply_env(vars(&[("TMPROXY_CACHE_SHARED", bad)]))
+            .expect_err(bad);
+        assert_eq!(e.key, "cache.shared", "{e}");
+        assert_eq!(e.origin, "env TMPROXY_CACHE_SHARED", "{e}");
     }
     check(&|c| c.archives[2].id = "a b".into(), "archives[2].id");
     check(&|c| c.archives[0].id = String::new(), "archives[0].id");
@@ -487,9 +495,19 @@ fn validate_refuses_bad_values() {
     );
     check(&|c| c.upstream.max_body = 0, "upstream.max_body");
     check(&|c| c.upstream.max_buffered = 0, "upstream.max_buffered");
-    check(
-        &|c| c.archives[4].redirect_hosts = vec!["ok.example".into(), "http://x.example/".into()],
-        "archives[4].redirect_hosts[1]",
+    // A bad redirect host is refused as the file is read, named by its entry.
+    let five: String = (0..4)
+        .map(|i| ONE_ARCHIVE.replace("id = \"x\"", &format!("id = \"x{i}\"")))
+        .collect();
+    let e = parse(&format!(
+        "{five}{ONE_ARCHIVE}redirect_hosts = [\"ok.example\", \"http://x.example/\"]\n"
+    ))
+    .expect_err("a URL is not a host");
+    assert_eq!(e.key, "archives[4].redirect_hosts[1]", "{e}");
+    assert_eq!(e.origin, "./config.toml", "{e}");
+    assert!(
+        e.reason.starts_with("\"http://x.example/\" is not a host"),
+        "{e}"
     );
     check(&|c| c.upstream.max_pages = 0, "upstream.max_pages");
     check(
@@ -526,7 +544,8 @@ fn validate_allows_edge_cases() {
     c.upstream.dormant_for = Duration::ZERO;
     c.upstream.connect_timeout = c.upstream.timeout;
     c.server.public_url = "https://tm.example.org/base".into();
-    c.cache.shared = "redis+cluster://10.0.0.1:7000,10.0.0.2:7000".into();
+    c.cache.shared =
+        SharedAddress::parse("redis+cluster://10.0.0.1:7000,10.0.0.2:7000").expect("a cluster");
     c.validate()
         .expect("all disabled, no dormancy, equal timeouts are fine");
     for size in [1, 1_000_000] {
@@ -563,7 +582,10 @@ fn env_overrides_apply() {
         ("TMPROXY_CACHE_SHARED", "redis://127.0.0.1:6379/1"),
     ]))
     .unwrap();
-    assert_eq!(c.cache.shared, "redis://127.0.0.1:6379/1");
+    assert_eq!(
+        c.cache.shared,
+        Some(SharedAddress::Single("redis://127.0.0.1:6379/1".into()))
+    );
     assert_eq!(c.server.listen.to_string(), "0.0.0.0:9000");
     assert_eq!(c.public_url(), "https://tm.example.org");
     assert_eq!(c.upstream.timeout, Duration::from_secs(20));
@@ -614,7 +636,11 @@ fn bad_env_values_name_the_variable() {
 fn serialized_config_reads_back_equal() {
     let mut c = Config::default();
     c.archives[0].timeout = Some(Duration::from_millis(2500));
-    c.archives[1].redirect_hosts = vec!["moved.example.org".into(), "[::1]:8080".into()];
+    c.archives[1].redirect_hosts = ["moved.example.org", "[::1]:8080"]
+        .map(|h| RedirectHost::parse(h).expect(h))
+        .to_vec();
+    c.cache.shared =
+        SharedAddress::parse("redis+cluster://10.0.0.1:7000, 10.0.0.2:7001").expect("a cluster");
     c.upstream.max_buffered = 8 << 20;
     c.server.public_url = "https://tm.example.org".into();
     let text = toml::to_string(&c).expect("serializes");
@@ -708,17 +734,19 @@ fn cache_policy_and_match_are_checked() {
     let cfg =
         parse("[cache]\npolicy = \"merge\"\nmatch = \"strict\"\nttl = \"0s\"\n").expect("parses");
     assert!(cfg.validate().is_ok());
-    assert_eq!(cfg.cache.matching, "strict");
-    let cfg = parse("[cache]\npolicy = \"lru\"\n").expect("parses");
-    let e = cfg.validate().unwrap_err();
+    assert_eq!(cfg.cache.matching, tmproxy_core::policy::Match::Strict);
+    // Refused as the file is read, under its key.
+    let e = parse("[cache]\npolicy = \"lru\"\n").unwrap_err();
     assert_eq!(e.key, "cache.policy");
     assert!(
         e.reason
             .contains("\"lru\" is not a policy: use conditional, merge"),
         "{e}"
     );
-    let cfg = parse("[cache]\nmatch = \"fuzzy\"\n").expect("parses");
-    assert_eq!(cfg.validate().unwrap_err().key, "cache.match");
+    assert_eq!(
+        parse("[cache]\nmatch = \"fuzzy\"\n").unwrap_err().key,
+        "cache.match"
+    );
 }
 
 #[test]
@@ -733,7 +761,7 @@ fn admin_token_and_observe_log_from_env() {
     .expect("applies");
     assert_eq!(cfg.admin.token, "s3cret");
     assert_eq!(cfg.observe.log, "/tmp/obs.ndjson");
-    assert_eq!(cfg.cache.policy, "merge");
+    assert_eq!(cfg.cache.policy, tmproxy_core::policy::PolicyKind::Merge);
 }
 
 #[test]

@@ -177,6 +177,88 @@ pub fn chosen_archives(
     Ok((chosen.len() < enabled.len()).then_some(chosen))
 }
 
+/// A `?archives=` or `?timeout=` left in the URI-R's query (its value not ours as it stands)
+/// that was nonetheless meant for us: a typo of ours, not the URL's own parameter. `archives=`
+/// is meant for us when every id in it is a plain word and one is an archive's id or a near
+/// spelling of one (`alpha,nosuch`, `arquvio`); `timeout=` when its value starts with a digit
+/// and is a plain word (`5`, `10sec`). Such a request is refused with a 400 that says what we
+/// take and how to send the text to the archive instead (the URI-R percent-encoded whole, its
+/// `?` as `%3F`), rather than made
+/// a new fan-out and a new cache entry for a URL nobody meant.
+pub fn meant_for_us(raw: &str, ids: &[&str]) -> Option<AppError> {
+    let query = &raw[raw.find('?')? + 1..];
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    // A URI-R sent percent-encoded whole has no `?` of ours to split: all of it is the URL's.
+    let send_instead = |pair: &str| {
+        let encoded =
+            percent_encoding::utf8_percent_encode(raw, percent_encoding::NON_ALPHANUMERIC);
+        format!(
+            "to send {} to the archive as part of the URL, percent-encode the whole URI-R (its ? \
+             as %3F): {}",
+            crate::uri_r::clip(pair),
+            crate::uri_r::clip(&encoded.to_string())
+        )
+    };
+    for pair in query.split('&') {
+        if let Some(value) = pair.strip_prefix("archives=") {
+            let named = ids_in_param(value);
+            if named.is_empty() || !named.iter().all(|w| plain(w)) {
+                continue;
+            }
+            if !named.iter().any(|w| nearest(w, ids).is_some()) {
+                continue;
+            }
+            let unknown: Vec<&str> = named.into_iter().filter(|w| !ids.contains(w)).collect();
+            let hint = match unknown.iter().find_map(|w| nearest(w, ids).map(|n| (w, n))) {
+                Some((w, n)) if w != &n => format!(" (\"{w}\": did you mean \"{n}\"?)"),
+                _ => String::new(),
+            };
+            return Some(AppError::BadParameter(format!(
+                "archives={}: {} not one of ours{hint}; the archives are: {}; {}",
+                crate::uri_r::clip(value),
+                match unknown.as_slice() {
+                    [one] => format!("\"{}\" is", crate::uri_r::clip(one)),
+                    many => format!("{} are", crate::uri_r::clip(&many.join(", "))),
+                },
+                ids.join(", "),
+                send_instead(pair)
+            )));
+        }
+        if let Some(value) = pair.strip_prefix("timeout=") {
+            if plain(value) && value.starts_with(|c: char| c.is_ascii_digit()) {
+                return Some(AppError::BadParameter(format!(
+                    "timeout {:?} is not a duration like \"5s\" or \"500ms\"; {}",
+                    crate::uri_r::clip(value),
+                    send_instead(pair)
+                )));
+            }
+        }
+    }
+    None
+}
+
+/// The archive id `word` is or nearly is, if any: the same in another case, or a few edits
+/// away (a swap of two letters is one): none for an id of one or two letters (any such word is
+/// one edit from it), one up to five letters, two beyond.
+fn nearest<'a>(word: &str, ids: &[&'a str]) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    ids.iter()
+        .map(|id| (strsim::osa_distance(&lower, &id.to_ascii_lowercase()), *id))
+        .filter(|(d, id)| {
+            *d <= match id.len() {
+                0..=2 => 0,
+                3..=5 => 1,
+                _ => 2,
+            }
+        })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, id)| id)
+}
+
 /// Around the Memento routes: an answer shaped by `Prefer: archives=` says so (RFC 7240
 /// `Preference-Applied`, when it is not a 4xx/5xx) and carries `Vary: Prefer`, so a shared
 /// cache in front of us never serves one client's choice of archives to another.
@@ -334,5 +416,39 @@ mod tests {
         }
         let e = pick(Some(&["ia"]), Some(&prefer)).expect_err("nothing in common");
         assert_eq!(e.status(), 400);
+    }
+
+    #[test]
+    fn a_parameter_meant_for_us_is_told_apart_from_the_urls_own() {
+        let ids = ["ia", "arquivo", "archive.today", "a"];
+        let refused = |raw: &str| match meant_for_us(raw, &ids) {
+            Some(AppError::BadParameter(why)) => Some(why),
+            other => other.map(|e| format!("{e:?}")),
+        };
+        for raw in [
+            "http://e.com/?archives=ia,nosuch",
+            "http://e.com/?archives=arquvio",
+            "http://e.com/?archives=IA",
+            "http://e.com/?q=1&archives=archive.todya",
+            "http://e.com/?timeout=5",
+            "http://e.com/?timeout=10sec",
+        ] {
+            let why = refused(raw).unwrap_or_else(|| panic!("{raw}: not refused"));
+            assert!(why.contains("%3F"), "{why}");
+        }
+        assert!(refused("http://e.com/?archives=arquvio")
+            .is_some_and(|w| w.contains("did you mean \"arquivo\"")));
+        for raw in [
+            "http://e.com/",
+            "http://e.com/?archives=2",
+            "http://e.com/?archives=b",
+            "http://e.com/?archives=<script>,ia",
+            "http://e.com/?archives=",
+            "http://e.com/?timeout=soon",
+            "http://e.com/?timeout=5%20s",
+            "http://e.com/?xarchives=ia,nosuch",
+        ] {
+            assert!(refused(raw).is_none(), "{raw}: {:?}", refused(raw));
+        }
     }
 }

@@ -60,7 +60,7 @@ pub struct AppState {
     pub sim_clock: Option<Arc<SimClock>>,
     pub admin_token: String,
     /// Sampling jobs; None when the jobs directory could not be opened (the routes say 503).
-    pub jobs: Option<Arc<crate::sampling::jobs::Jobs>>,
+    pub jobs: Option<Arc<tmproxy_sampling::jobs::Jobs>>,
     /// `[server] max_header_bytes`: more header bytes than this is a 431.
     pub max_header_bytes: usize,
     /// `[server] rate_limit`: the per-client buckets of the Memento routes; None = off.
@@ -319,7 +319,11 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
             )?
         }
     };
-    let (raw, timeout) = split_timeout_param(&raw);
+    let (raw, timeout) = split_timeout_param(&raw, |v| crate::config::parse_duration(v).is_ok());
+    let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
+    if let Some(typo) = choices::meant_for_us(&raw, &configured) {
+        return Err(typo);
+    }
     let mut deadline: Option<Duration> = None;
     if let Some(t) = timeout {
         let asked = crate::config::parse_duration(&t).map_err(|_| {

@@ -2,15 +2,13 @@
 //! funnel, and their report, logs and TimeMaps (`files/{name}`, `timemaps/{name}`: only the
 //! names `sampling::job_files` lists, opened without following a symlink; anything else is a
 //! 404). Every route wants the admin token (checked by `admin::require_admin`, the admin
-//! group's route layer); a bad spec is a 400 naming the field.
+//! group's route layer); a bad spec is a 400 naming the field. The jobs' refusals are the
+//! sampling crate's `JobError`, given their statuses in `error.rs` like every other failure.
 
 use super::admin::read_body;
 use super::json::JsonBody;
 use super::SharedState;
 use crate::error::AppError;
-use crate::sampling::engine::Spec;
-use crate::sampling::job_files::{self, OpenError, Served};
-use crate::sampling::jobs::{JobError, JobState, Jobs};
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
@@ -19,6 +17,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
+use tmproxy_sampling::engine::Spec;
+use tmproxy_sampling::job_files::{self, Served};
+use tmproxy_sampling::jobs::{JobError, Jobs};
 
 pub fn routes() -> Router<SharedState> {
     Router::new()
@@ -57,20 +58,23 @@ impl<S: Send + Sync> FromRequestParts<S> for JobFile {
         Path::<(String, String)>::from_request_parts(parts, state)
             .await
             .map(|Path((id, name))| JobFile(id, name))
-            .map_err(|_| AppError::NoSuchJobFile("(not UTF-8)".into()))
+            .map_err(|_| JobError::NoSuchFile("(not UTF-8)".into()).into())
     }
 }
 
 fn jobs(state: &SharedState) -> Result<&Arc<Jobs>, AppError> {
-    state.jobs.as_ref().ok_or(AppError::SamplingDisabled)
+    state
+        .jobs
+        .as_ref()
+        .ok_or(AppError::Sampling(JobError::Unavailable))
 }
 
 async fn submit(State(state): State<SharedState>, body: Body) -> Result<Response, AppError> {
     let jobs = jobs(&state)?;
     let body = read_body(body).await?;
     // serde_json names the unknown or missing field, or the one of the wrong type.
-    let spec: Spec = serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?;
-    let spec = jobs.admit(spec)?;
+    let spec: Spec = serde_json::from_slice(&body).map_err(|e| JobError::BadSpec(e.to_string()))?;
+    let spec = jobs.admit(spec).map_err(JobError::from)?;
     let now = crate::timemap::datetime::format_rfc3339(state.clock.now());
     let id = jobs.submit(spec, &now).map_err(AppError::Internal)?;
     Ok((StatusCode::CREATED, JsonBody(serde_json::json!({"id": id}))).into_response())
@@ -81,32 +85,17 @@ async fn list(State(state): State<SharedState>) -> Result<Response, AppError> {
 }
 
 async fn status(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
-    let s = jobs(&state)?.status(&id).ok_or(AppError::NoSuchJob(id))?;
+    let s = jobs(&state)?.status(&id).ok_or(JobError::NoSuchJob(id))?;
     Ok(JsonBody(s).into_response())
 }
 
 async fn cancel(State(state): State<SharedState>, JobId(id): JobId) -> Result<Response, AppError> {
     let jobs = jobs(&state)?;
     if !jobs.cancel(&id) {
-        return Err(AppError::NoSuchJob(id));
+        return Err(JobError::NoSuchJob(id).into());
     }
-    let s = jobs.status(&id).ok_or(AppError::NoSuchJob(id))?;
+    let s = jobs.status(&id).ok_or(JobError::NoSuchJob(id))?;
     Ok(JsonBody(s).into_response())
-}
-
-fn job_error(id: &str, e: JobError) -> AppError {
-    match e {
-        JobError::NoSuchJob => AppError::NoSuchJob(id.to_string()),
-        JobError::NotDone(s) => AppError::JobNotDone(id.to_string(), state_name(s)),
-        JobError::FeedRunning(f) => AppError::FeedRunning(id.to_string(), f.warmed, f.uri_rs),
-    }
-}
-
-fn state_name(state: JobState) -> String {
-    serde_json::to_value(state)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// Streams `file` of job `id`'s output; `need_done` for the sample and the funnel, which are
@@ -117,30 +106,12 @@ async fn output(
     file: Served,
     need_done: bool,
 ) -> Result<Response, AppError> {
-    let (dir, job_state) = jobs(state)?.output(&id).map_err(|e| job_error(&id, e))?;
-    if need_done && job_state != JobState::Done {
-        return Err(job_error(&id, JobError::NotDone(job_state)));
-    }
+    let jobs = jobs(state)?.clone();
     let content_type = file.content_type;
-    let opened =
-        tokio::task::spawn_blocking(move || job_files::open(&dir, &file).map_err(|e| (e, file)))
-            .await
-            .map_err(|e| AppError::Internal(format!("opening a job file: {e}")))?;
-    let file = match opened {
-        Ok(f) => f,
-        Err((OpenError::Missing, file)) => {
-            return Err(AppError::JobFileMissing(
-                id,
-                file.shown(),
-                state_name(job_state),
-            ))
-        }
-        Err((OpenError::Refused(why), _)) => {
-            tracing::warn!(job = %id, %why, "job file refused");
-            return Err(AppError::JobFileRefused(why));
-        }
-        Err((OpenError::Io(e), _)) => return Err(AppError::Internal(e)),
-    };
+    // Opening walks the job's directory with openat(2): blocking, so off the async workers.
+    let file = tokio::task::spawn_blocking(move || jobs.open_output(&id, &file, need_done))
+        .await
+        .map_err(|e| AppError::Internal(format!("opening a job file: {e}")))??;
     // Streamed: a sample or a TimeMap can be large.
     let body = Body::from_stream(tokio_util_stream(tokio::fs::File::from_std(file)));
     Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
@@ -179,7 +150,7 @@ async fn file(
     State(state): State<SharedState>,
     JobFile(id, name): JobFile,
 ) -> Result<Response, AppError> {
-    let file = job_files::job_file(&name).ok_or(AppError::NoSuchJobFile(name))?;
+    let file = job_files::job_file(&name).ok_or(JobError::NoSuchFile(name))?;
     output(&state, id, file, false).await
 }
 
@@ -188,7 +159,7 @@ async fn timemap(
     State(state): State<SharedState>,
     JobFile(id, name): JobFile,
 ) -> Result<Response, AppError> {
-    let file = job_files::timemap_file(&name).ok_or(AppError::NoSuchJobFile(name))?;
+    let file = job_files::timemap_file(&name).ok_or(JobError::NoSuchFile(name))?;
     output(&state, id, file, false).await
 }
 
@@ -220,28 +191,25 @@ async fn feed(
             observe: None,
         }
     } else {
-        serde_json::from_slice(&body).map_err(|e| AppError::BadSpec(e.to_string()))?
+        serde_json::from_slice(&body).map_err(|e| JobError::BadSpec(e.to_string()))?
     };
     let observe_secs = match &req.observe {
         None => None,
         Some(text) => {
             let d = crate::config::parse_duration(text)
-                .map_err(|e| AppError::BadSpec(format!("observe: {e}")))?;
+                .map_err(|e| JobError::BadSpec(format!("observe: {e}")))?;
             if d.as_secs() < 60 {
-                return Err(AppError::BadSpec(
-                    "observe: at least 1m between rounds".into(),
-                ));
+                return Err(JobError::BadSpec("observe: at least 1m between rounds".into()).into());
             }
             if !jobs.observing {
-                return Err(AppError::BadSpec(
+                return Err(JobError::BadSpec(
                     "observe: the server writes no observation log; set [observe] log".into(),
-                ));
+                )
+                .into());
             }
             Some(d.as_secs())
         }
     };
-    let fed = jobs
-        .feed(&id, req.warm, observe_secs)
-        .map_err(|e| job_error(&id, e))?;
+    let fed = jobs.feed(&id, req.warm, observe_secs)?;
     Ok((StatusCode::ACCEPTED, JsonBody(fed)).into_response())
 }

@@ -1,6 +1,6 @@
-//! Asking a `kind = "cdx"` archive: its CDX API, paged as the sampling client pages it
-//! (`showNumPages=true`, then `page=0` … `n-1`, or one unpaged query when the index is not
-//! paged), every request through the archive's guarded route under a TimeMap's limits
+//! Asking a `kind = "cdx"` archive: its CDX API, paged by the core's `Pager` as the sampling
+//! client pages it (`showNumPages=true`, then `page=0` … `n-1`, or one unpaged query when the
+//! index is not paged), every request through the archive's guarded route under a TimeMap's limits
 //! (`max_pages` pages, `max_body` bytes over all of them, the shared budget), every row made a
 //! memento by the archive's replay template. Rows that cannot be one are skipped and counted.
 
@@ -12,10 +12,16 @@ use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use std::sync::Arc;
 use tmproxy_core::cdx::replay::Replay;
-use tmproxy_core::cdx::{detect_dialect, paging, query_url, read_rows, Dialect, Paging};
+use tmproxy_core::cdx::{
+    detect_dialect, paging, query_url, read_rows, Dialect, Pager, Paging, COUNT_QUERY,
+};
 
 /// What a CDX request accepts.
 const ACCEPT_JSON: &str = "application/json";
+
+/// Why a CDX archive built in code without a replay template answers nothing: it could make
+/// no URI-M of a capture.
+const MISSING: &str = "none given: a kind = \"cdx\" archive needs one";
 
 /// What one page of rows gave.
 struct PageRows {
@@ -35,11 +41,8 @@ pub async fn fetch_cdx(
     limits: &FetchLimits,
     budget: &Arc<Budget>,
 ) -> ArchiveFetch {
-    let replay = match &source.replay {
-        Ok(r) => r,
-        Err(why) => {
-            return ArchiveFetch::failed(FailureKind::Other, None, format!("replay: {why}"))
-        }
+    let Some(replay) = &source.replay else {
+        return ArchiveFetch::failed(FailureKind::Other, None, format!("replay: {MISSING}"));
     };
     let url = |extra: &[(&str, &str)]| query_url(&source.endpoint, uri_r, extra);
     let not_found = |http_status: u16, pages: usize| {
@@ -50,7 +53,7 @@ pub async fn fetch_cdx(
 
     // How many pages: IA answers a number, pywb over a ZipNum index `{"pages": n}`, pywb over a
     // plain index the captures themselves (then one unpaged query follows).
-    let first = match url(&[("showNumPages", "true")]) {
+    let first = match url(&[COUNT_QUERY]) {
         Ok(u) => u,
         Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
     };
@@ -64,30 +67,31 @@ pub async fn fetch_cdx(
     let mut body_bytes = page.body.len() as u64;
     let mut dialect = source.dialect;
     let mut notes: Vec<String> = Vec::new();
-    let queries: Vec<Option<u64>> = match paging(&String::from_utf8_lossy(&page.body)) {
+    let answer = paging(&String::from_utf8_lossy(&page.body));
+    match answer {
         Paging::NoCaptures | Paging::Pages(0, _) => return not_found(page.http_status, 0),
-        Paging::Pages(n, said) => {
+        Paging::Pages(_, said) => {
             dialect.get_or_insert(said);
-            let asked = n.min(limits.max_pages as u64);
-            if asked < n {
-                notes.push(format!("stopped after {asked} of {n} pages (max_pages)"));
-            }
-            (0..asked).map(Some).collect()
         }
-        Paging::Unpaged => vec![None],
-    };
+        Paging::Unpaged => {}
+    }
+    let pager = Pager::new(answer, limits.max_pages as u64);
+    if pager.asked() < pager.total() {
+        notes.push(format!(
+            "stopped after {} of {} pages (max_pages)",
+            pager.asked(),
+            pager.total()
+        ));
+    }
     drop(page);
 
     let mut result =
         ArchiveFetch::answered(ArchiveAnswer::failed(ArchiveStatus::Empty, None, None));
     let mut held = budget.hold();
     let mut unreadable = false;
-    for (i, number) in queries.into_iter().enumerate() {
-        let page_no = number.map(|n| n.to_string());
-        let mut extra = vec![("output", "json")];
-        if let Some(n) = &page_no {
-            extra.push(("page", n.as_str()));
-        }
+    for (i, query) in pager.enumerate() {
+        let params = query.params();
+        let extra: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let uri = match url(&extra) {
             Ok(u) => u,
             Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
@@ -136,13 +140,13 @@ pub async fn fetch_cdx(
             result.answer.skipped
         ));
     }
-    result.answer.status = if !result.mementos.is_empty() {
+    result.settle_listing(if !result.mementos.is_empty() {
         ArchiveStatus::Ok
     } else if unreadable || result.answer.skipped > 0 {
         ArchiveStatus::Malformed
     } else {
         ArchiveStatus::NotFound
-    };
+    });
     result.answer.detail = (!notes.is_empty()).then(|| notes.join("; "));
     result.held = Some(Arc::new(held));
     result

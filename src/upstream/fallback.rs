@@ -39,7 +39,7 @@ pub const MAX_LINK_MEMENTOS: usize = 16;
 /// reached, not a refused hop (the archive sent us somewhere it must not), not our own budget.
 pub fn worth_a_fallback(kind: FailureKind) -> bool {
     match kind {
-        FailureKind::HttpStatus(code) => code != 429,
+        FailureKind::HttpStatus(_) => !kind.throttled(),
         FailureKind::Malformed
         | FailureKind::TooLarge
         | FailureKind::Body

@@ -5,6 +5,7 @@ use super::failure::{classify, FailureKind};
 use super::guard::HopRules;
 use super::registry::Archive;
 use super::resolve::{GuardedResolver, Lookup};
+use crate::config::RedirectHost;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use crate::timemap::parse::parse_link_format;
@@ -12,6 +13,7 @@ use crate::uri_r::clip;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
+use tmproxy_core::failure::{of_status, StatusClass};
 use url::Url;
 
 /// Bodies larger than this are parsed off the async workers, so one huge TimeMap does not stall
@@ -46,7 +48,8 @@ pub struct ArchiveFetch {
     /// The bytes this answer holds against `max_buffered`, given back when the last clone of
     /// this fetch is dropped (once the fan-out has made it a contribution).
     pub held: Option<Arc<Held>>,
-    /// Why it failed, when it did (a malformed answer is judged later, from its status).
+    /// Why it failed, when it did: the one record of it (the answer's status follows from it,
+    /// [`FailureKind::status`]). None when the archive answered (ok, empty, 404).
     pub failure: Option<FailureKind>,
 }
 
@@ -57,13 +60,8 @@ impl ArchiveFetch {
         http_status: Option<u16>,
         detail: impl Into<String>,
     ) -> ArchiveFetch {
-        let status = match kind {
-            FailureKind::Timeout => ArchiveStatus::Timeout,
-            FailureKind::Malformed => ArchiveStatus::Malformed,
-            _ => ArchiveStatus::Error,
-        };
         let mut fetch = ArchiveFetch::answered(ArchiveAnswer::failed(
-            status,
+            kind.status(),
             http_status,
             Some(detail.into()),
         ));
@@ -80,7 +78,7 @@ impl ArchiveFetch {
     /// an answer, not a failure). What is asked comes from a client's URI-R, so any client can
     /// provoke one: it says nothing about whether the archive is up.
     pub fn refused_by_archive(&self) -> bool {
-        matches!(self.failure, Some(FailureKind::HttpStatus(code)) if (400..500).contains(&code))
+        self.failure.is_some_and(FailureKind::refused_request)
     }
 
     /// Failed because the archive sent us where its hop rules do not allow.
@@ -90,11 +88,14 @@ impl ArchiveFetch {
 
     /// Why this answer is a failure, or None when the archive answered (ok, empty, 404).
     pub fn failure_kind(&self) -> Option<FailureKind> {
-        match self.answer.status {
-            ArchiveStatus::Malformed => Some(FailureKind::Malformed),
-            s if s.answered() => None,
-            _ => Some(self.failure.unwrap_or(FailureKind::Other)),
-        }
+        self.failure
+    }
+
+    /// Settles a listing read whole with `status`, judged from what its pages held: a
+    /// malformed one is a failure of that kind, every other is an answer.
+    pub(super) fn settle_listing(&mut self, status: ArchiveStatus) {
+        self.answer.status = status;
+        self.failure = (status == ArchiveStatus::Malformed).then_some(FailureKind::Malformed);
     }
 
     pub(super) fn answered(answer: ArchiveAnswer) -> ArchiveFetch {
@@ -122,7 +123,7 @@ impl Route {
     pub fn new(
         prefixes: &[&str],
         memento_prefixes: &[&str],
-        redirect_hosts: &[String],
+        redirect_hosts: &[RedirectHost],
         connect_timeout: Duration,
         user_agent: &str,
         lookup: Lookup,
@@ -262,7 +263,7 @@ pub async fn fetch_archive(
             result.answer.skipped
         ));
     }
-    result.answer.status = if !result.mementos.is_empty() {
+    result.settle_listing(if !result.mementos.is_empty() {
         ArchiveStatus::Ok
     } else if result.answer.skipped > 0 || (saw_garbage && !saw_links) {
         // Entries were there but none could be read, or the body was not link format at all
@@ -270,7 +271,7 @@ pub async fn fetch_archive(
         ArchiveStatus::Malformed
     } else {
         ArchiveStatus::Empty
-    };
+    });
     result.answer.detail = (!notes.is_empty()).then(|| notes.join("; "));
     result.held = Some(Arc::new(held));
     result
@@ -295,19 +296,22 @@ pub(super) async fn fetch_page(
 ) -> Result<Page, ArchiveFetch> {
     let resp = get_within(route, uri_t, accept).await?;
     let http_status = resp.status().as_u16();
-    if !resp.status().is_success() {
-        if http_status == 404 || http_status == 410 {
+    match of_status(http_status) {
+        StatusClass::Success => {}
+        StatusClass::NotFound | StatusClass::Gone => {
             return Ok(Page {
                 http_status,
                 body: Vec::new(),
                 held: budget.hold(),
-            });
+            })
         }
-        return Err(ArchiveFetch::failed(
-            FailureKind::HttpStatus(http_status),
-            Some(http_status),
-            format!("HTTP {http_status}"),
-        ));
+        StatusClass::Failed(kind) => {
+            return Err(ArchiveFetch::failed(
+                kind,
+                Some(http_status),
+                format!("HTTP {http_status}"),
+            ))
+        }
     }
     let (body, held) = read_capped(resp, max_body, "what max_body leaves", budget).await?;
     Ok(Page {

@@ -4,6 +4,7 @@
 //! Pure: values in, decisions out. The resolved-IP half of the check is in `resolve.rs`, which
 //! asks [`forbidden_kind`] about every address a name resolves to.
 
+use crate::config::RedirectHost;
 use crate::uri_r::clip;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use url::{Host, Url};
@@ -24,8 +25,8 @@ pub struct HopRules {
 
 impl HopRules {
     /// Rules for an archive configured on `prefixes` (its timemap and timegate URLs) with
-    /// `redirect_hosts`. Entries that do not parse are left out (config validation refused them).
-    pub fn new(prefixes: &[&str], redirect_hosts: &[String]) -> HopRules {
+    /// `redirect_hosts`. Prefixes that do not parse are left out (config validation refused them).
+    pub fn new(prefixes: &[&str], redirect_hosts: &[RedirectHost]) -> HopRules {
         HopRules::build(prefixes, redirect_hosts, false)
     }
 
@@ -33,11 +34,11 @@ impl HopRules {
     /// `redirect_hosts`, anywhere). A memento is fetched under these, so an archive listing a
     /// URI-M elsewhere on its host (`/save/`, an admin page) or on another archive's host gets
     /// nothing fetched.
-    pub fn under(prefixes: &[&str], redirect_hosts: &[String]) -> HopRules {
+    pub fn under(prefixes: &[&str], redirect_hosts: &[RedirectHost]) -> HopRules {
         HopRules::build(prefixes, redirect_hosts, true)
     }
 
-    fn build(prefixes: &[&str], redirect_hosts: &[String], held_to_paths: bool) -> HopRules {
+    fn build(prefixes: &[&str], redirect_hosts: &[RedirectHost], held_to_paths: bool) -> HopRules {
         let own = prefixes
             .iter()
             .filter_map(|p| Url::parse(p).ok())
@@ -54,7 +55,7 @@ impl HopRules {
             .collect();
         let extra = redirect_hosts
             .iter()
-            .filter_map(|h| parse_redirect_host(h).ok())
+            .map(|h| (h.host.clone(), h.port))
             .collect();
         HopRules {
             own,
@@ -116,40 +117,6 @@ impl HopRules {
             }
         }
         Ok(())
-    }
-}
-
-/// Reads a `redirect_hosts` entry: `host` or `host:port` (`[v6]:port` for IPv6), no scheme or path.
-pub fn parse_redirect_host(s: &str) -> Result<(Host<String>, Option<u16>), String> {
-    let bad = |why: &str| Err(format!("{s:?} is not a host or host:port ({why})"));
-    if s.is_empty() || s.contains(['/', '@', '?', '#', ' ']) {
-        return bad("write only the host, e.g. \"web.example.org\" or \"web.example.org:8080\"");
-    }
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((v6, "")) => (format!("[{v6}]"), None),
-            Some((v6, tail)) => match tail.strip_prefix(':') {
-                Some(p) => (format!("[{v6}]"), Some(p)),
-                None => return bad("junk after the IPv6 address"),
-            },
-            None => return bad("unclosed ["),
-        }
-    } else {
-        match s.split_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (s.to_string(), None),
-        }
-    };
-    let port = match port {
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 => Some(n),
-            _ => return bad("the port must be 1 to 65535"),
-        },
-        None => None,
-    };
-    match Host::parse(&host) {
-        Ok(h) => Ok((h, port)),
-        Err(e) => bad(&e.to_string()),
     }
 }
 
@@ -216,8 +183,15 @@ mod tests {
                 "http://127.0.0.1:8080/timemap/link/",
                 "http://127.0.0.1:8080/timegate/",
             ],
-            &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            &hosts(extra),
         )
+    }
+
+    fn hosts(texts: &[&str]) -> Vec<RedirectHost> {
+        texts
+            .iter()
+            .map(|t| RedirectHost::parse(t).expect("a host"))
+            .collect()
     }
 
     fn ok(r: &HopRules, url: &str) -> bool {
@@ -259,7 +233,7 @@ mod tests {
         assert!(!ok(&r, "https://web.example.org:8443/tm/x"));
         assert!(!ok(&r, "https://other.example.org/tm/x"));
         assert_eq!(r.own_names(), vec!["web.example.org".to_string()]);
-        let r = HopRules::new(&["http://web.example.org/"], &["moved.example.org".into()]);
+        let r = HopRules::new(&["http://web.example.org/"], &hosts(&["moved.example.org"]));
         assert!(ok(&r, "https://moved.example.org/x"));
         assert!(!ok(&r, "https://moved.example.org:444/x"));
     }
@@ -268,7 +242,7 @@ mod tests {
     fn rules_under_prefixes_hold_the_path_too() {
         let r = HopRules::under(
             &["https://web.example.org/web/", "https://cdn.example.org/"],
-            &["moved.example.org".into()],
+            &hosts(&["moved.example.org"]),
         );
         assert!(ok(&r, "https://web.example.org/web/2001/http://a.org/"));
         assert!(ok(&r, "http://web.example.org/web/x"));
@@ -284,28 +258,6 @@ mod tests {
                 .check(&Url::parse(refused).expect("url"))
                 .expect_err(refused);
             assert!(err.contains("configured prefixes"), "{err}");
-        }
-    }
-
-    #[test]
-    fn redirect_hosts_entries_parse_strictly() {
-        assert!(parse_redirect_host("web.example.org").is_ok());
-        assert_eq!(
-            parse_redirect_host("Web.Example.org:8080").expect("ok"),
-            (Host::Domain("web.example.org".into()), Some(8080))
-        );
-        assert!(parse_redirect_host("[::1]:80").is_ok());
-        for bad in [
-            "",
-            "http://x.org",
-            "x.org/",
-            "x.org:0",
-            "x.org:99999",
-            "a@b",
-            "[::1",
-            "x y",
-        ] {
-            assert!(parse_redirect_host(bad).is_err(), "{bad:?}");
         }
     }
 

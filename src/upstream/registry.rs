@@ -28,9 +28,9 @@ pub struct CdxSource {
     pub endpoint: String,
     /// None: told from its answers.
     pub dialect: Option<Dialect>,
-    /// The checked template, or why it was refused (config validation refuses it first; a
-    /// config built in code may skip that, and then every fetch fails saying so).
-    pub replay: Result<Replay, String>,
+    /// The template, checked as the config was read; None only in a config built in code
+    /// without one (validation refuses that), and then every fetch fails saying so.
+    pub replay: Option<Replay>,
 }
 
 impl Archive {
@@ -44,7 +44,7 @@ impl Archive {
             cdx: (a.kind == ArchiveKind::Cdx).then(|| CdxSource {
                 endpoint: a.cdx.clone(),
                 dialect: a.dialect.known(),
-                replay: Replay::parse(&a.replay),
+                replay: a.replay.clone(),
             }),
         }
     }
@@ -56,7 +56,7 @@ impl Archive {
         match &self.cdx {
             Some(c) => {
                 out.push(c.endpoint.as_str());
-                if let Ok(r) = &c.replay {
+                if let Some(r) = &c.replay {
                     out.push(r.prefix());
                 }
             }

@@ -479,7 +479,7 @@ async fn every_fan_out_appends_an_observation_line() {
 async fn policy_none_asks_every_time_and_stores_nothing() {
     let a = archive(tm(&["20010101000000"])).await;
     let mut config = config_for(&[("a", &a)]);
-    config.cache.policy = "none".into();
+    config.cache.policy = tmproxy_core::policy::PolicyKind::None;
     let dir = tempfile::tempdir().expect("temp dir");
     let cache_path = dir.path().join("cache");
     config.cache.path = cache_path.display().to_string();

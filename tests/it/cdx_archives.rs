@@ -140,12 +140,17 @@ async fn fake_cdx_server() -> (String, Arc<Seen>, tokio::task::JoinHandle<()>) {
     (format!("http://{addr}"), seen, task)
 }
 
+/// A replay template, checked as the config loader checks it.
+fn replay(template: &str) -> tmproxy_core::cdx::replay::Replay {
+    tmproxy_core::cdx::replay::Replay::parse(template).expect("a replay template")
+}
+
 fn cdx_archive(id: &str, base: &str, path: &str, dialect: CdxDialect) -> ArchiveConfig {
     ArchiveConfig {
         kind: ArchiveKind::Cdx,
         cdx: format!("{base}/{path}/cdx"),
         dialect,
-        replay: format!("{base}/{path}/{{timestamp}}/{{url}}"),
+        replay: Some(replay(&format!("{base}/{path}/{{timestamp}}/{{url}}"))),
         ..archive_config(id, "", &format!("{base}/{path}/gate/"))
     }
 }
@@ -518,7 +523,10 @@ async fn pywb_asked_through_its_cdx_server_lists_what_its_timemap_lists() {
     let as_cdx = |id: &str, a: &PywbArchive, coll: &str| ArchiveConfig {
         kind: ArchiveKind::Cdx,
         cdx: format!("{}/{coll}/cdx", a.base_url()),
-        replay: format!("{}/{coll}/{{timestamp}}mp_/{{url}}", a.base_url()),
+        replay: Some(replay(&format!(
+            "{}/{coll}/{{timestamp}}mp_/{{url}}",
+            a.base_url()
+        ))),
         ..archive_config(id, "", &a.timegate_prefix())
     };
     let proxy = start_proxy(config(vec![

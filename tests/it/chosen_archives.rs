@@ -277,3 +277,66 @@ async fn a_client_chooses_one_of_two_pywb_archives() {
     );
     proxy.stop().await;
 }
+
+/// `?archives=` or `?timeout=` with a typo used to become part of the URL: a new fan-out and a
+/// new cache entry for `…/?archives=a,nosuch`. Meant for us (plain words, one an archive's id or
+/// near one), it is a 400 naming the archives and how to send the text to the archive instead;
+/// sent that way (`%3F`), it is the URL's own query. A value that looks like no id of ours stays
+/// the URL's own parameter, as before.
+#[tokio::test]
+async fn a_typo_in_our_parameters_is_a_400_not_a_new_url() {
+    let a = archive(&["20010101000000"]).await;
+    let alpha = archive(&["20030101000000"]).await;
+    let proxy = crate::support::start_proxy(config_for(&[("a", &a), ("alpha", &alpha)])).await;
+    for (query, says) in [
+        ("?archives=alpha,nosuch", "\"nosuch\" is not one of ours"),
+        ("?archives=alpah", "did you mean \"alpha\""),
+        ("?x=1&archives=ALPHA", "not one of ours"),
+        ("?timeout=5", "timeout \"5\" is not a duration"),
+        ("?timeout=10sec", "timeout \"10sec\" is not a duration"),
+    ] {
+        let answer = get(&proxy, &format!("/timemap/json/{URI_R}{query}"), &[]).await;
+        assert_eq!(answer.status, 400, "{query}: {}", answer.body);
+        let error: serde_json::Value = serde_json::from_str(&answer.body).expect("JSON error");
+        let text = error["error"].as_str().unwrap_or_default();
+        assert!(text.contains(says), "{query}: {text}");
+        assert!(text.contains("%3F"), "{query}: {text}");
+        if query == "?archives=alpha,nosuch" {
+            assert!(
+                text.ends_with(": http%3A%2F%2Fexample%2Ecom%2F%3Farchives%3Dalpha%2Cnosuch"),
+                "{text}"
+            );
+        }
+        if query.contains("archives") {
+            assert!(
+                text.contains("the archives are: a, alpha"),
+                "{query}: {text}"
+            );
+        }
+    }
+    assert_eq!(
+        (a.requests(), alpha.requests()),
+        (0, 0),
+        "no fan-out for a typo"
+    );
+    // Percent-encoded whole, as the 400 says, the same text is the URL's own query, and every
+    // archive is asked for it.
+    let encoded = "http%3A%2F%2Fexample%2Ecom%2F%3Farchives%3Dalpha%2Cnosuch";
+    let answer = get(&proxy, &format!("/timemap/json/{encoded}"), &[]).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let json: serde_json::Value = serde_json::from_str(&answer.body).expect("JSON");
+    assert_eq!(
+        json["original_uri"],
+        format!("{URI_R}?archives=alpha,nosuch")
+    );
+    // A parameter that names nothing like ours is the URL's own, as it always was.
+    let answer = get(
+        &proxy,
+        &format!("/timemap/json/{URI_R}?archives=2&timeout=soon"),
+        &[],
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!((a.requests(), alpha.requests()), (2, 2));
+    proxy.stop().await;
+}

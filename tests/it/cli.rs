@@ -318,3 +318,47 @@ async fn serve_refuses_an_unspecified_address_without_a_public_url() {
         );
     }
 }
+
+/// `--listen 127.0.0.1:0` logs the port it was given, not `:0`; a port in use stops the start
+/// with the reason and what to do about it.
+#[tokio::test]
+async fn serve_logs_the_address_it_bound_and_a_taken_port_says_what_to_do() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("archive");
+    let (cfg, _cache) = config_file(&[("a", &a)]);
+    let mut server = ServeProcess::start_with(cfg.path(), &[], &[]);
+    let port = server
+        .base
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let log = server.log();
+    let serving = log
+        .lines()
+        .find(|l| l.contains("tmproxy serving"))
+        .expect("a serving line");
+    assert!(
+        serving.contains(&format!("listen=127.0.0.1:{port}")) && port != "0",
+        "{serving}"
+    );
+    // The same port again, while the first server holds it.
+    let out = run(vec![
+        "serve".into(),
+        "--config".into(),
+        cfg.path().display().to_string(),
+        "--listen".into(),
+        format!("127.0.0.1:{port}"),
+    ])
+    .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}"))
+            && err.contains("--listen 127.0.0.1:0"),
+        "{err}"
+    );
+    server.term();
+    server.exit_within(Duration::from_secs(60)).await;
+}

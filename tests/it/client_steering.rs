@@ -319,3 +319,55 @@ async fn many_clients_still_teach_a_skip_but_made_up_urls_teach_nothing() {
     assert_eq!(outcome(&json, "a")["status"], "skipped", "{json}");
     assert_eq!(a.requests(), asked, "a not asked");
 }
+
+/// An expired entry asked with a deadline shorter than the refresh: the client gets the stored
+/// entry STALE (b's mementos there, nothing named partial), and the refresh it started runs on
+/// to the server's deadline and stores b's answer whole, never the client's cut.
+#[tokio::test]
+async fn an_expired_entry_is_served_stale_to_a_short_deadline_and_refreshed_whole() {
+    use crate::cache::{set_day, sim_proxy};
+    let a = SimulatedArchive::start(held()).await.expect("archive");
+    let b = SimulatedArchive::start(held()).await.expect("archive");
+    let proxy = sim_proxy(config_for(&[("a", &a), ("b", &b)])).await;
+    let uri_r = "http://p4.com/stale";
+    let (cache, _, partial, json) = timemap(&proxy.base, uri_r, "", None).await;
+    assert_eq!((cache.as_str(), partial.as_str()), ("MISS", ""), "{json}");
+    assert_eq!(outcome(&json, "b")["mementos"], 2, "{json}");
+    // b now answers in 3 s with a third memento; the entry is past its 15 days.
+    b.set_behaviour(Behaviour::TimeMap(TimeMapSpec {
+        delay: Duration::from_secs(3),
+        ..TimeMapSpec::of(&["20010101000000", "20050101000000", "20090101000000"])
+    }));
+    set_day(&proxy, 16).await;
+    let (cache, _, partial, json) = timemap(&proxy.base, uri_r, "?timeout=1s", None).await;
+    assert_eq!((cache.as_str(), partial.as_str()), ("STALE", ""), "{json}");
+    assert_eq!(
+        outcome(&json, "b")["mementos"],
+        2,
+        "the stored entry: {json}"
+    );
+    // The refresh lands behind it with b whole (bounded poll; `only-if-cached` never asks).
+    let url = format!("{}/timemap/json/{uri_r}", proxy.base);
+    let mut landed = None;
+    for _ in 0..200 {
+        let resp = client()
+            .get(&url)
+            .header("cache-control", "only-if-cached")
+            .send()
+            .await
+            .expect("request");
+        // 504 while the stored entry is expired and the refresh has not landed.
+        let (status, partial) = (resp.status(), header(&resp, "x-memento-partial"));
+        let json: serde_json::Value =
+            serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+        if status == 200 && outcome(&json, "b")["mementos"] == 3 {
+            landed = Some((partial, json));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (partial, json) = landed.expect("the refresh stored b's three mementos within 20 s");
+    assert_eq!(partial, "", "{json}");
+    assert_eq!(b.requests(), 2, "b asked once per fan-out");
+    proxy.stop().await;
+}

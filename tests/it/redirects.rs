@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use tmproxy::config::Config;
+use tmproxy::config::{Config, RedirectHost};
 use tmproxy::upstream::resolve::fixed_lookup;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
@@ -39,9 +39,17 @@ async fn redirector(to: String) -> (SocketAddr, tokio::task::JoinHandle<()>) {
 fn config_with(good: &SimulatedArchive, id: &str, timemap: &str, hosts: &[String]) -> Config {
     let mut config = config_for(&[("good", good)]);
     let mut a = archive_config(id, timemap, timemap);
-    a.redirect_hosts = hosts.to_vec();
+    a.redirect_hosts = redirect_hosts(hosts);
     config.archives.push(a);
     config
+}
+
+/// `redirect_hosts` entries, read as the config loader reads them.
+fn redirect_hosts(hosts: &[String]) -> Vec<RedirectHost> {
+    hosts
+        .iter()
+        .map(|h| RedirectHost::parse(h).expect("a host"))
+        .collect()
 }
 
 fn detail(json: &serde_json::Value, id: &str) -> String {
@@ -85,7 +93,7 @@ async fn a_redirect_to_127_0_0_2_is_refused_even_when_listed() {
     let mut config = config_with(&good, "plain", &prefix, &[]);
     // Listing a loopback host does not make it reachable: only the archive's own host may be one.
     let mut listed = archive_config("listed", &prefix, &prefix);
-    listed.redirect_hosts = vec![elsewhere.addr.to_string()];
+    listed.redirect_hosts = redirect_hosts(&[elsewhere.addr.to_string()]);
     config.archives.push(listed);
     let proxy = start_proxy(config).await;
     let (status, json) = get_json(&format!("{}/timemap/json/{URI_R}", proxy.base)).await;
@@ -127,7 +135,7 @@ async fn a_name_resolving_to_a_forbidden_address_is_refused_before_any_connect()
     );
     let sneaky = format!("http://{sneaky_at}/timemap/link/");
     let mut a = archive_config("sneaky", &sneaky, &sneaky);
-    a.redirect_hosts = vec![format!("sneaky.test:{port}")];
+    a.redirect_hosts = redirect_hosts(&[format!("sneaky.test:{port}")]);
     config.archives.push(a);
     // An archive configured by name on a loopback address is its own host: asked as usual.
     let own = format!("http://archive.test:{}/timemap/link/", good.addr.port());

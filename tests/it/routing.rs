@@ -402,7 +402,7 @@ async fn a_skipped_archive_never_replaces_or_shrinks_a_cached_entry() {
         archives.get("ia").hold(".mixed.org", 1);
         archives.get("uk").hold("www.mixed.org/kept", 2);
         let mut config = archives.config(RoutingMode::Learned);
-        config.cache.policy = policy.to_string();
+        config.cache.policy = policy.parse().expect("a policy");
         config.routing.min_share = 0.5;
         let proxy = start_proxy(config).await;
         let kept = "http://www.mixed.org/kept";

@@ -470,6 +470,109 @@ async fn a_fed_sample_warms_the_cache_and_is_observed_each_day() {
     task.abort();
 }
 
+/// A sampled URL enters the cache as a client's URI-R would, through the same check: a URL the
+/// check refuses (here longer than any request target may be, which an index line can hold) is
+/// skipped and counted by the feed, not fetched; the rest of the sample is warmed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fed_sample_skips_a_url_the_uri_r_check_refuses() {
+    use axum::extract::Query;
+    use std::collections::HashMap;
+    use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
+    // Every URL captured once, as text/html in 2005: both URLs reach the sample.
+    let app = axum::Router::new().route(
+        "/cdx",
+        axum::routing::get(|Query(q): Query<HashMap<String, String>>| async move {
+            let url = q.get("url").cloned().unwrap_or_default();
+            json!([
+                [
+                    "urlkey",
+                    "timestamp",
+                    "original",
+                    "mimetype",
+                    "statuscode",
+                    "digest",
+                    "length"
+                ],
+                ["k", "20050101000000", url, "text/html", "200", "D", "1"]
+            ])
+            .to_string()
+        }),
+    );
+    let (addr, task) = crate::support::serve_fake(app).await;
+    let cdx = format!("http://{addr}/cdx");
+    let archive = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20050101000000"])))
+        .await
+        .expect("archive");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).expect("mkdir");
+    let long_path = "a".repeat(tmproxy::uri_r::MAX_URI_LEN);
+    let mut lines = [
+        "com,example)/page.html 20050101000000 p 0 1".to_string(),
+        format!("com,longpath)/{long_path}.html 20050101000000 p 0 1"),
+    ];
+    lines.sort();
+    std::fs::write(inputs.join("index.txt"), lines.join("\n") + "\n").expect("write");
+    let log = dir.path().join("observations.jsonl");
+    let mut c = config(&inputs, &cdx, &dir.path().join("data/cache"));
+    c.archives = vec![crate::support::archive_config(
+        "sim",
+        &archive.timemap_prefix(),
+        &archive.timegate_prefix(),
+    )];
+    c.observe.log = log.display().to_string();
+    let proxy = start_proxy(c).await;
+    let base = proxy.base.clone();
+    let (_, v) = post(
+        &base,
+        &json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "popular_domains": []}),
+    )
+    .await;
+    let id = v["id"].as_str().expect("an id").to_string();
+    wait_for(&base, &id, "done").await;
+    let (_, sample) = get(&format!("{base}/admin/sampling/jobs/{id}/sample")).await;
+    let urls: Vec<String> = sample
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a sample line");
+            v["url"].as_str().expect("url").to_string()
+        })
+        .collect();
+    assert_eq!(urls.len(), 2, "both URLs sampled: {urls:?}");
+    assert!(
+        urls.iter().any(|u| u.len() > tmproxy::uri_r::MAX_URI_LEN),
+        "the long URL is in the sample"
+    );
+
+    let r = client()
+        .post(format!("{base}/admin/sampling/jobs/{id}/feed"))
+        .bearer_auth(TOKEN)
+        .body(json!({"warm": true}).to_string())
+        .send()
+        .await
+        .expect("POST feed");
+    assert_eq!(r.status().as_u16(), 202);
+    let mut feed = Value::Null;
+    for _ in 0..400 {
+        let (_, t) = get(&format!("{base}/admin/sampling/jobs/{id}")).await;
+        let v: Value = serde_json::from_str(&t).expect("JSON");
+        feed = v["feed"].clone();
+        if feed["warmed"].as_u64().unwrap_or(0) + feed["skipped"].as_u64().unwrap_or(0) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(feed["warmed"], 1, "{feed}");
+    assert_eq!(feed["skipped"], 1, "{feed}");
+    // One fan-out, the short URL's: the refused one was never asked of the archive.
+    let observed = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(observed.lines().count(), 1, "{observed}");
+    assert!(observed.contains("example.com/page.html"), "{observed}");
+    assert!(!observed.contains("longpath"), "{observed}");
+    proxy.stop().await;
+    task.abort();
+}
+
 /// An allowed-URL prefix is held by origin and path segment, not by string prefix: a longer
 /// last segment, user info naming another host, a longer host, loopback and `localhost` are all
 /// refused for `cdx_api` and `input` alike.

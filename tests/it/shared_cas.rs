@@ -25,7 +25,7 @@ async fn replica(redis: &RedisServer, archives: &[(&str, &SimulatedArchive)]) ->
 
 async fn replica_at(shared: String, archives: &[(&str, &SimulatedArchive)]) -> Proxy {
     let mut config = config_for(archives);
-    config.cache.shared = shared;
+    config.cache.shared = tmproxy::config::SharedAddress::parse(&shared).expect("a Redis URL");
     sim_proxy(config).await
 }
 

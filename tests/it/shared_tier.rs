@@ -24,7 +24,7 @@ async fn replica(redis: &RedisServer, archive: &SimulatedArchive) -> Proxy {
 
 async fn replica_of(shared: String, archive: &SimulatedArchive) -> Proxy {
     let mut config = config_for(&[("ia", archive)]);
-    config.cache.shared = shared;
+    config.cache.shared = tmproxy::config::SharedAddress::parse(&shared).expect("a Redis URL");
     start_proxy(config).await
 }
 

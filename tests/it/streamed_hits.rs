@@ -428,16 +428,30 @@ async fn damaged(proxy: &Proxy, file: &Path, want: &[u8], accept: &str, how: &st
         _ => bytes.extend_from_slice(b"<http://evil.example/>; rel=\"memento\"\n"),
     }
     std::fs::write(file, &bytes).expect("damage");
-    let r = get(&url(proxy, "link"), &[("accept-encoding", accept)]).await;
-    assert_eq!(r.status(), 200, "{how} {accept}");
-    let body = r.bytes().await;
+    let asked = client()
+        .get(url(proxy, "link"))
+        .header("accept-encoding", accept)
+        .send()
+        .await;
     match accept {
-        // The plain file is four pieces: three went out before the damage showed, so the body
-        // is cut short and the client knows it did not get the whole of it.
-        "identity" => assert!(body.is_err(), "{how} {accept}: a complete body"),
+        // The plain file is four pieces: three were handed to the connection before the damage
+        // showed, so the transfer is cut short and the client knows it did not get the whole
+        // body. Whether the head reached it first is the connection's timing (on a loaded
+        // machine the pieces and the cut can all come before its first write): either way no
+        // complete body arrives.
+        "identity" => {
+            if let Ok(r) = asked {
+                assert_eq!(r.status(), 200, "{how} {accept}");
+                assert!(r.bytes().await.is_err(), "{how} {accept}: a complete body");
+            }
+        }
         // A coded body here is one piece, checked whole before any of it is sent: this request
         // was answered the ordinary way, whole and right.
-        _ => same(&decode(accept, &body.expect("whole")), want, how),
+        _ => {
+            let r = asked.expect("a coded body checked whole is answered");
+            assert_eq!(r.status(), 200, "{how} {accept}");
+            same(&decode(accept, &r.bytes().await.expect("whole")), want, how)
+        }
     }
     // The next answer is whole and right: the entry read again (and rendered again).
     let r = get(&url(proxy, "link"), &[]).await;
@@ -620,7 +634,7 @@ async fn another_replicas_refresh_drops_this_replicas_renderings() {
     ];
     let replica = |dir: &tempfile::TempDir| {
         let mut c = config(&a, &dir.path().join("cache"));
-        c.cache.shared = redis.url();
+        c.cache.shared = tmproxy::config::SharedAddress::parse(&redis.url()).expect("a Redis URL");
         start_proxy(c)
     };
     let (one, two) = (replica(&dirs[0]).await, replica(&dirs[1]).await);

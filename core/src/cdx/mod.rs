@@ -9,9 +9,13 @@
 //!
 //! [`parse_rows`] is strict (one bad row fails the answer: the sampling pipeline records it);
 //! [`read_rows`] keeps every readable row and counts the others (an archive's answer is never
-//! all-or-nothing). [`replay`] turns rows into mementos.
+//! all-or-nothing). [`replay`] turns rows into mementos; [`Pager`] says which page requests a
+//! query takes, for both clients.
 
+mod pager;
 pub mod replay;
+
+pub use pager::{paging, paging_in, PageQuery, Pager, Paging, COUNT_QUERY};
 
 use serde_json::Value;
 
@@ -262,32 +266,6 @@ impl<'de> serde::de::Visitor<'de> for IaRows {
             });
         }
         Ok(Ok(out))
-    }
-}
-
-/// What a `showNumPages=true` answer says about paging.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Paging {
-    /// This many pages (`page=0` … `n-1`), in the dialect that answered so.
-    Pages(u64, Dialect),
-    /// Nothing at all: no captures (pywb over a plain index with none).
-    NoCaptures,
-    /// Not a page count (pywb over a plain index sends the captures): ask once, unpaged.
-    Unpaged,
-}
-
-/// Reads a `showNumPages=true` answer in either dialect: a bare number is IA's, `{"pages": n}`
-/// is pywb's, anything else is an unpaged index.
-pub fn paging(body: &str) -> Paging {
-    let t = body.trim();
-    if t.is_empty() {
-        Paging::NoCaptures
-    } else if let Ok(n) = parse_num_pages(Dialect::Ia, t) {
-        Paging::Pages(n, Dialect::Ia)
-    } else if let Ok(n) = parse_num_pages(Dialect::Pywb, t) {
-        Paging::Pages(n, Dialect::Pywb)
-    } else {
-        Paging::Unpaged
     }
 }
 

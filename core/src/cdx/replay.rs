@@ -25,6 +25,21 @@ enum Part {
     Url,
 }
 
+/// The template as it was written (its parts joined back), so a config holding it reads back
+/// the same.
+impl std::fmt::Display for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => f.write_str(t)?,
+                Part::Timestamp => f.write_str(TIMESTAMP)?,
+                Part::Url => f.write_str(URL)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Replay {
     /// Checks `template`: an absolute http(s) URL whose scheme, host and port come before any
     /// placeholder (so no row can choose the host), with `{timestamp}` and `{url}` once each and

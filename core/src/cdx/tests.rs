@@ -100,6 +100,46 @@ fn paging_answers_in_either_dialect() {
 }
 
 #[test]
+fn paging_in_a_known_dialect_is_strict_for_ia_and_unpaged_for_pywb() {
+    assert_eq!(
+        paging_in(Dialect::Ia, "3\n"),
+        Ok(Paging::Pages(3, Dialect::Ia))
+    );
+    assert_eq!(paging_in(Dialect::Ia, " "), Ok(Paging::NoCaptures));
+    assert!(paging_in(Dialect::Ia, r#"{"pages": 2}"#).is_err());
+    assert_eq!(
+        paging_in(Dialect::Pywb, r#"{"pages": 2}"#),
+        Ok(Paging::Pages(2, Dialect::Pywb))
+    );
+    assert_eq!(
+        paging_in(Dialect::Pywb, "com,x)/ 20200101000000 {}"),
+        Ok(Paging::Unpaged)
+    );
+}
+
+#[test]
+fn the_pager_asks_each_page_in_order_within_the_cap() {
+    let pages = |p: Paging, max: u64| Pager::new(p, max).map(|q| q.params()).collect::<Vec<_>>();
+    let json = ("output", "json".to_string());
+    let page = |n: &str| ("page", n.to_string());
+    assert_eq!(
+        pages(Paging::Pages(3, Dialect::Ia), u64::MAX),
+        vec![
+            vec![json.clone(), page("0")],
+            vec![json.clone(), page("1")],
+            vec![json.clone(), page("2")]
+        ]
+    );
+    let capped = Pager::new(Paging::Pages(5, Dialect::Pywb), 2);
+    assert_eq!((capped.asked(), capped.total()), (2, 5));
+    assert_eq!(capped.count(), 2);
+    // An unpaged index: one request without `page=`, whatever the cap.
+    assert_eq!(pages(Paging::Unpaged, 0), vec![vec![json.clone()]]);
+    assert!(pages(Paging::NoCaptures, 10).is_empty());
+    assert!(pages(Paging::Pages(0, Dialect::Ia), 10).is_empty());
+}
+
+#[test]
 fn the_uri_r_stays_in_the_query() {
     let u = query_url(
         "http://cdx.example/coll/cdx?src=a",
@@ -132,6 +172,7 @@ mod replay {
     #[test]
     fn a_template_needs_both_placeholders_after_a_fixed_host() {
         let r = Replay::parse("https://a.example/coll/{timestamp}mp_/{url}").expect("ok");
+        assert_eq!(r.to_string(), "https://a.example/coll/{timestamp}mp_/{url}");
         assert_eq!(
             r.uri_m("20200101000000", "http://x.com/?a=b"),
             "https://a.example/coll/20200101000000mp_/http://x.com/?a=b"

@@ -152,7 +152,9 @@ pub fn run(a: RouteArgs) -> Result<(), String> {
         return Ok(());
     }
     let settings: Vec<Settings> = sim::grid(&a.min_share, &a.explore, &a.min_evidence);
-    let rows = sim::sweep(&stream, &misses, &settings, a.max_keys, 2);
+    let bar = crate::progress::bar(settings.len() as u64, "settings");
+    let rows = sim::sweep(&stream, &misses, &settings, a.max_keys, 2, &|| bar.inc(1));
+    bar.finish_and_clear();
     if a.json {
         for r in &rows {
             println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);

@@ -232,6 +232,7 @@ pub fn sweep(
     settings: &[Settings],
     max_keys: usize,
     threads: usize,
+    done: &(dyn Fn() + Sync),
 ) -> Vec<RunResult> {
     let threads = threads.clamp(1, settings.len().max(1));
     let mut out: Vec<Option<RunResult>> = vec![None; settings.len()];
@@ -241,7 +242,11 @@ pub fn sweep(
                 s.spawn(move || {
                     (t..settings.len())
                         .step_by(threads)
-                        .map(|i| (i, run(stream, misses, &settings[i], max_keys)))
+                        .map(|i| {
+                            let result = run(stream, misses, &settings[i], max_keys);
+                            done();
+                            (i, result)
+                        })
                         .collect::<Vec<_>>()
                 })
             })

@@ -7,7 +7,7 @@ use crate::timemap::datetime::parse_14digit;
 fn hops() -> HopRules {
     HopRules::new(
         &["http://arch.example/tm/", "http://arch.example/tg/"],
-        &["replay.example".to_string()],
+        &[crate::config::RedirectHost::parse("replay.example").expect("a host")],
     )
 }
 

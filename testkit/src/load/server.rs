@@ -54,7 +54,10 @@ impl Server {
         config.server.rate_limit = 0.0;
         config.cache.path = dir.join("cache").display().to_string();
         config.cache.hot_capacity = opts.hot_capacity;
-        config.cache.policy = opts.cache_policy.clone();
+        config.cache.policy = opts
+            .cache_policy
+            .parse()
+            .map_err(|e| format!("cache policy: {e}"))?;
         config.admin.token = token.clone();
         config.sampling.input_dir = dir.join("sampling").display().to_string();
         config.archives = archives

@@ -1,0 +1,218 @@
+//! The TimeMap stage's bookkeeping, on disk rather than per sampled URL in memory: the finished
+//! entries of `timemaps/index.ndjson` (sample line, URL hash, byte offset) and the failures
+//! (sample line, reason) go through the engine's external sort ([`Spill`]) in sample-line
+//! order, and are merge-joined with `sample.ndjson` read in order, both for what is left to ask
+//! and for the index rewritten whole at the end. What is held is the sort's chunk and one
+//! record per run while merging, whatever the sample's size.
+
+use crate::engine::sample_file::read_sample;
+use crate::engine::SampledUrl;
+use crate::spill::bytes::{put_str, Cursor};
+use crate::spill::{Merge, Record, Spill};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::Path;
+
+/// What hydration did over one TimeMap (summed into `hydration.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct Hydration {
+    pub(super) revisits: u64,
+    pub(super) hydrated: u64,
+    pub(super) misses: u64,
+    pub(super) distances: BTreeMap<usize, u64>,
+}
+
+/// A line of `timemaps/index.ndjson`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Entry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) file: Option<String>,
+    pub(super) url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) mementos: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) hydration: Option<Hydration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) error: Option<String>,
+}
+
+pub(super) fn file_name(i: usize) -> String {
+    format!("{i:06}.ndjson")
+}
+
+/// The hash each sample line's URL is compared by.
+fn url_hash(url: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(url.as_bytes())
+}
+
+/// A finished entry: sample line `line`'s TimeMap for the URL hashed `hash`, its index line at
+/// byte `offset`. Sorted by line, then offset: the last one for a line is the latest written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Done {
+    line: u64,
+    offset: u64,
+    hash: u64,
+}
+
+impl Record for Done {
+    fn encode(&self, out: &mut Vec<u8>) {
+        for n in [self.line, self.offset, self.hash] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut c = Cursor(bytes);
+        let d = Done {
+            line: c.u64()?,
+            offset: c.u64()?,
+            hash: c.u64()?,
+        };
+        c.end()?;
+        Ok(d)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// A TimeMap that failed this run: sample line `line`, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Failed {
+    pub(super) line: u64,
+    pub(super) reason: String,
+}
+
+impl Record for Failed {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.line.to_le_bytes());
+        put_str(out, &self.reason);
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut c = Cursor(bytes);
+        let f = Failed {
+            line: c.u64()?,
+            reason: c.string()?,
+        };
+        c.end()?;
+        Ok(f)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.reason.len()
+    }
+}
+
+/// The failures of this run, sorted by sample line when the index is rewritten.
+pub(super) fn failures(spill_dir: &Path, max_held: usize) -> Result<Spill<Failed>, String> {
+    Spill::new(spill_dir, "timemaps-failed", max_held)
+}
+
+/// The finished entries of `dir/index.ndjson`, sorted. Only lines naming the file sample line
+/// `i` gets, with the file there, count here; the URL is matched against the sample's when
+/// joined. Torn lines, failures and other sample's entries are left out: asked again.
+pub(super) struct Ledger {
+    spill: Spill<Done>,
+}
+
+impl Ledger {
+    pub(super) fn scan(dir: &Path, spill_dir: &Path, max_held: usize) -> Result<Ledger, String> {
+        let mut spill = Spill::new(spill_dir, "timemaps-done", max_held)?;
+        let Ok(file) = std::fs::File::open(dir.join("index.ndjson")) else {
+            return Ok(Ledger { spill });
+        };
+        let mut offset = 0u64;
+        for line in std::io::BufReader::new(file)
+            .split(b'\n')
+            .map_while(Result::ok)
+        {
+            let at = offset;
+            offset += line.len() as u64 + 1;
+            let Ok(e) = serde_json::from_slice::<Entry>(&line) else {
+                continue;
+            };
+            let Some(name) = &e.file else { continue };
+            let Some(i) = name
+                .strip_suffix(".ndjson")
+                .and_then(|n| n.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            if *name == file_name(i) && dir.join(name).is_file() {
+                spill.push(Done {
+                    line: i as u64,
+                    offset: at,
+                    hash: url_hash(&e.url),
+                })?;
+            }
+        }
+        Ok(Ledger { spill })
+    }
+
+    /// Each sample line in order, with the offset of its finished TimeMap's index line if it
+    /// has one. Can be called again (the runs stay until [`Ledger::remove`]).
+    pub(super) fn join(&mut self, sample: &Path) -> Result<Finished, String> {
+        Ok(Finished {
+            sample: Box::new(read_sample(sample)?),
+            line: 0,
+            entries: self.spill.merge()?,
+            pending: None,
+        })
+    }
+
+    /// Deletes the sort's runs.
+    pub(super) fn remove(self) {
+        self.spill.remove();
+    }
+}
+
+type SampleLines = Box<dyn Iterator<Item = Result<SampledUrl, String>> + Send>;
+
+/// The sample joined with the sorted entries; a sample line that cannot be read, or a run that
+/// does not read back as written, is an error that ends it.
+pub(super) struct Finished {
+    sample: SampleLines,
+    line: u64,
+    entries: Merge<Done>,
+    pending: Option<Done>,
+}
+
+impl Finished {
+    /// The offset of the last entry for `line` whose URL hash is `hash`; entries of earlier
+    /// lines (none: the sample is met in order) are passed over.
+    fn offset(&mut self, line: u64, hash: u64) -> Result<Option<u64>, String> {
+        let mut found = None;
+        loop {
+            if self.pending.is_none() {
+                self.pending = self.entries.next().transpose()?;
+            }
+            match self.pending {
+                Some(d) if d.line <= line => {
+                    if d.line == line && d.hash == hash {
+                        found = Some(d.offset);
+                    }
+                    self.pending = None;
+                }
+                _ => return Ok(found),
+            }
+        }
+    }
+}
+
+impl Iterator for Finished {
+    type Item = Result<(usize, SampledUrl, Option<u64>), String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = match self.sample.next()? {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        let line = self.line;
+        self.line += 1;
+        let i = usize::try_from(line).unwrap_or(usize::MAX);
+        Some(self.offset(line, url_hash(&s.url)).map(|at| (i, s, at)))
+    }
+}
