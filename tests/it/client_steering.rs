@@ -185,31 +185,40 @@ async fn the_background_fan_out_stores_what_the_servers_deadline_gives() {
         let (cache, action, partial, json) = timemap(&proxy.base, &uri_r, query, prefer).await;
         assert_cut_for_this_client(&cache, &action, &partial, &json);
         // `only-if-cached` never asks the archives: 504 until the entry lands.
-        let url = format!("{}/timemap/json/{uri_r}", proxy.base);
-        let mut stored = None;
-        for _ in 0..200 {
-            let resp = client()
-                .get(&url)
-                .header("cache-control", "only-if-cached")
-                .send()
-                .await
-                .expect("request");
-            if resp.status() == 200 {
-                stored = Some((
-                    header(&resp, "x-memento-partial"),
-                    resp.text().await.expect("body"),
-                ));
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let (partial, body) = stored.expect("the background fan-out stored an entry within 20 s");
-        let json: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let (partial, json) = stored_when(&proxy.base, &uri_r, |_| true)
+            .await
+            .expect("the background fan-out stored an entry within 20 s");
         assert_eq!(partial, "", "{query}{prefer:?}: {json}");
         assert_eq!(outcome(&json, "b")["mementos"], 3, "{json}");
         assert_eq!(b.requests(), 1, "{query}{prefer:?}");
         proxy.stop().await;
     }
+}
+
+/// The stored entry of `uri_r` once `landed` holds for it, asked with `only-if-cached` (which
+/// never asks the archives) every 100 ms for at most 20 s: its X-Memento-Partial and JSON.
+async fn stored_when(
+    base: &str,
+    uri_r: &str,
+    landed: impl Fn(&serde_json::Value) -> bool,
+) -> Option<(String, serde_json::Value)> {
+    let url = format!("{base}/timemap/json/{uri_r}");
+    for _ in 0..200 {
+        let resp = client()
+            .get(&url)
+            .header("cache-control", "only-if-cached")
+            .send()
+            .await
+            .expect("request");
+        let (status, partial) = (resp.status(), header(&resp, "x-memento-partial"));
+        let json: serde_json::Value =
+            serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+        if status == 200 && landed(&json) {
+            return Some((partial, json));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
 }
 
 /// A client bound to `127.0.0.{last}`: Linux routes all of 127/8 to loopback.
@@ -346,27 +355,13 @@ async fn an_expired_entry_is_served_stale_to_a_short_deadline_and_refreshed_whol
         2,
         "the stored entry: {json}"
     );
-    // The refresh lands behind it with b whole (bounded poll; `only-if-cached` never asks).
-    let url = format!("{}/timemap/json/{uri_r}", proxy.base);
-    let mut landed = None;
-    for _ in 0..200 {
-        let resp = client()
-            .get(&url)
-            .header("cache-control", "only-if-cached")
-            .send()
-            .await
-            .expect("request");
-        // 504 while the stored entry is expired and the refresh has not landed.
-        let (status, partial) = (resp.status(), header(&resp, "x-memento-partial"));
-        let json: serde_json::Value =
-            serde_json::from_str(&resp.text().await.expect("body")).expect("json");
-        if status == 200 && outcome(&json, "b")["mementos"] == 3 {
-            landed = Some((partial, json));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let (partial, json) = landed.expect("the refresh stored b's three mementos within 20 s");
+    // The refresh lands behind it with b whole (`only-if-cached`: 504 while the stored entry
+    // is expired and the refresh has not landed).
+    let (partial, json) = stored_when(&proxy.base, uri_r, |json| {
+        outcome(json, "b")["mementos"] == 3
+    })
+    .await
+    .expect("the refresh stored b's three mementos within 20 s");
     assert_eq!(partial, "", "{json}");
     assert_eq!(b.requests(), 2, "b asked once per fan-out");
     proxy.stop().await;
