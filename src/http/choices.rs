@@ -206,15 +206,15 @@ pub fn meant_for_us(raw: &str, ids: &[&str]) -> Option<AppError> {
     for pair in query.split('&') {
         if let Some(value) = pair.strip_prefix("archives=") {
             let named = ids_in_param(value);
-            if named.is_empty() || !named.iter().all(|w| plain(w)) {
-                continue;
-            }
-            if !named.iter().any(|w| nearest(w, ids).is_some()) {
+            let ours = !named.is_empty()
+                && named.iter().all(|w| plain(w))
+                && named.iter().any(|w| nearest(w, ids).is_some());
+            if !ours {
                 continue;
             }
             let unknown: Vec<&str> = named.into_iter().filter(|w| !ids.contains(w)).collect();
             let hint = match unknown.iter().find_map(|w| nearest(w, ids).map(|n| (w, n))) {
-                Some((w, n)) if w != &n => format!(" (\"{w}\": did you mean \"{n}\"?)"),
+                Some((w, n)) => format!(" (\"{}\": did you mean \"{n}\"?)", crate::uri_r::clip(w)),
                 _ => String::new(),
             };
             return Some(AppError::BadParameter(format!(

@@ -320,9 +320,12 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
         }
     };
     let (raw, timeout) = split_timeout_param(&raw, |v| crate::config::parse_duration(v).is_ok());
-    let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
-    if let Some(typo) = choices::meant_for_us(&raw, &configured) {
-        return Err(typo);
+    // Only a query can hold a typo of ours: nearly every request builds no list for it.
+    if raw.contains('?') {
+        let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
+        if let Some(typo) = choices::meant_for_us(&raw, &configured) {
+            return Err(typo);
+        }
     }
     let mut deadline: Option<Duration> = None;
     if let Some(t) = timeout {
