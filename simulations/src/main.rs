@@ -262,13 +262,14 @@ fn run(command: Command) -> Result<(), String> {
             json,
         } => {
             let p = policy(kind, matching, ttl.0);
-            let (r, name) = match (series, preset, Some(seed.unwrap_or(DEFAULT_SEED))) {
-                (Some(series), _, _) => {
+            let (r, name) = match (series, preset) {
+                (Some(series), _) => {
                     let input = open_series(&series)?;
                     let r = replay(input, &p).map_err(|e| format!("{}: {e}", series.display()))?;
                     (r, series.display().to_string())
                 }
-                (None, Some(preset), Some(seed)) => {
+                (None, Some(preset)) => {
+                    let seed = seed.unwrap_or(DEFAULT_SEED);
                     let preset = uri_rs.map_or(preset, |n| preset.with_uri_rs(n));
                     // One URI-R at a time, generated and replayed: memory does not grow with N.
                     let mut replayer = Replayer::new(&p);
@@ -331,8 +332,9 @@ fn run(command: Command) -> Result<(), String> {
             out,
         } => {
             // Streamed URI-R by URI-R: a series of any length sweeps in flat memory.
-            let (source, acc) = match (preset, Some(seed.unwrap_or(DEFAULT_SEED)), series) {
-                (Some(p), Some(seed), _) => {
+            let (source, acc) = match (preset, series) {
+                (Some(p), _) => {
+                    let seed = seed.unwrap_or(DEFAULT_SEED);
                     let bar = simulations::progress::bar(u64::from(p.uri_rs), "URI-Rs");
                     let acc = sweep_stream(live_groups(p, seed).inspect(|_| bar.inc(1)))
                         .map_err(|e| format!("generated series: {e}"))?;
@@ -343,7 +345,7 @@ fn run(command: Command) -> Result<(), String> {
                     };
                     (source, acc)
                 }
-                (_, _, Some(path)) => {
+                (_, Some(path)) => {
                     let input = open_series(&path)?;
                     let bar = simulations::progress::bar(0, "URI-Rs");
                     let acc =
@@ -422,19 +424,18 @@ fn e2e_command(_: E2eArgs) -> Result<(), String> {
 
 #[cfg(feature = "e2e")]
 fn e2e_command(a: E2eArgs) -> Result<(), String> {
-    let groups: Vec<Vec<LiveDay>> =
-        match (a.preset, Some(a.seed.unwrap_or(DEFAULT_SEED)), &a.series) {
-            (Some(p), Some(seed), _) => live_groups(p, seed)
+    let groups: Vec<Vec<LiveDay>> = match (a.preset, &a.series) {
+        (Some(p), _) => live_groups(p, a.seed.unwrap_or(DEFAULT_SEED))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("generated series: {e}"))?,
+        (_, Some(path)) => {
+            let input = open_series(path)?;
+            uri_groups(LiveReader::new(input))
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("generated series: {e}"))?,
-            (_, _, Some(path)) => {
-                let input = open_series(path)?;
-                uri_groups(LiveReader::new(input))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("{}: {e}", path.display()))?
-            }
-            _ => return Err("give --preset NAME, or --series FILE".to_string()),
-        };
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        _ => return Err("give --preset NAME, or --series FILE".to_string()),
+    };
     let p = policy(a.policy, Match::Loose, a.ttl.0);
     let mut replayer = Replayer::new(&p);
     for day in groups.iter().flatten() {
