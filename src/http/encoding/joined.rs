@@ -79,12 +79,10 @@ impl Coding {
                 w.into_inner()
             }
         };
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(data);
         Ok(Part {
             coding: self,
             bytes: Bytes::from(bytes),
-            crc: crc.finalize(),
+            crc: crc32fast::hash(data),
             len: data.len() as u64,
         })
     }
