@@ -82,7 +82,7 @@ pub struct AppState {
     /// with no store or `[cache] renderings_capacity = 0`.
     pub renderings: Option<Arc<Renderings<View>>>,
     /// The URI-Rs parsed lately, by the text after the route: a hit parses its URI-R once.
-    pub uri_rs: crate::memo::Memo<UriR>,
+    pub uri_rs: crate::memo::Memo<Arc<UriR>>,
     /// Archive profiles and the routing decision, saved in the data directory.
     pub routing: Arc<crate::routing::Routing>,
 }
@@ -276,7 +276,7 @@ pub fn raw_after<'a>(uri: &'a Uri, prefix: &str) -> &'a str {
 
 /// A URI-R and what the client chose about its answer.
 pub struct Lookup {
-    pub uri_r: UriR,
+    pub uri_r: Arc<UriR>,
     /// The time the client lets us spend on it (None: the configured deadline).
     pub deadline: Option<Duration>,
     /// The archives it wants asked, when not every enabled one (`archives=`, `Prefer:
@@ -347,7 +347,8 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     }
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
-    let uri_r = state.uri_rs.get_or_try(&raw, UriR::parse)?;
+    // Shared, not copied: a parsed URI-R carries its keys, and a hit should not clone them.
+    let uri_r = state.uri_rs.get_or_try(&raw, |raw| UriR::parse(raw).map(Arc::new))?;
     // Into the request's log line (`log::RequestLog`): the URI-R as parsed, Debug-escaped.
     tracing::Span::current().record("uri_r", tracing::field::debug(uri_r.as_str()));
     Ok(Lookup {
@@ -401,7 +402,7 @@ pub async fn serve_lookup(
     render: Option<TimeMapFormat>,
 ) -> Result<Served<View>, AppError> {
     let d = lookup.directives;
-    let uri_r = lookup.uri_r.as_str();
+    let uri_r = &lookup.uri_r;
     let only = lookup.archives.as_deref();
     if d.only_if_cached {
         // no-cache asks for a check with the archives, which only-if-cached forbids.

@@ -26,8 +26,8 @@ pub(super) async fn answer(
     if lookup.archives.is_some() || lookup.directives.no_cache {
         return None;
     }
+    let key = state.cache.key_of(&lookup.uri_r);
     let uri_r = lookup.uri_r.as_str();
-    let key = state.cache.key_of(uri_r);
     // None while the renderings are being written: the entry is then served from memory.
     let head = tier.head(&key)?;
     // The bodies name the URI-R as stored; another spelling's are made from the entry.
