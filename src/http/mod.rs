@@ -348,7 +348,9 @@ pub fn read_lookup(state: &AppState, raw: &str, headers: &HeaderMap) -> Result<L
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
     // Shared, not copied: a parsed URI-R carries its keys, and a hit should not clone them.
-    let uri_r = state.uri_rs.get_or_try(&raw, |raw| UriR::parse(raw).map(Arc::new))?;
+    let uri_r = state
+        .uri_rs
+        .get_or_try(&raw, |raw| UriR::parse(raw).map(Arc::new))?;
     // Into the request's log line (`log::RequestLog`): the URI-R as parsed, Debug-escaped.
     tracing::Span::current().record("uri_r", tracing::field::debug(uri_r.as_str()));
     Ok(Lookup {
