@@ -13,7 +13,8 @@
 //! merged by domain into [`DomainStats`].
 
 use super::domains::DomainStats;
-use super::{seeded_hash, Downsampling, LongTail, Picked, Shortfall, YearInput, MAX_POOL};
+use super::results::{LongTail, Picked, Shortfall, YearInput};
+use super::rules::{seeded_hash, Downsampling, MAX_POOL};
 use crate::spill::bytes::{put_str, Cursor};
 use crate::spill::{Record, Spill};
 use std::collections::BTreeMap;
