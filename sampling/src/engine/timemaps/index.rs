@@ -6,7 +6,7 @@
 //! record per run while merging, whatever the sample's size.
 
 use crate::engine::sample_file::read_sample;
-use crate::engine::SampledUrl;
+use crate::engine::sample_file::SampledUrl;
 use crate::spill::bytes::{put_str, Cursor};
 use crate::spill::{Merge, Record, Spill};
 use serde::{Deserialize, Serialize};
