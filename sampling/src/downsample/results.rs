@@ -17,7 +17,7 @@ pub struct Shortfall {
     pub pool: usize,
 }
 
-/// What [`Sampler::finish`] hands back.
+/// What [`Sampler::finish`](super::Sampler::finish) hands back.
 #[derive(Debug, Clone, Default)]
 pub struct Finished {
     pub picked: Vec<Picked>,

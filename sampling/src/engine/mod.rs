@@ -11,7 +11,7 @@
 //!
 //! Files in the output directory: `sample.ndjson` (`url, year, root, first_capture, mime`),
 //! `funnel.json` (`[{stage, in, out, set_aside, errors, from?, into?}]`, pipeline order, chained:
-//! see [`FunnelRow`]), `set_aside.ndjson` and `errors.ndjson` (every URL a stage did not pass on,
+//! see [`FunnelRow`](crate::FunnelRow)), `set_aside.ndjson` and `errors.ndjson` (every URL a stage did not pass on,
 //! with its stage and reason: with the sample, each URL exactly once), `retries.ndjson` (every
 //! CDX retry), `shortfalls.json` (targets the candidate pool could not meet), `report.md`,
 //! `ccdf.svg`, `progress.json` (the counters, see [`progress`], saved at each stage change and every
@@ -24,7 +24,7 @@
 //!
 //! Memory: the offline stages keep the current key host part's root, nothing per line or host;
 //! candidates stream to the CDX stage through a bounded channel; the sampler
-//! ([`SpillSampler`]) writes every kept candidate to sorted runs under `out/.spill/` (a chunk
+//! ([`SpillSampler`](crate::downsample::SpillSampler)) writes every kept candidate to sorted runs under `out/.spill/` (a chunk
 //! of at most 64 MiB in memory, less under a small `max_memory`), and downsampling is a merge
 //! of them that holds one (year, domain)'s `candidate_pool` at a time and writes
 //! `sample.ndjson` as it picks; the report's per-domain counts are spilled too and summed into

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-/// A format served, by its place in [`NAMES`] (and in the renderers' list): small, `Copy` and
+/// A format served, by its place in `NAMES` (and in the renderers' list): small, `Copy` and
 /// comparable.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TimeMapFormat(usize);
