@@ -1,6 +1,7 @@
 //! Aggregated TimeMaps as clients read them, one type per format behind [`Format`]: link
 //! format (RFC 7089), JSON (Time Travel's, plus `archives[]`) and CDXJ (MemGator's). Pure: the
-//! public base URL is passed in. A new format is a file here, its names in `formats.rs` and a line in `render.rs`'s list.
+//! public base URL is passed in. A new format is a file here, its names in `formats.rs` and a
+//! line in `render.rs`'s list.
 
 mod cdxj;
 mod formats;

@@ -10,7 +10,8 @@ use std::io;
 pub trait Format: Sync {
     /// The whole TimeMap (`page` None) or one page of it, written to `out` in pieces of about
     /// [`CHUNK`] bytes: a million-memento TimeMap is never whole in memory on its way. `list`
-    /// says what goes where the memento list goes (see [`TimeMapFormat::skeleton`](super::TimeMapFormat::skeleton)).
+    /// says what goes where the memento list goes (see
+    /// [`TimeMapFormat::skeleton`](super::TimeMapFormat::skeleton)).
     fn write(
         &self,
         agg: &Aggregate,
