@@ -64,6 +64,3 @@ pub use live::Progress;
 pub use run::{run, run_with, RunSummary};
 pub use sample_file::SampledUrl;
 pub use spec::{DownsamplingSpec, Spec, SpecError};
-
-/// The name [`RunSummary`] had: `src/cli/sample.rs` still says `engine::Outcome`.
-pub use run::RunSummary as Outcome;
