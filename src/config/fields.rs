@@ -191,10 +191,15 @@ pub(super) mod shared_field {
     }
 }
 
-/// `[cache] policy`: one of [`super::CACHE_POLICIES`], named in the refusal.
+/// The values `[cache] policy` accepts (the policies of docs/cache-policy.md). Here, beside the
+/// field that names them in a refusal.
+pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
+/// The values `[cache] match` accepts.
+pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
+
+/// `[cache] policy`: one of [`CACHE_POLICIES`], named in the refusal.
 pub(super) mod policy_field {
     use super::*;
-    use crate::config::CACHE_POLICIES;
     use tmproxy_core::policy::PolicyKind;
 
     pub fn serialize<S: Serializer>(p: &PolicyKind, s: S) -> Result<S::Ok, S::Error> {

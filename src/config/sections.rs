@@ -11,10 +11,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tmproxy_core::policy::{Match, PolicyKind};
 
-/// The values `[cache] policy` accepts (the policies of docs/cache-policy.md).
-pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
-/// The values `[cache] match` accepts.
-pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
+/// sled's page cache defaults to 1 GiB, which would silently dwarf the hot tier's bound. The hot
+/// tier is the memory we mean to spend; sled only needs enough for its index and recent writes.
+/// The default of `[cache] persistent_cache`; the cache store reads it from here.
+pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// `[server]`: where the proxy listens and how it names itself in the links it writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,10 +139,10 @@ impl Default for UpstreamConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
-    /// One of [`CACHE_POLICIES`], read once, with the file.
+    /// One of [`super::CACHE_POLICIES`], read once, with the file.
     #[serde(with = "super::fields::policy_field")]
     pub policy: PolicyKind,
-    /// One of [`CACHE_MATCHES`], read once, with the file.
+    /// One of [`super::CACHE_MATCHES`], read once, with the file.
     #[serde(rename = "match", with = "super::fields::match_field")]
     pub matching: Match,
     #[serde(with = "duration_field")]
@@ -188,7 +188,7 @@ impl Default for CacheConfig {
             matching: Match::Loose,
             ttl: Duration::from_secs(15 * 86_400),
             hot_capacity: 256 * 1024 * 1024,
-            persistent_cache: crate::cache::store::SLED_CACHE_BYTES,
+            persistent_cache: SLED_CACHE_BYTES,
             renderings_capacity: 2 * 1024 * 1024 * 1024,
             path: "data/cache".to_owned(),
             stale_if_error: true,

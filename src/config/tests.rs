@@ -1,5 +1,7 @@
 use super::*;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const SHIPPED: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml"));
 
