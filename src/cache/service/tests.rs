@@ -4,11 +4,16 @@
 
 use super::*;
 use crate::cache::entry::Entry;
-use crate::cache::store::{Cacheable, Observed, PutIf, StoreError};
+use crate::cache::policy::{Action, Policy};
+use crate::cache::store::{Cacheable, Observed, PutIf, Store, StoreError};
 use crate::clock::SimClock;
 use crate::config::{ArchiveConfig, Config};
+use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::parse_14digit;
 use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::TimeMapFormat;
+use std::sync::Arc;
+use std::time::Duration;
 // The real fan-out behind the cache's `Archives`, as `app.rs` gives it.
 use crate::upstream::resolve::system_lookup;
 use crate::upstream::Upstream;
