@@ -171,7 +171,7 @@ pub async fn start_proxy_with(config: Config, clock: tmproxy::app::ClockChoice) 
 pub async fn start_proxy_resolving(
     mut config: Config,
     clock: tmproxy::app::ClockChoice,
-    lookup: tmproxy::upstream::resolve::Lookup,
+    lookup: tmproxy::upstream::resolve::HostLookup,
 ) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
     let cache_dir = own_cache_dir(&mut config);
