@@ -4,7 +4,7 @@
 use super::fields::{
     de_listen, de_public_url, duration_field, nets_field, opt_listen_field, size_field,
 };
-use super::SharedAddress;
+use super::{HttpUrl, SharedAddress};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::SocketAddr;
@@ -258,8 +258,10 @@ pub enum LogFormat {
 pub struct SamplingConfig {
     /// A job submitted over HTTP may only read index files inside this directory.
     pub input_dir: String,
-    /// URL prefixes a job submitted over HTTP may use for `input` and `cdx_api`.
-    pub allowed_urls: Vec<String>,
+    /// URL prefixes a job submitted over HTTP may use for `input` and `cdx_api`, each checked
+    /// as the file is read.
+    #[serde(with = "super::fields::http_urls_field")]
+    pub allowed_urls: Vec<HttpUrl>,
     /// The most concurrent CDX requests a job may make (a spec asking more is capped).
     pub concurrency: usize,
     /// The most CDX requests per second a job may make (0 = unlimited).
@@ -284,7 +286,9 @@ impl Default for SamplingConfig {
     fn default() -> Self {
         SamplingConfig {
             input_dir: "data/sampling/input".to_owned(),
-            allowed_urls: vec!["https://web.archive.org/cdx/search/cdx".to_owned()],
+            allowed_urls: vec![
+                HttpUrl::parse("https://web.archive.org/cdx/search/cdx").expect("an http URL")
+            ],
             concurrency: 4,
             rate_limit: 1.0,
             max_line: 64 * 1024,

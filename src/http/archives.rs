@@ -197,8 +197,14 @@ mod tests {
         ArchiveConfig {
             id: id.into(),
             name: String::new(),
-            timemap: format!("http://{id}.test/timemap/link/"),
-            timegate: format!("http://{id}.test/timegate/"),
+            timemap: Some(
+                format!("http://{id}.test/timemap/link/")
+                    .parse()
+                    .expect("a URL"),
+            ),
+            timegate: format!("http://{id}.test/timegate/")
+                .parse()
+                .expect("a URL"),
             timeout: None,
             enabled,
             redirect_hosts: Vec::new(),

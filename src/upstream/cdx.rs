@@ -44,7 +44,10 @@ pub async fn fetch_cdx(
     let Some(replay) = &source.replay else {
         return ArchiveFetch::failed(FailureKind::Other, None, format!("replay: {MISSING}"));
     };
-    let url = |extra: &[(&str, &str)]| query_url(&source.endpoint, uri_r, extra);
+    let Some(endpoint) = &source.endpoint else {
+        return ArchiveFetch::failed(FailureKind::Other, None, format!("cdx: {MISSING}"));
+    };
+    let url = |extra: &[(&str, &str)]| query_url(endpoint.as_str(), uri_r, extra);
     let not_found = |http_status: u16, pages: usize| {
         let mut answer = ArchiveAnswer::failed(ArchiveStatus::NotFound, Some(http_status), None);
         answer.pages = pages;

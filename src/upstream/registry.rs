@@ -1,6 +1,6 @@
 //! The configured archives and their health: an archive that keeps failing is left alone a while.
 
-use crate::config::{ArchiveConfig, ArchiveKind, Config};
+use crate::config::{ArchiveConfig, ArchiveKind, Config, HttpUrl};
 use crate::timemap::model::ArchiveId;
 use crate::uri_text::{encoded_dot_segment_in, resolve_uri_r_path};
 use chrono::{DateTime, Utc};
@@ -14,9 +14,10 @@ use tmproxy_core::cdx::Dialect;
 pub struct Archive {
     pub id: ArchiveId,
     pub name: String,
-    /// TimeMap URL prefix: the URI-R is appended to it, and to nothing else.
-    pub timemap: String,
-    pub timegate: String,
+    /// TimeMap URL prefix: the URI-R is appended to it, and to nothing else. None for a
+    /// `kind = "cdx"` archive.
+    pub timemap: Option<HttpUrl>,
+    pub timegate: HttpUrl,
     pub timeout: Duration,
     /// Set for a `kind = "cdx"` archive: asked through its CDX API instead of `timemap`.
     pub cdx: Option<CdxSource>,
@@ -25,7 +26,9 @@ pub struct Archive {
 /// How a `kind = "cdx"` archive is asked and its URI-Ms made.
 #[derive(Debug, Clone)]
 pub struct CdxSource {
-    pub endpoint: String,
+    /// None only in a config built in code without one (validation refuses that), and then
+    /// every fetch fails saying so.
+    pub endpoint: Option<HttpUrl>,
     /// None: told from its answers.
     pub dialect: Option<Dialect>,
     /// The template, checked as the config was read; None only in a config built in code
@@ -55,12 +58,12 @@ impl Archive {
         let mut out = vec![self.timegate.as_str()];
         match &self.cdx {
             Some(c) => {
-                out.push(c.endpoint.as_str());
+                out.extend(c.endpoint.as_ref().map(HttpUrl::as_str));
                 if let Some(r) = &c.replay {
                     out.push(r.prefix());
                 }
             }
-            None => out.push(self.timemap.as_str()),
+            None => out.extend(self.timemap.as_ref().map(HttpUrl::as_str)),
         }
         out
     }
@@ -70,15 +73,17 @@ impl Archive {
     /// `https://web.archive.org/web/timemap/link/` and `…/web/` give `…/web/`; a TimeGate at
     /// `/timegate/` and a TimeMap at `/timemap/link/` give `/`, the whole host.
     pub fn memento_prefixes(&self) -> Vec<String> {
+        // The configured URLs were parsed as the config was read; a replay template's prefix
+        // is text the template check vouched for, and is parsed here.
         let listing = match &self.cdx {
-            Some(c) => c.replay.as_ref().map(|r| r.prefix()).unwrap_or(""),
-            None => self.timemap.as_str(),
+            Some(c) => c
+                .replay
+                .as_ref()
+                .and_then(|r| url::Url::parse(r.prefix()).ok()),
+            None => self.timemap.as_ref().map(|t| t.url().clone()),
         };
         let mut out: Vec<url::Url> = Vec::new();
-        for u in [self.timegate.as_str(), listing]
-            .into_iter()
-            .filter_map(|p| url::Url::parse(p).ok())
-        {
+        for u in std::iter::once(self.timegate.url().clone()).chain(listing) {
             let dir = directory(u.path()).to_string();
             let same_site = |o: &url::Url| {
                 o.host() == u.host() && o.port_or_known_default() == u.port_or_known_default()
@@ -102,7 +107,7 @@ impl Archive {
 
     /// The TimeGate URL for a URI-R, checked as [`Archive::timemap_for`] checks a URI-T.
     pub fn timegate_for(&self, uri_r: &str) -> Result<String, String> {
-        uri_t_within(&self.timegate, uri_r)
+        uri_t_under(&self.timegate, uri_r)
     }
 
     /// The URI-T for a URI-R, as the exact URL to send. Because the prefix carries the scheme
@@ -114,7 +119,10 @@ impl Archive {
     ///
     /// [`UriR`]: crate::uri_r::UriR
     pub fn timemap_for(&self, uri_r: &str) -> Result<String, String> {
-        uri_t_within(&self.timemap, uri_r)
+        match &self.timemap {
+            Some(prefix) => uri_t_under(prefix, uri_r),
+            None => Err("the archive has no timemap prefix (kind = \"cdx\")".into()),
+        }
     }
 }
 
@@ -129,10 +137,10 @@ fn common_directory<'a>(a: &'a str, b: &str) -> &'a str {
     directory(&a[..same])
 }
 
-/// `prefix` + `uri_r` (dot segments resolved), or why that URL would leave the prefix.
-pub fn uri_t_within(prefix: &str, uri_r: &str) -> Result<String, String> {
-    let base = url::Url::parse(prefix)
-        .map_err(|e| format!("the archive's timemap prefix {prefix:?} is not a URL: {e}"))?;
+/// `prefix` + `uri_r` (dot segments resolved), or why that URL would leave the prefix: the
+/// prefix's text is what the URI-R is appended to, its parsed URL what the result must stay in.
+pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<String, String> {
+    let base = prefix.url();
     let refused = || format!("refused: the URI-R would leave the archive's prefix {prefix}");
     let resolved = resolve_uri_r_path(uri_r);
     // A front end decoding `%2F` (or dropping `;x`) would read these as `..`: never sent.
@@ -220,6 +228,13 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
 
+    /// [`uri_t_under`] for a prefix given as text (parsed here, as the config is).
+    fn uri_t_within(prefix: &str, uri_r: &str) -> Result<String, String> {
+        let prefix = HttpUrl::parse(prefix)
+            .map_err(|e| format!("the archive's timemap prefix {prefix:?} is not a URL: {e}"))?;
+        uri_t_under(&prefix, uri_r)
+    }
+
     fn t(secs: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_700_000_000 + secs, 0)
             .single()
@@ -230,8 +245,8 @@ mod tests {
         Archive {
             id: Arc::from("a"),
             name: "a".into(),
-            timemap: timemap.into(),
-            timegate: timegate.into(),
+            timemap: Some(timemap.parse().expect("a URL")),
+            timegate: timegate.parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
         }
@@ -312,8 +327,12 @@ mod tests {
         let a = Archive {
             id: Arc::from("ia"),
             name: "Internet Archive".into(),
-            timemap: "https://web.archive.org/web/timemap/link/".into(),
-            timegate: "https://web.archive.org/web/".into(),
+            timemap: Some(
+                "https://web.archive.org/web/timemap/link/"
+                    .parse()
+                    .expect("a URL"),
+            ),
+            timegate: "https://web.archive.org/web/".parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
         };

@@ -124,8 +124,9 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
     ArchiveConfig {
         id: id.to_string(),
         name: format!("test archive {id}"),
-        timemap: timemap.to_string(),
-        timegate: timegate.to_string(),
+        // "" for an archive listed otherwise (`kind = "cdx"`).
+        timemap: (!timemap.is_empty()).then(|| timemap.parse().expect("an http URL")),
+        timegate: timegate.parse().expect("an http URL"),
         timeout: None,
         enabled: true,
         redirect_hosts: Vec::new(),

@@ -80,8 +80,8 @@ fn cache_on<S: Store<CachedTimeMap<Plain>> + 'static>(
     config.archives = vec![ArchiveConfig {
         id: "sim".into(),
         name: "simulated".into(),
-        timemap: archive.timemap_prefix(),
-        timegate: archive.timegate_prefix(),
+        timemap: Some(archive.timemap_prefix().parse().expect("an http URL")),
+        timegate: archive.timegate_prefix().parse().expect("an http URL"),
         timeout: None,
         enabled: true,
         redirect_hosts: Vec::new(),
