@@ -61,12 +61,9 @@ impl Upstream {
             .iter()
             .zip(&archives)
             .map(|(a, archive)| {
-                let memento_prefixes = archive.memento_prefixes();
-                let memento_prefixes: Vec<&str> =
-                    memento_prefixes.iter().map(String::as_str).collect();
                 ArchiveLink::new(
                     &archive.prefixes(),
-                    &memento_prefixes,
+                    &archive.memento_urls(),
                     &a.redirect_hosts,
                     config.upstream.connect_timeout,
                     &config.upstream.user_agent,

@@ -121,8 +121,8 @@ impl ArchiveLink {
     /// The link to an archive configured on `prefixes` (its timemap and timegate URLs), whose
     /// mementos live under `memento_prefixes`.
     pub fn new(
-        prefixes: &[&str],
-        memento_prefixes: &[&str],
+        prefixes: &[Url],
+        memento_prefixes: &[Url],
         redirect_hosts: &[RedirectHost],
         connect_timeout: Duration,
         user_agent: &str,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tmproxy_core::cdx::replay::Replay;
 use tmproxy_core::cdx::Dialect;
+use url::Url;
 
 /// One enabled archive, as the fan-out uses it.
 #[derive(Debug, Clone)]
@@ -54,18 +55,24 @@ impl Archive {
 
     /// The URLs this archive is configured on: where its requests and redirects may go (its
     /// replay host too, where its TimeGate's mementos live).
-    pub fn prefixes(&self) -> Vec<&str> {
-        let mut out = vec![self.timegate.as_str()];
+    pub fn prefixes(&self) -> Vec<Url> {
+        let mut out = vec![self.timegate.url().clone()];
         match &self.cdx {
             Some(c) => {
-                out.extend(c.endpoint.as_ref().map(HttpUrl::as_str));
-                if let Some(r) = &c.replay {
-                    out.push(r.prefix());
-                }
+                out.extend(c.endpoint.as_ref().map(|e| e.url().clone()));
+                out.extend(self.replay_url());
             }
-            None => out.extend(self.timemap.as_ref().map(HttpUrl::as_str)),
+            None => out.extend(self.timemap.as_ref().map(|t| t.url().clone())),
         }
         out
+    }
+
+    /// The URL a CDX archive's replay template starts with. The configured URLs were parsed as
+    /// the config was read; the template is core's, checked then to start with http(s), and its
+    /// prefix is parsed here, as the upstream is set up.
+    fn replay_url(&self) -> Option<Url> {
+        let replay = self.cdx.as_ref()?.replay.as_ref()?;
+        Url::parse(replay.prefix()).ok()
     }
 
     /// Where this archive's mementos may be fetched from (`/memento/proxy`): per host of its
@@ -73,19 +80,19 @@ impl Archive {
     /// `https://web.archive.org/web/timemap/link/` and `…/web/` give `…/web/`; a TimeGate at
     /// `/timegate/` and a TimeMap at `/timemap/link/` give `/`, the whole host.
     pub fn memento_prefixes(&self) -> Vec<String> {
-        // The configured URLs were parsed as the config was read; a replay template's prefix
-        // is text the template check vouched for, and is parsed here.
+        self.memento_urls().into_iter().map(String::from).collect()
+    }
+
+    /// [`Archive::memento_prefixes`] as URLs, for the hop rules.
+    pub fn memento_urls(&self) -> Vec<Url> {
         let listing = match &self.cdx {
-            Some(c) => c
-                .replay
-                .as_ref()
-                .and_then(|r| url::Url::parse(r.prefix()).ok()),
+            Some(_) => self.replay_url(),
             None => self.timemap.as_ref().map(|t| t.url().clone()),
         };
-        let mut out: Vec<url::Url> = Vec::new();
+        let mut out: Vec<Url> = Vec::new();
         for u in std::iter::once(self.timegate.url().clone()).chain(listing) {
             let dir = directory(u.path()).to_string();
-            let same_site = |o: &url::Url| {
+            let same_site = |o: &Url| {
                 o.host() == u.host() && o.port_or_known_default() == u.port_or_known_default()
             };
             match out.iter_mut().find(|o| same_site(o)) {
@@ -102,7 +109,7 @@ impl Archive {
                 }
             }
         }
-        out.into_iter().map(String::from).collect()
+        out
     }
 
     /// The TimeGate URL for a URI-R, checked as [`Archive::timemap_for`] checks a URI-T.
