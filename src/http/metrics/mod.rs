@@ -8,7 +8,7 @@ mod histogram;
 use super::route::{Route, ROUTES};
 use super::{Cache, SharedState};
 use crate::serve::connections::ListenerConnections;
-use crate::upstream::ledger::{Outcome, SkipReason, BUCKETS};
+use crate::upstream::ledger::{SkipReason, Turn, BUCKETS};
 use crate::upstream::Upstream;
 use axum::extract::State;
 use axum::http::header;
@@ -209,7 +209,7 @@ fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std:
         MetricType::Counter,
     )?;
     for (id, ledger) in ids.iter().zip(&ledgers) {
-        for (outcome, n) in Outcome::ALL.iter().zip(ledger.counts) {
+        for (outcome, n) in Turn::ALL.iter().zip(ledger.counts) {
             let labels = [("archive", *id), ("outcome", outcome.as_str())];
             counter(&mut requests.encode_family(&labels)?, n)?;
         }
