@@ -346,11 +346,7 @@ pub(crate) fn sampling_bounds(c: &crate::config::SamplingConfig) -> tmproxy_samp
     use tmproxy_sampling::reading::ReadLimits;
     tmproxy_sampling::jobs::Bounds {
         input_dir: c.input_dir.clone(),
-        allowed_urls: c
-            .allowed_urls
-            .iter()
-            .map(|u| u.as_str().to_owned())
-            .collect(),
+        allowed_urls: c.allowed_urls.iter().map(|u| u.url().clone()).collect(),
         concurrency: c.concurrency,
         rate_limit: c.rate_limit,
         limits: tmproxy_sampling::engine::Limits {
