@@ -24,6 +24,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_CACHE_PATH", "cache.path"),
     ("TMPROXY_CACHE_SHARED", "cache.shared"),
     ("TMPROXY_ADMIN_TOKEN", "admin.token"),
+    ("TMPROXY_ADMIN_TOKEN_FILE", "admin.token"),
     ("TMPROXY_ADMIN_LISTEN", "admin.listen"),
     ("TMPROXY_OBSERVE_LOG", "observe.log"),
     ("TMPROXY_LOG_FORMAT", "log.format"),
@@ -92,6 +93,12 @@ impl Config {
                 *slot = v;
             }
         }
+        let token_too = get("TMPROXY_ADMIN_TOKEN").is_some();
+        if let Some(v) = env_override(&get, "TMPROXY_ADMIN_TOKEN_FILE", "admin.token", |path| {
+            token_from_file(path, token_too)
+        })? {
+            self.admin.token = v;
+        }
         if let Some(v) = env_override(
             &get,
             "TMPROXY_CACHE_POLICY",
@@ -152,6 +159,39 @@ fn env_override<T>(
             .map(Some)
             .map_err(|r| ConfigError::new(&format!("env {var}"), key, r)),
     }
+}
+
+/// The most a token file may hold: a token is tens of bytes, and a path to a large file is a
+/// mistake to say rather than a file to read into memory.
+const MAX_TOKEN_FILE: u64 = 4096;
+
+/// The admin token from the file at `path` (a Docker or compose secret, say), without its final
+/// line end; refused when `TMPROXY_ADMIN_TOKEN` is set too (which would win is not obvious), when
+/// the file cannot be read, is empty or is larger than a token.
+fn token_from_file(path: &str, token_too: bool) -> Result<String, String> {
+    if token_too {
+        return Err("TMPROXY_ADMIN_TOKEN is set too: set one of the two".into());
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(&mut file, MAX_TOKEN_FILE + 1),
+        &mut text,
+    )
+    .map_err(|e| format!("{path}: {e}"))?;
+    if text.len() as u64 > MAX_TOKEN_FILE {
+        return Err(format!(
+            "{path}: longer than {MAX_TOKEN_FILE} bytes, not a token"
+        ));
+    }
+    let token = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t))
+        .unwrap_or(&text);
+    if token.is_empty() {
+        return Err(format!("{path} is empty"));
+    }
+    Ok(token.to_owned())
 }
 
 /// Comma-separated addresses and CIDR ranges; empty trusts no peer.

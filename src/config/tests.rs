@@ -612,6 +612,54 @@ fn env_overrides_apply() {
 }
 
 #[test]
+fn the_admin_token_is_read_from_the_file_a_variable_names() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("admin_token");
+    std::fs::write(&path, "s3cret-token\n").expect("write");
+    let file = path.display().to_string();
+    let mut c = Config::default();
+    c.apply_env(vars(&[("TMPROXY_ADMIN_TOKEN_FILE", &file)]))
+        .expect("a readable token file");
+    assert_eq!(c.admin.token, "s3cret-token");
+    // Each refusal names the variable, and the file where there is one.
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").expect("write");
+    let big = dir.path().join("big");
+    std::fs::write(&big, "x".repeat(5000)).expect("write");
+    let missing = dir.path().join("missing").display().to_string();
+    let cases = [
+        (
+            vec![("TMPROXY_ADMIN_TOKEN_FILE", missing.clone())],
+            missing.clone(),
+        ),
+        (
+            vec![("TMPROXY_ADMIN_TOKEN_FILE", empty.display().to_string())],
+            "is empty".into(),
+        ),
+        (
+            vec![("TMPROXY_ADMIN_TOKEN_FILE", big.display().to_string())],
+            "not a token".into(),
+        ),
+        (
+            vec![
+                ("TMPROXY_ADMIN_TOKEN_FILE", file.clone()),
+                ("TMPROXY_ADMIN_TOKEN", "other".into()),
+            ],
+            "set one of the two".into(),
+        ),
+    ];
+    for (set, says) in cases {
+        let pairs: Vec<(&str, &str)> = set.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let e = Config::default()
+            .apply_env(vars(&pairs))
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("env TMPROXY_ADMIN_TOKEN_FILE"), "{e}");
+        assert!(e.contains(&says), "{e}");
+    }
+}
+
+#[test]
 fn bad_env_values_name_the_variable() {
     let mut c = Config::default();
     let e = c
