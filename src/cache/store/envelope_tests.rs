@@ -217,6 +217,31 @@ fn write_old_entry_fixture() {
     std::fs::write(path, encode_before_shared_frame(&fixture_note())).expect("write");
 }
 
+/// A shared tier's value (`TMR1`, a revision, then the envelope) as the binary at commit
+/// e8e87ff wrote it to Redis (its `cas::framed`, the same code as now): [`OLD_ENTRY`] under
+/// revision 0x2a. Its head is read by the
+/// compare-and-set script too, so neither side may change what these bytes mean.
+const OLD_SHARED: &[u8] = include_bytes!("../../../tests/fixtures/old-formats/shared-tmr1-v1.bin");
+
+#[test]
+#[ignore = "writes the fixture: run by hand, once"]
+fn write_old_shared_fixture() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/old-formats/shared-tmr1-v1.bin"
+    );
+    std::fs::write(path, super::super::cas::framed(0x2a, OLD_ENTRY)).expect("write");
+}
+
+#[test]
+fn a_shared_value_written_by_the_older_binary_reads_the_same() {
+    use super::super::cas::{observed, Observed};
+    let (seen, envelope) = observed(OLD_SHARED);
+    assert_eq!(seen, Observed::Revision(0x2a));
+    assert_eq!(decode::<Note>(envelope), Ok(fixture_note()));
+    assert_eq!(&OLD_SHARED[..4], b"TMR1");
+}
+
 #[test]
 fn an_entry_written_by_the_older_binary_reads_the_same() {
     assert_eq!(decode::<Note>(OLD_ENTRY), Ok(fixture_note()));
