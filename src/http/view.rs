@@ -20,7 +20,6 @@ mod renderings;
 mod splice;
 use super::encoding::Part;
 pub use pieces::Pieces;
-pub use renderings::FileHeaders;
 
 /// An aggregate ready to serve: a cache hit then allocates almost nothing.
 #[derive(Debug)]
