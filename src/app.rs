@@ -221,18 +221,16 @@ pub async fn build_with_lookup(
             None
         }
     };
-    let connections = Arc::new(crate::serve::connections::Connections::new(
+    let connections = Arc::new(crate::metrics::connections::Connections::new(
         config.server.max_connections,
     ));
     let admin_separate = config.admin.listen.is_some();
-    let metrics = Arc::new(crate::http::metrics::Metrics::new(
-        crate::http::metrics::Scraped {
-            cache: cache.clone(),
-            upstream: upstream.clone(),
-            connections: connections.clone(),
-            admin_separate,
-        },
-    ));
+    let metrics = Arc::new(crate::metrics::Metrics::new(crate::metrics::Scraped {
+        cache: cache.clone(),
+        upstream: upstream.clone(),
+        connections: connections.clone(),
+        admin_separate,
+    }));
     let state = Arc::new(AppState {
         renderings,
         upstream,

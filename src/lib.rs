@@ -13,6 +13,7 @@ pub(crate) mod error;
 pub mod http;
 pub mod logs;
 pub mod memo;
+pub mod metrics;
 pub mod routing;
 pub mod serve;
 pub mod upstream;

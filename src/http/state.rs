@@ -1,12 +1,13 @@
 //! What every route is handed: the server's shared state, and the cache type the routes read.
 
-use super::metrics::Metrics;
 use super::rate::Limiter;
 use super::view::View;
 use crate::cache::service::{CachedTimeMap, TimeMapCache};
 use crate::cache::store::renderings::Renderings;
 use crate::cache::store::Tiered;
 use crate::clock::{Clock, SimClock};
+use crate::metrics::connections::Connections;
+use crate::metrics::Metrics;
 use crate::upstream::Upstream;
 use crate::uri_r::UriR;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ pub struct AppState {
     /// ([`admin_router`]) and [`router`] leaves them out.
     pub admin_separate: bool,
     /// Connections open and refused per listener, counted by the serve loop (`crate::serve`).
-    pub connections: Arc<crate::serve::connections::Connections>,
+    pub connections: Arc<Connections>,
     /// `/metrics`: requests counted as they are answered, the rest read at each scrape.
     pub metrics: Arc<Metrics>,
     /// Every configured archive, enabled or not, in configured order (`/archives`, `/about`).
