@@ -18,6 +18,7 @@ pub mod routing;
 pub mod serve;
 pub mod upstream;
 pub mod uri_r;
+pub mod web;
 
 // The pure core, under the paths the rest of the crate (and its users) have always used.
 pub use tmproxy_core::{timemap, uri_text};

@@ -477,7 +477,7 @@ const LAYERS: [&[&str]; 10] = [
     &["cache"],
     &["routing", "upstream"],
     &["error"],
-    &["metrics"],
+    &["metrics", "web"],
     &["http"],
     &["serve"],
     &["app", "demo"],
