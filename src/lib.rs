@@ -13,12 +13,12 @@ pub(crate) mod error;
 pub mod http;
 pub mod logs;
 pub mod memo;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod routing;
 pub mod serve;
 pub mod upstream;
 pub mod uri_r;
-pub mod web;
+pub(crate) mod web;
 
 // The pure core, under the paths the rest of the crate (and its users) have always used.
 pub use tmproxy_core::{timemap, uri_text};

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::http::client::TrustedProxies;
 use crate::http::AppState;
 use crate::metrics::connections::Connections;
-use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, Verdict};
+use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, WatchdogPlan};
 use axum::Router;
 use connections::{ListenerConnections, OpenConnection};
 use futures::FutureExt;
@@ -304,7 +304,7 @@ async fn connection(
     loop {
         let now = activity.elapsed();
         let at = match decide(activity.snapshot(), now, phase, &limits) {
-            Verdict::At(at, step) if at <= now => match step {
+            WatchdogPlan::At(at, step) if at <= now => match step {
                 Step::Drop => return,
                 Step::GoAway => {
                     conn.as_mut().graceful_shutdown();
@@ -312,7 +312,7 @@ async fn connection(
                     continue;
                 }
             },
-            Verdict::At(at, _) | Verdict::LookAgain(at) => at,
+            WatchdogPlan::At(at, _) | WatchdogPlan::LookAgain(at) => at,
         };
         // Woken at that time, or when a request the watchdog has not seen ends (which may set
         // an idle deadline sooner than the first-request one slept towards).
