@@ -109,7 +109,7 @@ pub async fn build_with_lookup(
         )
     };
     // Huge entries' renderings, beside sled: the store tells them of every change to a key.
-    let view_context = crate::http::view::ViewContext {
+    let view_context = crate::view::ViewContext {
         public_url: public_url.clone(),
         page_size: config.server.page_size,
     };

@@ -472,12 +472,12 @@ fn an_import_out_of_the_cache_is_found() {
 /// other modules or from layers below it, so a request walks down from `cli` and `serve` to the
 /// leaves and nothing reaches back up.
 const LAYERS: [&[&str]; 10] = [
-    &["clock", "memo", "uri_r"],
+    &["clock", "encoding", "memo", "uri_r"],
     &["config", "logs"],
     &["cache"],
     &["routing", "upstream"],
     &["error"],
-    &["metrics", "web"],
+    &["metrics", "view", "web"],
     &["http"],
     &["serve"],
     &["app", "demo"],

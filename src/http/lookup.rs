@@ -3,7 +3,6 @@
 
 use super::headers::{PREFERENCE_APPLIED, X_CACHE, X_CACHE_ACTION, X_CACHE_CASE};
 use super::state::AppState;
-use super::view::View;
 use super::{choices, client, rate};
 use crate::cache::service::{CacheStatus, Request, Served};
 use crate::error::AppError;
@@ -12,6 +11,7 @@ use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
 use crate::uri_r::{split_archives_param, split_timeout_param, UriR, MAX_URI_LEN};
+use crate::view::View;
 use axum::http::{header, HeaderMap, HeaderValue, Uri};
 use std::time::Duration;
 

@@ -8,7 +8,6 @@ pub(crate) mod archives;
 mod captured_log;
 mod choices;
 pub mod client;
-mod encoding;
 mod errors;
 pub(crate) mod gate;
 mod headers;
@@ -25,7 +24,6 @@ pub mod timegate;
 pub(crate) mod timemap;
 mod trace;
 pub(crate) mod ui;
-pub mod view;
 
 pub use headers::{
     answer, PREFERENCE_APPLIED, X_CACHE, X_CACHE_ACTION, X_CACHE_CASE, X_REQUEST_ID,
@@ -36,3 +34,5 @@ pub use lookup::{
 };
 pub use router::{admin_router, router, EXPOSED_HEADERS};
 pub use state::{AppState, Cache, SharedState};
+// The view the routes serve, under the path the tests, examples and benches know.
+pub use crate::view;

@@ -1,7 +1,6 @@
 //! What every route is handed: the server's shared state, and the cache type the routes read.
 
 use super::rate::Limiter;
-use super::view::View;
 use crate::cache::service::{CachedTimeMap, TimeMapCache};
 use crate::cache::store::renderings::Renderings;
 use crate::cache::store::Tiered;
@@ -10,6 +9,7 @@ use crate::metrics::connections::Connections;
 use crate::metrics::Metrics;
 use crate::upstream::Upstream;
 use crate::uri_r::UriR;
+use crate::view::View;
 use std::sync::Arc;
 
 /// What every handler shares: the archives, the cache in front of them, our public base URL,

@@ -1,13 +1,13 @@
 //! `/timemap/{link,json,cdxj}/{URI-R}` and `/timemap/{URI-R}`: the aggregated TimeMap, and
 //! `/timemap/{link,json,cdxj}/{N}/{URI-R}`: its page N (RFC 7089 §4.3).
 
-use super::encoding::{self, if_none_match};
 use super::{
     answer, cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState,
 };
+use crate::encoding::{self, if_none_match};
 use crate::error::AppError;
-use crate::http::view::Pieces;
 use crate::timemap::serialize::TimeMapFormat;
+use crate::view::Pieces;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};

@@ -3,7 +3,7 @@
 //! streamed from disk.
 
 use crate::cache::store::renderings;
-use crate::http::encoding::{self, if_none_match, Coding};
+use crate::encoding::{self, if_none_match, Coding};
 use crate::http::{freshness_headers, AppState, TimeMapRequest};
 use crate::timemap::serialize::TimeMapFormat;
 use axum::body::Body;
