@@ -204,7 +204,7 @@ pub async fn build_with_lookup(
                 force,
                 ..Default::default()
             };
-            let _ = cache.lookup(uri_r.as_str(), req).await;
+            let _ = cache.lookup(&uri_r, req).await;
             true
         })
     });

@@ -5,6 +5,7 @@ use crate::uri_text::{
 };
 use std::borrow::Cow;
 use std::fmt;
+use tmproxy_core::routing::UriKeys;
 
 /// Longest request target we accept (414 beyond): archives refuse far shorter URIs anyway.
 pub const MAX_URI_LEN: usize = 8 * 1024;
@@ -72,16 +73,49 @@ pub(crate) use tmproxy_core::uri_text::clip;
 /// segments and backslashes, which are resolved inside the URI-R: `http://e.com/a/../b` is
 /// `http://e.com/b`, so it can never climb out of an archive's prefix once appended to it, and
 /// two spellings of one URL share one cache entry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct UriR(String);
+///
+/// Parsed once, it carries what the layers below key it by: the cache its canonical key, routing
+/// its host, domain and TLD keys; none of them parses it again. Equal, and hashed, by its text.
+#[derive(Debug, Clone)]
+pub struct UriR {
+    text: String,
+    /// [`tmproxy_core::surt::canonical_key`] of the text; None when it has none (user info).
+    canonical: Option<String>,
+    keys: UriKeys,
+}
+
+impl PartialEq for UriR {
+    fn eq(&self, other: &UriR) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for UriR {}
+
+impl std::hash::Hash for UriR {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.text.hash(state);
+    }
+}
 
 impl UriR {
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     pub fn into_string(self) -> String {
-        self.0
+        self.text
+    }
+
+    /// Its canonical key (`[cache] canonical`): every spelling of the URL has the same one.
+    /// None for a URI-R that has none, which the cache then keys by its text.
+    pub fn canonical_key(&self) -> Option<&str> {
+        self.canonical.as_deref()
+    }
+
+    /// The keys routing profiles it under: host, registrable domain, TLD.
+    pub fn routing_keys(&self) -> &UriKeys {
+        &self.keys
     }
 
     /// Reads a URI-R from the raw text after the route's prefix (path and query, undecoded).
@@ -159,13 +193,25 @@ impl UriR {
             resolved.pop();
             resolved.push_str("%2A");
         }
-        Ok(UriR(resolved))
+        // The URL parsed above is the URI-R's unless resolving changed its text (dot segments,
+        // backslashes, a trailing star): its keys come from the same parse.
+        let parsed = match resolved == with_scheme {
+            true => parsed,
+            false => {
+                url::Url::parse(&resolved).map_err(|_| UriRError::Invalid(resolved.clone()))?
+            }
+        };
+        Ok(UriR {
+            canonical: tmproxy_core::surt::canonical_key_of(&parsed),
+            keys: UriKeys::of_url(&parsed),
+            text: resolved,
+        })
     }
 }
 
 impl fmt::Display for UriR {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
@@ -452,5 +498,29 @@ mod tests {
                 Some("ia".to_string())
             ),
         );
+    }
+
+    #[test]
+    fn the_keys_carried_are_those_of_the_text_parsed_again() {
+        // Resolving may change the text (dot segments, backslashes, a trailing `%2A`): the keys
+        // carried must be the final text's, as a fresh parse of it gives them.
+        for raw in [
+            "http://WWW.Example.com:80/a/b?z=1&a=2",
+            "example.com/a/../b/./c",
+            "http://example.com/a\\..\\b",
+            "http%3A%2F%2Fexample.com%2Fstar%2A",
+            "https://user@example.co.uk/x",
+            "http://[::1]:8080/",
+            "http:/example.org/collapsed",
+        ] {
+            let u = UriR::parse(raw).expect(raw);
+            let text = u.as_str();
+            assert_eq!(
+                u.canonical_key(),
+                tmproxy_core::surt::canonical_key(text).as_deref(),
+                "{raw}"
+            );
+            assert_eq!(u.routing_keys(), &UriKeys::of_uri(text), "{raw}");
+        }
     }
 }

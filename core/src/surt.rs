@@ -63,14 +63,18 @@ pub fn host_key(host: &str) -> String {
 /// user info): the cache then keys it by its exact text, which no SURT key can equal (a key never
 /// holds `://` before its `)`).
 pub fn canonical_key(uri_r: &str) -> Option<String> {
-    let url = url::Url::parse(uri_r).ok()?;
+    canonical_key_of(&url::Url::parse(uri_r).ok()?)
+}
+
+/// [`canonical_key`] of a URL already parsed (a URI-R parsed once carries its key).
+pub fn canonical_key_of(url: &url::Url) -> Option<String> {
     if !matches!(url.scheme(), "http" | "https")
         || !url.username().is_empty()
         || url.password().is_some()
     {
         return None;
     }
-    let mut key = String::with_capacity(uri_r.len() + 8);
+    let mut key = String::with_capacity(url.as_str().len() + 8);
     match url.host()? {
         url::Host::Domain(domain) => {
             let host = strip_www(domain);

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 /// What to do with one HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum AnswerHandling {
     Ok,
     /// Try again after this long (Retry-After) or after the backoff.
     Retry(Option<Duration>),
@@ -33,22 +33,22 @@ pub enum Verdict {
 }
 
 /// The retry decision for a status, its Retry-After header (seconds) and body.
-pub fn verdict(status: u16, retry_after: Option<&str>, body: &str) -> Verdict {
+pub fn answer_handling(status: u16, retry_after: Option<&str>, body: &str) -> AnswerHandling {
     let after = retry_after
         .and_then(|s| s.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
     // The status read as the fan-out reads it (tmproxy_core::failure); the retry policy is ours.
     match of_status(status) {
-        StatusClass::Success => Verdict::Ok,
+        StatusClass::Success => AnswerHandling::Ok,
         // pywb answers 404 for "no captures" on some versions: that is an empty answer.
-        StatusClass::NotFound => Verdict::Ok,
+        StatusClass::NotFound => AnswerHandling::Ok,
         StatusClass::Failed(_) if status == 403 && body.contains("Blocked Site Error") => {
-            Verdict::Blocked
+            AnswerHandling::Blocked
         }
         StatusClass::Failed(kind) if kind.throttled() || kind.server_error() => {
-            Verdict::Retry(after)
+            AnswerHandling::Retry(after)
         }
-        StatusClass::Gone | StatusClass::Failed(_) => Verdict::Fatal(format!(
+        StatusClass::Gone | StatusClass::Failed(_) => AnswerHandling::Fatal(format!(
             "HTTP {status}: {}",
             tmproxy_core::uri_text::clip(body.trim())
         )),
@@ -201,7 +201,7 @@ impl CdxClient {
         tokio::time::sleep_until(at).await;
     }
 
-    /// GET with the query, retried as [`verdict`] says; each retry told to `on_retry`.
+    /// GET with the query, retried as [`answer_handling`] says; each retry told to `on_retry`.
     async fn fetch(&self, query: &[(&str, String)], on_retry: OnRetry<'_>) -> Fetched {
         let mut attempt = 0;
         loop {
@@ -227,26 +227,29 @@ impl CdxClient {
                             .map(str::to_string);
                         match r.text().await {
                             Ok(body) => {
-                                let v = verdict(status, retry_after.as_deref(), &body);
+                                let v = answer_handling(status, retry_after.as_deref(), &body);
                                 (v, if status == 404 { String::new() } else { body })
                             }
-                            Err(e) => (Verdict::Retry(None), format!("reading the body: {e}")),
+                            Err(e) => (
+                                AnswerHandling::Retry(None),
+                                format!("reading the body: {e}"),
+                            ),
                         }
                     }
-                    Err(e) => (Verdict::Retry(None), format!("{e}")),
+                    Err(e) => (AnswerHandling::Retry(None), format!("{e}")),
                 }
             };
             match answer {
-                (Verdict::Ok, body) => return Fetched::Body(body),
-                (Verdict::Blocked, _) => {
+                (AnswerHandling::Ok, body) => return Fetched::Body(body),
+                (AnswerHandling::Blocked, _) => {
                     self.count(|s| s.blocked += 1);
                     return Fetched::Blocked;
                 }
-                (Verdict::Fatal(why), _) => {
+                (AnswerHandling::Fatal(why), _) => {
                     self.count(|s| s.failed += 1);
                     return Fetched::Failed(why);
                 }
-                (Verdict::Retry(after), why) => {
+                (AnswerHandling::Retry(after), why) => {
                     attempt += 1;
                     if attempt > self.settings.max_retries {
                         self.count(|s| s.failed += 1);
@@ -420,17 +423,20 @@ mod tests {
 
     #[test]
     fn the_retry_decision() {
-        assert_eq!(verdict(200, None, ""), Verdict::Ok);
+        assert_eq!(answer_handling(200, None, ""), AnswerHandling::Ok);
         assert_eq!(
-            verdict(429, Some("3"), ""),
-            Verdict::Retry(Some(Duration::from_secs(3)))
+            answer_handling(429, Some("3"), ""),
+            AnswerHandling::Retry(Some(Duration::from_secs(3)))
         );
-        assert_eq!(verdict(503, None, ""), Verdict::Retry(None));
+        assert_eq!(answer_handling(503, None, ""), AnswerHandling::Retry(None));
         assert_eq!(
-            verdict(403, None, "<h1>Blocked Site Error</h1>"),
-            Verdict::Blocked
+            answer_handling(403, None, "<h1>Blocked Site Error</h1>"),
+            AnswerHandling::Blocked
         );
-        assert!(matches!(verdict(400, None, "bad url"), Verdict::Fatal(_)));
+        assert!(matches!(
+            answer_handling(400, None, "bad url"),
+            AnswerHandling::Fatal(_)
+        ));
         let b = Duration::from_millis(100);
         assert_eq!(backoff(b, 1, Duration::from_secs(5)), b);
         assert_eq!(backoff(b, 3, Duration::from_secs(5)), b * 4);

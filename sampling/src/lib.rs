@@ -9,6 +9,7 @@
 pub mod cdx;
 pub mod downsample;
 pub mod engine;
+pub(crate) mod external_sort;
 pub(crate) mod filters;
 pub mod index;
 pub mod job_files;
@@ -17,7 +18,6 @@ pub mod offline;
 pub mod reading;
 pub(crate) mod report;
 pub(crate) mod revisit;
-pub(crate) mod spill;
 pub mod surt;
 
 use serde::Serialize;

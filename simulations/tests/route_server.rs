@@ -36,7 +36,9 @@ fn the_servers_routing_state_asks_what_memsim_counts() {
                     .find(|h| usize::from(h.0) == a)
                     .map_or(0, |h| h.1)
             };
-            let decision = server.decide(&ids, &uri.uri_r);
+            let uri_r =
+                tmproxy::uri_r::UriR::parse(&uri.uri_r).expect("the stream's URI-Rs are URI-Rs");
+            let decision = server.decide(&ids, &uri_r);
             explored += u64::from(decision.explored);
             let mut outcomes = Vec::new();
             for (a, route) in decision.routes.iter().enumerate() {

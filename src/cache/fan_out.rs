@@ -6,6 +6,7 @@
 //! ([`Ask`], [`Settled`]), but for the channel a fan-out publishes to ([`Progress`]).
 
 use crate::timemap::answer::Fetch;
+use crate::uri_r::UriR;
 use futures::future::BoxFuture;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -35,7 +36,7 @@ pub trait Archives: Send + Sync + 'static {
     /// answer.
     fn fetch<'a>(
         &'a self,
-        uri_r: &'a str,
+        uri_r: &'a UriR,
         deadline: Duration,
         arrived: Instant,
         ask: Ask<'a>,
@@ -48,8 +49,8 @@ pub trait Archives: Send + Sync + 'static {
 /// Which archives a fan-out asks, and what it learns from their answers.
 pub trait Router: Send + Sync + 'static {
     /// Routes one miss of `uri_r` over the archives `ids` (in the fan-out's order).
-    fn decide(&self, ids: &[&str], uri_r: &str) -> Decision;
-    /// Learns a fan-out's fresh answers, before any merge, as much as `client` may teach
-    /// (None: the server's own fan-out).
-    fn observe(&self, fetch: &Fetch, client: Option<IpAddr>);
+    fn decide(&self, ids: &[&str], uri_r: &UriR) -> Decision;
+    /// Learns a fan-out's fresh answers for `uri_r`, before any merge, as much as `client` may
+    /// teach (None: the server's own fan-out).
+    fn observe(&self, fetch: &Fetch, uri_r: &UriR, client: Option<IpAddr>);
 }

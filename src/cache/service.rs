@@ -12,6 +12,7 @@ use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
+use crate::uri_r::UriR;
 use futures::future::{BoxFuture, FutureExt, Shared};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -26,6 +27,7 @@ mod shared_write;
 mod short_deadline;
 #[cfg(test)]
 mod tests;
+use keys::stored_spelling;
 use refresh::Begun;
 
 pub use super::cached::{aggregate_of, CachedTimeMap, ServedView, ALIAS_VIEWS};
@@ -175,8 +177,6 @@ pub struct TimeMapCache<S, V: ServedView> {
     forced: Mutex<HashMap<String, MementoDatetime>>,
     pub stats: CacheStats,
     observe: Option<ObservationLog>,
-    /// Canonical keys computed lately, by URI-R ([`TimeMapCache::key_of`]).
-    keys: crate::memo::Memo<String>,
     /// Which archives a fan-out asks, and what each fan-out teaches (routing's); None: every
     /// archive, and nothing learned (a cache built without a server around it).
     router: Option<Arc<dyn Router>>,
@@ -206,7 +206,6 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             forced: Mutex::new(HashMap::new()),
             stats: CacheStats::new(),
             observe,
-            keys: crate::memo::Memo::new(crate::memo::URI_R_SLOTS),
             router: None,
         }
     }
@@ -245,18 +244,19 @@ impl<V: ServedView> Invalidate for TimeMapCache<Tiered<CachedTimeMap<V>>, V> {
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// The answer for `uri_r`: from the cache when fresh, else through a (shared) refresh. It
     /// names `uri_r` as given, whichever spelling of it the entry was stored under.
-    pub async fn lookup(self: &Arc<Self>, uri_r: &str, req: Request) -> Served<V> {
+    pub async fn lookup(self: &Arc<Self>, uri_r: &UriR, req: Request) -> Served<V> {
         let key = self.key_of(uri_r);
         let mut served = self.answer(&key, uri_r, req).await;
         // A fan-out shared with, or an answer left by, a request of another spelling.
-        if served.view.aggregate().uri_r != uri_r {
-            served.view = Arc::new(V::respell(&served.view, uri_r, self.context.as_ref()));
+        if served.view.aggregate().uri_r != uri_r.as_str() {
+            let respelled = V::respell(&served.view, uri_r.as_str(), self.context.as_ref());
+            served.view = Arc::new(respelled);
         }
         self.stats.count_served(served.status);
         served
     }
 
-    async fn answer(self: &Arc<Self>, key: &str, uri_r: &str, req: Request) -> Served<V> {
+    async fn answer(self: &Arc<Self>, key: &str, uri_r: &UriR, req: Request) -> Served<V> {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
@@ -270,27 +270,35 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             return served;
         };
         let now = self.clock.now();
-        let cached = self.read(store, key, uri_r).await;
+        let cached = self.read(store, key, uri_r.as_str()).await;
         let freshness = self
             .policy
             .freshness(cached.as_ref().map(|c| &c.entry), now);
         let wants_refresh = req.force || (req.no_cache && self.may_force(key, now));
-        // The archives are asked with the spelling the entry was stored under (its first
-        // asker's), so an entry's URI-R, and its observation log lines, keep one spelling.
-        let asked = cached.as_ref().map_or(uri_r, |c| c.entry.uri_r.as_str());
         match (&cached, freshness, wants_refresh) {
             (Some(c), Freshness::Fresh, false) => {
                 self.stats.count_hit();
-                return Served::stored_as(c, uri_r, self.context.as_ref(), CacheStatus::Hit);
+                return Served::stored_as(
+                    c,
+                    uri_r.as_str(),
+                    self.context.as_ref(),
+                    CacheStatus::Hit,
+                );
             }
             // stale-while-revalidate: served now and refreshed behind the client's back,
             // through the same policy.
             (Some(c), Freshness::Stale, false) => {
                 let this = self.clone();
-                let (key, asked, client) = (key.to_string(), asked.to_owned(), req.client);
+                let asked = stored_spelling(Some(c), uri_r);
+                let (key, client) = (key.to_string(), req.client);
                 tokio::spawn(async move { this.revalidate(&key, &asked, client).await });
                 self.stats.count_stale();
-                return Served::stored_as(c, uri_r, self.context.as_ref(), CacheStatus::Stale);
+                return Served::stored_as(
+                    c,
+                    uri_r.as_str(),
+                    self.context.as_ref(),
+                    CacheStatus::Stale,
+                );
             }
             _ => {}
         }
@@ -310,13 +318,16 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             ask_all: req.ask_all,
             client: req.client,
         };
+        // The archives are asked with the spelling the entry was stored under (its first
+        // asker's), so an entry's URI-R, and its observation log lines, keep one spelling.
+        let asked = stored_spelling(cached.as_deref(), uri_r);
         let served = match req.deadline {
             // What a client's own deadline cuts is never stored: the shared refresh runs to
             // the server's deadline, and this request takes what has come by its own.
             Some(d) if d < self.archives.deadline() => {
-                self.within(key, asked, begun, req.render, d).await
+                self.within(key, &asked, begun, req.render, d).await
             }
-            _ => self.shared_refresh(key, asked, begun, req.render).await,
+            _ => self.shared_refresh(key, &asked, begun, req.render).await,
         };
         let mut served = served.unwrap_or_else(|| {
             // The refresh task itself failed (a panic in it): serve what we have rather than 500.
@@ -324,7 +335,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 Some(c) => Served::stored(c, self.context.as_ref(), CacheStatus::Stale),
                 None => Served::fresh(
                     &Fetch {
-                        uri_r: uri_r.to_string(),
+                        uri_r: uri_r.as_str().to_string(),
                         at: now,
                         archives: Vec::new(),
                     },
@@ -358,7 +369,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// stale-while-revalidate's refresh behind the client: joins one in flight, and starts none
     /// when the entry was refreshed since this request read it. A refresh leaves `inflight`
     /// only after storing, so finding none in flight and then reading the store sees its entry.
-    async fn revalidate(self: &Arc<Self>, key: &str, uri_r: &str, client: Option<IpAddr>) {
+    async fn revalidate(self: &Arc<Self>, key: &str, uri_r: &UriR, client: Option<IpAddr>) {
         let in_flight = self
             .inflight
             .lock()
@@ -408,7 +419,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     async fn shared_refresh(
         self: &Arc<Self>,
         key: &str,
-        uri_r: &str,
+        uri_r: &UriR,
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
     ) -> Option<Served<V>> {
@@ -420,7 +431,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     fn flight(
         self: &Arc<Self>,
         key: &str,
-        uri_r: &str,
+        uri_r: &UriR,
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
     ) -> Flight<V> {
@@ -437,7 +448,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let progress = progress();
         let watched = progress.subscribe();
         let this = self.clone();
-        let (owned_key, uri_r) = (key.to_string(), uri_r.to_string());
+        let (owned_key, uri_r) = (key.to_string(), uri_r.clone());
         let flight = inflight_key.clone();
         let task = tokio::spawn(async move {
             let served = this
@@ -463,7 +474,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// the profiles learn from what they answered, as much as `client` may teach.
     async fn fan_out(
         &self,
-        uri_r: &str,
+        uri_r: &UriR,
         deadline: Option<Duration>,
         arrived: tokio::time::Instant,
         ask_all: bool,
@@ -491,7 +502,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             .await;
         // The fresh answers, before any merge: skipped and failed archives teach nothing.
         if let Some(router) = &self.router {
-            router.observe(&fetch, client);
+            router.observe(&fetch, uri_r, client);
         }
         self.stats.count_fan_out();
         if let Some(log) = &self.observe {

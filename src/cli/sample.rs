@@ -128,7 +128,7 @@ async fn with_lines(
     out: &Path,
     progress: Arc<Progress>,
     limits: Limits,
-) -> Result<tmproxy_sampling::engine::Outcome, String> {
+) -> Result<tmproxy_sampling::engine::RunSummary, String> {
     let every = std::env::var("TMPROXY_PROGRESS_SECS")
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
@@ -156,7 +156,7 @@ async fn with_bars(
     out: &Path,
     progress: Arc<Progress>,
     limits: Limits,
-) -> Result<tmproxy_sampling::engine::Outcome, String> {
+) -> Result<tmproxy_sampling::engine::RunSummary, String> {
     let bars = indicatif::MultiProgress::new();
     let style = indicatif::ProgressStyle::with_template("{prefix:>16} {spinner} {msg}")
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());

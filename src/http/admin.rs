@@ -167,7 +167,7 @@ fn describe(entry: &Entry, fresh: bool) -> serde_json::Value {
 
 async fn inspect(State(state): State<SharedState>, uri: Uri) -> Result<Response, AppError> {
     let uri_r = uri_r_of(&uri)?;
-    let Some(cached) = state.cache.entry(uri_r.as_str()).await else {
+    let Some(cached) = state.cache.entry(&uri_r).await else {
         return Err(AppError::NotCached(uri_r.into_string()));
     };
     let fresh = matches!(
@@ -179,13 +179,13 @@ async fn inspect(State(state): State<SharedState>, uri: Uri) -> Result<Response,
     );
     let mut described = describe(&cached.entry, fresh);
     // What the entry is stored under: every spelling of the URI-R with this key finds it.
-    described["key"] = json!(state.cache.key_of(uri_r.as_str()));
+    described["key"] = json!(state.cache.key_of(&uri_r));
     Ok(JsonBody(described).into_response())
 }
 
 async fn purge(State(state): State<SharedState>, uri: Uri) -> Result<Response, AppError> {
     let uri_r = uri_r_of(&uri)?;
-    match state.cache.purge(uri_r.as_str()).await {
+    match state.cache.purge(&uri_r).await {
         Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
         Ok(false) => Err(AppError::NotCached(uri_r.into_string())),
         Err(e) => Err(AppError::Internal(format!("purge {uri_r}: {e}"))),
@@ -198,14 +198,14 @@ async fn refresh(State(state): State<SharedState>, uri: Uri) -> Result<Response,
     let served = state
         .cache
         .lookup(
-            uri_r.as_str(),
+            &uri_r,
             Request {
                 force: true,
                 ..Request::default()
             },
         )
         .await;
-    let entry = state.cache.entry(uri_r.as_str()).await;
+    let entry = state.cache.entry(&uri_r).await;
     Ok(JsonBody(json!({
         "uri_r": uri_r.as_str(),
         "x_cache": served.status.as_str(),

@@ -13,6 +13,7 @@ use crate::timemap::serialize::TimeMapFormat;
 use crate::uri_r::{split_archives_param, split_timeout_param, UriR, MAX_URI_LEN};
 use crate::view::View;
 use axum::http::{header, HeaderMap, HeaderValue, Uri};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The raw text after `prefix` in the request target (path and query, not decoded): the URI-R
@@ -24,7 +25,7 @@ pub fn raw_after<'a>(uri: &'a Uri, prefix: &str) -> &'a str {
 
 /// A URI-R and what the client chose about its answer.
 pub struct TimeMapRequest {
-    pub uri_r: UriR,
+    pub uri_r: Arc<UriR>,
     /// The time the client lets us spend on it (None: the configured deadline).
     pub deadline: Option<Duration>,
     /// The archives it wants asked, when not every enabled one (`archives=`, `Prefer:
@@ -99,7 +100,10 @@ pub fn read_lookup(
     }
     // Only a deadline shorter than the configured one changes anything.
     let deadline = deadline.filter(|d| *d < state.upstream.deadline());
-    let uri_r = state.uri_rs.get_or_try(&raw, UriR::parse)?;
+    // Shared, not copied: a parsed URI-R carries its keys, and a hit should not clone them.
+    let uri_r = state
+        .uri_rs
+        .get_or_try(&raw, |raw| UriR::parse(raw).map(Arc::new))?;
     // Into the request's log line (`log::RequestLog`): the URI-R as parsed, Debug-escaped.
     tracing::Span::current().record("uri_r", tracing::field::debug(uri_r.as_str()));
     Ok(TimeMapRequest {
@@ -153,7 +157,7 @@ pub async fn serve_lookup(
     render: Option<TimeMapFormat>,
 ) -> Result<Served<View>, AppError> {
     let d = lookup.directives;
-    let uri_r = lookup.uri_r.as_str();
+    let uri_r = &lookup.uri_r;
     let only = lookup.archives.as_deref();
     if d.only_if_cached {
         // no-cache asks for a check with the archives, which only-if-cached forbids.

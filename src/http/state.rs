@@ -44,7 +44,7 @@ pub struct AppState {
     /// with no store or `[cache] renderings_capacity = 0`.
     pub renderings: Option<Arc<Renderings<View>>>,
     /// The URI-Rs parsed lately, by the text after the route: a hit parses its URI-R once.
-    pub uri_rs: crate::memo::Memo<UriR>,
+    pub uri_rs: crate::memo::Memo<Arc<UriR>>,
     /// Archive profiles and the routing decision, saved in the data directory.
     pub routing: Arc<crate::routing::Routing>,
 }

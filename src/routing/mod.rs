@@ -13,14 +13,13 @@ mod persist;
 pub mod stored;
 
 use crate::config::{Config, RoutingConfig};
+use crate::uri_r::UriR;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tmproxy_core::routing::{
-    self as core, Candidate, Decision, Observation, PerClient, Profiles, UriKeys,
-};
+use tmproxy_core::routing::{self as core, Candidate, Decision, Observation, PerClient, Profiles};
 
 pub use persist::Loaded;
 
@@ -127,9 +126,10 @@ impl Routing {
     pub fn observe_fetch(
         &self,
         fetch: &tmproxy_core::timemap::answer::Fetch,
+        uri_r: &UriR,
         client: Option<IpAddr>,
     ) {
-        let mut lesson = Observation::of_fetch(fetch);
+        let mut lesson = Observation::of_fetch(fetch, uri_r.routing_keys().clone());
         // Before the bound: a lesson that teaches nothing spends none of its client's share.
         if !lesson.holds_any() {
             return;
@@ -145,19 +145,19 @@ impl Routing {
     /// come back in the same order. Each call is a miss: its exploration draw is
     /// [`core::draw_for`]`(uri_r, n)` with `n` the misses decided before it, so a replay of the
     /// same stream draws the same.
-    pub fn decide(&self, ids: &[&str], uri_r: &str) -> Decision {
+    pub fn decide(&self, ids: &[&str], uri_r: &UriR) -> Decision {
         let n = self.misses.fetch_add(1, Ordering::Relaxed);
-        self.decide_with_draw(ids, uri_r, core::draw_for(uri_r, n))
+        self.decide_with_draw(ids, uri_r, core::draw_for(uri_r.as_str(), n))
     }
 
     /// [`Routing::decide`] with the exploration draw given.
-    pub fn decide_with_draw(&self, ids: &[&str], uri_r: &str, draw: u64) -> Decision {
+    pub fn decide_with_draw(&self, ids: &[&str], uri_r: &UriR, draw: u64) -> Decision {
         let candidates: Vec<Candidate<'_>> = ids
             .iter()
             .map(|id| Candidate::new(id, self.always.iter().any(|a| a == id)))
             .collect();
-        let keys = UriKeys::of_uri(uri_r);
-        core::decide(&self.lock(), &self.settings, &candidates, &keys, draw)
+        let keys = uri_r.routing_keys();
+        core::decide(&self.lock(), &self.settings, &candidates, keys, draw)
     }
 
     /// Misses decided since start ([`Routing::decide`] calls): what `/archives`' skip share

@@ -3,13 +3,18 @@
 
 use super::*;
 use crate::config::RoutingMode;
-use tmproxy_core::routing::{Level, Outcome, Route};
+use crate::uri_r::UriR;
+use tmproxy_core::routing::{Level, Outcome, Route, UriKeys};
 
 fn config_in(dir: &Path) -> Config {
     let mut config = Config::default();
     config.cache.path = dir.join("cache").display().to_string();
     config.routing.min_evidence = 3;
     config
+}
+
+fn u(text: &str) -> UriR {
+    UriR::parse(text).expect("a URI-R")
 }
 
 fn lesson(uri: &str, outcomes: &[(&str, Outcome)]) -> Observation {
@@ -60,7 +65,7 @@ fn the_decision_reads_the_profiles_and_the_config() {
     let routing = Routing::open(&config);
     teach(&routing, 3);
     let ids = ["ia", "arquivo", "perma"];
-    let d = routing.decide(&ids, "http://example.pt/new");
+    let d = routing.decide(&ids, &u("http://example.pt/new"));
     assert_eq!(d.routes[0], Route::Ask);
     let Route::Skip(skip) = &d.routes[1] else {
         panic!("{d:?}")
@@ -73,7 +78,7 @@ fn the_decision_reads_the_profiles_and_the_config() {
     drop(routing);
     let routing = Routing::open(&config);
     teach(&routing, 3);
-    assert!(routing.decide(&ids, "http://example.pt/new").routes[1].is_ask());
+    assert!(routing.decide(&ids, &u("http://example.pt/new")).routes[1].is_ask());
 }
 
 #[test]
@@ -200,7 +205,7 @@ fn exploration_replays_miss_for_miss() {
         (0..200)
             .map(|i| {
                 let uri = format!("http://example.pt/{}", i % 7);
-                let d = routing.decide(&["ia", "arquivo"], &uri);
+                let d = routing.decide(&["ia", "arquivo"], &u(&uri));
                 (d.explored, d.routes[1].is_ask())
             })
             .collect::<Vec<_>>()

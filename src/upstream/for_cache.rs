@@ -4,6 +4,7 @@
 use super::Upstream;
 use crate::cache::fan_out::{Archives, Ask, Progress};
 use crate::timemap::answer::Fetch;
+use crate::uri_r::UriR;
 use futures::future::{BoxFuture, FutureExt};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -19,13 +20,13 @@ impl Archives for Upstream {
 
     fn fetch<'a>(
         &'a self,
-        uri_r: &'a str,
+        uri_r: &'a UriR,
         deadline: Duration,
         arrived: Instant,
         ask: Ask<'a>,
         progress: &'a Progress,
     ) -> BoxFuture<'a, Fetch> {
-        self.fetch_watched(uri_r, deadline, arrived, ask, progress)
+        self.fetch_watched(uri_r.as_str(), deadline, arrived, ask, progress)
             .boxed()
     }
 

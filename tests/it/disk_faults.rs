@@ -413,7 +413,9 @@ async fn full_disk() {
     for i in 0..3 {
         assert_not_stored(&base, &format!("http://example.com/full/{i}")).await;
         // Stored under the URI-R's canonical key (`[cache] canonical`, the default).
-        let key = state.cache.key_of(&format!("http://example.com/full/{i}"));
+        let key = state.cache.key_of(&crate::support::uri_r(&format!(
+            "http://example.com/full/{i}"
+        )));
         assert_eq!(key, format!("com,example)/full/{i}"));
         assert!(store.persistent().get(&key).await.is_none());
     }
@@ -433,7 +435,7 @@ async fn full_disk() {
         assert!(
             store
                 .persistent()
-                .get(&state.cache.key_of(&uri_r))
+                .get(&state.cache.key_of(&crate::support::uri_r(&uri_r)))
                 .await
                 .is_some(),
             "{uri_r} not on disk"

@@ -15,6 +15,7 @@ mod compat;
 mod compressed;
 mod connections;
 mod damaged_store;
+mod deploy;
 mod disk_faults;
 mod encoded_separators;
 mod endpoints;

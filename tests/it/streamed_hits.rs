@@ -3,7 +3,7 @@
 //! or missing files never served as a whole wrong body, and files that follow the entry
 //! (restart, purge, refresh).
 
-use crate::support::{client, config_for, start_proxy, Proxy};
+use crate::support::{client, config_for, start_proxy, uri_r, Proxy};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,7 +64,7 @@ fn spill(proxy: &Proxy) -> Arc<Renderings<View>> {
 /// The head kept for [`URI_R`], under its cache key.
 fn kept(proxy: &Proxy) -> Option<Arc<Head<View>>> {
     let state = proxy.state.as_ref().expect("state");
-    spill(proxy).head(&state.cache.key_of(URI_R))
+    spill(proxy).head(&state.cache.key_of(&uri_r(URI_R)))
 }
 
 /// The head once the renderings are written (after a miss they are written behind it).
@@ -157,7 +157,12 @@ async fn a_huge_entrys_hits_stream_the_misss_bytes_in_every_format_and_coding() 
     let served = bodies(&proxy).await;
     // What the ordinary path makes of the entry: each format asked with no head kept (dropped
     // as a damaged file would be), so the entry is read from disk and rendered in memory.
-    let key = proxy.state.as_ref().expect("state").cache.key_of(URI_R);
+    let key = proxy
+        .state
+        .as_ref()
+        .expect("state")
+        .cache
+        .key_of(&uri_r(URI_R));
     let mut missed = Vec::new();
     let mut ordinary = Vec::new();
     for format in FORMATS {

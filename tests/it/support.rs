@@ -107,6 +107,11 @@ impl Drop for Proxy {
     }
 }
 
+/// A URI-R as a request hands it to the cache: parsed once, with its keys.
+pub fn uri_r(text: &str) -> tmproxy::uri_r::UriR {
+    tmproxy::uri_r::UriR::parse(text).expect("a URI-R")
+}
+
 /// A config naming these archives (ids in this order), with test-sized timeouts.
 pub fn config_for(archives: &[(&str, &SimulatedArchive)]) -> Config {
     let mut config = Config::default();

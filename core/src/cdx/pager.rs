@@ -4,7 +4,7 @@
 //! (`tmproxy-sampling`, `cdx.rs`: every page) and the server's `kind = "cdx"` archives
 //! (`src/upstream/cdx.rs`: at most `max_pages`).
 
-use super::{parse_num_pages, Dialect, ParseError};
+use super::rows::{parse_num_pages, Dialect, ParseError};
 
 /// The parameter of the count request (after `url=`): the number of pages instead of rows.
 pub const COUNT_QUERY: (&str, &str) = ("showNumPages", "true");

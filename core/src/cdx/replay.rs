@@ -4,7 +4,7 @@
 //! whose URL is not http(s) is skipped and counted, and the URL is escaped as every served URI
 //! is, so it can neither move the URI-M to another host nor break out of a link or a header.
 
-use super::CdxRow;
+use super::rows::CdxRow;
 use crate::timemap::datetime::parse_14digit;
 use crate::timemap::model::LinkMemento;
 use crate::uri_text::{escape_uri, is_servable_uri_m};

@@ -61,9 +61,14 @@ pub struct UriKeys {
 impl UriKeys {
     /// The keys of an http(s) URI-R; none for what has no host (or is not http(s)).
     pub fn of_uri(uri_r: &str) -> UriKeys {
-        let Ok(url) = url::Url::parse(uri_r) else {
-            return UriKeys::default();
-        };
+        match url::Url::parse(uri_r) {
+            Ok(url) => UriKeys::of_url(&url),
+            Err(_) => UriKeys::default(),
+        }
+    }
+
+    /// [`UriKeys::of_uri`] of a URL already parsed (a URI-R parsed once carries its keys).
+    pub fn of_url(url: &url::Url) -> UriKeys {
         if !matches!(url.scheme(), "http" | "https") {
             return UriKeys::default();
         }

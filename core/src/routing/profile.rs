@@ -40,10 +40,11 @@ pub struct Observation {
 }
 
 impl Observation {
-    /// The lesson of a fan-out's fresh answers (before any merge with a cached entry).
-    pub fn of_fetch(fetch: &crate::timemap::answer::Fetch) -> Observation {
+    /// The lesson of a fan-out's fresh answers (before any merge with a cached entry), under
+    /// the URI-R's `keys` ([`UriKeys::of_uri`] of `fetch.uri_r`, which its caller holds).
+    pub fn of_fetch(fetch: &crate::timemap::answer::Fetch, keys: UriKeys) -> Observation {
         Observation {
-            keys: UriKeys::of_uri(&fetch.uri_r),
+            keys,
             outcomes: fetch
                 .archives
                 .iter()

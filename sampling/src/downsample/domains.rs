@@ -2,7 +2,7 @@
 //! each URL count before and after downsampling (the CCDF's histogram: its distinct counts are
 //! at most √(2·URLs), however many domains there are) and the top 20 domains each way.
 
-use super::DomainCounts;
+use super::results::DomainCounts;
 use std::collections::BTreeMap;
 
 /// Domains kept in each top list.

@@ -13,9 +13,10 @@
 //! merged by domain into [`DomainStats`].
 
 use super::domains::DomainStats;
-use super::{seeded_hash, Downsampling, LongTail, Picked, Shortfall, YearInput, MAX_POOL};
-use crate::spill::bytes::{put_str, Cursor};
-use crate::spill::{Record, Spill};
+use super::results::{LongTail, Picked, Shortfall, YearInput};
+use super::rules::{seeded_hash, Downsampling, MAX_POOL};
+use crate::external_sort::bytes::{put_str, Cursor};
+use crate::external_sort::{ExternalSort, Record};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -125,8 +126,8 @@ pub struct SpillSampler {
     seed: u64,
     params: Downsampling,
     pool: usize,
-    candidates: Spill<Candidate>,
-    domains: Spill<DomainRow>,
+    candidates: ExternalSort<Candidate>,
+    domains: ExternalSort<DomainRow>,
     pushed: u64,
 }
 
@@ -147,8 +148,8 @@ impl SpillSampler {
             seed,
             params,
             pool: pool.clamp(1, MAX_POOL),
-            candidates: Spill::new(dir, "candidates", max_held)?,
-            domains: Spill::new(dir, "domains", max_held)?,
+            candidates: ExternalSort::new(dir, "candidates", max_held)?,
+            domains: ExternalSort::new(dir, "domains", max_held)?,
             pushed: 0,
         })
     }

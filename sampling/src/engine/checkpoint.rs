@@ -5,7 +5,7 @@
 //! existed is adopted (the header written in front), with a warning.
 
 use super::ndjson::Log;
-use super::resumed::{Resumed, Spill};
+use super::resumed::{DiskThreshold, Resumed};
 use super::Spec;
 use crate::cdx::{CdxClient, FirstCapture, RetryNote};
 use serde::{Deserialize, Serialize};
@@ -194,10 +194,10 @@ impl FirstCaptures {
 /// Err when the file on disk cannot be built (a full disk): asking every answer again instead
 /// would be silent and slow.
 pub(super) fn read_checkpoint(path: &Path) -> Result<Resumed, String> {
-    read_checkpoint_with(path, Spill::default())
+    read_checkpoint_with(path, DiskThreshold::default())
 }
 
-pub(super) fn read_checkpoint_with(path: &Path, spill: Spill) -> Result<Resumed, String> {
+pub(super) fn read_checkpoint_with(path: &Path, spill: DiskThreshold) -> Result<Resumed, String> {
     let lines = count_lines(path);
     let Ok(file) = std::fs::File::open(path) else {
         return Ok(Resumed::default());

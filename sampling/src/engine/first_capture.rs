@@ -3,7 +3,7 @@
 
 use super::progress::{FIRST_CAPTURE, ROOT_UPSAMPLING};
 use super::root_hosts::RootHosts;
-use super::Stages;
+use super::stages::Stages;
 use crate::cdx::FirstCapture;
 use crate::downsample::SpillSampler;
 use crate::filters::{is_html_mime, year_bucket};

@@ -4,8 +4,8 @@
 //! and counters survive a restart. The view of them is [`super::progress`]'s, pure.
 
 use super::progress::{
-    self, RateWindow, Rates, Snapshot, StageCounts, View, FIRST_CAPTURE, OFFLINE, POPULAR_QUOTA,
-    STAGES, TIMEMAPS,
+    self, ProgressView, RateWindow, Rates, Snapshot, StageCounts, FIRST_CAPTURE, OFFLINE,
+    POPULAR_QUOTA, STAGES, TIMEMAPS,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -278,7 +278,7 @@ impl Progress {
         }
     }
 
-    /// A warning of the run (also in its `Outcome` and the saved snapshot).
+    /// A warning of the run (also in its `RunSummary` and the saved snapshot).
     pub(super) fn warn(&self, w: &str) {
         if let Ok(mut f) = self.fixed.lock() {
             if !f.warnings.iter().any(|x| x == w) {
@@ -339,12 +339,12 @@ impl Progress {
     }
 
     /// The view now; `active`: the run is going.
-    pub fn view(&self, active: bool) -> View {
+    pub fn view(&self, active: bool) -> ProgressView {
         self.view_at(self.now_ms(), active)
     }
 
     /// The view at `now` (milliseconds since this progress was made).
-    fn view_at(&self, now: u64, active: bool) -> View {
+    fn view_at(&self, now: u64, active: bool) -> ProgressView {
         let rate = |w: &Mutex<RateWindow>| w.lock().ok().and_then(|w| w.rate(now));
         let mut rates = Rates {
             cdx: rate(&self.cdx),

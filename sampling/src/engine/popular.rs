@@ -10,7 +10,8 @@
 
 use super::first_capture::{classify, Kept};
 use super::progress::POPULAR_QUOTA;
-use super::{SampledUrl, Stages};
+use super::sample_file::SampledUrl;
+use super::stages::Stages;
 use crate::filters::bucket_label;
 use crate::{Counters, SetAside};
 use std::collections::{BTreeMap, HashMap};

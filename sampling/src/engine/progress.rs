@@ -148,7 +148,7 @@ pub struct StageView {
 
 /// The whole view.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct View {
+pub struct ProgressView {
     pub stage: String,
     pub stages: Vec<StageView>,
     /// First-capture answers fetched per second over the last minute, all CDX stages.
@@ -225,7 +225,7 @@ fn total_of(s: &Snapshot, i: usize) -> (Option<u64>, bool, String) {
 
 /// The view of `s` with the `rates` of now; `active`: the run is going (a stopped, failed or
 /// cancelled job has no rate and no ETA).
-pub fn view(s: &Snapshot, rates: &Rates, active: bool) -> View {
+pub fn view(s: &Snapshot, rates: &Rates, active: bool) -> ProgressView {
     let current = STAGES.iter().position(|n| *n == s.stage);
     let finished = s.stage == "done";
     let mut stages: Vec<StageView> = (0..STAGES.len())
@@ -267,7 +267,7 @@ pub fn view(s: &Snapshot, rates: &Rates, active: bool) -> View {
         })
         .collect();
     let (eta_seconds, eta_basis) = eta(&mut stages, rates, finished, active, current);
-    View {
+    ProgressView {
         stage: s.stage.clone(),
         stages,
         cdx_rate_per_s: active.then_some(rates.cdx).flatten(),
@@ -382,7 +382,7 @@ pub fn stage_line(s: &StageView) -> String {
 }
 
 /// The run on one plain line: its current stage, and the ETA or why there is none.
-pub fn plain_line(v: &View) -> String {
+pub fn plain_line(v: &ProgressView) -> String {
     let current = v
         .stages
         .iter()

@@ -3,7 +3,7 @@
 //! answer is kept as 32 bytes: the URL's 128-bit XXH3 hash (the URL itself stays on disk) and
 //! the answer packed in 16 bytes, the few distinct MIME types and statuses interned.
 //!
-//! Where the 32 bytes live: a small checkpoint (at most [`Spill::in_memory`] lines) in a hash
+//! Where the 32 bytes live: a small checkpoint (at most [`DiskThreshold::in_memory`] lines) in a hash
 //! table in memory; a larger one on disk (`disk.rs`), in a file sorted by key built from the
 //! checkpoint at each resume, its blocks' index (a key and a checksum per block of 128 answers)
 //! on disk too in 4 KiB pages, and only one entry a page (24 bytes a 21,760 answers, 0.0011
@@ -76,7 +76,7 @@ impl Hasher for KeyHasher {
 
 /// When a checkpoint's answers go to disk, and in what pieces (the tests set them small).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Spill {
+pub(super) struct DiskThreshold {
     /// Checkpoints of at most this many lines are held in memory (≤ 2¹⁹ slots, 17 MB).
     pub(super) in_memory: usize,
     /// Answers sorted in memory at once while the file is built (40 bytes each, the key, the
@@ -85,9 +85,9 @@ pub(super) struct Spill {
     pub(super) chunk: usize,
 }
 
-impl Default for Spill {
+impl Default for DiskThreshold {
     fn default() -> Self {
-        Spill {
+        DiskThreshold {
             in_memory: 1 << 18,
             chunk: 1 << 20,
         }
@@ -128,7 +128,7 @@ impl Resumed {
 
     /// A builder of the answers on disk, in `dir` (emptied first: nothing in it is trusted
     /// from an earlier run).
-    pub(super) fn on_disk(dir: &Path, spill: Spill) -> Result<Building, String> {
+    pub(super) fn on_disk(dir: &Path, spill: DiskThreshold) -> Result<Building, String> {
         Ok(Building {
             builder: disk::Builder::new(dir, spill.chunk)?,
             strings: Interner::default(),

@@ -1,12 +1,12 @@
 //! What root upsampling needs from the first-capture stage, on disk rather than in memory: a
 //! small record per answer (the domain had a root candidate, or kept a URL at some host),
-//! pushed to an external sort ([`Spill`]) as answers arrive and merged by domain when the
+//! pushed to an external sort ([`ExternalSort`]) as answers arrive and merged by domain when the
 //! stage starts. A domain with any root candidate is left alone; any other kept domain is
 //! asked at [`front_host`]'s choice among its kept hosts. What is held is the sort's chunk and
 //! a bounded window of recent domains for the progress estimate, not a set per domain.
 
-use crate::spill::bytes::{put_str, Cursor};
-use crate::spill::{Merge, Record, Spill};
+use crate::external_sort::bytes::{put_str, Cursor};
+use crate::external_sort::{ExternalSort, Merge, Record};
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
@@ -65,7 +65,7 @@ const RECENT: usize = 4096;
 
 /// The first-capture stage's facts for root upsampling, as they arrive.
 pub(super) struct RootHosts {
-    spill: Spill<Fact>,
+    spill: ExternalSort<Fact>,
     /// The last fact pushed: a domain's URLs arrive together, so most repeats are skipped
     /// here rather than sorted.
     last: Option<(String, Kind, String)>,
@@ -78,7 +78,7 @@ pub(super) struct RootHosts {
 impl RootHosts {
     pub(super) fn new(dir: &Path, max_held: usize) -> Result<RootHosts, String> {
         Ok(RootHosts {
-            spill: Spill::new(dir, "root-hosts", max_held)?,
+            spill: ExternalSort::new(dir, "root-hosts", max_held)?,
             last: None,
             recent: HashMap::new(),
             order: VecDeque::new(),

@@ -15,7 +15,7 @@
 use super::first_capture::{classify, meta_of, Kept};
 use super::progress::ROOT_UPSAMPLING;
 use super::root_hosts::RootHosts;
-use super::Stages;
+use super::stages::Stages;
 use crate::downsample::SpillSampler;
 use crate::{Counters, SetAside};
 use std::sync::atomic::Ordering;

@@ -2,11 +2,22 @@
 //! quota's picks) and read back a line at a time by the stages after it, so the sample is never
 //! held: only its count per year label.
 
-use super::SampledUrl;
 use crate::report::YearSample;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+/// One line of `sample.ndjson`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampledUrl {
+    pub url: String,
+    /// The year bucket: `1996-2000` or the year.
+    pub year: String,
+    pub root: bool,
+    pub first_capture: String,
+    pub mime: String,
+}
 
 /// The sample being written.
 pub(super) struct SampleWriter {

@@ -17,10 +17,10 @@ use super::checkpoint::FirstCaptures;
 use super::ndjson::{write_lines, Log};
 use super::progress::TIMEMAPS;
 use super::Progress;
+use crate::external_sort::ExternalSort;
 use crate::revisit::{Hydrator, Row, LRU_SIZE};
-use crate::spill::Spill;
 use crate::{Counters, SetAside};
-use index::{failures, file_name, Entry, Failed, Hydration, Ledger};
+use index::{failures, file_name, Failed, Hydration, IndexLine, Ledger};
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -144,7 +144,7 @@ fn rewrite_index(
     dir: &Path,
     sample: &Path,
     ledger: &mut Ledger,
-    failed: &mut Spill<Failed>,
+    failed: &mut ExternalSort<Failed>,
     hydrate: bool,
 ) -> Result<(), String> {
     use std::io::{Seek, SeekFrom, Write};
@@ -164,7 +164,7 @@ fn rewrite_index(
             appended.seek(SeekFrom::Start(at)).map_err(err)?;
             line.clear();
             appended.read_until(b'\n', &mut line).map_err(err)?;
-            let entry = serde_json::from_slice::<Entry>(line.trim_ascii_end()).ok();
+            let entry = serde_json::from_slice::<IndexLine>(line.trim_ascii_end()).ok();
             if let Some(h) = entry.and_then(|e| e.hydration) {
                 sum.revisits += h.revisits;
                 sum.hydrated += h.hydrated;
@@ -181,7 +181,7 @@ fn rewrite_index(
             // A line already finished (an earlier run's) wins over a failure this run: none
             // is asked twice, so there is at most one of the two.
             if f.line == i as u64 && at.is_none() {
-                let e = Entry {
+                let e = IndexLine {
                     file: None,
                     url: s.url.clone(),
                     mementos: None,
@@ -208,7 +208,7 @@ fn save(
     url: &str,
     mut rows: Vec<crate::cdx::CdxRow>,
     hydrate: bool,
-) -> Result<Entry, String> {
+) -> Result<IndexLine, String> {
     let hydration = hydrate.then(|| {
         let mut h = Hydrator::new(LRU_SIZE);
         for r in &mut rows {
@@ -234,7 +234,7 @@ fn save(
         .map_err(|e| e.to_string())?;
     write_lines(&mut part, &rows).map_err(|e| format!("{}: {e}", part.temp_path().display()))?;
     part.commit().map_err(|e| e.to_string())?;
-    Ok(Entry {
+    Ok(IndexLine {
         file: Some(name),
         url: url.to_string(),
         mementos: Some(rows.len()),

@@ -1,7 +1,8 @@
 //! Why the jobs refuse a request. The crate says what went wrong; the server gives each case its
 //! HTTP status and its message in one place (`src/error.rs`, `AppError::Sampling`).
 
-use super::{Feed, JobState};
+use super::feed_state::Feed;
+use super::record::JobState;
 use crate::engine::SpecError;
 
 /// A job request that cannot be answered.

@@ -4,66 +4,11 @@
 //! admitted in (`[sampling] input_dir`, `allowed_urls`: a symlink swapped in while the server was
 //! down, a config narrowed).
 //!
-//! The marker: `<job>/running.marker`, written when a run starts (with the work checkpointed so
-//! far), its line and stage updated every second, removed when the run ends in any way or the
-//! server stops cleanly. Found at the next start, it means the process died while running the job.
+//! The marker it reads is `marker.rs`'s.
 
-use super::{JobState, Jobs};
-use crate::engine::Progress;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
-
-/// What `running.marker` holds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct Marker {
-    /// [`work_done`] when the run started.
-    pub(super) work_at_start: u64,
-    pub(super) line: u64,
-    pub(super) stage: String,
-}
-
-/// How often the marker's line and stage are brought up to date.
-pub(super) const MARK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-pub(super) fn marker_path(job_dir: &Path) -> PathBuf {
-    job_dir.join("running.marker")
-}
-
-/// The work a run has checkpointed: the bytes of its first-capture answers and the TimeMaps it
-/// has written. A run that died after adding to either made progress.
-pub(super) fn work_done(job_dir: &Path) -> u64 {
-    let out = job_dir.join("out");
-    let answers = std::fs::metadata(out.join("first_captures.ndjson")).map_or(0, |m| m.len());
-    let timemaps = std::fs::read_dir(out.join("timemaps")).map_or(0, |d| d.count() as u64);
-    answers + timemaps
-}
-
-/// Replaces the marker (renamed into place, not synced: a killed process loses nothing the
-/// kernel has, and a power cut at worst forgets one crash).
-pub(super) fn write_marker(job_dir: &Path, marker: &Marker) {
-    let path = marker_path(job_dir);
-    let written = serde_json::to_vec(marker)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| {
-            tmproxy_disk::write_atomically(&path, &bytes, tmproxy_disk::Durability::Unsynced)
-                .map_err(|e| e.to_string())
-        });
-    if let Err(e) = written {
-        tracing::warn!(path = %path.display(), error = %e, "cannot write the job's running marker");
-    }
-}
-
-pub(super) fn update_marker(job_dir: &Path, mut marker: Marker, progress: &Progress) -> Marker {
-    marker.line = progress.lines.load(Ordering::Relaxed);
-    marker.stage = progress.stage.lock().map(|s| s.clone()).unwrap_or_default();
-    write_marker(job_dir, &marker);
-    marker
-}
-
-pub(super) fn clear_marker(job_dir: &Path) {
-    let _ = std::fs::remove_file(marker_path(job_dir));
-}
+use super::marker::{clear_marker, marker_path, work_done, Marker};
+use super::record::{JobRecord, JobState};
+use super::registry::Jobs;
 
 /// The crash count after a death found at start: 1 when the dead run had checkpointed work since
 /// it started (it was not looping), else one more than before.
@@ -121,7 +66,7 @@ impl Jobs {
     }
 
     /// Runs `f` on job `id`'s record and saves it.
-    fn with_record<T>(&self, id: &str, f: impl FnOnce(&mut super::JobRecord) -> T) -> Option<T> {
+    fn with_record<T>(&self, id: &str, f: impl FnOnce(&mut JobRecord) -> T) -> Option<T> {
         let (out, record) = {
             let mut g = self.jobs.lock().ok()?;
             let job = g.get_mut(id)?;

@@ -1,6 +1,9 @@
 //! The jobs' boundary and life: prefixes, ids, clocks.
 use super::admit::under_prefix;
 use super::*;
+use crate::engine::Spec;
+use std::sync::Arc;
+use tmproxy_core::clock::Clock;
 
 #[test]
 fn under_prefix_holds_scheme_host_port_and_segment_boundaries() {

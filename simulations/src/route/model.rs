@@ -132,18 +132,20 @@ type Row = (
     f64,
 );
 
-/// The archives, shaped like an aggregator's list (ids are the model's, not real endpoints):
-/// id, median latency (ms), home TLDs, p_home, p_else, coverage, scale, scatter.
+/// The archives, shaped like an aggregator's list (not real endpoints): id, median latency (ms),
+/// home TLDs, p_home, p_else, coverage, scale, scatter. An archive the shipped `config.toml`
+/// configures has its id there (`is`, `archive.today`, …), so a profile learned by the model and
+/// one learned by a server name it alike; the others are named in the same style.
 #[rustfmt::skip]
 const TABLE: &[Row] = &[
     ("ia",            900,  &[],                    0.0,  0.92,  0.85, 6.0, 0.05),
     ("ukwa",          600,  &["uk"],                0.9,  0.002, 0.7,  3.0, 0.0005),
     ("arquivo",       400,  &["pt"],                0.9,  0.01,  0.7,  3.0, 0.001),
-    ("vefsafn",       500,  &["is"],                0.95, 0.001, 0.8,  3.0, 0.0002),
+    ("is",            500,  &["is"],                0.95, 0.001, 0.8,  3.0, 0.0002),
     ("webarchiv-cz",  500,  &["cz"],                0.85, 0.001, 0.6,  2.0, 0.0002),
     ("dnb",           700,  &["de"],                0.5,  0.001, 0.5,  2.0, 0.0002),
     ("bnf",           800,  &["fr"],                0.8,  0.002, 0.6,  3.0, 0.0005),
-    ("archive-today", 700,  &[],                    0.0,  0.03,  0.3,  1.0, 0.01),
+    ("archive.today", 700,  &[],                    0.0,  0.03,  0.3,  1.0, 0.01),
     ("archive-it",    600,  &["org", "edu", "gov"], 0.03, 0.005, 0.8,  2.0, 0.001),
     ("perma",         400,  &[],                    0.0,  0.02,  0.1,  1.0, 0.005),
     ("loc",           1200, &["gov", "us"],         0.3,  0.003, 0.5,  2.0, 0.0005),

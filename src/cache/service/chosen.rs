@@ -8,6 +8,7 @@ use crate::cache::policy::{Action, Freshness};
 use crate::cache::store::Store;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::model::MementoDatetime;
+use crate::uri_r::UriR;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,12 +56,13 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// asks an archive and never changes the entry.
     pub async fn cached_only(
         &self,
-        uri_r: &str,
+        uri_r: &UriR,
         only: Option<&[String]>,
         max_stale: Option<Duration>,
     ) -> Option<Served<V>> {
         // Any spelling of the URI-R (canonical keys), named as the client spelled it.
         let cached = self.entry(uri_r).await?;
+        let uri_r = uri_r.as_str();
         let now = self.clock.now();
         let freshness = self.policy.freshness(Some(&cached.entry), now);
         let status = cached_answer(freshness, cached.entry.fresh_until, now, max_stale)?;
@@ -77,7 +79,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// client's choice never replaces the entry every other client is served.
     pub async fn lookup_only(
         self: &Arc<Self>,
-        uri_r: &str,
+        uri_r: &UriR,
         req: Request,
         only: &[String],
     ) -> Served<V> {
@@ -90,7 +92,9 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                     Freshness::Fresh
                 );
                 if let Some(served) = fresh
-                    .then(|| self.restricted_answer(&cached, uri_r, only, CacheStatus::Hit))
+                    .then(|| {
+                        self.restricted_answer(&cached, uri_r.as_str(), only, CacheStatus::Hit)
+                    })
                     .flatten()
                 {
                     self.stats.count_served(CacheStatus::Hit);
@@ -106,7 +110,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             .await;
         // A client's own choice is not routed, but what the archives answered still teaches.
         if let Some(router) = &self.router {
-            router.observe(&fetch, req.client);
+            router.observe(&fetch, uri_r, req.client);
         }
         self.stats.count_fan_out();
         self.stats.count_served(CacheStatus::Miss);

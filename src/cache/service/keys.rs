@@ -4,22 +4,28 @@
 
 use super::{CachedTimeMap, ServedView, TimeMapCache};
 use crate::cache::store::{Observed, PutIf, Store};
+use crate::uri_r::UriR;
 use std::sync::Arc;
+
+/// The URI-R a refresh asks the archives with: the spelling `cached` was stored under (its first
+/// asker's) when that differs from `uri_r` and still reads as a URI-R (it came from a store, so
+/// it passes the same check as a client's), else `uri_r`.
+pub(super) fn stored_spelling<V>(cached: Option<&CachedTimeMap<V>>, uri_r: &UriR) -> UriR {
+    match cached {
+        Some(c) if c.entry.uri_r != uri_r.as_str() => {
+            UriR::parse(&c.entry.uri_r).unwrap_or_else(|_| uri_r.clone())
+        }
+        _ => uri_r.clone(),
+    }
+}
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     /// The key `uri_r`'s entry is stored and coalesced under: its canonical form with
     /// `[cache] canonical` (the exact text when it has none), else its exact text.
-    pub fn key_of(&self, uri_r: &str) -> String {
-        match self.settings.canonical {
-            true => {
-                let key = |u: &str| {
-                    let key = tmproxy_core::surt::canonical_key(u).unwrap_or_else(|| u.to_owned());
-                    Ok::<_, std::convert::Infallible>(key)
-                };
-                let Ok(key) = self.keys.get_or_try(uri_r, key);
-                key
-            }
-            false => uri_r.to_owned(),
+    pub fn key_of(&self, uri_r: &UriR) -> String {
+        match (self.settings.canonical, uri_r.canonical_key()) {
+            (true, Some(key)) => key.to_owned(),
+            _ => uri_r.as_str().to_owned(),
         }
     }
 
@@ -70,11 +76,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
 
     /// Drops the entry for `uri_r` (any spelling of it) from both tiers, and one left under its
     /// exact text from before canonical keys, which would otherwise be moved back when asked.
-    pub async fn purge(&self, uri_r: &str) -> Result<bool, String> {
+    pub async fn purge(&self, uri_r: &UriR) -> Result<bool, String> {
         let Some(store) = &self.store else {
             return Ok(false);
         };
         let key = self.key_of(uri_r);
+        let uri_r = uri_r.as_str();
         let mut existed = store.get(&key).await.is_some();
         store.remove(&key).await.map_err(|e| e.to_string())?;
         if key != uri_r {
@@ -86,9 +93,10 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
 
     /// The stored entry for `uri_r` (any spelling of it), if any (for the admin API); one left
     /// under its exact text from before canonical keys is read, not moved.
-    pub async fn entry(&self, uri_r: &str) -> Option<Arc<CachedTimeMap<V>>> {
+    pub async fn entry(&self, uri_r: &UriR) -> Option<Arc<CachedTimeMap<V>>> {
         let store = self.store.as_ref()?;
         let key = self.key_of(uri_r);
+        let uri_r = uri_r.as_str();
         match store.get(&key).await {
             Some(cached) => Some(cached),
             None if key != uri_r => store.get(uri_r).await.filter(|c| c.entry.uri_r == uri_r),

@@ -11,6 +11,7 @@ use crate::cache::store::{Cacheable, FanOutClaim, Store};
 use crate::timemap::answer::Fetch;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
+use crate::uri_r::UriR;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     pub(super) async fn refresh(
         self: &Arc<Self>,
         key: &str,
-        uri_r: &str,
+        uri_r: &UriR,
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
         progress: &Progress,
@@ -89,7 +90,11 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                         .await_other_replica(store, key, cached_revision, due)
                         .await;
                     if let Some(found) = found.or_else(|| begun.cached.clone()) {
-                        return Some(self.served_replicas_entry(&found, uri_r, cached_revision));
+                        return Some(self.served_replicas_entry(
+                            &found,
+                            uri_r.as_str(),
+                            cached_revision,
+                        ));
                     }
                     None
                 }
@@ -101,7 +106,11 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                     };
                     if let Some(found) = newer.filter(|f| self.is_fresh(f)) {
                         self.fan_out_lock.release(key, &token).await;
-                        return Some(self.served_replicas_entry(&found, uri_r, cached_revision));
+                        return Some(self.served_replicas_entry(
+                            &found,
+                            uri_r.as_str(),
+                            cached_revision,
+                        ));
                     }
                     Some(token)
                 }

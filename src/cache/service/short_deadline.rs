@@ -9,6 +9,7 @@ use super::{CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
 use crate::cache::policy::Action;
 use crate::cache::store::Store;
 use crate::timemap::serialize::TimeMapFormat;
+use crate::uri_r::UriR;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     pub(super) async fn within(
         self: &Arc<Self>,
         key: &str,
-        uri_r: &str,
+        uri_r: &UriR,
         begun: Begun<V>,
         render: Option<TimeMapFormat>,
         deadline: Duration,
@@ -45,7 +46,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 CacheStatus::Stale,
             ));
         }
-        let fetch = settled.cut_short(uri_r, &self.archives.ids(), deadline, self.clock.now());
+        let fetch = settled.cut_short(
+            uri_r.as_str(),
+            &self.archives.ids(),
+            deadline,
+            self.clock.now(),
+        );
         let mut served = Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
         served.action = Some(Action::NotStored);
         Some(served)

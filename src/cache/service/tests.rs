@@ -11,6 +11,12 @@ use crate::timemap::datetime::parse_14digit;
 use crate::timemap::model::MementoDatetime;
 // The real fan-out behind the cache's `Archives`, as `app.rs` gives it.
 use crate::upstream::resolve::system_lookup;
+use crate::uri_r::UriR;
+
+/// A URI-R as a request hands it to the cache: parsed once.
+fn u(text: &str) -> UriR {
+    UriR::parse(text).expect("a URI-R")
+}
 use crate::upstream::Upstream;
 use tmproxy_testkit::archive::{Behaviour, SimulatedArchive, TimeMapSpec};
 
@@ -110,16 +116,16 @@ async fn archive_of(captures: &[&str]) -> SimulatedArchive {
 async fn a_miss_is_stored_and_the_next_request_is_a_hit_without_asking_again() {
     let archive = archive_of(&["20010101000000", "20050101000000"]).await;
     let (cache, _) = cache_for(&archive, Policy::default());
-    let first = cache.lookup(URI_R, Request::default()).await;
+    let first = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(first.status, CacheStatus::Miss);
     assert_eq!(first.action, Some(Action::Stored));
     assert_eq!(first.view.aggregate().timemap.len(), 2);
-    let second = cache.lookup(URI_R, Request::default()).await;
+    let second = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(second.status, CacheStatus::Hit);
     assert_eq!(second.view.aggregate().timemap.len(), 2);
     assert_eq!(archive.requests(), 1);
     // The entry's view is built once and shared by every hit.
-    let third = cache.lookup(URI_R, Request::default()).await;
+    let third = cache.lookup(&u(URI_R), Request::default()).await;
     assert!(Arc::ptr_eq(&second.view, &third.view));
 }
 
@@ -127,13 +133,13 @@ async fn a_miss_is_stored_and_the_next_request_is_a_hit_without_asking_again() {
 async fn another_spelling_is_served_from_a_view_of_its_own_kept_beside_the_entry() {
     let archive = archive_of(&["20010101000000", "20050101000000"]).await;
     let (cache, _) = cache_for(&archive, Policy::default());
-    let stored = cache.lookup(URI_R, Request::default()).await;
+    let stored = cache.lookup(&u(URI_R), Request::default()).await;
     let spellings = [
         "https://www.example.com/",
         "http://example.com",
         "HTTP://EXAMPLE.COM:80/",
     ];
-    let first = cache.lookup(spellings[0], Request::default()).await;
+    let first = cache.lookup(&u(spellings[0]), Request::default()).await;
     assert_eq!(first.status, CacheStatus::Hit);
     assert_eq!(first.view.aggregate().uri_r, spellings[0]);
     // The same mementos, not a copy of them.
@@ -141,13 +147,13 @@ async fn another_spelling_is_served_from_a_view_of_its_own_kept_beside_the_entry
         &first.view.aggregate().timemap,
         &stored.view.aggregate().timemap
     ));
-    let again = cache.lookup(spellings[0], Request::default()).await;
+    let again = cache.lookup(&u(spellings[0]), Request::default()).await;
     assert!(Arc::ptr_eq(&first.view, &again.view), "kept for the next");
     // At most ALIAS_VIEWS are kept: the oldest gives way.
     for s in &spellings[1..] {
         assert_eq!(
             cache
-                .lookup(s, Request::default())
+                .lookup(&u(s), Request::default())
                 .await
                 .view
                 .aggregate()
@@ -155,14 +161,14 @@ async fn another_spelling_is_served_from_a_view_of_its_own_kept_beside_the_entry
             *s
         );
     }
-    let later = cache.lookup(spellings[0], Request::default()).await;
+    let later = cache.lookup(&u(spellings[0]), Request::default()).await;
     assert!(
         !Arc::ptr_eq(&first.view, &later.view),
         "evicted, built again"
     );
     assert_eq!(later.view.aggregate().uri_r, spellings[0]);
     // The stored spelling is still served from the entry's own view.
-    let own = cache.lookup(URI_R, Request::default()).await;
+    let own = cache.lookup(&u(URI_R), Request::default()).await;
     assert!(Arc::ptr_eq(&own.view, &stored.view));
     assert_eq!(archive.requests(), 1);
 }
@@ -171,13 +177,13 @@ async fn another_spelling_is_served_from_a_view_of_its_own_kept_beside_the_entry
 async fn past_its_ttl_an_entry_is_refreshed_through_the_policy() {
     let archive = archive_of(&["20010101000000"]).await;
     let (cache, clock) = cache_for(&archive, Policy::default());
-    cache.lookup(URI_R, Request::default()).await;
+    cache.lookup(&u(URI_R), Request::default()).await;
     archive.set_behaviour(Behaviour::TimeMap(TimeMapSpec::of(&[
         "20010101000000",
         "20100101000000",
     ])));
     clock.set(start() + chrono::Duration::days(16));
-    let refreshed = cache.lookup(URI_R, Request::default()).await;
+    let refreshed = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(refreshed.status, CacheStatus::Refresh);
     assert_eq!(refreshed.case, Some(crate::cache::policy::ChangeCase::C2));
     assert_eq!(refreshed.action, Some(Action::Replaced));
@@ -191,7 +197,7 @@ async fn concurrent_misses_for_one_uri_r_share_one_fan_out() {
     let (cache, _) = cache_for(&archive, Policy::default());
     let lookups = (0..8).map(|_| {
         let cache = cache.clone();
-        async move { cache.lookup(URI_R, Request::default()).await }
+        async move { cache.lookup(&u(URI_R), Request::default()).await }
     });
     let answers = futures::future::join_all(lookups).await;
     assert!(answers
@@ -212,7 +218,7 @@ async fn concurrent_ask_all_misses_share_one_fan_out_among_themselves() {
     };
     let lookups = (0..8).map(|_| {
         let cache = cache.clone();
-        async move { cache.lookup(URI_R, ask_all).await }
+        async move { cache.lookup(&u(URI_R), ask_all).await }
     });
     let answers = futures::future::join_all(lookups).await;
     assert!(answers
@@ -220,7 +226,7 @@ async fn concurrent_ask_all_misses_share_one_fan_out_among_themselves() {
         .all(|a| a.all_asked && a.status == CacheStatus::Miss));
     assert_eq!(archive.requests(), 1);
     // A HIT asked nobody: the preference was not applied to it.
-    let hit = cache.lookup(URI_R, ask_all).await;
+    let hit = cache.lookup(&u(URI_R), ask_all).await;
     assert_eq!((hit.status, hit.all_asked), (CacheStatus::Hit, false));
 }
 
@@ -228,13 +234,13 @@ async fn concurrent_ask_all_misses_share_one_fan_out_among_themselves() {
 async fn an_outage_serves_the_stored_entry_stale_and_leaves_it_untouched() {
     let archive = archive_of(&["20010101000000"]).await;
     let (cache, clock) = cache_for(&archive, Policy::default());
-    cache.lookup(URI_R, Request::default()).await;
+    cache.lookup(&u(URI_R), Request::default()).await;
     archive.set_behaviour(Behaviour::Status(503, "down".into()));
     clock.set(start() + chrono::Duration::days(16));
-    let served = cache.lookup(URI_R, Request::default()).await;
+    let served = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(served.status, CacheStatus::Stale);
     assert_eq!(served.view.aggregate().timemap.len(), 1);
-    let entry = cache.entry(URI_R).await.expect("still stored");
+    let entry = cache.entry(&u(URI_R)).await.expect("still stored");
     assert_eq!(entry.entry.checked_at, start());
 }
 
@@ -246,13 +252,13 @@ async fn within_stale_while_revalidate_the_entry_is_served_and_refreshed_behind(
         ..Policy::default()
     };
     let (cache, clock) = cache_for(&archive, policy);
-    cache.lookup(URI_R, Request::default()).await;
+    cache.lookup(&u(URI_R), Request::default()).await;
     archive.set_behaviour(Behaviour::TimeMap(TimeMapSpec::of(&[
         "20010101000000",
         "20100101000000",
     ])));
     clock.set(start() + chrono::Duration::days(16));
-    let served = cache.lookup(URI_R, Request::default()).await;
+    let served = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(served.status, CacheStatus::Stale);
     assert_eq!(served.view.aggregate().timemap.len(), 1);
     // The refresh behind the answer lands without another request asking for it.
@@ -262,7 +268,7 @@ async fn within_stale_while_revalidate_the_entry_is_served_and_refreshed_behind(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let next = cache.lookup(URI_R, Request::default()).await;
+    let next = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(next.status, CacheStatus::Hit);
     assert_eq!(next.view.aggregate().timemap.len(), 2);
 }
@@ -278,12 +284,12 @@ async fn policy_none_asks_every_time_and_keeps_nothing() {
     // `none` has no store, as the app builds it.
     Arc::get_mut(&mut cache).expect("sole owner").store = None;
     for _ in 0..2 {
-        let served = cache.lookup(URI_R, Request::default()).await;
+        let served = cache.lookup(&u(URI_R), Request::default()).await;
         assert_eq!(served.status, CacheStatus::Miss);
         assert_eq!(served.view.aggregate().timemap.len(), 1);
     }
     assert_eq!(archive.requests(), 2);
-    assert!(cache.entry(URI_R).await.is_none());
+    assert!(cache.entry(&u(URI_R)).await.is_none());
 }
 
 #[tokio::test]
@@ -301,7 +307,7 @@ async fn a_known_format_is_prepared_before_a_huge_first_answer() {
         render: Some(TimeMapFormat::JSON),
         ..Request::default()
     };
-    let served = cache.lookup(URI_R, req).await;
+    let served = cache.lookup(&u(URI_R), req).await;
     assert_eq!(
         served.view.aggregate().timemap.len(),
         super::first_store::BIG_TIMEMAP
@@ -363,9 +369,9 @@ impl Store<CachedTimeMap<Plain>> for Rival {
 async fn entry_of(captures: &[&str]) -> Arc<CachedTimeMap<Plain>> {
     let archive = archive_of(captures).await;
     let (cache, _) = cache_for(&archive, Policy::default());
-    cache.lookup(URI_R, Request::default()).await;
+    cache.lookup(&u(URI_R), Request::default()).await;
     let store = cache.store().expect("a store");
-    store.get(&cache.key_of(URI_R)).await.expect("stored")
+    store.get(&cache.key_of(&u(URI_R))).await.expect("stored")
 }
 
 #[tokio::test]
@@ -380,13 +386,13 @@ async fn a_write_that_lost_is_decided_again_against_the_winner() {
     let (cache, _) = cache_on(&archive, Policy::default(), store);
     // A first store whose if-absent write lost: our two mementos decided against the three
     // another replica stored, kept out by the conditional policy.
-    let first = cache.lookup(URI_R, Request::default()).await;
+    let first = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(first.action, Some(Action::Kept));
     let store = cache.store().expect("a store");
-    let stored = store.get(&cache.key_of(URI_R)).await.expect("stored");
+    let stored = store.get(&cache.key_of(&u(URI_R))).await.expect("stored");
     assert_eq!(stored.entry.loose, 3);
     assert_ne!(stored.revision(), rival.revision(), "a decision of its own");
-    let next = cache.lookup(URI_R, Request::default()).await;
+    let next = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(
         (next.status, next.view.aggregate().timemap.len()),
         (CacheStatus::Hit, 3)
@@ -403,10 +409,13 @@ async fn after_every_write_lost_the_shared_entry_stands_here_too() {
         wins: usize::MAX.into(),
     };
     let (cache, _) = cache_on(&archive, Policy::default(), store);
-    let first = cache.lookup(URI_R, Request::default()).await;
+    let first = cache.lookup(&u(URI_R), Request::default()).await;
     assert_eq!(first.action, Some(Action::Kept));
     let store = cache.store().expect("a store");
-    let stored = store.get(&cache.key_of(URI_R)).await.expect("installed");
+    let stored = store
+        .get(&cache.key_of(&u(URI_R)))
+        .await
+        .expect("installed");
     assert_eq!(
         stored.revision(),
         rival.revision(),

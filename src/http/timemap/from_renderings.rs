@@ -10,9 +10,9 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
-/// The answer from `lookup`'s head, or None: no head (not huge, its files not written yet, or dropped),
-/// another spelling of the URI-R, no longer fresh, a choice only the entry can serve (chosen
-/// archives, `no-cache`), or its file is gone. Then the request goes the ordinary way.
+/// The answer from `lookup`'s head, or None: no head (not huge, its files not written yet, or
+/// dropped), another spelling of the URI-R, no longer fresh, a choice only the entry can serve
+/// (chosen archives, `no-cache`), or its file is gone. Then the request goes the ordinary way.
 pub(super) async fn answer(
     state: &AppState,
     lookup: &TimeMapRequest,
@@ -25,8 +25,8 @@ pub(super) async fn answer(
     if lookup.archives.is_some() || lookup.directives.no_cache {
         return None;
     }
+    let key = state.cache.key_of(&lookup.uri_r);
     let uri_r = lookup.uri_r.as_str();
-    let key = state.cache.key_of(uri_r);
     // None while the renderings are being written: the entry is then served from memory.
     let head = tier.head(&key)?;
     // The bodies name the URI-R as stored; another spelling's are made from the entry.

@@ -1,7 +1,9 @@
 //! The server's resident memory over a load run: sampled from `/proc/<pid>/status` once a second,
 //! and whether its trend over the second half stayed flat.
 
-use super::*;
+use super::options::{RSS_TOLERANCE_MIB, RSS_TOLERANCE_SHARE};
+use serde::Serialize;
+use std::time::{Duration, Instant};
 
 /// The server's resident memory over the run (VmRSS), in MiB.
 #[derive(Debug, Clone, Default, Serialize)]

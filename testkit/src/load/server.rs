@@ -1,7 +1,12 @@
 //! The `tmproxy serve` child process of a load run: its config written to a temporary
 //! directory, started, waited for, asked for its stats, and stopped by its PID.
 
-use super::*;
+use super::client::plain_client;
+use super::options::Options;
+use crate::archive::SimulatedArchive;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tmproxy::config::{ArchiveConfig, Config};
 
 /// The `tmproxy serve` child process and its temporary directory (config, cache, log).
 pub(super) struct Server {

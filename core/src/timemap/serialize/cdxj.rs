@@ -1,10 +1,10 @@
 //! MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per
 //! memento.
 
-use super::page::PageLinks;
-use super::{
-    finish, memento_rel, spill, Format, List, Page, SelfLinks, TimeMapFormat, Uris, CHUNK,
-};
+use super::formats::TimeMapFormat;
+use super::page::Page;
+use super::self_links::{PageLinks, SelfLinks, Uris};
+use super::writing::{finish, flush_into, into_text, memento_rel, render_vec, Format, List, CHUNK};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::{write_14digit, write_rfc1123};
 use std::fmt::Write;
@@ -14,18 +14,6 @@ use std::io;
 pub struct Cdxj;
 
 impl Format for Cdxj {
-    fn segment(&self) -> &'static str {
-        "cdxj"
-    }
-
-    fn content_type(&self) -> &'static str {
-        "application/cdxj+ors"
-    }
-
-    fn json_key(&self) -> &'static str {
-        "cdxj_format"
-    }
-
     fn write(
         &self,
         agg: &Aggregate,
@@ -40,7 +28,7 @@ impl Format for Cdxj {
 
 /// MemGator's CDXJ TimeMap: `!` metadata lines, then one `YYYYMMDDhhmmss {json}` line per memento.
 pub fn to_cdxj(agg: &Aggregate, links: &SelfLinks) -> String {
-    super::render_text(TimeMapFormat::CDXJ, agg, links)
+    into_text(render_vec(&Cdxj, agg, links, None))
 }
 
 /// The whole TimeMap or one page: a page's `!id` is the page, `!meta {"pages": …}` names the
@@ -87,7 +75,7 @@ fn write_cdxj(
         out.push_str("\", \"archive\": ");
         out.push_str(&json_str(&m.archive));
         out.push_str("}\n");
-        spill(&mut out, w)?;
+        flush_into(&mut out, w)?;
     }
     finish(&mut out, w)
 }

@@ -1,8 +1,10 @@
 //! Time Travel's JSON TimeMap (mementoweb.org's), with the archive of each memento and each
 //! archive's outcome in `archives[]`.
 
-use super::page::PageLinks;
-use super::{Format, List, Page, SelfLinks, TimeMapFormat, Uris, CHUNK};
+use super::formats::TimeMapFormat;
+use super::page::Page;
+use super::self_links::{PageLinks, SelfLinks, Uris};
+use super::writing::{render_vec, Format, List, CHUNK};
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::format_rfc3339;
 use crate::timemap::model::Memento;
@@ -13,18 +15,6 @@ use std::io::{self, Write};
 pub struct Json;
 
 impl Format for Json {
-    fn segment(&self) -> &'static str {
-        "json"
-    }
-
-    fn content_type(&self) -> &'static str {
-        "application/json"
-    }
-
-    fn json_key(&self) -> &'static str {
-        "json_format"
-    }
-
     fn write(
         &self,
         agg: &Aggregate,
@@ -92,7 +82,7 @@ impl<'a> JsonMemento<'a> {
 
 /// mementoweb.org's JSON TimeMap with `archive` per memento and `archives[]` outcomes.
 pub fn to_json(agg: &Aggregate, links: &SelfLinks) -> Vec<u8> {
-    TimeMapFormat::JSON.render(agg, links)
+    render_vec(&Json, agg, links, None)
 }
 
 /// The whole TimeMap or one page: a page lists its own mementos; `first` and `last` stay the

@@ -1,7 +1,10 @@
 //! RFC 7089's link format: the TimeMap every Memento client reads, oldest first, one link per
 //! line.
 
-use super::{finish, memento_rel, spill, Format, List, Page, SelfLinks, TimeMapFormat, CHUNK};
+use super::formats::TimeMapFormat;
+use super::page::Page;
+use super::self_links::SelfLinks;
+use super::writing::{finish, flush_into, into_text, memento_rel, render_vec, Format, List, CHUNK};
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::write_rfc1123;
 use crate::timemap::model::Memento;
@@ -13,18 +16,6 @@ use std::io;
 pub struct Link;
 
 impl Format for Link {
-    fn segment(&self) -> &'static str {
-        "link"
-    }
-
-    fn content_type(&self) -> &'static str {
-        "application/link-format"
-    }
-
-    fn json_key(&self) -> &'static str {
-        "link_format"
-    }
-
     fn write(
         &self,
         agg: &Aggregate,
@@ -40,7 +31,7 @@ impl Format for Link {
 /// Link format, oldest first, one link per line. Every URI is written through [`escape_uri`]:
 /// a `>`, `"`, space or line end in a URI-R or URI-M can never end its link or start another.
 pub fn to_link_format(agg: &Aggregate, links: &SelfLinks) -> String {
-    super::render_text(TimeMapFormat::LINK, agg, links)
+    into_text(render_vec(&Link, agg, links, None))
 }
 
 /// The whole TimeMap, or one page of it as RFC 7089 §4.3 pages one: `self` is the page with its
@@ -103,7 +94,7 @@ fn write_link_format(
         out.push_str("\"; datetime=\"");
         write_rfc1123(&mut out, m.datetime);
         out.push('"');
-        spill(&mut out, w)?;
+        flush_into(&mut out, w)?;
     }
     out.push('\n');
     finish(&mut out, w)

@@ -2,7 +2,8 @@
 //! a TimeMap format as MemGator's `/memento/{link,json,cdxj}/{DATETIME}/{URI-R}` answers: only
 //! those mementos, with the links to the whole TimeMap and the TimeGate.
 
-use super::{SelfLinks, TimeMapFormat, Uris};
+use super::formats::TimeMapFormat;
+use super::self_links::{SelfLinks, Uris};
 use crate::timemap::aggregate::{Aggregate, ArchiveOutcome};
 use crate::timemap::datetime::{format_rfc3339, write_14digit, write_rfc1123};
 use crate::timemap::merge::Closest;

@@ -1,8 +1,6 @@
-//! RFC 7089 §4.3 paged TimeMaps: which mementos page N holds, which pages it links, and the
-//! `pages` object the JSON and CDXJ formats carry. Pure arithmetic on the TimeMap's length.
+//! RFC 7089 §4.3 paged TimeMaps: which mementos page N holds, and which pages it links. Pure
+//! arithmetic on the TimeMap's length.
 
-use super::{SelfLinks, TimeMapFormat};
-use serde::Serialize;
 use std::ops::Range;
 
 /// How a TimeMap of `len` mementos splits into pages of `size`.
@@ -95,39 +93,6 @@ impl Page {
         out.dedup();
         out.retain(|n| *n != self.number);
         out
-    }
-}
-
-/// The `pages` object of a JSON or CDXJ answer: a page's first, prev, next and last pages; the
-/// whole TimeMap's first and last (no neighbours).
-#[derive(Debug, Serialize)]
-pub(super) struct PageLinks {
-    first: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prev: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    next: Option<String>,
-    last: String,
-}
-
-impl PageLinks {
-    /// A page's links, or the whole TimeMap's (`page` None) when it has more than one page.
-    pub(super) fn of(
-        links: &SelfLinks,
-        format: TimeMapFormat,
-        pages: Pages,
-        page: Option<&Page>,
-    ) -> Option<PageLinks> {
-        if page.is_none() && !pages.paged() {
-            return None;
-        }
-        let url = |n: usize| links.timemap_page(format, n);
-        Some(PageLinks {
-            first: url(1),
-            prev: page.and_then(Page::prev).map(url),
-            next: page.and_then(Page::next).map(url),
-            last: url(pages.count()),
-        })
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::tests::{agg, links};
 use super::*;
+use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::format_14digit;
 use crate::timemap::parse::parse_link_format;
 use serde_json::Value;

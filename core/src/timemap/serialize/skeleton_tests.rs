@@ -3,6 +3,7 @@
 
 use super::tests::agg;
 use super::*;
+use crate::timemap::aggregate::Aggregate;
 
 const MARKER: &str = "list-3f1c9b7e0d2a4c6e";
 

@@ -2,6 +2,7 @@
 //! error.
 
 use super::*;
+use crate::timemap::aggregate::Aggregate;
 use crate::timemap::model::{Memento, TimeMap};
 use chrono::{TimeZone, Utc};
 use std::io;

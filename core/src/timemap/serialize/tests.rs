@@ -1,6 +1,7 @@
 //! The formats' output: what each writes, escaping, and every format linked from each.
 
 use super::*;
+use crate::timemap::aggregate::Aggregate;
 use crate::timemap::aggregate::ArchiveOutcome;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::datetime::{format_14digit, parse_14digit};

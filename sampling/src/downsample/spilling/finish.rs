@@ -1,7 +1,8 @@
 //! [`SpillSampler::finish`]: the two merges, one (year, domain) at a time.
 
 use super::{DomainRow, Left, SpillSampler, Summary};
-use crate::downsample::{seeded_hash, DomainCounts, Picked, Shortfall, YearInput};
+use crate::downsample::results::{DomainCounts, Picked, Shortfall, YearInput};
+use crate::downsample::rules::seeded_hash;
 use std::collections::BTreeMap;
 
 /// One (year, domain) as the merge passes it: its first root and the `pool` non-roots with the

@@ -2,7 +2,7 @@
 //! and its packed answer) in one file sorted by key, and a two-level index of its blocks of
 //! [`BLOCK`] records: each block's first key and XXH3 checksum in a second file in pages
 //! (`index.rs`), and in RAM one entry a page. The files are built from the checkpoint at each
-//! resume by the engine's external sort ([`Spill`]): the answers, each with its place in
+//! resume by the engine's external sort ([`ExternalSort`]): the answers, each with its place in
 //! checkpoint order, are sorted in runs of a bounded number, and the runs' merge, in key order
 //! and then checkpoint order, is written as `answers.bin`, one record a key: the last of its
 //! answers, as the table in memory keeps the later line. The blocks' entries go to `index.bin`
@@ -29,9 +29,9 @@
 //! size u32 LE, the index's entries a page u32 LE, the XXH3-64 of all records u64 LE), then the
 //! records.
 
-use super::index::{Entry, Index, KeyBytes, Pages, PER_PAGE};
-use crate::spill::bytes::Cursor;
-use crate::spill::{Record, Spill};
+use super::index::{BlockEntry, Index, KeyBytes, Pages, PER_PAGE};
+use crate::external_sort::bytes::Cursor;
+use crate::external_sort::{ExternalSort, Record};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -85,7 +85,7 @@ impl Record for Answer {
 /// Collects answers in checkpoint order into the sort.
 pub(super) struct Builder {
     dir: PathBuf,
-    spill: Spill<Answer>,
+    spill: ExternalSort<Answer>,
     lines: u64,
 }
 
@@ -104,7 +104,7 @@ impl Builder {
         let max_held = chunk.max(1).saturating_mul(std::mem::size_of::<Answer>());
         Ok(Builder {
             dir: dir.to_path_buf(),
-            spill: Spill::new(dir, "chunk", max_held)?,
+            spill: ExternalSort::new(dir, "chunk", max_held)?,
             lines: 0,
         })
     }
@@ -184,7 +184,7 @@ impl Writer {
     }
 
     fn end_block(&mut self) -> Result<(), String> {
-        self.pages.push(Entry {
+        self.pages.push(BlockEntry {
             first: self.first,
             sum: xxh3_64(&self.block),
         })?;
@@ -232,7 +232,7 @@ impl Sorted {
     /// Opens the files just written and checks they are the ones: the header as written, the
     /// length the header and `count` records, the index as `Index::open` checks it. Then
     /// unlinks them: the open files are the run's alone.
-    fn open(path: &Path, count: u64, sum: u64, top: Vec<Entry>) -> Result<Sorted, String> {
+    fn open(path: &Path, count: u64, sum: u64, top: Vec<BlockEntry>) -> Result<Sorted, String> {
         // Written to only by the tests, which garble it as a disk might.
         let file = std::fs::OpenOptions::new()
             .read(true)

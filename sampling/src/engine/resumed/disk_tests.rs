@@ -33,7 +33,7 @@ fn lines() -> Vec<(String, FirstCapture)> {
 }
 
 fn on_disk(dir: &Path, chunk: usize, lines: &[(String, FirstCapture)]) -> Resumed {
-    let spill = Spill {
+    let spill = DiskThreshold {
         in_memory: 0,
         chunk,
     };
@@ -149,7 +149,7 @@ fn a_large_checkpoint_is_read_to_disk_with_the_answers_of_a_small_one() {
     drop(log);
     let memory = read_checkpoint(&path).expect("read");
     assert!(matches!(memory.answers, Answers::Memory(_)));
-    let spill = Spill {
+    let spill = DiskThreshold {
         in_memory: 100,
         chunk: 64,
     };
@@ -185,7 +185,7 @@ fn a_garbled_or_cut_run_fails_the_build_never_panics_and_leaves_nothing() {
     for (what, garble) in [("flipped", &flip as &dyn Fn(&mut Vec<u8>)), ("cut", &cut)] {
         let dir = tempfile::tempdir().expect("temp dir");
         let at = dir.path().join(".resumed");
-        let spill = Spill {
+        let spill = DiskThreshold {
             in_memory: 0,
             chunk: 1000,
         };

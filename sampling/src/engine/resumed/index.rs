@@ -26,7 +26,7 @@ pub(super) const PER_PAGE: usize = PAGE / ENTRY;
 
 /// A block, or a page, as the level above knows it.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) struct Entry {
+pub(super) struct BlockEntry {
     pub(super) first: KeyBytes,
     pub(super) sum: u64,
 }
@@ -40,7 +40,7 @@ pub(super) struct Pages {
     path: PathBuf,
     w: BufWriter<File>,
     page: Vec<u8>,
-    top: Vec<Entry>,
+    top: Vec<BlockEntry>,
 }
 
 impl Pages {
@@ -54,7 +54,7 @@ impl Pages {
     }
 
     /// The next block's entry, in key order.
-    pub(super) fn push(&mut self, e: Entry) -> Result<(), String> {
+    pub(super) fn push(&mut self, e: BlockEntry) -> Result<(), String> {
         self.page.extend_from_slice(&e.first);
         self.page.extend_from_slice(&e.sum.to_le_bytes());
         if self.page.len() == PER_PAGE * ENTRY {
@@ -68,7 +68,7 @@ impl Pages {
         self.page.resize(PAGE, 0);
         let mut first = [0; 16];
         first.copy_from_slice(&self.page[..16]);
-        self.top.push(Entry {
+        self.top.push(BlockEntry {
             first,
             sum: xxh3_64(&self.page),
         });
@@ -78,7 +78,7 @@ impl Pages {
     }
 
     /// The file flushed and closed, and the pages' entries.
-    pub(super) fn finish(mut self) -> Result<Vec<Entry>, String> {
+    pub(super) fn finish(mut self) -> Result<Vec<BlockEntry>, String> {
         if !self.page.is_empty() {
             self.end_page()?;
         }
@@ -91,14 +91,14 @@ impl Pages {
 /// The pages, open (and unlinked), and their entries.
 pub(super) struct Index {
     file: File,
-    top: Vec<Entry>,
+    top: Vec<BlockEntry>,
     blocks: u64,
 }
 
 impl Index {
     /// Opens the file just written for `blocks` blocks and checks it reads back as written:
     /// exactly `top`'s pages, each matching its entry (one page read at a time). Then unlinks it.
-    pub(super) fn open(path: &Path, top: Vec<Entry>, blocks: u64) -> Result<Index, String> {
+    pub(super) fn open(path: &Path, top: Vec<BlockEntry>, blocks: u64) -> Result<Index, String> {
         // Written to only by the tests, which garble it as a disk might.
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -120,13 +120,13 @@ impl Index {
 
     /// RAM held: the pages' entries.
     pub(super) fn bytes(&self) -> u64 {
-        (self.top.capacity() * std::mem::size_of::<Entry>()) as u64
+        (self.top.capacity() * std::mem::size_of::<BlockEntry>()) as u64
     }
 
     /// The block that holds `key` if any does (its number and entry): the page's entry found in
     /// RAM, the page read and checked, the block's entry found in it. None below the first
     /// key, or when the page does not read back as written.
-    pub(super) fn block(&self, key: &KeyBytes) -> Option<(u64, Entry)> {
+    pub(super) fn block(&self, key: &KeyBytes) -> Option<(u64, BlockEntry)> {
         let p = self
             .top
             .partition_point(|e| e.first <= *key)
@@ -173,11 +173,11 @@ impl Index {
     }
 }
 
-/// Entry `i` of a page.
-fn entry(page: &[u8; PAGE], i: usize) -> Option<Entry> {
+/// BlockEntry `i` of a page.
+fn entry(page: &[u8; PAGE], i: usize) -> Option<BlockEntry> {
     let e = page.get(i.checked_mul(ENTRY)?..)?.get(..ENTRY)?;
     let mut first = [0; 16];
     first.copy_from_slice(e.get(..16)?);
     let sum = u64::from_le_bytes(e.get(16..)?.try_into().ok()?);
-    Some(Entry { first, sum })
+    Some(BlockEntry { first, sum })
 }

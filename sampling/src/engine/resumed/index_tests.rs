@@ -28,7 +28,7 @@ fn lines() -> Vec<(String, FirstCapture)> {
 }
 
 fn built(dir: &Path, lines: &[(String, FirstCapture)]) -> Resumed {
-    let spill = Spill {
+    let spill = DiskThreshold {
         in_memory: 0,
         chunk: 20_000,
     };

@@ -1,14 +1,14 @@
 //! The TimeMap stage's bookkeeping, on disk rather than per sampled URL in memory: the finished
 //! entries of `timemaps/index.ndjson` (sample line, URL hash, byte offset) and the failures
-//! (sample line, reason) go through the engine's external sort ([`Spill`]) in sample-line
+//! (sample line, reason) go through the engine's external sort ([`ExternalSort`]) in sample-line
 //! order, and are merge-joined with `sample.ndjson` read in order, both for what is left to ask
 //! and for the index rewritten whole at the end. What is held is the sort's chunk and one
 //! record per run while merging, whatever the sample's size.
 
 use crate::engine::sample_file::read_sample;
-use crate::engine::SampledUrl;
-use crate::spill::bytes::{put_str, Cursor};
-use crate::spill::{Merge, Record, Spill};
+use crate::engine::sample_file::SampledUrl;
+use crate::external_sort::bytes::{put_str, Cursor};
+use crate::external_sort::{ExternalSort, Merge, Record};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -25,7 +25,7 @@ pub(super) struct Hydration {
 
 /// A line of `timemaps/index.ndjson`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct Entry {
+pub(super) struct IndexLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) file: Option<String>,
     pub(super) url: String,
@@ -107,20 +107,20 @@ impl Record for Failed {
 }
 
 /// The failures of this run, sorted by sample line when the index is rewritten.
-pub(super) fn failures(spill_dir: &Path, max_held: usize) -> Result<Spill<Failed>, String> {
-    Spill::new(spill_dir, "timemaps-failed", max_held)
+pub(super) fn failures(spill_dir: &Path, max_held: usize) -> Result<ExternalSort<Failed>, String> {
+    ExternalSort::new(spill_dir, "timemaps-failed", max_held)
 }
 
 /// The finished entries of `dir/index.ndjson`, sorted. Only lines naming the file sample line
 /// `i` gets, with the file there, count here; the URL is matched against the sample's when
 /// joined. Torn lines, failures and other sample's entries are left out: asked again.
 pub(super) struct Ledger {
-    spill: Spill<Done>,
+    spill: ExternalSort<Done>,
 }
 
 impl Ledger {
     pub(super) fn scan(dir: &Path, spill_dir: &Path, max_held: usize) -> Result<Ledger, String> {
-        let mut spill = Spill::new(spill_dir, "timemaps-done", max_held)?;
+        let mut spill = ExternalSort::new(spill_dir, "timemaps-done", max_held)?;
         let Ok(file) = std::fs::File::open(dir.join("index.ndjson")) else {
             return Ok(Ledger { spill });
         };
@@ -131,7 +131,7 @@ impl Ledger {
         {
             let at = offset;
             offset += line.len() as u64 + 1;
-            let Ok(e) = serde_json::from_slice::<Entry>(&line) else {
+            let Ok(e) = serde_json::from_slice::<IndexLine>(&line) else {
                 continue;
             };
             let Some(name) = &e.file else { continue };

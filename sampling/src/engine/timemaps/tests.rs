@@ -16,7 +16,7 @@ fn sampled(url: &str) -> SampledUrl {
 }
 
 fn done(i: usize, url: &str, revisits: u64) -> String {
-    let e = Entry {
+    let e = IndexLine {
         file: Some(file_name(i)),
         url: url.into(),
         mementos: Some(1),
@@ -144,7 +144,7 @@ fn many_runs_merge_to_what_a_map_of_every_entry_says() {
     let mut want = vec![None; n];
     let mut at = 0u64;
     for line in text.lines() {
-        if let Ok(e) = serde_json::from_str::<Entry>(line) {
+        if let Ok(e) = serde_json::from_str::<IndexLine>(line) {
             let i = e.file.as_deref().and_then(|f| f.strip_suffix(".ndjson"));
             let i = i
                 .and_then(|f| f.parse::<usize>().ok())

@@ -35,7 +35,8 @@ fn records(n: u64) -> Vec<Rec> {
 fn a_tiny_chunk_gives_many_runs_and_the_same_order_as_a_sort() {
     let dir = tempfile::tempdir().expect("temp dir");
     // About 3 records a run: more runs than MAX_FAN_IN, so some are merged down first.
-    let mut s = Spill::new(dir.path(), "t", 3 * (std::mem::size_of::<Rec>() + 4)).expect("spill");
+    let mut s =
+        ExternalSort::new(dir.path(), "t", 3 * (std::mem::size_of::<Rec>() + 4)).expect("spill");
     let input = records(1000);
     for r in input.clone() {
         s.push(r).expect("push");
@@ -62,7 +63,7 @@ fn a_tiny_chunk_gives_many_runs_and_the_same_order_as_a_sort() {
 #[test]
 fn a_torn_or_garbled_run_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut s = Spill::new(dir.path(), "t", 1 << 20).expect("spill");
+    let mut s = ExternalSort::new(dir.path(), "t", 1 << 20).expect("spill");
     for r in records(50) {
         s.push(r).expect("push");
     }

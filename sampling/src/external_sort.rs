@@ -41,7 +41,7 @@ pub(crate) const MAX_FAN_IN: usize = 64;
 const BUFFER: usize = 16 << 10;
 
 /// Records pushed, held in a chunk of at most `max_held` bytes, then in runs under `dir`.
-pub(crate) struct Spill<T: Record> {
+pub(crate) struct ExternalSort<T: Record> {
     dir: PathBuf,
     prefix: String,
     chunk: Vec<T>,
@@ -52,11 +52,11 @@ pub(crate) struct Spill<T: Record> {
     named: usize,
 }
 
-impl<T: Record> Spill<T> {
+impl<T: Record> ExternalSort<T> {
     /// A spill writing `dir/{prefix}-N.run`; `dir` is created if missing.
     pub(crate) fn new(dir: &Path, prefix: &str, max_held: usize) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        Ok(Spill {
+        Ok(ExternalSort {
             dir: dir.to_path_buf(),
             prefix: prefix.to_string(),
             chunk: Vec::new(),
@@ -122,7 +122,7 @@ impl<T: Record> Spill<T> {
     }
 
     /// Everything pushed, in order (the chunk is written as a run first). Can be called again:
-    /// the runs stay until [`Spill::remove`].
+    /// the runs stay until [`ExternalSort::remove`].
     pub(crate) fn merge(&mut self) -> Result<Merge<T>, String> {
         self.write_chunk()?;
         Merge::open(&self.runs)
