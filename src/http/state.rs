@@ -28,7 +28,7 @@ pub struct AppState {
     /// `[server] rate_limit`: the per-client buckets of the Memento routes; None = off.
     pub rate_limiter: Option<Arc<Limiter>>,
     /// `[admin] listen` is set: `/admin/*` and `/metrics` live on their own listener
-    /// ([`admin_router`]) and [`router`] leaves them out.
+    /// ([`admin_router`](super::admin_router)) and [`router`](fn@super::router) leaves them out.
     pub admin_separate: bool,
     /// Connections open and refused per listener, counted by the serve loop (`crate::serve`).
     pub connections: Arc<Connections>,

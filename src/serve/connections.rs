@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// One listener's connections: which are open, and which were told to close to make room; how
-/// many, and how many were refused or closed past the cap, in its [`ListenerCounts`].
+/// many, and how many were refused or closed past the cap, in its `ListenerCounts` (the counts
+/// `/metrics` reads, `crate::metrics::connections`).
 #[derive(Debug)]
 pub struct ListenerConnections {
     counts: Arc<ListenerCounts>,
