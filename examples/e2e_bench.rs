@@ -134,8 +134,8 @@ async fn fanout(args: &[String]) {
             .map(|(i, a)| ArchiveConfig {
                 id: format!("a{i}"),
                 name: format!("archive {i}"),
-                timemap: a.timemap_prefix(),
-                timegate: a.timegate_prefix(),
+                timemap: Some(a.timemap_prefix().parse().expect("an http URL")),
+                timegate: a.timegate_prefix().parse().expect("an http URL"),
                 timeout: None,
                 enabled: true,
                 redirect_hosts: Vec::new(),

@@ -7,7 +7,7 @@ use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
 use crate::config::Config;
 use crate::http::{router, AppState, SharedState};
-use crate::upstream::resolve::{system_lookup, Lookup};
+use crate::upstream::resolve::{system_lookup, HostLookup};
 use crate::upstream::Upstream;
 use axum::Router;
 use std::path::Path;
@@ -72,7 +72,7 @@ pub async fn build_with_lookup(
     config: &Config,
     public_url: Option<String>,
     clock: ClockChoice,
-    lookup: Lookup,
+    lookup: HostLookup,
 ) -> Result<(SharedState, Router), String> {
     let (clock, sim_clock): (Arc<dyn Clock>, Option<Arc<SimClock>>) = match clock {
         ClockChoice::System => (Arc::new(SystemClock), None),
@@ -344,7 +344,7 @@ pub(crate) fn sampling_bounds(c: &crate::config::SamplingConfig) -> tmproxy_samp
     use tmproxy_sampling::reading::ReadLimits;
     tmproxy_sampling::jobs::Bounds {
         input_dir: c.input_dir.clone(),
-        allowed_urls: c.allowed_urls.clone(),
+        allowed_urls: c.allowed_urls.iter().map(|u| u.url().clone()).collect(),
         concurrency: c.concurrency,
         rate_limit: c.rate_limit,
         limits: tmproxy_sampling::engine::Limits {

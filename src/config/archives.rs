@@ -1,7 +1,7 @@
 //! The `[[archives]]` entries and the built-in list of public Memento archives.
 
 use super::fields::opt_duration_field;
-use super::RedirectHost;
+use super::{HttpUrl, RedirectHost};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tmproxy_core::cdx::replay::Replay;
@@ -17,11 +17,13 @@ pub struct ArchiveConfig {
     /// How its mementos are listed: a link-format TimeMap (`timemap`) or a CDX API (`cdx`).
     #[serde(default, skip_serializing_if = "ArchiveKind::is_timemap")]
     pub kind: ArchiveKind,
-    /// TimeMap URL prefix; the URI-R is appended verbatim. Required for `kind = "timemap"`.
-    #[serde(default)]
-    pub timemap: String,
+    /// TimeMap URL prefix; the URI-R is appended verbatim. Required for `kind = "timemap"`
+    /// (None: empty or absent).
+    #[serde(default, with = "super::fields::opt_http_url_field")]
+    pub timemap: Option<HttpUrl>,
     /// TimeGate URL prefix; the URI-R is appended verbatim.
-    pub timegate: String,
+    #[serde(with = "super::fields::http_url_field")]
+    pub timegate: HttpUrl,
     /// Overrides `upstream.timeout` for this archive.
     #[serde(
         default,
@@ -40,8 +42,12 @@ pub struct ArchiveConfig {
     )]
     pub redirect_hosts: Vec<RedirectHost>,
     /// `kind = "cdx"`: the CDX API endpoint (`https://host/cdx/search/cdx`, `http://host/coll/cdx`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub cdx: String,
+    #[serde(
+        default,
+        with = "super::fields::opt_http_url_field",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cdx: Option<HttpUrl>,
     /// `kind = "cdx"`: the CDX API's dialect, or `auto` to tell it from the answers.
     #[serde(default, skip_serializing_if = "CdxDialect::is_auto")]
     pub dialect: CdxDialect,
@@ -108,18 +114,20 @@ impl CdxDialect {
 
 impl ArchiveConfig {
     /// An enabled `kind = "timemap"` archive with every optional key at its default, to fill
-    /// the rest of an entry built in code (`..ArchiveConfig::timemap_default()`).
+    /// the rest of an entry built in code (`..ArchiveConfig::timemap_default()`). `timegate` is
+    /// required and has no default: it is a reserved `.invalid` name here, which no lookup
+    /// resolves, for the entry to replace.
     pub fn timemap_default() -> ArchiveConfig {
         ArchiveConfig {
             id: String::new(),
             name: String::new(),
             kind: ArchiveKind::Timemap,
-            timemap: String::new(),
-            timegate: String::new(),
+            timemap: None,
+            timegate: HttpUrl::parse("http://timegate.invalid/").expect("an http URL"),
             timeout: None,
             enabled: true,
             redirect_hosts: Vec::new(),
-            cdx: String::new(),
+            cdx: None,
             dialect: CdxDialect::Auto,
             replay: None,
             always: false,
@@ -138,8 +146,9 @@ pub(super) fn default_archives() -> Vec<ArchiveConfig> {
         .map(|a| ArchiveConfig {
             id: a.id.to_owned(),
             name: a.name.to_owned(),
-            timemap: a.timemap.to_owned(),
-            timegate: a.timegate.to_owned(),
+            // The built-in list is checked by a test, as `config.toml`'s copy of it.
+            timemap: Some(HttpUrl::parse(a.timemap).expect("a built-in archive's TimeMap URL")),
+            timegate: HttpUrl::parse(a.timegate).expect("a built-in archive's TimeGate URL"),
             timeout: None,
             enabled: true,
             redirect_hosts: Vec::new(),

@@ -3,7 +3,7 @@
 //! as it changes. The file replaces the built-in list; `[[archives]]` in config.toml come after it.
 
 use super::archives::ArchiveConfig;
-use super::values::check_http_url;
+use super::http_url::HttpUrl;
 use super::ConfigError;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -74,9 +74,9 @@ pub fn parse(bytes: &[u8], origin: &str) -> Result<Vec<ArchiveConfig>, ConfigErr
             ));
         }
         let timemap = required_str(entry.timemap, "timemap").map_err(|r| fail("timemap", r))?;
-        check_http_url(&timemap).map_err(|r| fail("timemap", r))?;
+        let timemap = HttpUrl::parse(&timemap).map_err(|r| fail("timemap", r))?;
         let timegate = required_str(entry.timegate, "timegate").map_err(|r| fail("timegate", r))?;
-        check_http_url(&timegate).map_err(|r| fail("timegate", r))?;
+        let timegate = HttpUrl::parse(&timegate).map_err(|r| fail("timegate", r))?;
         let name = match entry.name {
             None | Some(serde_json::Value::Null) => id.clone(),
             Some(serde_json::Value::String(s)) if s.chars().any(char::is_control) => {
@@ -94,7 +94,7 @@ pub fn parse(bytes: &[u8], origin: &str) -> Result<Vec<ArchiveConfig>, ConfigErr
         archives.push(ArchiveConfig {
             id,
             name,
-            timemap,
+            timemap: Some(timemap),
             timegate,
             enabled: !ignore,
             ..ArchiveConfig::timemap_default()

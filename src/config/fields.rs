@@ -158,6 +158,56 @@ pub(super) mod redirect_hosts_field {
     }
 }
 
+/// An archive's `timegate`: a checked http(s) URL, refused under its key as the file is read.
+pub(super) mod http_url_field {
+    use super::*;
+    use crate::config::HttpUrl;
+
+    pub fn serialize<S: Serializer>(u: &HttpUrl, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(u.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HttpUrl, D::Error> {
+        HttpUrl::parse(&String::deserialize(d)?).map_err(value_error)
+    }
+}
+
+/// An archive's `timemap` or `cdx`: a checked http(s) URL, or none when empty or absent (which
+/// of the two an archive needs depends on its kind, which validation knows).
+pub(super) mod opt_http_url_field {
+    use super::*;
+    use crate::config::HttpUrl;
+
+    pub fn serialize<S: Serializer>(u: &Option<HttpUrl>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(u.as_ref().map_or("", HttpUrl::as_str))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<HttpUrl>, D::Error> {
+        match String::deserialize(d)? {
+            text if text.is_empty() => Ok(None),
+            text => HttpUrl::parse(&text).map(Some).map_err(value_error),
+        }
+    }
+}
+
+/// `[sampling] allowed_urls`: each a checked http(s) URL; the first bad one is refused under
+/// the list's key, quoting it.
+pub(super) mod http_urls_field {
+    use super::*;
+    use crate::config::HttpUrl;
+
+    pub fn serialize<S: Serializer>(urls: &[HttpUrl], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(urls.iter().map(HttpUrl::as_str))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<HttpUrl>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|u| HttpUrl::parse(u).map_err(|r| value_error(format!("{u:?}: {r}"))))
+            .collect()
+    }
+}
+
 /// `[[archives]] replay`: the checked template; empty or absent = none (a `kind = "cdx"`
 /// archive without one is refused by validation, which knows the kind).
 pub(super) mod replay_field {
@@ -191,10 +241,15 @@ pub(super) mod shared_field {
     }
 }
 
-/// `[cache] policy`: one of [`super::CACHE_POLICIES`], named in the refusal.
+/// The values `[cache] policy` accepts (the policies of docs/cache-policy.md). Here, beside the
+/// field that names them in a refusal.
+pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
+/// The values `[cache] match` accepts.
+pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
+
+/// `[cache] policy`: one of [`CACHE_POLICIES`], named in the refusal.
 pub(super) mod policy_field {
     use super::*;
-    use crate::config::CACHE_POLICIES;
     use tmproxy_core::policy::PolicyKind;
 
     pub fn serialize<S: Serializer>(p: &PolicyKind, s: S) -> Result<S::Ok, S::Error> {

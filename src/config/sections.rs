@@ -4,17 +4,17 @@
 use super::fields::{
     de_listen, de_public_url, duration_field, nets_field, opt_listen_field, size_field,
 };
-use super::SharedAddress;
+use super::{HttpUrl, SharedAddress};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tmproxy_core::policy::{Match, PolicyKind};
 
-/// The values `[cache] policy` accepts (the policies of docs/cache-policy.md).
-pub const CACHE_POLICIES: &[&str] = &["conditional", "merge", "unconditional", "forever", "none"];
-/// The values `[cache] match` accepts.
-pub const CACHE_MATCHES: &[&str] = &["loose", "strict"];
+/// sled's page cache defaults to 1 GiB, which would silently dwarf the hot tier's bound. The hot
+/// tier is the memory we mean to spend; sled only needs enough for its index and recent writes.
+/// The default of `[cache] persistent_cache`; the cache store reads it from here.
+pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// `[server]`: where the proxy listens and how it names itself in the links it writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,10 +139,10 @@ impl Default for UpstreamConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
-    /// One of [`CACHE_POLICIES`], read once, with the file.
+    /// One of [`super::CACHE_POLICIES`], read once, with the file.
     #[serde(with = "super::fields::policy_field")]
     pub policy: PolicyKind,
-    /// One of [`CACHE_MATCHES`], read once, with the file.
+    /// One of [`super::CACHE_MATCHES`], read once, with the file.
     #[serde(rename = "match", with = "super::fields::match_field")]
     pub matching: Match,
     #[serde(with = "duration_field")]
@@ -188,7 +188,7 @@ impl Default for CacheConfig {
             matching: Match::Loose,
             ttl: Duration::from_secs(15 * 86_400),
             hot_capacity: 256 * 1024 * 1024,
-            persistent_cache: crate::cache::store::SLED_CACHE_BYTES,
+            persistent_cache: SLED_CACHE_BYTES,
             renderings_capacity: 2 * 1024 * 1024 * 1024,
             path: "data/cache".to_owned(),
             stale_if_error: true,
@@ -258,8 +258,10 @@ pub enum LogFormat {
 pub struct SamplingConfig {
     /// A job submitted over HTTP may only read index files inside this directory.
     pub input_dir: String,
-    /// URL prefixes a job submitted over HTTP may use for `input` and `cdx_api`.
-    pub allowed_urls: Vec<String>,
+    /// URL prefixes a job submitted over HTTP may use for `input` and `cdx_api`, each checked
+    /// as the file is read.
+    #[serde(with = "super::fields::http_urls_field")]
+    pub allowed_urls: Vec<HttpUrl>,
     /// The most concurrent CDX requests a job may make (a spec asking more is capped).
     pub concurrency: usize,
     /// The most CDX requests per second a job may make (0 = unlimited).
@@ -284,7 +286,9 @@ impl Default for SamplingConfig {
     fn default() -> Self {
         SamplingConfig {
             input_dir: "data/sampling/input".to_owned(),
-            allowed_urls: vec!["https://web.archive.org/cdx/search/cdx".to_owned()],
+            allowed_urls: vec![
+                HttpUrl::parse("https://web.archive.org/cdx/search/cdx").expect("an http URL")
+            ],
             concurrency: 4,
             rate_limit: 1.0,
             max_line: 64 * 1024,

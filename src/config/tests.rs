@@ -1,5 +1,7 @@
 use super::*;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const SHIPPED: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml"));
 
@@ -75,7 +77,10 @@ fn defaults_have_the_documented_values() {
     );
     assert!(c.archives.iter().all(|a| a.enabled && a.timeout.is_none()));
     let ia = &c.archives[0];
-    assert_eq!(ia.timemap, "https://web.archive.org/web/timemap/link/");
+    assert_eq!(
+        ia.timemap.as_ref().map(HttpUrl::as_str),
+        Some("https://web.archive.org/web/timemap/link/")
+    );
     assert_eq!(ia.timegate, "https://web.archive.org/web/");
 }
 
@@ -468,14 +473,19 @@ fn validate_refuses_bad_values() {
     }
     check(&|c| c.archives[2].id = "a b".into(), "archives[2].id");
     check(&|c| c.archives[0].id = String::new(), "archives[0].id");
-    check(
-        &|c| c.archives[1].timemap = "/relative/".into(),
-        "archives[1].timemap",
-    );
-    check(
-        &|c| c.archives[1].timegate = "ftp://x.example/".into(),
-        "archives[1].timegate",
-    );
+    // A bad archive URL is refused as the file is read, under its key: a config built in code
+    // cannot hold one.
+    for (field, bad, key) in [
+        ("timemap", "/relative/", "archives[1].timemap"),
+        ("timegate", "ftp://x.example/", "archives[1].timegate"),
+    ] {
+        let second = ONE_ARCHIVE.replace("\"x\"", "\"y\"").replace(
+            &format!("{field} = \"https://x.example/"),
+            &format!("{field} = \"{bad}"),
+        );
+        let e = parse(&format!("{ONE_ARCHIVE}{second}")).expect_err(key);
+        assert_eq!(e.key, key, "{e}");
+    }
     check(
         &|c| c.archives[3].timeout = Some(Duration::ZERO),
         "archives[3].timeout",
@@ -962,7 +972,7 @@ fn a_cdx_archive_is_read_and_checked() {
     let a = &c.archives[0];
     assert_eq!(a.kind, ArchiveKind::Cdx);
     assert_eq!(a.dialect, CdxDialect::Pywb);
-    assert_eq!(a.timemap, "");
+    assert_eq!(a.timemap, None);
     // An entry without the new keys is a TimeMap archive, as before.
     let t = parse(ONE_ARCHIVE).expect("parses");
     assert_eq!(t.archives[0].kind, ArchiveKind::Timemap);

@@ -2,7 +2,7 @@
 
 use super::sections::UpstreamConfig;
 use super::values::{check_http_url, format_duration};
-use super::{ArchiveKind, CdxDialect, Config, ConfigError, BUILTIN_ORIGIN};
+use super::{ArchiveKind, CdxDialect, Config, ConfigError, HttpUrl, BUILTIN_ORIGIN};
 use std::collections::HashMap;
 use tmproxy_core::policy::PolicyKind;
 
@@ -75,11 +75,6 @@ impl Config {
                 "sampling.max_line",
                 "must be 256B-64MiB (a line is held whole up to it)".into(),
             );
-        }
-        for u in &sm.allowed_urls {
-            if let Err(r) = check_http_url(u) {
-                return fail("sampling.allowed_urls", format!("{u:?}: {r}"));
-            }
         }
         let s = &self.server;
         if s.max_header_bytes < 1024 {
@@ -257,16 +252,16 @@ impl Config {
                     format!("duplicate id {:?} (also archives[{first}])", a.id),
                 );
             }
+            // Each URL was checked as it was read; which of the two listings an archive needs
+            // is its kind's to say.
             let (listing, other) = match a.kind {
                 ArchiveKind::Timemap => (("timemap", &a.timemap), ("cdx", &a.cdx)),
                 ArchiveKind::Cdx => (("cdx", &a.cdx), ("timemap", &a.timemap)),
             };
-            for (field, value) in [listing, ("timegate", &a.timegate)] {
-                if let Err(r) = check_http_url(value) {
-                    return fail(&key(field), r);
-                }
+            if listing.1.is_none() {
+                return fail(&key(listing.0), missing_url());
             }
-            if !other.1.is_empty() {
+            if other.1.is_some() {
                 return fail(
                     &key(other.0),
                     format!("is not used by kind = {:?}: remove it", kind_name(a.kind)),
@@ -302,6 +297,12 @@ impl Config {
 /// Why a `kind = "cdx"` archive without a replay template is refused: what the template
 /// check says of an empty one.
 const MISSING_REPLAY: &str = "\"\" must contain {timestamp} and {url}, once each";
+
+/// Why an archive without the listing URL its kind needs is refused: what the URL check says of
+/// an empty one.
+fn missing_url() -> String {
+    HttpUrl::parse("").err().unwrap_or_default()
+}
 
 /// `kind` as the file spells it.
 fn kind_name(kind: ArchiveKind) -> &'static str {

@@ -34,12 +34,9 @@ pub(super) fn normalize_public_url(s: &str) -> String {
     s.trim().trim_end_matches('/').to_owned()
 }
 
+/// Whether `s` is an absolute http(s) URL, for a value kept as text (`public_url`).
 pub(super) fn check_http_url(s: &str) -> Result<(), String> {
-    let u = url::Url::parse(s).map_err(|e| format!("{s:?} is not an absolute URL ({e})"))?;
-    if !matches!(u.scheme(), "http" | "https") {
-        return Err(format!("{s:?} must be an http:// or https:// URL"));
-    }
-    Ok(())
+    super::http_url::HttpUrl::parse(s).map(|_| ())
 }
 
 const DURATION_HINT: &str = r#"(use e.g. "10s", "500ms", "15d")"#;

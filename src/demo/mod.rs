@@ -82,8 +82,8 @@ pub fn demo_config(
         .map(|(id, a)| ArchiveConfig {
             id: id.to_string(),
             name: format!("Simulated archive {id}"),
-            timemap: a.timemap_prefix(),
-            timegate: a.timegate_prefix(),
+            timemap: Some(a.timemap_prefix().parse().expect("an http URL")),
+            timegate: a.timegate_prefix().parse().expect("an http URL"),
             timeout: None,
             enabled: true,
             redirect_hosts: Vec::new(),

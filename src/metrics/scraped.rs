@@ -6,7 +6,7 @@ use super::connections::{Connections, ListenerCounts};
 use super::encode::{counter, one};
 use crate::cache::service::{CachedTimeMap, ServedView, TimeMapCache};
 use crate::cache::store::Tiered;
-use crate::upstream::ledger::{Outcome, SkipReason, BUCKETS};
+use crate::upstream::ledger::{SkipReason, Turn, BUCKETS};
 use crate::upstream::Upstream;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
@@ -103,7 +103,7 @@ fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std:
         MetricType::Counter,
     )?;
     for (id, ledger) in ids.iter().zip(&ledgers) {
-        for (outcome, n) in Outcome::ALL.iter().zip(ledger.counts) {
+        for (outcome, n) in Turn::ALL.iter().zip(ledger.counts) {
             let labels = [("archive", *id), ("outcome", outcome.as_str())];
             counter(&mut requests.encode_family(&labels)?, n)?;
         }

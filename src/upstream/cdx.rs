@@ -1,12 +1,12 @@
 //! Asking a `kind = "cdx"` archive: its CDX API, paged by the core's `Pager` as the sampling
 //! client pages it (`showNumPages=true`, then `page=0` … `n-1`, or one unpaged query when the
-//! index is not paged), every request through the archive's guarded route under a TimeMap's limits
+//! index is not paged), every request through the archive's guarded link under a TimeMap's limits
 //! (`max_pages` pages, `max_body` bytes over all of them, the shared budget), every row made a
 //! memento by the archive's replay template. Rows that cannot be one are skipped and counted.
 
 use super::budget::{Budget, Held};
 use super::failure::FailureKind;
-use super::fetch::{fetch_page, ArchiveFetch, FetchLimits, Route, PARSE_INLINE_LIMIT};
+use super::fetch::{fetch_page, ArchiveFetch, ArchiveLink, FetchLimits, PARSE_INLINE_LIMIT};
 use super::registry::CdxSource;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
@@ -35,7 +35,7 @@ struct PageRows {
 /// mementos; `not_found` for a 404/410 or an answer with no capture; `malformed` when nothing
 /// could be read (not the dialect's JSON, or no row usable).
 pub async fn fetch_cdx(
-    route: &Route,
+    link: &ArchiveLink,
     source: &CdxSource,
     uri_r: &str,
     limits: &FetchLimits,
@@ -44,7 +44,10 @@ pub async fn fetch_cdx(
     let Some(replay) = &source.replay else {
         return ArchiveFetch::failed(FailureKind::Other, None, format!("replay: {MISSING}"));
     };
-    let url = |extra: &[(&str, &str)]| query_url(&source.endpoint, uri_r, extra);
+    let Some(endpoint) = &source.endpoint else {
+        return ArchiveFetch::failed(FailureKind::Other, None, format!("cdx: {MISSING}"));
+    };
+    let url = |extra: &[(&str, &str)]| query_url(endpoint.as_str(), uri_r, extra);
     let not_found = |http_status: u16, pages: usize| {
         let mut answer = ArchiveAnswer::failed(ArchiveStatus::NotFound, Some(http_status), None);
         answer.pages = pages;
@@ -57,7 +60,7 @@ pub async fn fetch_cdx(
         Ok(u) => u,
         Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
     };
-    let page = match fetch_page(route, &first, limits.max_body, budget, ACCEPT_JSON).await {
+    let page = match fetch_page(link, &first, limits.max_body, budget, ACCEPT_JSON).await {
         Ok(page) => page,
         Err(failure) => return failure,
     };
@@ -97,7 +100,7 @@ pub async fn fetch_cdx(
             Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
         };
         let cap = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(route, &uri, cap, budget, ACCEPT_JSON).await {
+        let page = match fetch_page(link, &uri, cap, budget, ACCEPT_JSON).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if i == 0 || failure.failure == Some(FailureKind::RefusedRedirect) => {

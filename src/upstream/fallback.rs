@@ -14,7 +14,7 @@
 use super::budget::Budget;
 use super::cdx::fetch_cdx;
 use super::failure::{classify, FailureKind};
-use super::fetch::{fetch_archive, ArchiveFetch, FetchLimits, Route};
+use super::fetch::{fetch_archive, ArchiveFetch, ArchiveLink, FetchLimits};
 use super::guard::HopRules;
 use super::registry::Archive;
 use crate::timemap::answer::Fallback;
@@ -51,7 +51,7 @@ pub fn worth_a_fallback(kind: FailureKind) -> bool {
 /// Asks `archive` for `uri_r` within its `timeout`: its listing, then, if that failed in a way
 /// [`worth_a_fallback`], its TimeGate in the time left.
 pub async fn ask_archive(
-    route: &Route,
+    link: &ArchiveLink,
     archive: &Archive,
     uri_r: &str,
     limits: &FetchLimits,
@@ -64,14 +64,14 @@ pub async fn ask_archive(
             archive.timeout.as_secs_f64()
         )
     };
-    let listed = match timeout_at(until, list(route, archive, uri_r, limits, budget)).await {
+    let listed = match timeout_at(until, list(link, archive, uri_r, limits, budget)).await {
         Ok(listed) => listed,
         Err(_) => return ArchiveFetch::failed(FailureKind::Timeout, None, timed_out()),
     };
     if !listed.failure_kind().is_some_and(worth_a_fallback) {
         return listed;
     }
-    let gate = match timeout_at(until, ask_timegate(route, archive, uri_r)).await {
+    let gate = match timeout_at(until, ask_timegate(link, archive, uri_r)).await {
         Ok(gate) => gate,
         Err(_) => Err(timed_out()),
     };
@@ -81,15 +81,15 @@ pub async fn ask_archive(
 /// What an archive lists for `uri_r`: its TimeMap, or for a `kind = "cdx"` archive its CDX
 /// API's captures.
 async fn list(
-    route: &Route,
+    link: &ArchiveLink,
     archive: &Archive,
     uri_r: &str,
     limits: &FetchLimits,
     budget: &Arc<Budget>,
 ) -> ArchiveFetch {
     match &archive.cdx {
-        Some(source) => fetch_cdx(route, source, uri_r, limits, budget).await,
-        None => fetch_archive(route, archive, uri_r, limits, budget).await,
+        Some(source) => fetch_cdx(link, source, uri_r, limits, budget).await,
+        None => fetch_archive(link, archive, uri_r, limits, budget).await,
     }
 }
 
@@ -141,11 +141,11 @@ pub struct Gate {
 }
 
 /// One GET of the archive's TimeGate for `uri_r`, its headers read, its body never.
-async fn ask_timegate(route: &Route, archive: &Archive, uri_r: &str) -> Result<Gate, String> {
+async fn ask_timegate(link: &ArchiveLink, archive: &Archive, uri_r: &str) -> Result<Gate, String> {
     let url = archive.timegate_for(uri_r)?;
     let url = Url::parse(&url).map_err(|_| format!("{} refused: not a URL", clip(&url)))?;
-    route.hops.check(&url)?;
-    let resp = route
+    link.hops.check(&url)?;
+    let resp = link
         .client
         .get(url.clone())
         .send()
@@ -159,20 +159,20 @@ async fn ask_timegate(route: &Route, archive: &Archive, uri_r: &str) -> Result<G
     let text = |name: reqwest::header::HeaderName| {
         h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
     };
-    let mut link = String::new();
+    let mut link_header = String::new();
     let mut notes = Vec::new();
     for v in h.get_all(reqwest::header::LINK) {
         let v = String::from_utf8_lossy(v.as_bytes());
-        if link.len() + v.len() + 2 > MAX_LINK_BYTES {
+        if link_header.len() + v.len() + 2 > MAX_LINK_BYTES {
             notes.push(format!(
                 "Link header over {MAX_LINK_BYTES} bytes: the rest ignored"
             ));
             break;
         }
-        if !link.is_empty() {
-            link.push_str(", ");
+        if !link_header.is_empty() {
+            link_header.push_str(", ");
         }
-        link.push_str(&v);
+        link_header.push_str(&v);
     }
     let location =
         text(reqwest::header::LOCATION).or_else(|| text(reqwest::header::CONTENT_LOCATION));
@@ -180,7 +180,7 @@ async fn ask_timegate(route: &Route, archive: &Archive, uri_r: &str) -> Result<G
         .and_then(|d| parse_rfc1123(&d));
     // The body is never read: dropping the answer closes its connection.
     drop(resp);
-    let mut gate = timegate_mementos(&url, location.as_deref(), &link, dated, &route.hops);
+    let mut gate = timegate_mementos(&url, location.as_deref(), &link_header, dated, &link.hops);
     gate.http_status = http_status;
     notes.append(&mut gate.notes);
     gate.notes = notes;

@@ -4,10 +4,10 @@
 use super::budget::Budget;
 use super::failure::FailureKind;
 use super::fallback::ask_archive;
-use super::fetch::{ArchiveFetch, FetchLimits, Route};
-use super::ledger::{Ledger, Outcome, SkipReason};
+use super::fetch::{ArchiveFetch, ArchiveLink, FetchLimits};
+use super::ledger::{Ledger, SkipReason, Turn};
 use super::registry::{Archive, Health, Transition};
-use super::resolve::Lookup;
+use super::resolve::HostLookup;
 use crate::cache::fan_out::{progress, Progress};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -19,7 +19,7 @@ use std::time::Duration;
 use tmproxy_core::fan_out::Ask;
 use tmproxy_core::fan_out::Settled;
 use tmproxy_core::routing::decide::DETAIL as ROUTING;
-use tmproxy_core::routing::Route as Routed;
+use tmproxy_core::routing::Route;
 use tokio::time::Instant;
 
 /// The archives, each one's client and hop rules, and each one's health. Cheap to share behind
@@ -27,7 +27,7 @@ use tokio::time::Instant;
 pub struct Upstream {
     archives: Vec<Archive>,
     /// One per archive, in the same order.
-    routes: Vec<Route>,
+    links: Vec<ArchiveLink>,
     /// Bytes held from archives by every fan-out together (`max_buffered`).
     budget: Arc<Budget>,
     /// `/memento/proxy`'s share of `budget`: half of it.
@@ -50,23 +50,20 @@ impl Upstream {
     pub fn new(
         config: &Config,
         clock: Arc<dyn Clock>,
-        lookup: Lookup,
+        lookup: HostLookup,
     ) -> Result<Upstream, reqwest::Error> {
         let enabled: Vec<_> = config.archives.iter().filter(|a| a.enabled).collect();
         let archives: Vec<Archive> = enabled
             .iter()
             .map(|a| Archive::from_config(config, a))
             .collect();
-        let routes = enabled
+        let links = enabled
             .iter()
             .zip(&archives)
             .map(|(a, archive)| {
-                let memento_prefixes = archive.memento_prefixes();
-                let memento_prefixes: Vec<&str> =
-                    memento_prefixes.iter().map(String::as_str).collect();
-                Route::new(
+                ArchiveLink::new(
                     &archive.prefixes(),
-                    &memento_prefixes,
+                    &archive.memento_urls(),
                     &a.redirect_hosts,
                     config.upstream.connect_timeout,
                     &config.upstream.user_agent,
@@ -76,7 +73,7 @@ impl Upstream {
             .collect::<Result<Vec<_>, _>>()?;
         let budget = Budget::new(config.upstream.max_buffered);
         Ok(Upstream {
-            routes,
+            links,
             proxy_budget: budget.share(config.upstream.max_buffered / 2),
             budget,
             health: archives
@@ -218,7 +215,7 @@ impl Upstream {
                 publish(i, dormant, Duration::ZERO);
                 continue;
             }
-            if let Some(Routed::Skip(skip)) = routes.get(i) {
+            if let Some(Route::Skip(skip)) = routes.get(i) {
                 // Why, for an operator following one URI-R (per archive per miss: DEBUG).
                 tracing::debug!(archive = %archive.id, reason = %skip.explain(), "archive skipped by routing");
                 self.ledgers[i].record_skip(SkipReason::Routing, now);
@@ -227,10 +224,10 @@ impl Upstream {
                 continue;
             }
             self.fetches[i].fetch_add(1, Ordering::Relaxed);
-            let (route, limits, budget) = (&self.routes[i], &self.limits, &self.budget);
+            let (link, limits, budget) = (&self.links[i], &self.limits, &self.budget);
             pending.push(async move {
                 // Its listing, and its TimeGate if that failed, within its own timeout.
-                let fetch = ask_archive(route, archive, uri_r, limits, budget).await;
+                let fetch = ask_archive(link, archive, uri_r, limits, budget).await;
                 (i, fetch, started.elapsed())
             });
         }
@@ -302,20 +299,20 @@ impl Upstream {
         &self.proxy_budget
     }
 
-    /// The archive that listed `uri_m` (`listed_by`) and its route, when that URL is under its
+    /// The archive that listed `uri_m` (`listed_by`) and the link to it, when that URL is under its
     /// [`Archive::memento_prefixes`] or on its `redirect_hosts`; else why not. Only the listing
     /// archive: a URI-M is its word, so it never makes us fetch from another archive's host
     /// (`/memento/proxy` refuses it and connects nowhere).
-    pub(crate) fn route_for(
+    pub(crate) fn link_for(
         &self,
         uri_m: &url::Url,
         listed_by: &str,
-    ) -> Result<(&Archive, &Route), String> {
+    ) -> Result<(&Archive, &ArchiveLink), String> {
         let i = (0..self.archives.len())
             .find(|i| &*self.archives[*i].id == listed_by)
             .ok_or_else(|| format!("{listed_by} is not an enabled archive"))?;
-        self.routes[i].mementos.check(uri_m)?;
-        Ok((&self.archives[i], &self.routes[i]))
+        self.links[i].mementos.check(uri_m)?;
+        Ok((&self.archives[i], &self.links[i]))
     }
 
     /// How many times each archive has been asked, by id, in configured order.
@@ -361,7 +358,7 @@ impl Upstream {
         let now = self.clock.now();
         let id = &self.archives[i].id;
         let status = fetch.answer.status;
-        self.ledgers[i].record(Outcome::Asked(status), Some(elapsed), now);
+        self.ledgers[i].record(Turn::Asked(status), Some(elapsed), now);
         let elapsed_ms = elapsed.as_millis() as u64;
         if let Some(kind) = fetch.failure_kind() {
             // Debug-formatted: the detail quotes what the archive sent, escaped on one line.

@@ -4,7 +4,7 @@ use super::budget::{Budget, Held};
 use super::failure::{classify, FailureKind};
 use super::guard::HopRules;
 use super::registry::Archive;
-use super::resolve::{GuardedResolver, Lookup};
+use super::resolve::{GuardedResolver, HostLookup};
 use crate::config::RedirectHost;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
@@ -109,7 +109,7 @@ impl ArchiveFetch {
 }
 
 /// How one archive is reached: its own client (and resolver) and its hop rules.
-pub struct Route {
+pub struct ArchiveLink {
     pub client: reqwest::Client,
     pub hops: HopRules,
     /// Where its mementos may be fetched and redirect to (`/memento/proxy`): under its
@@ -117,20 +117,20 @@ pub struct Route {
     pub mementos: HopRules,
 }
 
-impl Route {
-    /// The route for an archive configured on `prefixes` (its timemap and timegate URLs), whose
+impl ArchiveLink {
+    /// The link to an archive configured on `prefixes` (its timemap and timegate URLs), whose
     /// mementos live under `memento_prefixes`.
     pub fn new(
-        prefixes: &[&str],
-        memento_prefixes: &[&str],
+        prefixes: &[Url],
+        memento_prefixes: &[Url],
         redirect_hosts: &[RedirectHost],
         connect_timeout: Duration,
         user_agent: &str,
-        lookup: Lookup,
-    ) -> Result<Route, reqwest::Error> {
+        lookup: HostLookup,
+    ) -> Result<ArchiveLink, reqwest::Error> {
         let hops = HopRules::new(prefixes, redirect_hosts);
         let resolver = GuardedResolver::new(lookup, hops.own_names());
-        Ok(Route {
+        Ok(ArchiveLink {
             client: build_client(connect_timeout, user_agent, resolver)?,
             hops,
             mementos: HopRules::under(memento_prefixes, redirect_hosts),
@@ -163,7 +163,7 @@ pub fn build_client(
 /// `max_pages`, each visited once, and only where the archive's hop rules allow. The bodies are
 /// charged to `budget`. The caller bounds it in time.
 pub async fn fetch_archive(
-    route: &Route,
+    link: &ArchiveLink,
     archive: &Archive,
     uri_r: &str,
     limits: &FetchLimits,
@@ -201,7 +201,7 @@ pub async fn fetch_archive(
         // max_body bounds the archive's whole answer, every page together, so one archive's
         // share of a fan-out's memory is max_body however it pages.
         let cap = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(route, &uri_t, cap, budget, ACCEPT_LINK_FORMAT).await {
+        let page = match fetch_page(link, &uri_t, cap, budget, ACCEPT_LINK_FORMAT).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if result.answer.pages == 0 || failure.refused_hop() => return failure,
@@ -243,15 +243,15 @@ pub async fn fetch_archive(
         saw_garbage |= !blank && !has_links;
         result.answer.skipped += parsed.skipped;
         result.mementos.extend(parsed.mementos);
-        for link in parsed.pages {
-            if seen.contains(&link.uri) {
+        for next_page in parsed.pages {
+            if seen.contains(&next_page.uri) {
                 continue;
             }
-            match Url::parse(&link.uri)
-                .map_err(|_| format!("{} refused: not a URL", clip(&link.uri)))
-                .and_then(|u| route.hops.check(&u))
+            match Url::parse(&next_page.uri)
+                .map_err(|_| format!("{} refused: not a URL", clip(&next_page.uri)))
+                .and_then(|u| link.hops.check(&u))
             {
-                Ok(()) => queue.push(link.uri),
+                Ok(()) => queue.push(next_page.uri),
                 Err(why) => notes.push(format!("ignored a page link: {why}")),
             }
         }
@@ -288,13 +288,13 @@ pub(super) struct Page {
 /// charged to `budget` as it grows. Non-2xx bodies are never read: an HTML 404 page is not a
 /// TimeMap (nor a CDX answer).
 pub(super) async fn fetch_page(
-    route: &Route,
+    link: &ArchiveLink,
     uri_t: &str,
     max_body: u64,
     budget: &Arc<Budget>,
     accept: &'static str,
 ) -> Result<Page, ArchiveFetch> {
-    let resp = get_within(route, uri_t, accept).await?;
+    let resp = get_within(link, uri_t, accept).await?;
     let http_status = resp.status().as_u16();
     match of_status(http_status) {
         StatusClass::Success => {}
@@ -322,15 +322,15 @@ pub(super) async fn fetch_page(
 }
 
 /// A GET of `target` with `accept`, following redirects hop by hop, each hop (and `target`
-/// itself) only where the route's hop rules allow: the answer that is not a redirect, unread.
+/// itself) only where the link's hop rules allow: the answer that is not a redirect, unread.
 /// A failure says why (refused hop, redirect loop, the request's own error).
 pub(crate) async fn get_within(
-    route: &Route,
+    link: &ArchiveLink,
     target: &str,
     accept: &'static str,
 ) -> Result<reqwest::Response, ArchiveFetch> {
     let get = reqwest::Method::GET;
-    send_within(&route.client, &route.hops, get, target, &[(ACCEPT, accept)]).await
+    send_within(&link.client, &link.hops, get, target, &[(ACCEPT, accept)]).await
 }
 
 /// [`get_within`] with `method`, these `headers` and the hop rules `hops`.

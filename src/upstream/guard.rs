@@ -24,9 +24,9 @@ pub struct HopRules {
 }
 
 impl HopRules {
-    /// Rules for an archive configured on `prefixes` (its timemap and timegate URLs) with
-    /// `redirect_hosts`. Prefixes that do not parse are left out (config validation refused them).
-    pub fn new(prefixes: &[&str], redirect_hosts: &[RedirectHost]) -> HopRules {
+    /// Rules for an archive configured on `prefixes` (its timemap and timegate URLs, parsed as
+    /// the config was read) with `redirect_hosts`.
+    pub fn new(prefixes: &[Url], redirect_hosts: &[RedirectHost]) -> HopRules {
         HopRules::build(prefixes, redirect_hosts, false)
     }
 
@@ -34,14 +34,13 @@ impl HopRules {
     /// `redirect_hosts`, anywhere). A memento is fetched under these, so an archive listing a
     /// URI-M elsewhere on its host (`/save/`, an admin page) or on another archive's host gets
     /// nothing fetched.
-    pub fn under(prefixes: &[&str], redirect_hosts: &[RedirectHost]) -> HopRules {
+    pub fn under(prefixes: &[Url], redirect_hosts: &[RedirectHost]) -> HopRules {
         HopRules::build(prefixes, redirect_hosts, true)
     }
 
-    fn build(prefixes: &[&str], redirect_hosts: &[RedirectHost], held_to_paths: bool) -> HopRules {
+    fn build(prefixes: &[Url], redirect_hosts: &[RedirectHost], held_to_paths: bool) -> HopRules {
         let own = prefixes
             .iter()
-            .filter_map(|p| Url::parse(p).ok())
             .filter_map(|u| {
                 let port = u.port_or_known_default()?;
                 let path = if held_to_paths { u.path() } else { "/" };
@@ -179,12 +178,20 @@ mod tests {
 
     fn rules(extra: &[&str]) -> HopRules {
         HopRules::new(
-            &[
+            &urls(&[
                 "http://127.0.0.1:8080/timemap/link/",
                 "http://127.0.0.1:8080/timegate/",
-            ],
+            ]),
             &hosts(extra),
         )
+    }
+
+    /// Prefixes as the config hands them over: parsed.
+    fn urls(texts: &[&str]) -> Vec<Url> {
+        texts
+            .iter()
+            .map(|t| Url::parse(t).expect("a URL"))
+            .collect()
     }
 
     fn hosts(texts: &[&str]) -> Vec<RedirectHost> {
@@ -227,13 +234,16 @@ mod tests {
 
     #[test]
     fn https_upgrade_on_the_default_ports_is_the_same_site() {
-        let r = HopRules::new(&["http://Web.Example.org/tm/"], &[]);
+        let r = HopRules::new(&urls(&["http://Web.Example.org/tm/"]), &[]);
         assert!(ok(&r, "https://web.example.org/tm/x"));
         assert!(ok(&r, "http://web.example.org:80/tm/x"));
         assert!(!ok(&r, "https://web.example.org:8443/tm/x"));
         assert!(!ok(&r, "https://other.example.org/tm/x"));
         assert_eq!(r.own_names(), vec!["web.example.org".to_string()]);
-        let r = HopRules::new(&["http://web.example.org/"], &hosts(&["moved.example.org"]));
+        let r = HopRules::new(
+            &urls(&["http://web.example.org/"]),
+            &hosts(&["moved.example.org"]),
+        );
         assert!(ok(&r, "https://moved.example.org/x"));
         assert!(!ok(&r, "https://moved.example.org:444/x"));
     }
@@ -241,7 +251,7 @@ mod tests {
     #[test]
     fn rules_under_prefixes_hold_the_path_too() {
         let r = HopRules::under(
-            &["https://web.example.org/web/", "https://cdn.example.org/"],
+            &urls(&["https://web.example.org/web/", "https://cdn.example.org/"]),
             &hosts(&["moved.example.org"]),
         );
         assert!(ok(&r, "https://web.example.org/web/2001/http://a.org/"));

@@ -7,9 +7,9 @@ use hdrhistogram::Histogram;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// What became of one turn of an archive in a fan-out, as counted.
+/// One archive's turn in a fan-out, as counted: asked (and what it answered) or skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Turn {
     /// It was asked, and this is its answer's status.
     Asked(ArchiveStatus),
     /// It was not asked: dormant, or routing judged it holds nothing there ([`SkipReason`]).
@@ -41,27 +41,27 @@ impl SkipReason {
     }
 }
 
-impl Outcome {
+impl Turn {
     /// Every outcome, in the order counts are kept and shown.
-    pub const ALL: [Outcome; 7] = [
-        Outcome::Asked(ArchiveStatus::Ok),
-        Outcome::Asked(ArchiveStatus::Empty),
-        Outcome::Asked(ArchiveStatus::NotFound),
-        Outcome::Asked(ArchiveStatus::Timeout),
-        Outcome::Asked(ArchiveStatus::Error),
-        Outcome::Asked(ArchiveStatus::Malformed),
-        Outcome::Skipped,
+    pub const ALL: [Turn; 7] = [
+        Turn::Asked(ArchiveStatus::Ok),
+        Turn::Asked(ArchiveStatus::Empty),
+        Turn::Asked(ArchiveStatus::NotFound),
+        Turn::Asked(ArchiveStatus::Timeout),
+        Turn::Asked(ArchiveStatus::Error),
+        Turn::Asked(ArchiveStatus::Malformed),
+        Turn::Skipped,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Asked(status) => status.as_str(),
-            Outcome::Skipped => "skipped",
+            Turn::Asked(status) => status.as_str(),
+            Turn::Skipped => "skipped",
         }
     }
 
     fn index(self) -> usize {
-        Outcome::ALL.iter().position(|o| *o == self).unwrap_or(0)
+        Turn::ALL.iter().position(|o| *o == self).unwrap_or(0)
     }
 }
 
@@ -77,7 +77,7 @@ pub struct Ledger {
 }
 
 struct Record {
-    counts: [u64; Outcome::ALL.len()],
+    counts: [u64; Turn::ALL.len()],
     /// The `skipped` turns by reason, in [`SkipReason::ALL`] order.
     skipped_by: [u64; SkipReason::ALL.len()],
     /// Per bucket of [`BUCKETS`] (not cumulative); answers slower than the last are only in
@@ -88,14 +88,14 @@ struct Record {
     /// Milliseconds, for quantiles to two significant figures (1%): 16 KiB an archive, where
     /// three figures took 104 KiB.
     latency_ms: Option<Histogram<u64>>,
-    last: Option<(Outcome, DateTime<Utc>)>,
+    last: Option<(Turn, DateTime<Utc>)>,
 }
 
 /// A copy of a ledger, as `/archives` and `/metrics` show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LedgerSnapshot {
-    /// One count per [`Outcome::ALL`], in that order.
-    pub counts: [u64; Outcome::ALL.len()],
+    /// One count per [`Turn::ALL`], in that order.
+    pub counts: [u64; Turn::ALL.len()],
     /// The `skipped` turns by [`SkipReason::ALL`], in that order.
     pub skipped_by: [u64; SkipReason::ALL.len()],
     /// Per [`BUCKETS`] (not cumulative): answers within each bound and over the one before.
@@ -105,14 +105,14 @@ pub struct LedgerSnapshot {
     pub seconds: f64,
     pub p50_ms: Option<u64>,
     pub p95_ms: Option<u64>,
-    pub last: Option<(Outcome, DateTime<Utc>)>,
+    pub last: Option<(Turn, DateTime<Utc>)>,
 }
 
 impl Default for Ledger {
     fn default() -> Self {
         Ledger {
             record: Mutex::new(Record {
-                counts: [0; Outcome::ALL.len()],
+                counts: [0; Turn::ALL.len()],
                 skipped_by: [0; SkipReason::ALL.len()],
                 buckets: [0; BUCKETS.len()],
                 asked: 0,
@@ -128,7 +128,7 @@ impl Default for Ledger {
 
 impl Ledger {
     /// Counts one turn: its outcome at `at` and, when it was asked, how long it took.
-    pub fn record(&self, outcome: Outcome, elapsed: Option<Duration>, at: DateTime<Utc>) {
+    pub fn record(&self, outcome: Turn, elapsed: Option<Duration>, at: DateTime<Utc>) {
         // A poisoned lock only means a panic mid-update of plain counters.
         let mut r = self.record.lock().unwrap_or_else(|p| p.into_inner());
         r.counts[outcome.index()] += 1;
@@ -149,9 +149,9 @@ impl Ledger {
     /// Counts a turn the archive was not asked, for `reason`.
     pub fn record_skip(&self, reason: SkipReason, at: DateTime<Utc>) {
         let mut r = self.record.lock().unwrap_or_else(|p| p.into_inner());
-        r.counts[Outcome::Skipped.index()] += 1;
+        r.counts[Turn::Skipped.index()] += 1;
         r.skipped_by[reason.index()] += 1;
-        r.last = Some((Outcome::Skipped, at));
+        r.last = Some((Turn::Skipped, at));
     }
 
     pub fn snapshot(&self) -> LedgerSnapshot {
@@ -188,7 +188,7 @@ mod tests {
             .single()
             .expect("time");
         for ms in [20, 40, 60, 80, 100, 120, 140, 160, 180, 3000] {
-            let outcome = Outcome::Asked(ArchiveStatus::Ok);
+            let outcome = Turn::Asked(ArchiveStatus::Ok);
             ledger.record(outcome, Some(Duration::from_millis(ms)), at);
         }
         ledger.record_skip(SkipReason::Dormant, at);
@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(s.buckets[..5], [0, 1, 1, 3, 4]);
         assert_eq!(s.buckets[8], 1);
         assert_eq!(s.buckets.iter().sum::<u64>(), 10);
-        assert_eq!(s.last, Some((Outcome::Skipped, at)));
+        assert_eq!(s.last, Some((Turn::Skipped, at)));
     }
 
     #[test]

@@ -69,8 +69,8 @@ pub async fn fetch_memento(
 ) -> Result<MementoBytes, MementoFailure> {
     let url = Url::parse(uri_m)
         .map_err(|_| MementoFailure::new(format!("the memento {:?} is not a URL", clip(uri_m))))?;
-    let (archive, route) = upstream
-        .route_for(&url, listed_by)
+    let (archive, link) = upstream
+        .link_for(&url, listed_by)
         .map_err(|why| MementoFailure::new(format!("not fetched: {why}")))?;
     let budget = upstream.shared_budget();
     let fetch = async {
@@ -80,14 +80,8 @@ pub async fn fetch_memento(
             reqwest::Method::GET
         };
         let headers = [(ACCEPT, "*/*")];
-        let resp = send_within(
-            &route.client,
-            &route.mementos,
-            method,
-            url.as_str(),
-            &headers,
-        )
-        .await?;
+        let resp =
+            send_within(&link.client, &link.mementos, method, url.as_str(), &headers).await?;
         let code = resp.status();
         if code.is_redirection() {
             // A 304 (never asked for) or a redirect without a Location: not the memento.

@@ -1,6 +1,6 @@
 //! The configured archives and their health: an archive that keeps failing is left alone a while.
 
-use crate::config::{ArchiveConfig, ArchiveKind, Config};
+use crate::config::{ArchiveConfig, ArchiveKind, Config, HttpUrl};
 use crate::timemap::model::ArchiveId;
 use crate::uri_text::{encoded_dot_segment_in, resolve_uri_r_path};
 use chrono::{DateTime, Utc};
@@ -8,15 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tmproxy_core::cdx::replay::Replay;
 use tmproxy_core::cdx::Dialect;
+use url::Url;
 
 /// One enabled archive, as the fan-out uses it.
 #[derive(Debug, Clone)]
 pub struct Archive {
     pub id: ArchiveId,
     pub name: String,
-    /// TimeMap URL prefix: the URI-R is appended to it, and to nothing else.
-    pub timemap: String,
-    pub timegate: String,
+    /// TimeMap URL prefix: the URI-R is appended to it, and to nothing else. None for a
+    /// `kind = "cdx"` archive.
+    pub timemap: Option<HttpUrl>,
+    pub timegate: HttpUrl,
     pub timeout: Duration,
     /// Set for a `kind = "cdx"` archive: asked through its CDX API instead of `timemap`.
     pub cdx: Option<CdxSource>,
@@ -25,7 +27,9 @@ pub struct Archive {
 /// How a `kind = "cdx"` archive is asked and its URI-Ms made.
 #[derive(Debug, Clone)]
 pub struct CdxSource {
-    pub endpoint: String,
+    /// None only in a config built in code without one (validation refuses that), and then
+    /// every fetch fails saying so.
+    pub endpoint: Option<HttpUrl>,
     /// None: told from its answers.
     pub dialect: Option<Dialect>,
     /// The template, checked as the config was read; None only in a config built in code
@@ -51,18 +55,24 @@ impl Archive {
 
     /// The URLs this archive is configured on: where its requests and redirects may go (its
     /// replay host too, where its TimeGate's mementos live).
-    pub fn prefixes(&self) -> Vec<&str> {
-        let mut out = vec![self.timegate.as_str()];
+    pub fn prefixes(&self) -> Vec<Url> {
+        let mut out = vec![self.timegate.url().clone()];
         match &self.cdx {
             Some(c) => {
-                out.push(c.endpoint.as_str());
-                if let Some(r) = &c.replay {
-                    out.push(r.prefix());
-                }
+                out.extend(c.endpoint.as_ref().map(|e| e.url().clone()));
+                out.extend(self.replay_url());
             }
-            None => out.push(self.timemap.as_str()),
+            None => out.extend(self.timemap.as_ref().map(|t| t.url().clone())),
         }
         out
+    }
+
+    /// The URL a CDX archive's replay template starts with. The configured URLs were parsed as
+    /// the config was read; the template is core's, checked then to start with http(s), and its
+    /// prefix is parsed here, as the upstream is set up.
+    fn replay_url(&self) -> Option<Url> {
+        let replay = self.cdx.as_ref()?.replay.as_ref()?;
+        Url::parse(replay.prefix()).ok()
     }
 
     /// Where this archive's mementos may be fetched from (`/memento/proxy`): per host of its
@@ -70,17 +80,19 @@ impl Archive {
     /// `https://web.archive.org/web/timemap/link/` and `…/web/` give `…/web/`; a TimeGate at
     /// `/timegate/` and a TimeMap at `/timemap/link/` give `/`, the whole host.
     pub fn memento_prefixes(&self) -> Vec<String> {
+        self.memento_urls().into_iter().map(String::from).collect()
+    }
+
+    /// [`Archive::memento_prefixes`] as URLs, for the hop rules.
+    pub fn memento_urls(&self) -> Vec<Url> {
         let listing = match &self.cdx {
-            Some(c) => c.replay.as_ref().map(|r| r.prefix()).unwrap_or(""),
-            None => self.timemap.as_str(),
+            Some(_) => self.replay_url(),
+            None => self.timemap.as_ref().map(|t| t.url().clone()),
         };
-        let mut out: Vec<url::Url> = Vec::new();
-        for u in [self.timegate.as_str(), listing]
-            .into_iter()
-            .filter_map(|p| url::Url::parse(p).ok())
-        {
+        let mut out: Vec<Url> = Vec::new();
+        for u in std::iter::once(self.timegate.url().clone()).chain(listing) {
             let dir = directory(u.path()).to_string();
-            let same_site = |o: &url::Url| {
+            let same_site = |o: &Url| {
                 o.host() == u.host() && o.port_or_known_default() == u.port_or_known_default()
             };
             match out.iter_mut().find(|o| same_site(o)) {
@@ -97,12 +109,12 @@ impl Archive {
                 }
             }
         }
-        out.into_iter().map(String::from).collect()
+        out
     }
 
     /// The TimeGate URL for a URI-R, checked as [`Archive::timemap_for`] checks a URI-T.
     pub fn timegate_for(&self, uri_r: &str) -> Result<String, String> {
-        uri_t_within(&self.timegate, uri_r)
+        uri_t_under(&self.timegate, uri_r)
     }
 
     /// The URI-T for a URI-R, as the exact URL to send. Because the prefix carries the scheme
@@ -114,7 +126,10 @@ impl Archive {
     ///
     /// [`UriR`]: crate::uri_r::UriR
     pub fn timemap_for(&self, uri_r: &str) -> Result<String, String> {
-        uri_t_within(&self.timemap, uri_r)
+        match &self.timemap {
+            Some(prefix) => uri_t_under(prefix, uri_r),
+            None => Err("the archive has no timemap prefix (kind = \"cdx\")".into()),
+        }
     }
 }
 
@@ -129,10 +144,10 @@ fn common_directory<'a>(a: &'a str, b: &str) -> &'a str {
     directory(&a[..same])
 }
 
-/// `prefix` + `uri_r` (dot segments resolved), or why that URL would leave the prefix.
-pub fn uri_t_within(prefix: &str, uri_r: &str) -> Result<String, String> {
-    let base = url::Url::parse(prefix)
-        .map_err(|e| format!("the archive's timemap prefix {prefix:?} is not a URL: {e}"))?;
+/// `prefix` + `uri_r` (dot segments resolved), or why that URL would leave the prefix: the
+/// prefix's text is what the URI-R is appended to, its parsed URL what the result must stay in.
+pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<String, String> {
+    let base = prefix.url();
     let refused = || format!("refused: the URI-R would leave the archive's prefix {prefix}");
     let resolved = resolve_uri_r_path(uri_r);
     // A front end decoding `%2F` (or dropping `;x`) would read these as `..`: never sent.
@@ -220,6 +235,13 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
 
+    /// [`uri_t_under`] for a prefix given as text (parsed here, as the config is).
+    fn uri_t_within(prefix: &str, uri_r: &str) -> Result<String, String> {
+        let prefix = HttpUrl::parse(prefix)
+            .map_err(|e| format!("the archive's timemap prefix {prefix:?} is not a URL: {e}"))?;
+        uri_t_under(&prefix, uri_r)
+    }
+
     fn t(secs: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_700_000_000 + secs, 0)
             .single()
@@ -230,8 +252,8 @@ mod tests {
         Archive {
             id: Arc::from("a"),
             name: "a".into(),
-            timemap: timemap.into(),
-            timegate: timegate.into(),
+            timemap: Some(timemap.parse().expect("a URL")),
+            timegate: timegate.parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
         }
@@ -312,8 +334,12 @@ mod tests {
         let a = Archive {
             id: Arc::from("ia"),
             name: "Internet Archive".into(),
-            timemap: "https://web.archive.org/web/timemap/link/".into(),
-            timegate: "https://web.archive.org/web/".into(),
+            timemap: Some(
+                "https://web.archive.org/web/timemap/link/"
+                    .parse()
+                    .expect("a URL"),
+            ),
+            timegate: "https://web.archive.org/web/".parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
         };

@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 /// Turns a host name into addresses. Production asks the system; tests pass a fixed map (no
 /// DNS here). The check around it is the same either way.
-pub type Lookup =
+pub type HostLookup =
     Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
 
 /// The system resolver (getaddrinfo on tokio's blocking pool, as reqwest's default does).
-pub fn system_lookup() -> Lookup {
+pub fn system_lookup() -> HostLookup {
     Arc::new(|name: String| {
         Box::pin(async move {
             let addrs = tokio::net::lookup_host((name.as_str(), 0)).await?;
@@ -28,7 +28,7 @@ pub fn system_lookup() -> Lookup {
 }
 
 /// A fixed name → addresses map; any other name does not resolve. For tests.
-pub fn fixed_lookup(map: HashMap<String, Vec<IpAddr>>) -> Lookup {
+pub fn fixed_lookup(map: HashMap<String, Vec<IpAddr>>) -> HostLookup {
     let map = Arc::new(map);
     Arc::new(move |name: String| {
         let found = map.get(&name.to_ascii_lowercase()).cloned();
@@ -65,12 +65,12 @@ pub struct NameNotResolved {
 /// own configured hosts when any of its addresses is forbidden (one bad address is enough: a
 /// name pointing at both a public and a private address is not trusted with either).
 pub struct GuardedResolver {
-    lookup: Lookup,
+    lookup: HostLookup,
     own_names: Vec<String>,
 }
 
 impl GuardedResolver {
-    pub fn new(lookup: Lookup, own_names: Vec<String>) -> GuardedResolver {
+    pub fn new(lookup: HostLookup, own_names: Vec<String>) -> GuardedResolver {
         GuardedResolver { lookup, own_names }
     }
 }

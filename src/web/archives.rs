@@ -6,7 +6,7 @@
 
 use crate::config::ArchiveConfig;
 use crate::timemap::datetime::format_rfc3339;
-use crate::upstream::ledger::{LedgerSnapshot, Outcome, SkipReason};
+use crate::upstream::ledger::{LedgerSnapshot, SkipReason, Turn};
 use crate::upstream::{Health, Upstream};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -104,7 +104,7 @@ pub fn reports<'a>(
                 last_at: ledger
                     .and_then(|l| l.last)
                     .map(|(_, at)| format_rfc3339(at)),
-                counts: Outcome::ALL
+                counts: Turn::ALL
                     .iter()
                     .enumerate()
                     .map(|(i, o)| (o.as_str(), ledger.map_or(0, |l| l.counts[i])))
@@ -167,8 +167,14 @@ mod tests {
         ArchiveConfig {
             id: id.into(),
             name: String::new(),
-            timemap: format!("http://{id}.test/timemap/link/"),
-            timegate: format!("http://{id}.test/timegate/"),
+            timemap: Some(
+                format!("http://{id}.test/timemap/link/")
+                    .parse()
+                    .expect("a URL"),
+            ),
+            timegate: format!("http://{id}.test/timegate/")
+                .parse()
+                .expect("a URL"),
             timeout: None,
             enabled,
             redirect_hosts: Vec::new(),
@@ -190,7 +196,7 @@ mod tests {
         ];
         let ledger = Ledger::default();
         ledger.record(
-            Outcome::Asked(ArchiveStatus::Timeout),
+            Turn::Asked(ArchiveStatus::Timeout),
             Some(Duration::from_millis(900)),
             at(0),
         );
@@ -235,7 +241,7 @@ mod tests {
         );
         assert_eq!(got[2].routing, RoutingReport::default(), "no miss yet: 0");
         assert_eq!(got[0].counts["timeout"], 1);
-        assert_eq!(got[0].counts.len(), Outcome::ALL.len());
+        assert_eq!(got[0].counts.len(), Turn::ALL.len());
         assert_eq!(got[0].latency_ms.p50, Some(900));
         assert_eq!((got[1].enabled, got[1].state), (false, None));
         assert_eq!(got[2].state, Some("active"));

@@ -148,7 +148,7 @@ fn replay(template: &str) -> tmproxy_core::cdx::replay::Replay {
 fn cdx_archive(id: &str, base: &str, path: &str, dialect: CdxDialect) -> ArchiveConfig {
     ArchiveConfig {
         kind: ArchiveKind::Cdx,
-        cdx: format!("{base}/{path}/cdx"),
+        cdx: Some(format!("{base}/{path}/cdx").parse().expect("an http URL")),
         dialect,
         replay: Some(replay(&format!("{base}/{path}/{{timestamp}}/{{url}}"))),
         ..archive_config(id, "", &format!("{base}/{path}/gate/"))
@@ -270,7 +270,7 @@ async fn cdx_paging_stops_at_max_pages() {
     let (addr, _task) = serve_fake(app).await;
     let base = format!("http://{addr}");
     let mut archive = cdx_archive("big", &base, "x", CdxDialect::Auto);
-    archive.cdx = format!("{base}/cdx");
+    archive.cdx = Some(format!("{base}/cdx").parse().expect("an http URL"));
     let mut config = config(vec![archive]);
     config.upstream.max_pages = 3;
     let proxy = start_proxy(config).await;
@@ -522,7 +522,11 @@ async fn pywb_asked_through_its_cdx_server_lists_what_its_timemap_lists() {
     .expect("pywb starts");
     let as_cdx = |id: &str, a: &PywbArchive, coll: &str| ArchiveConfig {
         kind: ArchiveKind::Cdx,
-        cdx: format!("{}/{coll}/cdx", a.base_url()),
+        cdx: Some(
+            format!("{}/{coll}/cdx", a.base_url())
+                .parse()
+                .expect("an http URL"),
+        ),
         replay: Some(replay(&format!(
             "{}/{coll}/{{timestamp}}mp_/{{url}}",
             a.base_url()

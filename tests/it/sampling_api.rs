@@ -20,7 +20,7 @@ pub fn config(input_dir: &std::path::Path, cdx: &str, cache: &std::path::Path) -
     c.archives = Vec::new();
     c.cache.path = cache.display().to_string();
     c.sampling.input_dir = input_dir.display().to_string();
-    c.sampling.allowed_urls = vec![cdx.to_string()];
+    c.sampling.allowed_urls = vec![cdx.parse().expect("an http URL")];
     c.sampling.rate_limit = 0.0;
     c
 }
@@ -585,7 +585,10 @@ async fn allowed_urls_are_matched_by_origin_and_path_not_by_string_prefix() {
     let ia = "https://web.archive.org/cdx/search/cdx";
     let mut c = config(&inputs, ia, &dir.path().join("data/cache"));
     // An operator's prefix with no path: the origin only.
-    c.sampling.allowed_urls = vec![ia.to_string(), "https://archive.example".to_string()];
+    c.sampling.allowed_urls = vec![
+        ia.parse().expect("an http URL"),
+        "https://archive.example".parse().expect("an http URL"),
+    ];
     let proxy = start_proxy(c).await;
     for url in [
         "https://web.archive.org/cdx/search/cdx.evil.example/x",

@@ -373,7 +373,7 @@ async fn a_job_capped_by_the_server_says_so_in_its_warnings() {
     c.archives = Vec::new();
     c.cache.path = dir.path().join("data/cache").display().to_string();
     c.sampling.input_dir = inputs.display().to_string();
-    c.sampling.allowed_urls = vec![cdx.clone()];
+    c.sampling.allowed_urls = vec![cdx.parse().expect("an http URL")];
     c.sampling.concurrency = 2;
     c.sampling.rate_limit = 1000.0;
     let proxy = start_proxy(c).await;

@@ -129,8 +129,9 @@ pub fn archive_config(id: &str, timemap: &str, timegate: &str) -> ArchiveConfig 
     ArchiveConfig {
         id: id.to_string(),
         name: format!("test archive {id}"),
-        timemap: timemap.to_string(),
-        timegate: timegate.to_string(),
+        // "" for an archive listed otherwise (`kind = "cdx"`).
+        timemap: (!timemap.is_empty()).then(|| timemap.parse().expect("an http URL")),
+        timegate: timegate.parse().expect("an http URL"),
         timeout: None,
         enabled: true,
         redirect_hosts: Vec::new(),
@@ -176,7 +177,7 @@ pub async fn start_proxy_with(config: Config, clock: tmproxy::app::ClockChoice) 
 pub async fn start_proxy_resolving(
     mut config: Config,
     clock: tmproxy::app::ClockChoice,
-    lookup: tmproxy::upstream::resolve::Lookup,
+    lookup: tmproxy::upstream::resolve::HostLookup,
 ) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
     let cache_dir = own_cache_dir(&mut config);

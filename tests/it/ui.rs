@@ -489,7 +489,7 @@ async fn the_admin_page_shows_stats_and_jobs_with_the_token_and_why_not_without(
     config.admin.token = TOKEN.into();
     config.cache.path = dir.path().join("data/cache").display().to_string();
     config.sampling.input_dir = inputs.display().to_string();
-    config.sampling.allowed_urls = vec![cdx.clone()];
+    config.sampling.allowed_urls = vec![cdx.parse().expect("an http URL")];
     config.sampling.rate_limit = 0.0;
     let proxy = start_proxy(config).await;
     let base = proxy.base.clone();

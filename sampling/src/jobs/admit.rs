@@ -98,9 +98,9 @@ impl Jobs {
 /// that continues the prefix's at a segment boundary (`/cdx` admits `/cdx` and `/cdx/x`, not
 /// `/cdx.evil`); dot segments are resolved first, as any client fetching it would. A prefix
 /// with a query admits only URLs whose query starts with it.
-pub fn under_prefix(candidate: &str, prefix: &str) -> Option<String> {
+pub fn under_prefix(candidate: &str, prefix: &url::Url) -> Option<String> {
+    let p = prefix;
     let c = url::Url::parse(candidate.trim()).ok()?;
-    let p = url::Url::parse(prefix.trim()).ok()?;
     let same_origin = matches!(c.scheme(), "http" | "https")
         && c.scheme() == p.scheme()
         && c.host() == p.host()

@@ -8,7 +8,7 @@ use tmproxy_core::clock::Clock;
 #[test]
 fn under_prefix_holds_scheme_host_port_and_segment_boundaries() {
     let cdx = "https://web.archive.org/cdx/search/cdx";
-    let ok = |u: &str, p: &str| under_prefix(u, p).is_some();
+    let ok = |u: &str, p: &str| under_prefix(u, &url::Url::parse(p).expect("a prefix")).is_some();
     assert!(ok(cdx, cdx));
     assert!(ok("https://web.archive.org/cdx/search/cdx?url=x", cdx));
     assert!(ok("https://web.archive.org/cdx/search/cdx/sub", cdx));
@@ -43,7 +43,11 @@ fn under_prefix_holds_scheme_host_port_and_segment_boundaries() {
     }
     // What is used is the resolved form.
     assert_eq!(
-        under_prefix("https://web.archive.org/cdx/search/cdx/a/../b", cdx).as_deref(),
+        under_prefix(
+            "https://web.archive.org/cdx/search/cdx/a/../b",
+            &url::Url::parse(cdx).expect("a prefix")
+        )
+        .as_deref(),
         Some("https://web.archive.org/cdx/search/cdx/b")
     );
 }

@@ -2,7 +2,8 @@
 //! becomes the entry and is written beside it, so a TimeMap of millions of mementos is answered by the deadline + 1 s
 //! instead of after seconds of storing.
 
-use super::{Action, CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
+use super::{CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
+use crate::cache::policy::Action;
 use crate::cache::store::Store;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::Fetch;

@@ -4,11 +4,16 @@
 
 use super::*;
 use crate::cache::entry::Entry;
-use crate::cache::store::{Cacheable, Observed, PutIf, StoreError};
+use crate::cache::policy::{Action, Policy};
+use crate::cache::store::{Cacheable, Observed, PutIf, Store, StoreError};
 use crate::clock::SimClock;
 use crate::config::{ArchiveConfig, Config};
+use crate::timemap::aggregate::Aggregate;
 use crate::timemap::datetime::parse_14digit;
 use crate::timemap::model::MementoDatetime;
+use crate::timemap::serialize::TimeMapFormat;
+use std::sync::Arc;
+use std::time::Duration;
 // The real fan-out behind the cache's `Archives`, as `app.rs` gives it.
 use crate::upstream::resolve::system_lookup;
 use crate::uri_r::UriR;
@@ -81,8 +86,8 @@ fn cache_on<S: Store<CachedTimeMap<Plain>> + 'static>(
     config.archives = vec![ArchiveConfig {
         id: "sim".into(),
         name: "simulated".into(),
-        timemap: archive.timemap_prefix(),
-        timegate: archive.timegate_prefix(),
+        timemap: Some(archive.timemap_prefix().parse().expect("an http URL")),
+        timegate: archive.timegate_prefix().parse().expect("an http URL"),
         timeout: None,
         enabled: true,
         redirect_hosts: Vec::new(),

@@ -2,8 +2,10 @@
 //! tests/it/disk_faults.rs and damaged_store.rs).
 
 use super::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 use tempfile::TempDir;
 
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -176,7 +178,7 @@ async fn a_tier_taken_out_of_service_is_reopened_and_stores_again() {
     );
     assert_eq!(store.stats().writes_failed, 1);
     assert_eq!(store.stats().entries, 2);
-    assert!(!store.persistent().shared.recovering.load(Ordering::Relaxed));
+    assert!(!store.persistent().sled.recovering.load(Ordering::Relaxed));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,8 @@
 //! archives are asked and given back after, so replicas sharing a tier ask them once between
 //! them. A server alone ([`Alone`]) always fans out itself (its own requests already share one
 //! refresh per key in the service); with `[cache] shared` the claim is Redis's
-//! ([`super::SharedTier`]). A storage backend implements [`super::Store`] only.
+//! (the shared tier implements [`FanOutLock`] beside its Redis calls). A storage backend
+//! implements the store's `Store` trait only.
 
 use futures::future::{ready, BoxFuture, FutureExt};
 use std::time::Duration;
@@ -44,20 +45,5 @@ impl FanOutLock for Alone {
 
     fn release<'a>(&'a self, _key: &'a str, _token: &'a str) -> BoxFuture<'a, ()> {
         ready(()).boxed()
-    }
-}
-
-/// The shared tier's claim: a Redis key per fan-out (SET NX PX), given back only by its holder.
-impl<V: super::Cacheable> FanOutLock for super::SharedTier<V> {
-    fn claim<'a>(&'a self, key: &'a str, ttl: Duration) -> BoxFuture<'a, FanOutClaim> {
-        self.claim_fan_out(key, ttl).boxed()
-    }
-
-    fn claimed<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
-        self.fan_out_claimed(key).boxed()
-    }
-
-    fn release<'a>(&'a self, key: &'a str, token: &'a str) -> BoxFuture<'a, ()> {
-        self.release_fan_out(key, token).boxed()
     }
 }

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use super::record::{lost_entries, EntryRecord};
 use super::StoreError;
 
-/// sled's page cache defaults to 1 GiB, which would silently dwarf the hot tier's bound. The hot
-/// tier is the memory we mean to spend; sled only needs enough for its index and recent writes.
-pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
+/// sled's page cache bound when none is configured: `[cache] persistent_cache`'s default, which
+/// is the configuration's to say.
+pub use crate::config::SLED_CACHE_BYTES;
 
 /// The sled tree the recovery's probe writes to, apart from the entries so it is never counted
 /// or served as one.

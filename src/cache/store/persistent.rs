@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::disk_threads::DiskThreads;
 use super::envelope::{decode, encode};
 use super::open::{open_or_replace, Handle, SLED_CACHE_BYTES};
-use super::shared::{Counters, Shared};
+use super::sled_db::{SledCounters, SledDb};
 use super::{Cacheable, Store, StoreError, TierStats};
 
 /// How long `open` waits for a lock held by a store being dropped in this process. sled 0.34
@@ -45,14 +45,14 @@ pub(super) enum Abandoned {
 /// The persistent tier. Survives restarts (and `kill -9`: `put` and `remove` return only after
 /// sled has flushed). Cloning is cheap and shares the database.
 pub struct PersistentTier<V> {
-    pub(super) shared: Arc<Shared>,
+    pub(super) sled: Arc<SledDb>,
     _value: PhantomData<fn() -> V>,
 }
 
 impl<V> Clone for PersistentTier<V> {
     fn clone(&self) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
+            sled: Arc::clone(&self.sled),
             _value: PhantomData,
         }
     }
@@ -97,14 +97,14 @@ impl<V: Cacheable> PersistentTier<V> {
         if opened.lost > 0 {
             tracing::error!(path = %path.display(), lost = opened.lost, "cache entries recorded before the restart are gone from the store");
         }
-        let counters = Counters {
+        let counters = SledCounters {
             entries: AtomicU64::new(opened.entries),
             lost: AtomicU64::new(opened.lost),
             moved_aside: AtomicU64::new(u64::from(opened.moved_aside.is_some())),
-            ..Counters::default()
+            ..SledCounters::default()
         };
         Ok(Self {
-            shared: Arc::new(Shared {
+            sled: Arc::new(SledDb {
                 path: path.to_path_buf(),
                 handle: RwLock::new(Some(opened.handle)),
                 degraded: Mutex::new(None),
@@ -124,7 +124,7 @@ impl<V> PersistentTier<V> {
     /// Why the tier is degraded (writes refused or failing, or the database out of service),
     /// or None when it is healthy.
     pub fn degraded(&self) -> Option<String> {
-        self.shared
+        self.sled
             .degraded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -143,7 +143,7 @@ impl<V> PersistentTier<V> {
     }
 
     fn handle(&self) -> Option<Handle> {
-        self.shared
+        self.sled
             .handle
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -156,9 +156,9 @@ impl<V> PersistentTier<V> {
         &self,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Abandoned> {
-        let limit = self.shared.write_timeout;
+        let limit = self.sled.write_timeout;
         let deadline = tokio::time::Instant::now() + limit;
-        let slot = match tokio::time::timeout_at(deadline, self.shared.gate.acquire()).await {
+        let slot = match tokio::time::timeout_at(deadline, self.sled.gate.acquire()).await {
             Ok(Ok(slot)) => slot,
             Ok(Err(closed)) => {
                 drop_off_runtime(job);
@@ -170,7 +170,7 @@ impl<V> PersistentTier<V> {
             }
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.shared
+        self.sled
             .threads
             .run(job, move |answer| {
                 let _ = tx.send(answer);
@@ -201,9 +201,9 @@ impl<V> PersistentTier<V> {
     /// sled failed: after an I/O error sled 0.34 refuses (or hangs) every later write, so the
     /// database is closed and reopened in the background.
     pub(super) fn out_of_service(&self, reason: String) {
-        self.shared.set_degraded(reason);
+        self.sled.set_degraded(reason);
         let old = self
-            .shared
+            .sled
             .handle
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -213,7 +213,7 @@ impl<V> PersistentTier<V> {
         if let Some(old) = old {
             drop_off_runtime(old);
         }
-        super::recover::start(&self.shared);
+        super::recover::start(&self.sled);
     }
 }
 
@@ -252,7 +252,7 @@ fn key_for_log(key: &str) -> &str {
     }
 }
 
-fn read_entry<V: Cacheable>(handle: &Handle, counters: &Counters, key: &str) -> Read<V> {
+fn read_entry<V: Cacheable>(handle: &Handle, counters: &SledCounters, key: &str) -> Read<V> {
     let db = &handle.db;
     let bytes = match db.get(key.as_bytes()) {
         Ok(Some(bytes)) => bytes,
@@ -320,7 +320,7 @@ enum Written {
 
 fn write_entry(
     handle: &Handle,
-    counters: &Counters,
+    counters: &SledCounters,
     path: &Path,
     key: &str,
     bytes: Vec<u8>,
@@ -354,10 +354,10 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
 
     async fn get(&self, key: &str) -> Option<Arc<V>> {
         let handle = self.handle()?;
-        let shared = Arc::clone(&self.shared);
+        let db = Arc::clone(&self.sled);
         let owned_key = key.to_owned();
         let read = self
-            .on_disk_thread(move || read_entry::<V>(&handle, &shared.counters, &owned_key))
+            .on_disk_thread(move || read_entry::<V>(&handle, &db.counters, &owned_key))
             .await;
         match read {
             Ok(Read::Hit(value)) => Some(Arc::new(value)),
@@ -382,7 +382,7 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
     }
 
     async fn put(&self, key: &str, value: Arc<V>) -> Result<(), StoreError> {
-        let counters = &self.shared.counters;
+        let counters = &self.sled.counters;
         let Some(handle) = self.handle() else {
             counters.writes_failed.fetch_add(1, Ordering::Relaxed);
             return Err(StoreError::Unavailable(self.degraded().unwrap_or_default()));
@@ -406,20 +406,18 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
                 return Err(StoreError::Encode(e));
             }
         };
-        let shared = Arc::clone(&self.shared);
+        let db = Arc::clone(&self.sled);
         let owned_key = key.to_owned();
         let written = self
-            .on_disk_thread(move || {
-                write_entry(&handle, &shared.counters, &shared.path, &owned_key, bytes)
-            })
+            .on_disk_thread(move || write_entry(&handle, &db.counters, &db.path, &owned_key, bytes))
             .await;
         let failure = match written {
             Ok(Written::Done) => {
-                self.shared.set_healthy();
+                self.sled.set_healthy();
                 return Ok(());
             }
             Ok(Written::Refused(reason)) => {
-                self.shared.set_degraded(reason.clone());
+                self.sled.set_degraded(reason.clone());
                 StoreError::Refused(reason)
             }
             Ok(Written::Failed(e)) => {
@@ -436,7 +434,7 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
         let Some(handle) = self.handle() else {
             return Err(StoreError::Unavailable(self.degraded().unwrap_or_default()));
         };
-        let shared = Arc::clone(&self.shared);
+        let db = Arc::clone(&self.sled);
         let owned_key = key.to_owned();
         let removed = self
             .on_disk_thread(move || {
@@ -446,8 +444,8 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
                     .map_err(|e| StoreError::Sled(format!("remove: {e}")))?;
                 if previous.is_some() {
                     // Lowered before the removal is durable: a crash leaves it low, not high.
-                    shared.counters.entry_gone();
-                    handle.record.save(&shared.counters.entries);
+                    db.counters.entry_gone();
+                    handle.record.save(&db.counters.entries);
                 }
                 // Durable too, so a purge is not undone by a crash.
                 flush(&handle.db)
@@ -467,7 +465,7 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
         // size_on_disk is a few metadata syscalls, cheap enough to run inline.
         // Read in place, not cloned: a clone could end up the last handle, dropped here.
         let bytes = self
-            .shared
+            .sled
             .handle
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -478,7 +476,7 @@ impl<V: Cacheable> Store<V> for PersistentTier<V> {
                     0
                 })
             });
-        let c = &self.shared.counters;
+        let c = &self.sled.counters;
         TierStats {
             entries: c.entries.load(Ordering::Relaxed),
             bytes,

@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::open::{reopen, Handle};
-use super::shared::Shared;
+use super::sled_db::SledDb;
 
 /// The first pause before a reopen, doubled after each failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
@@ -24,53 +24,53 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const LOCK_WAIT: Duration = Duration::from_millis(500);
 
 /// Starts the recovery thread unless one is already running.
-pub(super) fn start(shared: &Arc<Shared>) {
-    if shared.recovering.swap(true, Ordering::AcqRel) {
+pub(super) fn start(db: &Arc<SledDb>) {
+    if db.recovering.swap(true, Ordering::AcqRel) {
         return;
     }
-    let weak = Arc::downgrade(shared);
+    let weak = Arc::downgrade(db);
     let spawned = std::thread::Builder::new()
         .name("tmproxy-store-recover".into())
         .spawn(move || run(weak));
     if let Err(e) = spawned {
-        shared.recovering.store(false, Ordering::Release);
+        db.recovering.store(false, Ordering::Release);
         tracing::error!(error = %e, "cannot start the cache store's recovery thread");
     }
 }
 
-fn run(weak: Weak<Shared>) {
+fn run(weak: Weak<SledDb>) {
     let mut backoff = FIRST_BACKOFF;
     let mut attempts = 0u64;
     loop {
         std::thread::sleep(backoff);
         // The store was dropped (the server stopped): nothing to recover for.
-        let Some(shared) = weak.upgrade() else {
+        let Some(db) = weak.upgrade() else {
             return;
         };
         attempts += 1;
-        match reopen(&shared.path, LOCK_WAIT, shared.page_cache).and_then(|opened| {
-            probe(&opened.handle, shared.write_timeout, &shared.path)?;
+        match reopen(&db.path, LOCK_WAIT, db.page_cache).and_then(|opened| {
+            probe(&opened.handle, db.write_timeout, &db.path)?;
             Ok(opened)
         }) {
             Ok(opened) => {
-                tracing::warn!(path = %shared.path.display(), attempts, "the persistent cache tier was reopened");
-                shared.install(opened);
-                shared.recovering.store(false, Ordering::Release);
+                tracing::warn!(path = %db.path.display(), attempts, "the persistent cache tier was reopened");
+                db.install(opened);
+                db.recovering.store(false, Ordering::Release);
                 return;
             }
             Err(reason) => {
                 // Loud once, then quiet: the degraded reason already says the tier is down.
                 if attempts == 1 {
-                    tracing::error!(path = %shared.path.display(), reason, "cannot reopen the persistent cache tier yet; serving from memory, retrying");
+                    tracing::error!(path = %db.path.display(), reason, "cannot reopen the persistent cache tier yet; serving from memory, retrying");
                 } else {
-                    tracing::debug!(path = %shared.path.display(), reason, attempts, "cache store reopen failed");
+                    tracing::debug!(path = %db.path.display(), reason, attempts, "cache store reopen failed");
                 }
-                shared.set_degraded(format!(
+                db.set_degraded(format!(
                     "persistent cache tier out of service, reopening: {reason}"
                 ));
             }
         }
-        drop(shared);
+        drop(db);
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::future::{BoxFuture, FutureExt};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
@@ -18,7 +19,7 @@ use redis::cluster_async::ClusterConnection;
 use super::cas::{framed, observed, Observed, SetIf, HEAD_LEN, SET_IF};
 use super::envelope::{decode, encode};
 use super::invalidate::{self, Invalidate, InvalidationCounters};
-use super::lock::FanOutClaim;
+use super::lock::{FanOutClaim, FanOutLock};
 use super::pause::{Pause, PAUSE_AFTER_FAILURE};
 use super::Cacheable;
 
@@ -452,4 +453,19 @@ pub fn redis_key(key: &str) -> String {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The shared tier's claim: a Redis key per fan-out (SET NX PX), given back only by its holder.
+impl<V: Cacheable> FanOutLock for SharedTier<V> {
+    fn claim<'a>(&'a self, key: &'a str, ttl: Duration) -> BoxFuture<'a, FanOutClaim> {
+        self.claim_fan_out(key, ttl).boxed()
+    }
+
+    fn claimed<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
+        self.fan_out_claimed(key).boxed()
+    }
+
+    fn release<'a>(&'a self, key: &'a str, token: &'a str) -> BoxFuture<'a, ()> {
+        self.release_fan_out(key, token).boxed()
+    }
 }

@@ -6,7 +6,8 @@ use crate::timemap::datetime::parse_14digit;
 
 fn hops() -> HopRules {
     HopRules::new(
-        &["http://arch.example/tm/", "http://arch.example/tg/"],
+        &["http://arch.example/tm/", "http://arch.example/tg/"]
+            .map(|t| Url::parse(t).expect("url")),
         &[crate::config::RedirectHost::parse("replay.example").expect("a host")],
     )
 }

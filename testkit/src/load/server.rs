@@ -71,8 +71,8 @@ impl Server {
             .map(|(i, a)| ArchiveConfig {
                 id: format!("sim{i}"),
                 name: format!("simulated archive {i}"),
-                timemap: a.timemap_prefix(),
-                timegate: a.timegate_prefix(),
+                timemap: Some(a.timemap_prefix().parse().expect("an http URL")),
+                timegate: a.timegate_prefix().parse().expect("an http URL"),
                 timeout: None,
                 enabled: true,
                 redirect_hosts: Vec::new(),

@@ -5,7 +5,8 @@
 //! renders it again from the entry. Damage found before the first piece is sent (a file of one
 //! piece) sends this request the ordinary way instead.
 
-use super::{Renderings, Renders, SpilledFile};
+use super::head::{Renders, SpilledFile};
+use super::tier::Renderings;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;

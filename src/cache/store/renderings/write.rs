@@ -3,7 +3,7 @@
 //! CRC-32 and length), then renamed to names that say the ETag. A crash leaves only `tmp-` files,
 //! which the next start removes with the rest.
 
-use super::{Rendering, Renders};
+use super::head::{Rendering, Renders, SpilledFile};
 use crate::timemap::serialize::TimeMapFormat;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -22,25 +22,6 @@ const BR_LGWIN: u32 = 20;
 
 /// The files of one format, in this order, and their extensions.
 const EXTS: [&str; 4] = ["txt", "zst", "gz", "br"];
-
-/// A file written by [`render`]: what reading it back must find.
-#[derive(Debug, Clone)]
-pub struct SpilledFile {
-    pub path: PathBuf,
-    pub len: u64,
-    pub crc: u32,
-}
-
-impl SpilledFile {
-    /// Removes the file; one already gone is no error.
-    pub fn remove(&self) {
-        if let Err(e) = std::fs::remove_file(&self.path) {
-            if e.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(path = %self.path.display(), error = %e, "cannot remove a rendering");
-            }
-        }
-    }
-}
 
 /// Each file counted and checksummed as written (what reading it back must find), keeping its
 /// first failure: brotli's writer swallows the error of the stream's last write (`into_inner`),

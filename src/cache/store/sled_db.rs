@@ -1,6 +1,6 @@
-//! What the persistent tier's clones and its recovery thread share: the database handle (None
-//! while it is out of service), its health and its counters. Its own module, so the tier and
-//! the recovery depend on it and not on each other.
+//! The sled database of the persistent tier, as its clones and its recovery thread share it: the
+//! handle (None while it is out of service), its health and its counters. Its own module, so the
+//! tier and the recovery depend on it and not on each other.
 
 use super::disk_threads::DiskThreads;
 use super::open::{Handle, Opened};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// What the tier counts, for its stats and `/metrics`.
 #[derive(Default)]
-pub(super) struct Counters {
+pub(super) struct SledCounters {
     /// Kept alongside sled because `sled::Tree::len` is a full scan; maintained from the
     /// previous-value results of sled's atomic insert/remove, so it stays exact.
     pub entries: AtomicU64,
@@ -21,7 +21,7 @@ pub(super) struct Counters {
     pub moved_aside: AtomicU64,
 }
 
-impl Counters {
+impl SledCounters {
     pub fn entry_gone(&self) {
         // Saturating: the count can't be negative, whatever happens.
         let _ = self
@@ -33,13 +33,13 @@ impl Counters {
 }
 
 /// What the tier's handle and health are, shared by its clones and the recovery thread.
-pub(super) struct Shared {
+pub(super) struct SledDb {
     pub path: PathBuf,
     /// None while the database is out of service (after sled failed, until it is reopened).
     pub handle: RwLock<Option<Handle>>,
     /// Why the tier is not healthy, if it is not.
     pub degraded: Mutex<Option<String>>,
-    pub counters: Counters,
+    pub counters: SledCounters,
     pub write_timeout: Duration,
     /// sled's page cache bound, for a reopen.
     pub page_cache: u64,
@@ -50,7 +50,7 @@ pub(super) struct Shared {
     pub threads: DiskThreads,
 }
 
-impl Shared {
+impl SledDb {
     pub fn set_degraded(&self, reason: String) {
         let mut degraded = self.degraded.lock().unwrap_or_else(|p| p.into_inner());
         if degraded.as_deref() != Some(reason.as_str()) {
