@@ -109,7 +109,7 @@ pub async fn build_with_lookup(
         )
     };
     // Huge entries' renderings, beside sled: the store tells them of every change to a key.
-    let view_context = crate::http::view::ViewContext {
+    let view_context = crate::view::ViewContext {
         public_url: public_url.clone(),
         page_size: config.server.page_size,
     };
@@ -221,18 +221,16 @@ pub async fn build_with_lookup(
             None
         }
     };
-    let connections = Arc::new(crate::serve::connections::Connections::new(
+    let connections = Arc::new(crate::metrics::connections::Connections::new(
         config.server.max_connections,
     ));
     let admin_separate = config.admin.listen.is_some();
-    let metrics = Arc::new(crate::http::metrics::Metrics::new(
-        crate::http::metrics::Scraped {
-            cache: cache.clone(),
-            upstream: upstream.clone(),
-            connections: connections.clone(),
-            admin_separate,
-        },
-    ));
+    let metrics = Arc::new(crate::metrics::Metrics::new(crate::metrics::Scraped {
+        cache: cache.clone(),
+        upstream: upstream.clone(),
+        connections: connections.clone(),
+        admin_separate,
+    }));
     let state = Arc::new(AppState {
         renderings,
         upstream,

@@ -9,14 +9,18 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod demo;
+pub(crate) mod encoding;
 pub(crate) mod error;
 pub mod http;
 pub mod logs;
 pub mod memo;
+pub(crate) mod metrics;
 pub mod routing;
 pub mod serve;
 pub mod upstream;
 pub mod uri_r;
+pub mod view;
+pub(crate) mod web;
 
 // The pure core, under the paths the rest of the crate (and its users) have always used.
 pub use tmproxy_core::{timemap, uri_text};

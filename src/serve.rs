@@ -11,9 +11,10 @@ pub mod threads;
 use crate::config::Config;
 use crate::http::client::TrustedProxies;
 use crate::http::AppState;
-use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, Verdict};
+use crate::metrics::connections::Connections;
+use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, WatchdogPlan};
 use axum::Router;
-use connections::{Connections, ListenerConnections, OpenConnection};
+use connections::{ListenerConnections, OpenConnection};
 use futures::FutureExt;
 use std::future::Future;
 use std::sync::Arc;
@@ -111,7 +112,7 @@ pub async fn serve_both(
     let Some((admin_listener, admin_router)) = admin else {
         return serve_with(public.0, public.1, shutdown, options).await;
     };
-    let admin_counts = options.connections.admin.clone();
+    let admin_counts = ListenerConnections::counting_into(options.connections.admin.clone());
     // The admin listener's few connections stay on the accepting runtime.
     let admin_options = ServeOptions {
         threads: None,
@@ -137,7 +138,7 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
     options: ServeOptions,
 ) -> std::io::Result<()> {
-    let counts = options.connections.public.clone();
+    let counts = ListenerConnections::counting_into(options.connections.public.clone());
     serve_listener(listener, router, shutdown, options, counts).await
 }
 
@@ -303,7 +304,7 @@ async fn connection(
     loop {
         let now = activity.elapsed();
         let at = match decide(activity.snapshot(), now, phase, &limits) {
-            Verdict::At(at, step) if at <= now => match step {
+            WatchdogPlan::At(at, step) if at <= now => match step {
                 Step::Drop => return,
                 Step::GoAway => {
                     conn.as_mut().graceful_shutdown();
@@ -311,7 +312,7 @@ async fn connection(
                     continue;
                 }
             },
-            Verdict::At(at, _) | Verdict::LookAgain(at) => at,
+            WatchdogPlan::At(at, _) | WatchdogPlan::LookAgain(at) => at,
         };
         // Woken at that time, or when a request the watchdog has not seen ends (which may set
         // an idle deadline sooner than the first-request one slept towards).

@@ -471,12 +471,13 @@ fn an_import_out_of_the_cache_is_found() {
 /// The server's top-level modules, lowest layer first: a module imports only from its own layer's
 /// other modules or from layers below it, so a request walks down from `cli` and `serve` to the
 /// leaves and nothing reaches back up.
-const LAYERS: [&[&str]; 9] = [
-    &["clock", "memo", "uri_r"],
+const LAYERS: [&[&str]; 10] = [
+    &["clock", "encoding", "memo", "uri_r"],
     &["config", "logs"],
     &["cache"],
     &["routing", "upstream"],
     &["error"],
+    &["metrics", "view", "web"],
     &["http"],
     &["serve"],
     &["app", "demo"],

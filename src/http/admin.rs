@@ -60,12 +60,24 @@ pub fn routes(simulated_clock: bool) -> Router<SharedState> {
 /// not exist then: GET and PUT are our 404 before any token is looked at (so no one can move
 /// real time, and a client without the token learns nothing new), other methods our 405.
 pub fn open_routes(simulated_clock: bool) -> Router<SharedState> {
-    let routes = Router::new().route("/metrics", get(super::metrics::metrics));
+    let routes = Router::new().route("/metrics", get(metrics));
     if simulated_clock {
         routes
     } else {
         routes.route("/admin/clock", get(no_clock).put(no_clock))
     }
+}
+
+/// `GET /metrics`: the registry (`crate::metrics`) in the Prometheus text format.
+async fn metrics(State(state): State<SharedState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
 }
 
 async fn no_clock() -> AppError {

@@ -10,10 +10,10 @@
 //! every request, cache hits included (a per-request cost measured on cache hits).
 
 use super::client::ClientAddr;
-use super::metrics::Metrics;
-use super::route::{route_of, Route};
 use super::{X_CACHE, X_REQUEST_ID};
 use crate::error::take_internal_detail;
+use crate::metrics::route::{route_of, RouteId};
+use crate::metrics::Metrics;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::response::Response;
@@ -162,7 +162,7 @@ pin_project_lite::pin_project! {
         span: Span,
         started: Instant,
         id: String,
-        route: Route,
+        route: RouteId,
         method: Method,
         uri: Uri,
         metrics: Arc<Metrics>,

@@ -72,7 +72,7 @@ pub async fn proxy(
     let agg = &served.view.aggregate;
     let m = &agg.timemap.mementos[c.closest];
     let max = state.memento_proxy_max_bytes;
-    let accepts = |token: &str| super::encoding::accepts(headers, token);
+    let accepts = |token: &str| crate::encoding::accepts(headers, token);
     let asked = Asked {
         head: method == Method::HEAD,
         accepts: &accepts,

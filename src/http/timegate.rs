@@ -1,7 +1,6 @@
 //! `/timegate/{URI-R}` (RFC 7089 pattern 2.1) and `/memento/{DATETIME}/{URI-R}`: redirects to the
 //! memento closest to a datetime, chosen from the aggregate so prev/next span every archive.
 
-use super::view::View;
 use super::{accept_datetime, check_found, raw_after, read_lookup, serve_lookup, SharedState};
 use crate::cache::service::Served;
 use crate::error::{archives_header, AppError};
@@ -12,6 +11,7 @@ use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
 use crate::uri_r::clip;
 use crate::uri_text::{escape_uri, is_servable_uri_m};
+use crate::view::View;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};

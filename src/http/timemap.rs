@@ -2,18 +2,19 @@
 //! `/timemap/{link,json,cdxj}/{N}/{URI-R}`: its page N (RFC 7089 §4.3).
 
 use super::{
-    answer, cache_headers, check_found, encoding, raw_after, read_lookup, serve_lookup, SharedState,
+    answer, cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState,
 };
+use crate::encoding::{self, if_none_match};
 use crate::error::AppError;
-use crate::http::view::Pieces;
 use crate::timemap::serialize::TimeMapFormat;
+use crate::view::Pieces;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-mod spilled;
+mod from_renderings;
 
 /// Splits `link/http://…` into its format and the rest; a bare `/timemap/http://…` is link format.
 pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
@@ -71,7 +72,8 @@ pub async fn timemap(
     // A huge entry's whole TimeMap: streamed from its rendering on disk when it has one.
     if page.is_none() {
         let head_only = method == Method::HEAD;
-        if let Some(r) = spilled::answer(&state, &lookup, format, &headers, head_only).await {
+        if let Some(r) = from_renderings::answer(&state, &lookup, format, &headers, head_only).await
+        {
             return Ok(r);
         }
     }
@@ -170,23 +172,6 @@ pub async fn timemap(
 fn coded_page(coding: encoding::Coding, body: &Pieces) -> Option<Pieces> {
     let coded = coding.encode(&body.contiguous()).ok()?;
     Some(Pieces::one(Bytes::from(coded)))
-}
-
-/// True when `If-None-Match` lists `etag` in any coding (`"…"`, `"…-br"`, weak or not), or
-/// `*`.
-fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
-    let bare = etag.trim_matches('"');
-    let same = |t: &str| {
-        let t = t.strip_prefix("W/").unwrap_or(t).trim_matches('"');
-        t == bare
-            || t.strip_prefix(bare)
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|c| encoding::Coding::ALL.iter().any(|k| k.token() == c))
-    };
-    headers.get_all(header::IF_NONE_MATCH).iter().any(|v| {
-        v.to_str()
-            .is_ok_and(|list| list.split(',').map(str::trim).any(|t| t == "*" || same(t)))
-    })
 }
 
 #[cfg(test)]

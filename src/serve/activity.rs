@@ -52,7 +52,7 @@ pub enum Phase {
 
 /// What the watchdog does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum WatchdogPlan {
     /// A request is in flight: nothing can be due before this time since the connection's
     /// start (the request ends no sooner than now, and every deadline runs from its end); look
     /// again then.
@@ -70,20 +70,20 @@ pub enum Step {
 }
 
 /// When a connection in this state, `elapsed` since its start, is to be closed, and how.
-pub fn decide(now: Snapshot, elapsed: Duration, phase: Phase, limits: &Limits) -> Verdict {
+pub fn decide(now: Snapshot, elapsed: Duration, phase: Phase, limits: &Limits) -> WatchdogPlan {
     if now.in_flight > 0 {
-        return Verdict::LookAgain(match phase {
+        return WatchdogPlan::LookAgain(match phase {
             Phase::Open => elapsed + limits.idle,
             Phase::Closing { .. } => elapsed + limits.close_grace,
         });
     }
     match phase {
         Phase::Closing { since } => {
-            Verdict::At(since.max(now.idle_since) + limits.close_grace, Step::Drop)
+            WatchdogPlan::At(since.max(now.idle_since) + limits.close_grace, Step::Drop)
         }
         // Nothing asked yet: a client that cannot send one request head in time is not served.
-        Phase::Open if now.requests == 0 => Verdict::At(limits.first_request, Step::Drop),
-        Phase::Open => Verdict::At(now.idle_since + limits.idle, Step::GoAway),
+        Phase::Open if now.requests == 0 => WatchdogPlan::At(limits.first_request, Step::Drop),
+        Phase::Open => WatchdogPlan::At(now.idle_since + limits.idle, Step::GoAway),
     }
 }
 
@@ -252,7 +252,7 @@ mod tests {
     fn a_connection_that_never_asks_is_dropped_at_the_first_request_deadline() {
         assert_eq!(
             decide(at(0, 0, 0), Duration::ZERO, Phase::Open, &LIMITS),
-            Verdict::At(Duration::from_secs(30), Step::Drop)
+            WatchdogPlan::At(Duration::from_secs(30), Step::Drop)
         );
     }
 
@@ -265,7 +265,7 @@ mod tests {
                 Phase::Open,
                 &LIMITS
             ),
-            Verdict::At(Duration::from_secs(160), Step::GoAway)
+            WatchdogPlan::At(Duration::from_secs(160), Step::GoAway)
         );
     }
 
@@ -286,12 +286,12 @@ mod tests {
             for now in [0, 31, 1000].map(Duration::from_secs) {
                 assert_eq!(
                     decide(at(1, 1, 0), now, phase, &LIMITS),
-                    Verdict::LookAgain(now + again)
+                    WatchdogPlan::LookAgain(now + again)
                 );
                 // The first request arrived, still running: not cut at the first-request deadline.
                 assert_eq!(
                     decide(at(2, 2, 0), now, phase, &LIMITS),
-                    Verdict::LookAgain(now + again)
+                    WatchdogPlan::LookAgain(now + again)
                 );
             }
         }
@@ -304,12 +304,12 @@ mod tests {
         };
         assert_eq!(
             decide(at(0, 1, 10), Duration::from_secs(71), closing, &LIMITS),
-            Verdict::At(Duration::from_secs(72), Step::Drop)
+            WatchdogPlan::At(Duration::from_secs(72), Step::Drop)
         );
         // Its last request ended after the close began: the grace counts from then.
         assert_eq!(
             decide(at(0, 2, 80), Duration::from_secs(81), closing, &LIMITS),
-            Verdict::At(Duration::from_secs(82), Step::Drop)
+            WatchdogPlan::At(Duration::from_secs(82), Step::Drop)
         );
     }
 

@@ -1,24 +1,24 @@
-//! Open connections per listener: the `[server] max_connections` cap, the idle connection
-//! closed to make room for a new one, and the counts `/metrics` and `/admin/stats` show.
+//! Open connections per listener: the `[server] max_connections` cap, and the idle connection
+//! closed to make room for a new one. The counts `/metrics` and `/admin/stats` show are kept in
+//! `crate::metrics::connections`, counted from here.
 //!
 //! Why close an idle connection rather than the newcomer: connections that open and then send
 //! nothing hold their place until `header_read_timeout` (30 s by default), and refusing every
 //! newcomer meanwhile would let a few hundred of them shut everyone else out.
 
 use super::activity::{Activity, Idle};
-use serde_json::json;
+use crate::metrics::connections::ListenerCounts;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
-/// One listener's connections: how many are open, how many were refused or closed past the cap.
+/// One listener's connections: which are open, and which were told to close to make room; how
+/// many, and how many were refused or closed past the cap, in its `ListenerCounts` (the counts
+/// `/metrics` reads, `crate::metrics::connections`).
 #[derive(Debug)]
 pub struct ListenerConnections {
-    max: usize,
-    open: AtomicUsize,
-    refused: AtomicU64,
-    evicted: AtomicU64,
+    counts: Arc<ListenerCounts>,
     /// Connections told to close to make room that have not gone yet.
     closing: AtomicUsize,
     live: Mutex<Live>,
@@ -44,12 +44,15 @@ struct Tracked {
 }
 
 impl ListenerConnections {
+    /// Capped at `max`, with counts of its own.
     pub fn new(max: usize) -> Arc<ListenerConnections> {
+        ListenerConnections::counting_into(ListenerCounts::new(max))
+    }
+
+    /// Capped at `counts`' cap, and counted there.
+    pub fn counting_into(counts: Arc<ListenerCounts>) -> Arc<ListenerConnections> {
         Arc::new(ListenerConnections {
-            max,
-            open: AtomicUsize::new(0),
-            refused: AtomicU64::new(0),
-            evicted: AtomicU64::new(0),
+            counts,
             closing: AtomicUsize::new(0),
             live: Mutex::new(Live::default()),
         })
@@ -60,20 +63,13 @@ impl ListenerConnections {
     /// anything first) is told to close and the newcomer takes its place; with none idle, None
     /// (counted as refused).
     pub fn admit(self: &Arc<Self>, activity: Arc<Activity>) -> Option<OpenConnection> {
-        let max = self.max;
-        let under_cap = self
-            .open
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_ok();
-        if !under_cap {
+        if !self.counts.open_under_cap() {
             if !self.close_oldest_idle() {
-                self.refused.fetch_add(1, Ordering::Relaxed);
+                self.counts.refuse();
                 return None;
             }
             // Over the cap until the one told to close has gone, a moment later.
-            self.open.fetch_add(1, Ordering::SeqCst);
+            self.counts.open_past_cap();
         }
         let close = CancellationToken::new();
         let mut live = lock(&self.live);
@@ -110,7 +106,7 @@ impl ListenerConnections {
             Some((_, t)) => {
                 t.close.cancel();
                 self.closing.fetch_add(1, Ordering::SeqCst);
-                self.evicted.fetch_add(1, Ordering::Relaxed);
+                self.counts.evict();
                 true
             }
             None => false,
@@ -124,20 +120,20 @@ impl ListenerConnections {
 
     /// Whether a newcomer past the cap would have to wait: [`MAX_CLOSING`] are still going.
     pub fn full_and_closing(&self) -> bool {
-        self.open() >= self.max && self.closing() >= MAX_CLOSING
+        self.open() >= self.counts.max() && self.closing() >= MAX_CLOSING
     }
 
     pub fn open(&self) -> usize {
-        self.open.load(Ordering::SeqCst)
+        self.counts.open()
     }
 
     pub fn refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
+        self.counts.refused()
     }
 
     /// Idle connections closed to make room for new ones.
     pub fn evicted(&self) -> u64 {
-        self.evicted.load(Ordering::Relaxed)
+        self.counts.evicted()
     }
 }
 
@@ -167,56 +163,14 @@ impl Drop for OpenConnection {
         if self.close.is_cancelled() {
             self.listener.closing.fetch_sub(1, Ordering::SeqCst);
         }
-        self.listener.open.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// The server's listeners: the public one, and the admin one (`[admin] listen`, unused when the
-/// admin API shares the public listener). Each has its own cap, so a flood of the public
-/// listener never locks the operator out of `/metrics` on the admin one.
-#[derive(Debug)]
-pub struct Connections {
-    pub public: Arc<ListenerConnections>,
-    pub admin: Arc<ListenerConnections>,
-}
-
-impl Connections {
-    /// Both listeners capped at `max_connections`.
-    pub fn new(max_connections: usize) -> Connections {
-        Connections {
-            public: ListenerConnections::new(max_connections),
-            admin: ListenerConnections::new(max_connections),
-        }
-    }
-
-    /// The listeners in use, by name.
-    pub fn listeners(&self, admin_separate: bool) -> Vec<(&'static str, &ListenerConnections)> {
-        let mut all = vec![("public", &*self.public)];
-        if admin_separate {
-            all.push(("admin", &*self.admin));
-        }
-        all
-    }
-
-    /// `{"public": {"open": 3, "refused": 0, "evicted": 0}, …}` for `/admin/stats`.
-    pub fn json(&self, admin_separate: bool) -> serde_json::Value {
-        let map: serde_json::Map<String, serde_json::Value> = self
-            .listeners(admin_separate)
-            .into_iter()
-            .map(|(name, l)| {
-                (
-                    name.to_string(),
-                    json!({"open": l.open(), "refused": l.refused(), "evicted": l.evicted()}),
-                )
-            })
-            .collect();
-        serde_json::Value::Object(map)
+        self.listener.counts.closed();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::connections::Connections;
 
     /// A connection that has asked something and is idle again.
     fn asked() -> Arc<Activity> {
@@ -285,10 +239,11 @@ mod tests {
     #[test]
     fn the_counts_name_each_listener_in_use() {
         let c = Connections::new(1);
+        let public = ListenerConnections::counting_into(c.public.clone());
         let busy = Activity::new();
         let _in = busy.begin();
-        let _open = c.public.admit(busy);
-        let _ = c.public.admit(Activity::new());
+        let _open = public.admit(busy);
+        let _ = public.admit(Activity::new());
         let names: Vec<_> = c.listeners(false).iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["public"]);
         assert_eq!(c.listeners(true).len(), 2);

@@ -3,7 +3,7 @@
 //! the connection put on the request; [`ClientScopeLayer`] makes it readable by the Memento
 //! routes ([`current`]) without threading it through every handler.
 
-use super::ClientAddr;
+use super::address::ClientAddr;
 use axum::extract::Request;
 use std::net::IpAddr;
 use std::task::{Context, Poll};

@@ -14,7 +14,7 @@
 //! referring to nothing before it and ending byte-aligned), between a window header and an
 //! empty last meta-block.
 
-use super::Coding;
+use super::coding::Coding;
 use brotli::enc::BrotliEncoderParams;
 use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};

@@ -2,10 +2,6 @@
 //! names that carry a hash of their content: a browser may keep them for a year, and a new build
 //! with a changed file is a new name. No page loads anything from anywhere else.
 
-use crate::error::AppError;
-use axum::extract::Path;
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
 use std::sync::LazyLock;
 
 /// One embedded file.
@@ -36,7 +32,7 @@ pub static STYLE: LazyLock<Asset> = LazyLock::new(|| {
         "style",
         "css",
         "text/css; charset=utf-8",
-        include_bytes!("../../../templates/assets/style.css"),
+        include_bytes!("../../templates/assets/style.css"),
     )
 });
 
@@ -45,29 +41,13 @@ pub static ADMIN_JS: LazyLock<Asset> = LazyLock::new(|| {
         "admin",
         "js",
         "text/javascript; charset=utf-8",
-        include_bytes!("../../../templates/assets/admin.js"),
+        include_bytes!("../../templates/assets/admin.js"),
     )
 });
 
-/// `GET /ui/assets/{name}`: an embedded file by its hashed name; any other name is our 404.
-pub async fn asset(Path(name): Path<String>) -> Result<Response, AppError> {
-    let found = [&*STYLE, &*ADMIN_JS]
-        .into_iter()
-        .find(|a| a.name == name)
-        .ok_or(AppError::NoSuchRoute)?;
-    let mut response = found.body.into_response();
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(found.content_type),
-    );
-    // The name changes with the content, so the content under a name never does.
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=31536000, immutable"),
-    );
-    super::security_headers(h);
-    Ok(response)
+/// The embedded file served under `name`, if any.
+pub fn named(name: &str) -> Option<&'static Asset> {
+    [&*STYLE, &*ADMIN_JS].into_iter().find(|a| a.name == name)
 }
 
 /// A 64-bit FNV-1a: stable across builds and restarts, unlike std's seeded hasher.

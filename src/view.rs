@@ -2,9 +2,9 @@
 //! with its ETag, and the headers that depend only on the content, built once. The cache keeps
 //! one beside each entry it holds in memory (as a [`ServedView`]) without looking inside.
 
-use super::encoding::Coding;
 use crate::cache::entry::Entry;
 use crate::cache::service::ServedView;
+use crate::encoding::Coding;
 use crate::timemap::aggregate::{Aggregate, Verdict};
 use crate::timemap::datetime::format_rfc1123;
 use crate::timemap::serialize::{Page, PageError, Pages, SelfLinks, TimeMapFormat};
@@ -18,9 +18,8 @@ pub use tmproxy_core::fnv::Fnv;
 mod pieces;
 mod renderings;
 mod splice;
-use super::encoding::Part;
+use crate::encoding::Part;
 pub use pieces::Pieces;
-pub use renderings::FileHeaders;
 
 /// An aggregate ready to serve: a cache hit then allocates almost nothing.
 #[derive(Debug)]

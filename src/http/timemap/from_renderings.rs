@@ -2,21 +2,20 @@
 //! renderings tier, `cache::store::renderings`): the same headers as an ordinary hit, the body
 //! streamed from disk.
 
-use super::if_none_match;
 use crate::cache::store::renderings;
-use crate::http::encoding::{self, Coding};
-use crate::http::{freshness_headers, AppState, Lookup};
+use crate::encoding::{self, if_none_match, Coding};
+use crate::http::{freshness_headers, AppState, TimeMapRequest};
 use crate::timemap::serialize::TimeMapFormat;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
-/// The answer from `lookup`'s head, or None: no head (not huge, not spilled yet, or dropped),
-/// another spelling of the URI-R, no longer fresh, a choice only the entry can serve (chosen
-/// archives, `no-cache`), or its file is gone. Then the request goes the ordinary way.
+/// The answer from `lookup`'s head, or None: no head (not huge, its files not written yet, or
+/// dropped), another spelling of the URI-R, no longer fresh, a choice only the entry can serve
+/// (chosen archives, `no-cache`), or its file is gone. Then the request goes the ordinary way.
 pub(super) async fn answer(
     state: &AppState,
-    lookup: &Lookup,
+    lookup: &TimeMapRequest,
     format: TimeMapFormat,
     headers: &HeaderMap,
     head_only: bool,

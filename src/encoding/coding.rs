@@ -1,11 +1,8 @@
-//! Compressed answers: which content coding a client accepts (`Accept-Encoding`, RFC 9110
-//! §12.5.3), and the coded body, made once per cached rendering.
+//! The content codings we send: which one a client accepts (`Accept-Encoding`, RFC 9110
+//! §12.5.3), and a body coded whole.
 
 use axum::http::{header, HeaderMap, HeaderValue};
 use std::io::Write;
-
-mod joined;
-pub use joined::{join, Part};
 
 /// A content coding we send. Preferred in this order among equal `q`: brotli and zstd make
 /// TimeMaps (long runs of near-identical URIs) markedly smaller than gzip.
@@ -184,6 +181,23 @@ fn weights(headers: &HeaderMap) -> [f32; 3] {
         }
     }
     q.map(|w| w.or(star).unwrap_or(0.0))
+}
+
+/// True when `If-None-Match` lists `etag` in any coding (`"…"`, `"…-br"`, weak or not), or
+/// `*`.
+pub fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    let bare = etag.trim_matches('"');
+    let same = |t: &str| {
+        let t = t.strip_prefix("W/").unwrap_or(t).trim_matches('"');
+        t == bare
+            || t.strip_prefix(bare)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|c| Coding::ALL.iter().any(|k| k.token() == c))
+    };
+    headers.get_all(header::IF_NONE_MATCH).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|list| list.split(',').map(str::trim).any(|t| t == "*" || same(t)))
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! memento and a brotli pass over them (docs/cache-policy.md, "One entry per URL however spelled").
 
 use super::{Fnv, Pieces, Rendered, View};
-use crate::http::encoding::{join, Coding, Part};
+use crate::encoding::{join, Coding, Part};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, OnceLock};
 use tmproxy_core::timemap::serialize::{Skeleton, TimeMapFormat};
@@ -107,8 +107,8 @@ impl View {
 mod tests {
     use super::*;
     use crate::cache::service::ServedView;
-    use crate::http::view::ViewContext;
     use crate::timemap::aggregate::Aggregate;
+    use crate::view::ViewContext;
     use std::io::Read;
     use tmproxy_core::timemap::datetime::parse_14digit;
     use tmproxy_core::timemap::model::{Memento, TimeMap};

@@ -1,11 +1,11 @@
 //! The pages as values: what each template shows, built from the aggregate, the archives'
 //! reports or an error, without HTTP. askama renders them (and HTML-escapes every value).
 
+use super::archives::ArchiveReport;
 use super::assets::{ADMIN_JS, STYLE};
 use super::timeline::{self, Timeline, YearList};
 use crate::cache::service::CacheStatus;
 use crate::error::AppError;
-use crate::http::archives::ArchiveReport;
 use crate::timemap::aggregate::{Aggregate, Verdict};
 use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
 use crate::uri_text::{escape_uri, is_servable_uri_m};

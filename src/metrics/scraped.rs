@@ -1,141 +1,35 @@
-//! `GET /metrics` in the Prometheus text format, written by `prometheus-client`: the requests
-//! this server answered (counted as they leave), and at each scrape what the cache, the archives,
-//! the byte budget and the listeners hold.
+//! What `/metrics` reads at each scrape rather than counting twice: the cache's counters and
+//! tiers, each archive's ledger and health, the byte budget, the listeners' connections.
 
-mod cache;
-mod histogram;
-
-use super::route::{Route, ROUTES};
-use super::{Cache, SharedState};
-use crate::serve::connections::ListenerConnections;
+use super::cache;
+use super::connections::{Connections, ListenerCounts};
+use super::encode::{counter, one};
+use crate::cache::service::{CachedTimeMap, ServedView, TimeMapCache};
+use crate::cache::store::Tiered;
 use crate::upstream::ledger::{SkipReason, Turn, BUCKETS};
 use crate::upstream::Upstream;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
-use histogram::AtomicHistogram;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::{counter::Counter, MetricType};
-use prometheus_client::registry::Registry;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Upper bounds (seconds) of the request-duration buckets: a hit takes well under a
-/// millisecond, a miss up to the deadline.
-const REQUEST_BUCKETS: [f64; 14] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0,
-];
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RouteStatus {
-    route: &'static str,
-    status: u16,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RouteLabel {
-    route: &'static str,
-}
-
-fn request_histogram() -> AtomicHistogram {
-    AtomicHistogram::new(&REQUEST_BUCKETS)
-}
-
-/// One server's registry. Labels come from fixed sets only (a route is one of
-/// [`super::route::ROUTES`], never a path a client made up), so no client can grow it.
-pub struct Metrics {
-    registry: Registry,
-    requests: Family<RouteStatus, Counter>,
-    /// One histogram per route, made up front: a request finds its own by index, with no
-    /// lookup in the family's map on the hit path.
-    durations: Vec<AtomicHistogram>,
-}
-
-impl Metrics {
-    /// A registry with the request families and the scrape-time view of `scraped`.
-    pub fn new(scraped: Scraped) -> Metrics {
-        let mut metrics = Metrics::requests_only();
-        metrics.registry.register_collector(Box::new(scraped));
-        metrics
-    }
-
-    /// The request families alone (for a router tested without a cache behind it).
-    pub fn requests_only() -> Metrics {
-        let mut registry = Registry::default();
-        let requests = Family::<RouteStatus, Counter>::default();
-        let durations = Family::new_with_constructor(request_histogram as fn() -> AtomicHistogram);
-        registry.register(
-            "tmproxy_http_requests",
-            "Requests answered, by route and status.",
-            requests.clone(),
-        );
-        registry.register(
-            "tmproxy_http_request_duration_seconds",
-            "Time from a request's arrival to its answer's head, by route.",
-            durations.clone(),
-        );
-        let durations = ROUTES
-            .iter()
-            .map(|route| durations.get_or_create(&RouteLabel { route }).clone())
-            .collect();
-        Metrics {
-            registry,
-            requests,
-            durations,
-        }
-    }
-
-    /// One answered request.
-    pub fn observe(&self, route: Route, status: u16, elapsed: Duration) {
-        let route_name = route.name();
-        self.requests
-            .get_or_create(&RouteStatus {
-                route: route_name,
-                status,
-            })
-            .inc();
-        if let Some(h) = self.durations.get(route.index()) {
-            h.observe(elapsed);
-        }
-    }
-
-    pub fn render(&self) -> String {
-        let mut text = String::new();
-        // Writing to a String cannot fail; an encoder error would leave a partial text.
-        let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);
-        text
-    }
-}
-
-pub async fn metrics(State(state): State<SharedState>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
-        )],
-        state.metrics.render(),
-    )
-        .into_response()
-}
 
 /// What is read at each scrape rather than counted twice: the cache's counters and tiers, each
 /// archive's ledger and health, the byte budget, the listeners.
-pub struct Scraped {
-    pub cache: Arc<Cache>,
+pub struct Scraped<V: ServedView> {
+    /// The routes' cache, whatever view its entries are served from.
+    pub cache: Arc<TimeMapCache<Tiered<CachedTimeMap<V>>, V>>,
     pub upstream: Arc<Upstream>,
-    pub connections: Arc<crate::serve::connections::Connections>,
+    pub connections: Arc<Connections>,
     pub admin_separate: bool,
 }
 
-impl std::fmt::Debug for Scraped {
+impl<V: ServedView> std::fmt::Debug for Scraped<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Scraped")
     }
 }
 
-impl Collector for Scraped {
+impl<V: ServedView> Collector for Scraped<V> {
     fn encode(&self, mut out: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         cache::encode(&mut out, &self.cache)?;
         archives(&mut out, &self.upstream)?;
@@ -176,12 +70,12 @@ impl Collector for Scraped {
             (
                 "tmproxy_connections_refused",
                 "Connections closed at once because max_connections were open, none idle.",
-                ListenerConnections::refused,
+                ListenerCounts::refused,
             ),
             (
                 "tmproxy_connections_evicted",
                 "Idle connections closed to make room for a new one (max_connections open, or out of file descriptors).",
-                ListenerConnections::evicted,
+                ListenerCounts::evicted,
             ),
         ];
         for (metric, help, count) in counts {
@@ -196,7 +90,7 @@ impl Collector for Scraped {
 }
 
 /// One of a listener's counters.
-type ListenerCount = fn(&ListenerConnections) -> u64;
+type ListenerCount = fn(&ListenerCounts) -> u64;
 
 /// Per archive: its turns by outcome, their latency, and whether it sleeps now.
 fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std::fmt::Error> {
@@ -252,27 +146,4 @@ fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std:
         dormant.encode_family(&labels)?.encode_gauge(&v)?;
     }
     Ok(())
-}
-
-/// A metric with one unlabelled series.
-pub(super) fn one(
-    out: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    kind: MetricType,
-    v: u64,
-) -> Result<(), std::fmt::Error> {
-    let mut m = out.encode_descriptor(name, help, None, kind)?;
-    match kind {
-        MetricType::Counter => counter(&mut m, v),
-        _ => m.encode_gauge(&v),
-    }
-}
-
-/// A counter's value (no exemplar).
-pub(super) fn counter(
-    m: &mut prometheus_client::encoding::MetricEncoder,
-    v: u64,
-) -> Result<(), std::fmt::Error> {
-    m.encode_counter::<NoLabelSet, _, u64>(&v, None)
 }

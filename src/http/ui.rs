@@ -1,20 +1,18 @@
 //! The web pages: `/` (a search box and the archives' state), `/ui/{URI-R}` (the aggregated
 //! TimeMap as a timeline, each archive's answer, the mementos by year) and `/ui/admin` (the cache
 //! statistics and sampling jobs, fetched by the page's script with the token typed in).
-//! Rendered here with askama; the stylesheet and script are in the binary, nothing is loaded
-//! from anywhere else, and every page carries a strict Content-Security-Policy.
-
-mod assets;
-mod pages;
-pub mod timeline;
+//! The pages are built and rendered in `crate::web` (askama); here are their routes and
+//! headers. The stylesheet and script are in the binary, nothing is loaded from anywhere else,
+//! and every page carries a strict Content-Security-Policy.
 
 use super::gate::GateLayer;
 use super::{cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState};
 use crate::error::AppError;
 use crate::uri_r::UriR;
 use crate::uri_text::escape_uri;
+use crate::web::{assets, pages};
 use askama::Template;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -38,7 +36,7 @@ pub fn routes(state: &SharedState) -> Router<SharedState> {
         .route("/", get(home))
         .route("/ui", get(search))
         .route("/ui/admin", get(admin_public))
-        .route("/ui/assets/{name}", get(assets::asset))
+        .route("/ui/assets/{name}", get(asset))
         .merge(lookup)
 }
 
@@ -47,7 +45,7 @@ pub fn routes(state: &SharedState) -> Router<SharedState> {
 pub fn admin_routes() -> Router<SharedState> {
     Router::new()
         .route("/ui/admin", get(admin_here))
-        .route("/ui/assets/{name}", get(assets::asset))
+        .route("/ui/assets/{name}", get(asset))
 }
 
 /// The headers every page and asset carries.
@@ -80,6 +78,24 @@ fn page(status: StatusCode, template: &impl Template, mut h: HeaderMap) -> Respo
     );
     security_headers(&mut h);
     (status, h, body).into_response()
+}
+
+/// `GET /ui/assets/{name}`: an embedded file by its hashed name; any other name is our 404.
+async fn asset(Path(name): Path<String>) -> Result<Response, AppError> {
+    let found = assets::named(&name).ok_or(AppError::NoSuchRoute)?;
+    let mut response = found.body.into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(found.content_type),
+    );
+    // The name changes with the content, so the content under a name never does.
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    security_headers(h);
+    Ok(response)
 }
 
 /// An error as a page: the status and reason `error.rs` gives it.

@@ -150,8 +150,5 @@ fn node_ip(node: &str) -> Option<IpAddr> {
     bracketed.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
 }
 
-mod scope;
-pub use scope::{client_of, current, ClientScopeLayer};
-
 #[cfg(test)]
 mod tests;

@@ -10,9 +10,9 @@ pub const ROUTES: [&str; 12] = [
 
 /// One of [`ROUTES`], by its place there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Route(usize);
+pub struct RouteId(usize);
 
-impl Route {
+impl RouteId {
     pub fn name(self) -> &'static str {
         ROUTES[self.0]
     }
@@ -23,9 +23,9 @@ impl Route {
 }
 
 /// The route a path belongs to: its first segment when that is one of ours, else `other`.
-pub fn route_of(path: &str) -> Route {
+pub fn route_of(path: &str) -> RouteId {
     if path == "/" {
-        return Route(0);
+        return RouteId(0);
     }
     let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
     // "root" and "other" are names, never paths.
@@ -33,7 +33,7 @@ pub fn route_of(path: &str) -> Route {
         .iter()
         .position(|r| Some(*r) == first)
         .map(|i| i + 1);
-    Route(named.unwrap_or(ROUTES.len() - 1))
+    RouteId(named.unwrap_or(ROUTES.len() - 1))
 }
 
 #[cfg(test)]

@@ -1,14 +1,16 @@
 //! The cache's part of `/metrics`: its counters, answers by result, decisions by Table 1 case,
 //! requests per archive, each tier's size and the persistent tier's disk trouble.
 
-use super::{counter, one, Cache};
-use crate::cache::service::CachedTimeMap;
+use super::encode::{counter, one};
+use crate::cache::service::{CachedTimeMap, ServedView, TimeMapCache};
 use crate::cache::store::{Store, Tiered};
-use crate::http::view::View;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-pub(super) fn encode(out: &mut DescriptorEncoder, cache: &Cache) -> Result<(), std::fmt::Error> {
+pub fn encode<V: ServedView>(
+    out: &mut DescriptorEncoder,
+    cache: &TimeMapCache<Tiered<CachedTimeMap<V>>, V>,
+) -> Result<(), std::fmt::Error> {
     let s = cache.stats_snapshot();
     let counters = [
         (
@@ -71,9 +73,9 @@ pub(super) fn encode(out: &mut DescriptorEncoder, cache: &Cache) -> Result<(), s
 }
 
 /// Each tier's bytes and entries, and the persistent tier's trouble since start.
-fn tiers(
+fn tiers<V: ServedView>(
     out: &mut DescriptorEncoder,
-    store: &Tiered<CachedTimeMap<View>>,
+    store: &Tiered<CachedTimeMap<V>>,
 ) -> Result<(), std::fmt::Error> {
     let (hot, persistent) = (store.hot().stats(), store.persistent().stats());
     let degraded = store.persistent().degraded().is_some();
