@@ -1,5 +1,5 @@
 //! The cache's counters: hits, misses, refreshes by Table 1 case and action, fetches per archive.
-//! Read by `GET /admin/stats` (JSON) and `GET /metrics` (`crate::http::metrics`).
+//! Read by `GET /admin/stats` (JSON) and `GET /metrics` (`crate::metrics`).
 
 use super::policy::{Action, ChangeCase};
 use super::status::CacheStatus;

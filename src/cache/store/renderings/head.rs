@@ -1,5 +1,5 @@
 //! What a huge entry's renderings are: the [`Head`] kept in memory, each format's files on disk
-//! ([`Rendering`], [`SpilledFile`]), and what the tier needs of a view ([`Renders`]). The tier,
+//! ([`Rendering`], [`RenderingFile`]), and what the tier needs of a view ([`Renders`]). The tier,
 //! the writer and the stream all build on these.
 
 use crate::cache::cached::ServedView;
@@ -42,20 +42,20 @@ pub struct Head<V: Renders> {
 pub struct Rendering<V: Renders> {
     pub etag: String,
     pub headers: V::Headers,
-    pub plain: SpilledFile,
-    pub zstd: SpilledFile,
-    pub gzip: SpilledFile,
-    pub br: SpilledFile,
+    pub plain: RenderingFile,
+    pub zstd: RenderingFile,
+    pub gzip: RenderingFile,
+    pub br: RenderingFile,
 }
 
 impl<V: Renders> Rendering<V> {
-    pub(super) fn files(&self) -> [&SpilledFile; 4] {
+    pub(super) fn files(&self) -> [&RenderingFile; 4] {
         [&self.plain, &self.zstd, &self.gzip, &self.br]
     }
 }
 
 impl<V: Renders> Head<V> {
-    pub(super) fn files(&self) -> impl Iterator<Item = &SpilledFile> {
+    pub(super) fn files(&self) -> impl Iterator<Item = &RenderingFile> {
         self.formats.iter().flat_map(Rendering::<V>::files)
     }
 
@@ -73,13 +73,13 @@ impl<V: Renders> Head<V> {
 
 /// A rendering's file as written: what reading it back must find.
 #[derive(Debug, Clone)]
-pub struct SpilledFile {
+pub struct RenderingFile {
     pub path: PathBuf,
     pub len: u64,
     pub crc: u32,
 }
 
-impl SpilledFile {
+impl RenderingFile {
     /// Removes the file; one already gone is no error.
     pub fn remove(&self) {
         if let Err(e) = std::fs::remove_file(&self.path) {

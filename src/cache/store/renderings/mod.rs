@@ -15,6 +15,6 @@ mod stream;
 mod tier;
 mod write;
 
-pub use head::{Head, Rendering, Renders, SpilledFile};
+pub use head::{Head, Rendering, RenderingFile, Renders};
 pub use stream::{body, BodyStream};
 pub use tier::{Overflowing, Renderings, DIR};

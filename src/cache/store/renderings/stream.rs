@@ -5,7 +5,7 @@
 //! renders it again from the entry. Damage found before the first piece is sent (a file of one
 //! piece) sends this request the ordinary way instead.
 
-use super::head::{Renders, SpilledFile};
+use super::head::{RenderingFile, Renders};
 use super::tier::Renderings;
 use bytes::Bytes;
 use futures::stream::BoxStream;
@@ -38,7 +38,7 @@ pub async fn body<V: Renders>(
     renderings: Arc<Renderings<V>>,
     key: String,
     rev: u64,
-    file: SpilledFile,
+    file: RenderingFile,
 ) -> Option<BodyStream> {
     let opened = match tokio::fs::File::open(&file.path).await {
         Ok(f) => f.into_std().await,
@@ -111,7 +111,7 @@ impl Write for Pieces<'_> {
 /// Reads `file` to its end, checking it against `want`, and sends it on.
 fn pump(
     mut file: File,
-    want: &SpilledFile,
+    want: &RenderingFile,
     tx: &mpsc::Sender<io::Result<Bytes>>,
 ) -> Result<(), StreamEnd> {
     let gone = |_| StreamEnd::Gone;
@@ -173,7 +173,7 @@ mod tests {
 
     /// Streams the file `want` names as it stands: the pieces sent, and whether it was found
     /// damaged.
-    fn stream(want: &SpilledFile) -> (Vec<Bytes>, bool) {
+    fn stream(want: &RenderingFile) -> (Vec<Bytes>, bool) {
         let (tx, mut rx) = mpsc::channel(1024);
         let file = File::open(&want.path).expect("open");
         let damaged = matches!(pump(file, want, &tx), Err(StreamEnd::Damaged(_)));
@@ -185,10 +185,10 @@ mod tests {
         (got, damaged)
     }
 
-    fn written(dir: &tempfile::TempDir, body: &[u8]) -> SpilledFile {
+    fn written(dir: &tempfile::TempDir, body: &[u8]) -> RenderingFile {
         let path = dir.path().join("r.txt");
         std::fs::write(&path, body).expect("write");
-        SpilledFile {
+        RenderingFile {
             path,
             len: body.len() as u64,
             crc: crc32fast::hash(body),

@@ -2,7 +2,7 @@
 //! huge entry, bounded by the bytes on disk, and dropped whenever the store says the key changed
 //! ([`Overflowing`]).
 
-use super::head::{Head, Rendering, Renders, SpilledFile};
+use super::head::{Head, Rendering, RenderingFile, Renders};
 use super::write;
 use crate::cache::cached::CachedTimeMap;
 use crate::cache::store::Overflow;
@@ -33,11 +33,11 @@ pub struct Renderings<V: Renders> {
     pending: Mutex<HashMap<String, Pending<V>>>,
     /// Keys whose renderings alone are over the capacity: served the ordinary way.
     refused: Mutex<HashSet<String>>,
-    /// Changes per bucket of keys: a value read from disk is spilled only if its key did not
+    /// Changes per bucket of keys: a value read from disk has its renderings written only if its key did not
     /// change while it was read ([`Overflow::stamp`]).
     stamps: Box<[AtomicU64]>,
     next_rev: AtomicU64,
-    /// One spill at a time: each holds a whole huge entry in memory while it renders.
+    /// One rendering run at a time: each holds a whole huge entry in memory while it renders.
     busy: AtomicBool,
     capacity: u64,
     /// Bodies streamed from files so far (tests, operators).
@@ -49,14 +49,14 @@ const STAMP_BUCKETS: usize = 1024;
 /// A stored entry with its view, as the store holds it.
 type Value<V> = Arc<CachedTimeMap<V>>;
 
-/// A spill under way (or just done, see [`LINGER`]): its revision and the value it renders.
+/// A rendering run under way (or just done, see [`LINGER`]): its revision and the value it renders.
 struct Pending<V> {
     rev: u64,
     value: Value<V>,
     done: bool,
 }
 
-/// How long a spill's value stays held once its head is kept: a request that looked for the
+/// How long a rendering run's value stays held once its head is kept: a request that looked for the
 /// head just before it came finds the value in memory rather than reading it from disk.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -130,7 +130,7 @@ impl<V: Renders> Renderings<V> {
         if let Some(head) = self.heads.get(key).filter(|h| h.rev == rev) {
             self.heads.invalidate(key);
             head.remove_files();
-            // A value still held from making it would keep a new spill from starting.
+            // A value still held from making it would keep a new rendering run from starting.
             if pending.get(key).is_some_and(|p| p.done) {
                 pending.remove(key);
             }
@@ -144,7 +144,7 @@ impl<V: Renders> Renderings<V> {
 
     /// Starts writing `value`'s renderings as a new revision of `key`, on the blocking pool,
     /// unless `stamp` is given and `key` changed since (or already has, or awaits, a head).
-    /// Not when another spill is at work: the next read of the entry starts it again.
+    /// Not when another rendering run is at work: the next read of the entry starts it again.
     fn start(self: &Arc<Self>, key: &str, value: &Value<V>, stamp: Option<u64>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -203,7 +203,7 @@ impl<V: Renders> Renderings<V> {
                     formats
                         .iter()
                         .flat_map(Rendering::<V>::files)
-                        .for_each(SpilledFile::remove);
+                        .for_each(RenderingFile::remove);
                     return None;
                 }
             }

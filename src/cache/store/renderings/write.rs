@@ -3,7 +3,7 @@
 //! CRC-32 and length), then renamed to names that say the ETag. A crash leaves only `tmp-` files,
 //! which the next start removes with the rest.
 
-use super::head::{Rendering, Renders, SpilledFile};
+use super::head::{Rendering, RenderingFile, Renders};
 use crate::timemap::serialize::TimeMapFormat;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -82,11 +82,11 @@ pub fn render<V: Renders>(
     let hex = etag.value();
     // Renamed here, not through `tmproxy_disk::AtomicFile`: the names say the ETag, known only
     // once the body is written, and nothing is synced (the directory is emptied at each start).
-    let mut done: Vec<SpilledFile> = Vec::with_capacity(EXTS.len());
+    let mut done: Vec<RenderingFile> = Vec::with_capacity(EXTS.len());
     for ((tmp, mut file), ext) in tmps.iter().zip(written).zip(EXTS) {
         let path = dir.join(format!("{stem}-{segment}-{hex:016x}.{ext}"));
         if let Err(e) = std::fs::rename(tmp, &path) {
-            done.iter().for_each(SpilledFile::remove);
+            done.iter().for_each(RenderingFile::remove);
             for t in &tmps[done.len()..] {
                 let _ = std::fs::remove_file(t);
             }
@@ -95,7 +95,7 @@ pub fn render<V: Renders>(
         file.path = path;
         done.push(file);
     }
-    let [plain, zstd, gzip, br] = <[SpilledFile; 4]>::try_from(done)
+    let [plain, zstd, gzip, br] = <[RenderingFile; 4]>::try_from(done)
         .map_err(|_| io::Error::other("a rendering's files went missing"))?;
     Ok(Rendering {
         etag: etag.etag(),
@@ -112,7 +112,7 @@ fn write_all<V: Renders>(
     paths: &[PathBuf; 4],
     view: &V,
     format: TimeMapFormat,
-) -> io::Result<([SpilledFile; 4], Fnv)> {
+) -> io::Result<([RenderingFile; 4], Fnv)> {
     let open = |p: &Path| -> io::Result<Sink> {
         Ok(Checksummed::new(BufWriter::with_capacity(
             256 * 1024,
@@ -141,10 +141,10 @@ fn write_all<V: Renders>(
         mut br,
         etag,
     } = tee;
-    let file = |c: Sink, path: &Path| -> io::Result<SpilledFile> {
+    let file = |c: Sink, path: &Path| -> io::Result<RenderingFile> {
         let (inner, crc, len) = c.finish()?;
         inner.into_inner().map_err(|e| e.into_error())?;
-        Ok(SpilledFile {
+        Ok(RenderingFile {
             path: path.to_owned(),
             len,
             crc,
