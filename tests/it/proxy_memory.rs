@@ -71,8 +71,13 @@ async fn stalled_proxy_clients_and_a_gzip_bomb_stay_within_the_budget() {
         stalled.push(s);
     }
     let (mut peak, mut gauge_peak) = (idle, 0.0f64);
-    let watch_until = Instant::now() + Duration::from_secs(6);
-    while Instant::now() < watch_until {
+    // Watched 6 s at least, and on a loaded machine (the whole suite at once) until the proxy's
+    // half of the budget has filled, up to 30 s: how soon 200 requests reach the archive is
+    // the machine's, what they may hold is the server's.
+    let (started, half) = (Instant::now(), (MAX_BUFFERED / 2) as f64);
+    while started.elapsed() < Duration::from_secs(6)
+        || (gauge_peak < half && started.elapsed() < Duration::from_secs(30))
+    {
         peak = peak.max(rss(pid));
         let gauge = metric_value(&base, "tmproxy_upstream_buffered_bytes").await;
         gauge_peak = gauge_peak.max(gauge.unwrap_or(0.0));
