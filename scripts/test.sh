@@ -90,7 +90,8 @@ out="$(mktemp)"
 export TMPROXY_TEST_SKIP_LOG="$(mktemp)"
 trap 'rm -f "$out" "$TMPROXY_TEST_SKIP_LOG"' EXIT
 set +e
-cargo test --workspace --all-targets --all-features 2>&1 | tee "$out"
+# Every test binary runs even after one fails, so a run names all its failures at once.
+cargo test --workspace --all-targets --all-features --no-fail-fast 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
 set -e
 if [ -s "$TMPROXY_TEST_SKIP_LOG" ]; then
