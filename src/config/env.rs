@@ -194,6 +194,52 @@ fn token_from_file(path: &str, token_too: bool) -> Result<String, String> {
     Ok(token.to_owned())
 }
 
+/// `TMPROXY_*` variables read besides the overrides: the config file's name and `tmproxy
+/// sample`'s progress interval.
+pub const OTHER_VARIABLES: &[&str] = &[super::load::CONFIG_ENV, "TMPROXY_PROGRESS_SECS"];
+
+/// What the test suite sets for itself, which a server it starts inherits: not tmproxy's to
+/// refuse. (`TMPROXY_TEST_*`, and three older names.)
+const TEST_PREFIX: &str = "TMPROXY_TEST_";
+const TEST_VARIABLES: &[&str] = &[
+    "TMPROXY_PYWB_VENV",
+    "TMPROXY_PROP_SEED",
+    "TMPROXY_STUCK_FLAG",
+];
+
+/// Refuses a `TMPROXY_*` variable tmproxy does not read, as an unknown key in the file is: a
+/// misspelt override (`TMPROXY_LISTN`) would otherwise be ignored without a word. The error
+/// names the variable and the known one nearest to it.
+pub fn check_variable_names(names: impl IntoIterator<Item = String>) -> Result<(), ConfigError> {
+    let known = || {
+        ENV_OVERRIDES
+            .iter()
+            .map(|(var, _)| *var)
+            .chain(OTHER_VARIABLES.iter().copied())
+    };
+    for name in names {
+        if !name.starts_with("TMPROXY_")
+            || name.starts_with(TEST_PREFIX)
+            || TEST_VARIABLES.contains(&name.as_str())
+            || known().any(|k| k == name)
+        {
+            continue;
+        }
+        let nearest = known()
+            .map(|k| (strsim::osa_distance(k, &name), k))
+            .min()
+            .filter(|(d, _)| *d <= 3)
+            .map(|(_, k)| format!("; did you mean {k}?"))
+            .unwrap_or_default();
+        return Err(ConfigError::new(
+            &format!("env {name}"),
+            "(variable)",
+            format!("not a variable tmproxy reads{nearest} (docs/configuration.md lists them)"),
+        ));
+    }
+    Ok(())
+}
+
 /// Comma-separated addresses and CIDR ranges; empty trusts no peer.
 fn parse_net_list(s: &str) -> Result<Vec<ipnet::IpNet>, String> {
     s.split(',')

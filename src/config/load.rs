@@ -29,6 +29,9 @@ impl Config {
     /// Loads from `explicit` (`--config`), else `$TMPROXY_CONFIG`, else `./config.toml` if present, else the
     /// built-in defaults; then applies env overrides and validates. Returns the config and where it came from.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, String), ConfigError> {
+        super::env::check_variable_names(
+            std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned()),
+        )?;
         // Lossy rather than `var().ok()`: a non-UTF-8 value should fail to parse, not be silently ignored.
         let get = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
         Config::load_from(explicit, get, Path::new("."))

@@ -22,7 +22,7 @@ mod validate;
 mod values;
 
 pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
-pub use env::ENV_OVERRIDES;
+pub use env::{check_variable_names, ENV_OVERRIDES, OTHER_VARIABLES};
 pub use error::{ConfigError, BUILTIN_ORIGIN};
 pub use fields::{CACHE_MATCHES, CACHE_POLICIES};
 pub use http_url::HttpUrl;

@@ -122,7 +122,7 @@ fn configuration_md_lists_exactly_the_env_overrides() {
         .collect();
     let mut read: std::collections::BTreeSet<&str> =
         ENV_OVERRIDES.iter().map(|(var, _)| *var).collect();
-    read.insert(CONFIG_ENV);
+    read.extend(OTHER_VARIABLES.iter().copied());
     assert_eq!(named, read);
 }
 
@@ -657,6 +657,31 @@ fn the_admin_token_is_read_from_the_file_a_variable_names() {
         assert!(e.contains("env TMPROXY_ADMIN_TOKEN_FILE"), "{e}");
         assert!(e.contains(&says), "{e}");
     }
+}
+
+#[test]
+fn an_unknown_tmproxy_variable_is_refused_naming_the_nearest_known_one() {
+    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let e = check_variable_names(names(&["PATH", "TMPROXY_LISTN"]))
+        .expect_err("a misspelt override")
+        .to_string();
+    assert!(e.contains("env TMPROXY_LISTN"), "{e}");
+    assert!(e.contains("did you mean TMPROXY_LISTEN?"), "{e}");
+    let e = check_variable_names(names(&["TMPROXY_NOTHING_LIKE_IT_AT_ALL"]))
+        .expect_err("unknown")
+        .to_string();
+    assert!(e.contains("not a variable tmproxy reads"), "{e}");
+    assert!(!e.contains("did you mean"), "{e}");
+    // Every variable it reads, the test suite's own, and anything not ours pass.
+    let mut fine: Vec<String> = ENV_OVERRIDES.iter().map(|(v, _)| v.to_string()).collect();
+    fine.extend(OTHER_VARIABLES.iter().map(|v| v.to_string()));
+    fine.extend(names(&[
+        "TMPROXY_TEST_SEED",
+        "TMPROXY_PYWB_VENV",
+        "HOME",
+        "RUST_LOG",
+    ]));
+    assert_eq!(check_variable_names(fine), Ok(()));
 }
 
 #[test]

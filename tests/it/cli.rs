@@ -362,3 +362,20 @@ async fn serve_logs_the_address_it_bound_and_a_taken_port_says_what_to_do() {
     server.term();
     server.exit_within(Duration::from_secs(60)).await;
 }
+
+#[tokio::test]
+async fn a_misspelt_variable_stops_the_start_naming_the_one_meant() {
+    let (cfg, _cache) = config_file(&[]);
+    let path = cfg.path().display().to_string();
+    let out = run_with_env(
+        vec!["serve".into(), "--config".into(), path],
+        &[("TMPROXY_LISTN", "127.0.0.1:0")],
+    )
+    .await;
+    assert!(!out.status.success(), "served despite an unknown variable");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("env TMPROXY_LISTN") && err.contains("did you mean TMPROXY_LISTEN?"),
+        "{err}"
+    );
+}
