@@ -99,8 +99,10 @@ async fn asset(Path(name): Path<String>) -> Result<Response, AppError> {
 }
 
 /// An error as a page: the status and reason `error.rs` gives it.
-fn error_page(e: AppError) -> Response {
-    page(e.status(), &pages::error(&e), HeaderMap::new())
+fn error_page(state: &SharedState, e: AppError) -> Response {
+    let mut p = pages::error(&e);
+    p.layout.admin_link = !state.admin_separate;
+    page(e.status(), &p, HeaderMap::new())
 }
 
 /// Pages that change with the server's state are never cached by the browser.
@@ -112,13 +114,15 @@ fn no_store() -> HeaderMap {
 
 async fn home(State(state): State<SharedState>) -> Response {
     let reports = super::archives::current(&state);
-    page(StatusCode::OK, &pages::home(&reports), no_store())
+    let mut p = pages::home(&reports);
+    p.layout.admin_link = !state.admin_separate;
+    page(StatusCode::OK, &p, no_store())
 }
 
 /// `GET /ui?url=…`: the search form's target. A form cannot put the URL in the path, so this
 /// reads it from the query and sends the browser to `/ui/{URI-R}` (303), the URI-R parsed as
 /// every route parses it and escaped for the path. Without a URL, back to the search box.
-async fn search(uri: Uri) -> Response {
+async fn search(State(state): State<SharedState>, uri: Uri) -> Response {
     let asked = uri.query().and_then(|q| {
         url::form_urlencoded::parse(q.as_bytes())
             .find(|(k, _)| k == "url")
@@ -129,7 +133,7 @@ async fn search(uri: Uri) -> Response {
     };
     match UriR::parse(&asked) {
         Ok(uri_r) => see_other(&format!("/ui/{}", escape_uri(uri_r.as_str()))),
-        Err(e) => error_page(e.into()),
+        Err(e) => error_page(&state, e.into()),
     }
 }
 
@@ -145,11 +149,11 @@ fn see_other(location: &str) -> Response {
 async fn timemap_page(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Response {
     let lookup = match read_lookup(&state, raw_after(&uri, "/ui/"), &headers) {
         Ok(lookup) => lookup,
-        Err(e) => return error_page(e),
+        Err(e) => return error_page(&state, e),
     };
     let served = match serve_lookup(&state, &lookup, None).await {
         Ok(served) => served,
-        Err(e) => return error_page(e),
+        Err(e) => return error_page(&state, e),
     };
     let agg = &served.view.aggregate;
     let (status, problem) = match check_found(agg) {
@@ -158,15 +162,15 @@ async fn timemap_page(State(state): State<SharedState>, uri: Uri, headers: Heade
     };
     let mut h = served.view.content_headers();
     cache_headers(&mut h, &served, state.clock.now());
-    page(status, &pages::timemap(agg, served.status, problem), h)
+    let mut p = pages::timemap(agg, served.status, problem);
+    p.layout.admin_link = !state.admin_separate;
+    page(status, &p, h)
 }
 
 async fn admin_public(State(state): State<SharedState>) -> Response {
-    page(
-        StatusCode::OK,
-        &pages::admin(state.admin_separate),
-        no_store(),
-    )
+    let mut p = pages::admin(state.admin_separate);
+    p.layout.admin_link = !state.admin_separate;
+    page(StatusCode::OK, &p, no_store())
 }
 
 async fn admin_here() -> Response {

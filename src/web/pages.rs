@@ -17,6 +17,9 @@ pub struct Layout {
     pub style: String,
     pub script: Option<String>,
     pub version: &'static str,
+    /// Whether the header links to `/ui/admin`: not on a listener the admin API is not on
+    /// (`[admin] listen` set), where the page could only say it is elsewhere.
+    pub admin_link: bool,
 }
 
 impl Layout {
@@ -26,6 +29,7 @@ impl Layout {
             style: STYLE.url(),
             script: None,
             version: env!("CARGO_PKG_VERSION"),
+            admin_link: true,
         }
     }
 }

@@ -577,10 +577,39 @@ async fn with_an_admin_listener_the_admin_page_lives_there() {
         submit_token(&tab, TOKEN);
         tab.wait_for_element("#stats table.stats").expect("the stats");
         let stats = js(&tab, "document.querySelectorAll('#stats table.stats tr').length");
-        json!({"public": public, "stats": stats})
+        // The header links to the admin page only where the admin API is.
+        let links = "document.querySelectorAll('nav a[href=\"/ui/admin\"]').length";
+        let admin_links_here = js(&tab, links);
+        let home = open(browser, &format!("{base}/"));
+        let admin_links_public = js(&home, links);
+        let error = open(browser, &format!("{base}/ui?url=mailto:x"));
+        let admin_links_error = js(&error, links);
+        json!({"public": public, "stats": stats, "links": [admin_links_public, admin_links_error, admin_links_here]})
     })
     .await;
     assert_eq!(seen["public"], json!([true, false, 0]));
     assert!(seen["stats"].as_u64().unwrap_or(0) > 3, "{seen}");
+    assert_eq!(seen["links"], json!([0, 0, 1]), "{seen}");
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn the_header_links_to_the_admin_page_where_the_admin_api_is() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("archive");
+    let proxy = start_proxy(config_for(&[("a", &a)])).await;
+    let home = client()
+        .get(format!("{}/", proxy.base))
+        .send()
+        .await
+        .expect("home")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        home.contains("<a href=\"/ui/admin\">Administration</a>"),
+        "{home}"
+    );
     proxy.stop().await;
 }
