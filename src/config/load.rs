@@ -80,9 +80,21 @@ impl Config {
         cfg.read_archives_file(cwd, &origin, file_lists_archives(&text))?;
         cfg.apply_env(&get)?;
         cfg.settle_connect_timeout(connect_from.as_deref(), timeout_from.as_deref())?;
-        cfg.check(&origin)?;
+        cfg.check(&origin).map_err(|e| blame_variable(e, &get))?;
         Ok((cfg, origin))
     }
+}
+
+/// A validation error about a key a `TMPROXY_*` variable set names the variable, not the file:
+/// the value that failed is the variable's.
+fn blame_variable(mut e: ConfigError, get: &impl Fn(&str) -> Option<String>) -> ConfigError {
+    let set = super::env::ENV_OVERRIDES
+        .iter()
+        .find(|(var, key)| *key == e.key && get(var).is_some());
+    if let Some((var, _)) = set {
+        e.origin = format!("env {var}");
+    }
+    e
 }
 
 impl Config {

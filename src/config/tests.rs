@@ -685,6 +685,40 @@ fn an_unknown_tmproxy_variable_is_refused_naming_the_nearest_known_one() {
 }
 
 #[test]
+fn a_value_a_variable_set_that_validation_refuses_names_the_variable() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[server]\nlisten = \"127.0.0.1:7089\"\n",
+    )
+    .expect("write");
+    for (var, value, key) in [
+        (
+            "TMPROXY_PUBLIC_URL",
+            "ftp://tm.example.org",
+            "server.public_url",
+        ),
+        ("TMPROXY_UPSTREAM_DEADLINE", "0s", "upstream.deadline"),
+        ("TMPROXY_ADMIN_LISTEN", "127.0.0.1:7089", "admin.listen"),
+    ] {
+        let e = Config::load_from(None, vars(&[(var, value)]), dir.path())
+            .expect_err(var)
+            .to_string();
+        assert!(e.starts_with(&format!("config env {var}: {key}:")), "{e}");
+    }
+    // The same value in the file is the file's.
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[upstream]\ndeadline = \"0s\"\n",
+    )
+    .expect("write");
+    let e = Config::load_from(None, vars(&[]), dir.path())
+        .expect_err("0s")
+        .to_string();
+    assert!(e.contains("config.toml: upstream.deadline:"), "{e}");
+}
+
+#[test]
 fn bad_env_values_name_the_variable() {
     let mut c = Config::default();
     let e = c
