@@ -247,6 +247,11 @@ pub async fn timemap(
     for o in &agg.outcomes {
         tracing::info!(archive = %o.id, status = o.answer.status.as_str(), mementos = o.mementos, detail = o.answer.detail.as_deref().unwrap_or(""), "archive answered");
     }
+    if agg.timemap.is_empty() && crate::upstream::failure::none_reached(&agg.outcomes) {
+        return Err(format!(
+            "no archive could be reached for {uri_r}: every name failed to resolve or every connection failed, so this machine may be offline (`tmproxy demo` runs without a network)"
+        ));
+    }
     if agg.timemap.is_empty() {
         let failed: Vec<String> = agg
             .missing()

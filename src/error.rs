@@ -171,6 +171,11 @@ impl AppError {
                     "no archive is enabled in the configuration".to_string()
                 } else if *timed_out {
                     format!("no archive answered within the deadline for {}", aggregate.uri_r)
+                } else if crate::upstream::failure::none_reached(&aggregate.outcomes) {
+                    format!(
+                        "no archive could be reached for {}: every name failed to resolve or every connection failed, so this machine may be offline (`tmproxy demo` runs without a network); each archive's failure follows",
+                        aggregate.uri_r
+                    )
                 } else {
                     format!("no archive gave a usable answer for {}", aggregate.uri_r)
                 }

@@ -10,9 +10,9 @@ use tracing_subscriber::EnvFilter;
 /// Log lines queued for the writer thread at most.
 pub const QUEUED_LINES: usize = 16_384;
 
-/// Installs the log for the whole process. Keep the guard until the end of `main`: dropping it
-/// writes out the lines still queued.
-pub fn init(format: LogFormat) -> WorkerGuard {
+/// Installs the log for the whole process, at `default_level` unless `RUST_LOG` says otherwise.
+/// Keep the guard until the end of `main`: dropping it writes out the lines still queued.
+pub fn init(format: LogFormat, default_level: &str) -> WorkerGuard {
     // Lossy: past its queue a line is dropped rather than waited for, since a request must
     // never wait on its log. 16k lines, not the crate's 128k: the queue is allocated whole at
     // start (128k slots measured 5.6 MiB of RSS), and the writer drains it as lines come.
@@ -21,7 +21,7 @@ pub fn init(format: LogFormat) -> WorkerGuard {
         .lossy(true)
         .thread_name("tmproxy-log")
         .finish(std::io::stderr());
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_level.into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);

@@ -126,7 +126,10 @@ fn env_help() -> String {
     for (var, key) in tmproxy::config::ENV_OVERRIDES {
         line(var, &format!("overrides {key}"));
     }
-    line("RUST_LOG", "log filter (default: info), e.g. tmproxy=debug");
+    line(
+        "RUST_LOG",
+        "log filter (default: info; warn for `timemap`), e.g. tmproxy=debug",
+    );
     text
 }
 
@@ -171,8 +174,14 @@ fn log_format(command: &Command) -> tmproxy::config::LogFormat {
 fn main() -> ExitCode {
     purge_freed_memory_at_once();
     let cli = Cli::parse();
+    // A one-shot command's answer is its output: its log says only what went wrong (warn); a
+    // server's log is its record (info).
+    let level = match cli.command {
+        Command::Timemap { .. } => "warn",
+        _ => "info",
+    };
     // Held to the end: dropping it writes out the log lines still queued.
-    let _log = tmproxy::logs::init(log_format(&cli.command));
+    let log = tmproxy::logs::init(log_format(&cli.command), level);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(tmproxy::app::MAX_BLOCKING_THREADS)
@@ -216,6 +225,8 @@ fn main() -> ExitCode {
     });
     // Dropping a runtime waits for its blocking tasks however long they take: bounded instead.
     runtime.shutdown_timeout(tmproxy::cli::RUNTIME_SHUTDOWN);
+    // The queued log lines first, so a failure's one-line reason is the last thing printed.
+    drop(log);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -8,6 +8,30 @@ use std::error::Error as StdError;
 pub use tmproxy_core::failure::FailureKind;
 use tmproxy_core::failure::{of_transport, TransportSigns};
 
+/// Whether no archive of a fan-out could be reached at all: every one asked (those skipped or
+/// dormant aside, at least one) failed because its name did not resolve or no connection could
+/// be made, as [`classify`]'s details say. What a machine without a network sees.
+pub fn none_reached(outcomes: &[tmproxy_core::timemap::aggregate::ArchiveOutcome]) -> bool {
+    let prefixes = [FailureKind::Dns, FailureKind::Connect].map(|k| format!("{k}: "));
+    let dormant = format!("{}", FailureKind::Dormant);
+    let mut asked = outcomes
+        .iter()
+        .filter(|o| o.answer.status != tmproxy_core::timemap::answer::ArchiveStatus::Skipped)
+        .filter(|o| {
+            !o.answer
+                .detail
+                .as_deref()
+                .unwrap_or("")
+                .starts_with(&dormant)
+        })
+        .peekable();
+    asked.peek().is_some()
+        && asked.all(|o| {
+            let detail = o.answer.detail.as_deref().unwrap_or("");
+            prefixes.iter().any(|p| detail.starts_with(p.as_str()))
+        })
+}
+
 /// The kind of a failed request and the detail to report: the kind first, then what failed and
 /// the innermost cause, e.g. `dns: failed to resolve web.archive.org: …`. The chain holds no
 /// secret of ours (archive URLs are configured, not confidential), and the text is clipped.

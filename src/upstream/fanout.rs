@@ -209,7 +209,7 @@ impl Upstream {
                     None,
                     format!(
                         "dormant after {} consecutive failures; asked again after {until}",
-                        self.failures_before_dormant
+                        health.consecutive_failures
                     ),
                 );
                 publish(i, dormant, Duration::ZERO);
@@ -232,6 +232,10 @@ impl Upstream {
             });
         }
 
+        let asked_now = pending.len();
+        // Archives not reached at all (name or connection), judged once the fan-out is over:
+        // when that is every archive asked, the network is down, not the archives.
+        let mut unreached = Vec::new();
         let deadline_passed = tokio::time::sleep_until(stop_at);
         tokio::pin!(deadline_passed);
         while !pending.is_empty() {
@@ -241,10 +245,25 @@ impl Upstream {
                     // a 4xx any client can provoke with the URI-R it asks for: dormancy comes
                     // from the archive's own faults (connect, TLS, timeout, 5xx, malformed).
                     let blame = !fetch.over_budget() && !fetch.refused_by_archive();
-                    self.settle(i, &fetch, elapsed, blame);
+                    if blame && fetch.unreached() {
+                        self.settle(i, &fetch, elapsed, false);
+                        unreached.push(i);
+                    } else {
+                        self.settle(i, &fetch, elapsed, blame);
+                    }
                     held.push(publish(i, fetch, elapsed));
                 }
                 _ = &mut deadline_passed => break,
+            }
+        }
+        if asked_now >= 2 && unreached.len() == asked_now {
+            tracing::warn!(
+                archives = asked_now,
+                "no archive could be reached (each name failed to resolve or each connection failed): the network, not the archives; none is made dormant"
+            );
+        } else {
+            for i in unreached {
+                self.judge(i, false);
             }
         }
         // Dropping the stream cancels the requests still in flight.
@@ -363,7 +382,7 @@ impl Upstream {
         if let Some(kind) = fetch.failure_kind() {
             // Debug-formatted: the detail quotes what the archive sent, escaped on one line.
             let detail = fetch.answer.detail.as_deref().unwrap_or("");
-            if blame {
+            if blame || fetch.unreached() {
                 tracing::warn!(archive = %id, %kind, elapsed_ms, ?detail, "archive failed");
             } else {
                 tracing::debug!(archive = %id, %kind, elapsed_ms, ?detail, "archive cut off or refused the request");
@@ -372,12 +391,18 @@ impl Upstream {
         if !blame {
             return;
         }
+        // A TimeGate that stood in for a failed listing shows the archive is up: it is not put
+        // to sleep while it gives mementos that way.
+        self.judge(i, status.answered() || fetch.answer.fallback.is_some());
+    }
+
+    /// The archive's health takes one answer (`alive`) or failure, which may put it to sleep
+    /// or wake it; each is said once in the log.
+    fn judge(&self, i: usize, alive: bool) {
+        let (now, id) = (self.clock.now(), &self.archives[i].id);
         let transition = {
             let mut h = self.health[i].lock().unwrap_or_else(|p| p.into_inner());
             let (threshold, span) = (self.failures_before_dormant, self.dormant_for);
-            // A TimeGate that stood in for a failed listing shows the archive is up: it is
-            // not put to sleep while it gives mementos that way.
-            let alive = status.answered() || fetch.answer.fallback.is_some();
             h.record(alive, now, threshold, span)
         };
         match transition {

@@ -69,6 +69,13 @@ impl ArchiveFetch {
         fetch
     }
 
+    /// Not reached at all: its name did not resolve or no connection could be made. When every
+    /// archive of a fan-out fails so, the network is down, not the archives.
+    pub fn unreached(&self) -> bool {
+        matches!(self.failure, Some(FailureKind::Dns | FailureKind::Connect))
+            && self.answer.fallback.is_none()
+    }
+
     /// Failed on our own memory budget, not the archive's fault: no step towards dormancy.
     pub fn over_budget(&self) -> bool {
         self.failure == Some(FailureKind::Budget)

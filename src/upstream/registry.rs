@@ -176,6 +176,8 @@ pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<String, String> {
 /// Pure: time is passed in.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Health {
+    /// Failures in a row since it last answered: what `/archives` reports, so it agrees with
+    /// the dormancy message ("dormant after N consecutive failures").
     pub consecutive_failures: u32,
     pub dormant_until: Option<DateTime<Utc>>,
 }
@@ -205,11 +207,11 @@ impl Health {
             };
         }
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+        // After a sleep it gets one try: the count is still past the threshold, so one more
+        // failure puts it back to sleep.
         if threshold > 0 && self.consecutive_failures >= threshold {
             let span = chrono::Duration::from_std(dormant_for).unwrap_or(chrono::Duration::MAX);
             self.dormant_until = now.checked_add_signed(span);
-            // After the sleep it gets one try; one more failure puts it back to sleep.
-            self.consecutive_failures = threshold.saturating_sub(1);
             return Transition::Slept {
                 until: self.dormant_until,
             };
@@ -294,6 +296,8 @@ mod tests {
         // One more failure after waking puts it straight back to sleep.
         h.record(false, t(62), 3, Duration::from_secs(60));
         assert!(h.is_dormant(t(63)));
+        // The count is the failures in a row, as the dormancy message says.
+        assert_eq!(h.consecutive_failures, 4);
     }
 
     #[test]

@@ -377,3 +377,76 @@ async fn an_archive_whose_name_does_not_resolve_is_a_dns_failure() {
     );
     proxy.stop().await;
 }
+
+/// With no network every archive fails to resolve at once: the 502 says that first, and no
+/// archive is made dormant for what the network did. An archive that fails alone beside one
+/// that answers is still its own fault, and `/archives` counts its failures as its dormancy
+/// message does.
+#[tokio::test]
+async fn offline_every_archive_unreached_is_the_network_not_the_archives() {
+    let lookup = || tmproxy::upstream::resolve::fixed_lookup(std::collections::HashMap::new());
+    let nowhere = |id: &str| {
+        archive_config(
+            id,
+            &format!("http://{id}.test/timemap/link/"),
+            &format!("http://{id}.test/timegate/"),
+        )
+    };
+    let mut config = config_for(&[]);
+    config.archives = ["one", "two", "three"].map(nowhere).to_vec();
+    config.upstream.failures_before_dormant = 2;
+    let proxy =
+        crate::support::start_proxy_resolving(config, tmproxy::app::ClockChoice::System, lookup())
+            .await;
+    for i in 0..4 {
+        let (status, _, body) = get_text(&format!(
+            "{}/timemap/link/http://example.com/{i}",
+            proxy.base
+        ))
+        .await;
+        assert_eq!(status, 502, "{body}");
+        assert!(body.contains("no archive could be reached"), "{body}");
+        assert!(body.contains("offline"), "{body}");
+    }
+    let (_, archives) = crate::support::get_json(&format!("{}/archives", proxy.base)).await;
+    for a in archives.as_array().expect("a list") {
+        assert_eq!(a["state"], "active", "{a}");
+        assert_eq!(a["consecutive_failures"], 0, "{a}");
+    }
+    proxy.stop().await;
+
+    // One archive answering, one never reached: that one is at fault, and sleeps.
+    let good = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("archive");
+    let mut config = config_for(&[("good", &good)]);
+    config.archives.push(nowhere("gone"));
+    config.upstream.failures_before_dormant = 2;
+    let proxy =
+        crate::support::start_proxy_resolving(config, tmproxy::app::ClockChoice::System, lookup())
+            .await;
+    for i in 0..3 {
+        let url = format!("{}/timemap/json/http://example.com/{i}", proxy.base);
+        let (status, _) = crate::support::get_json(&url).await;
+        assert_eq!(status, 200);
+    }
+    let (_, archives) = crate::support::get_json(&format!("{}/archives", proxy.base)).await;
+    let gone = archives
+        .as_array()
+        .and_then(|all| all.iter().find(|a| a["id"] == "gone"))
+        .expect("the unreachable archive listed");
+    assert_eq!(gone["state"], "dormant", "{gone}");
+    assert_eq!(gone["consecutive_failures"], 2, "{gone}");
+    let (_, v) =
+        crate::support::get_json(&format!("{}/timemap/json/http://example.com/9", proxy.base))
+            .await;
+    let detail = crate::support::outcome(&v, "gone")["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        detail.starts_with("dormant after 2 consecutive failures"),
+        "{detail}"
+    );
+    proxy.stop().await;
+}
