@@ -175,13 +175,9 @@ pub async fn build_with_lookup(
     if let Some(shared) = cache.store().and_then(|s| s.shared()) {
         shared.spawn_invalidations(Arc::downgrade(&cache));
     }
-    // Sampling jobs live beside the cache (`data/cache` → `data/sampling/jobs`), so one data
-    // directory holds everything a restart must find.
-    let jobs_dir = Path::new(&config.cache.path)
-        .parent()
-        .unwrap_or(Path::new(""))
-        .join("sampling")
-        .join("jobs");
+    // Sampling jobs live in the data directory (by default beside the cache: `data/cache` →
+    // `data/sampling/jobs`), so one directory holds everything a restart must find.
+    let jobs_dir = config.data_dir().join("sampling").join("jobs");
     // Weak: the jobs must not keep the cache (and its sled lock) alive after the server stops.
     let feed_cache = Arc::downgrade(&cache);
     let fetcher: tmproxy_sampling::jobs::Fetcher = Arc::new(move |uri_r: String, force: bool| {

@@ -10,6 +10,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_LISTEN", "server.listen"),
     ("TMPROXY_PUBLIC_URL", "server.public_url"),
     ("TMPROXY_TRUSTED_PROXIES", "server.trusted_proxies"),
+    ("TMPROXY_DATA_DIR", "server.data_dir"),
     (
         "TMPROXY_UPSTREAM_CONNECT_TIMEOUT",
         "upstream.connect_timeout",
@@ -81,6 +82,11 @@ impl Config {
         }
         for (var, key, slot) in [
             ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),
+            (
+                "TMPROXY_DATA_DIR",
+                "server.data_dir",
+                &mut self.server.data_dir,
+            ),
             (
                 "TMPROXY_ARCHIVES_FILE",
                 "upstream.archives_file",

@@ -44,6 +44,19 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The data directory: routing's profiles (`routing/`) and the sampling jobs (`sampling/`)
+    /// are kept under it. `[server] data_dir`, or when empty the parent of `[cache] path`
+    /// (`data/cache` → `data`), so one directory holds everything a restart must find.
+    pub fn data_dir(&self) -> std::path::PathBuf {
+        match self.server.data_dir.trim() {
+            "" => std::path::Path::new(&self.cache.path)
+                .parent()
+                .unwrap_or(std::path::Path::new(""))
+                .to_path_buf(),
+            dir => std::path::PathBuf::from(dir),
+        }
+    }
+
     /// The base URL the proxy writes into its links: `public_url`, or `http://{listen}` when empty.
     pub fn public_url(&self) -> String {
         if self.server.public_url.is_empty() {

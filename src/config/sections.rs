@@ -51,6 +51,9 @@ pub struct ServerConfig {
     pub memento_proxy_max_bytes: u64,
     /// Mementos per page of `/timemap/{format}/{N}/{URI-R}`.
     pub page_size: usize,
+    /// Where routing's profiles (`routing/`) and the sampling jobs (`sampling/`) live; empty
+    /// means the parent of `[cache] path` ([`super::Config::data_dir`]).
+    pub data_dir: String,
 }
 
 /// The largest `[server] page_size`: a page is rendered per request, so it stays a bounded cost.
@@ -83,6 +86,7 @@ impl Default for ServerConfig {
             compat: Compat::TimeTravel,
             memento_proxy_max_bytes: 4 * 1024 * 1024,
             page_size: 10_000,
+            data_dir: String::new(),
         }
     }
 }

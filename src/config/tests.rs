@@ -719,6 +719,26 @@ fn a_value_a_variable_set_that_validation_refuses_names_the_variable() {
 }
 
 #[test]
+fn the_data_directory_is_data_dir_else_the_cache_paths_parent() {
+    let mut c = Config::default();
+    c.cache.path = "/srv/x/cache".into();
+    assert_eq!(c.data_dir(), PathBuf::from("/srv/x"));
+    assert_eq!(
+        crate::routing::profiles_path(&c),
+        PathBuf::from("/srv/x/routing/profiles.bin")
+    );
+    c.apply_env(vars(&[("TMPROXY_DATA_DIR", "/var/lib/tmproxy-state")]))
+        .expect("a directory");
+    assert_eq!(c.data_dir(), PathBuf::from("/var/lib/tmproxy-state"));
+    assert_eq!(
+        crate::routing::profiles_path(&c),
+        PathBuf::from("/var/lib/tmproxy-state/routing/profiles.bin")
+    );
+    let c = parse("[server]\ndata_dir = \"state\"\n").expect("parses");
+    assert_eq!(c.data_dir(), PathBuf::from("state"));
+}
+
+#[test]
 fn bad_env_values_name_the_variable() {
     let mut c = Config::default();
     let e = c

@@ -15,7 +15,7 @@ pub mod stored;
 use crate::config::{Config, RoutingConfig};
 use crate::uri_r::UriR;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -27,14 +27,10 @@ pub use persist::Loaded;
 /// loses at most this much learning, and a write is a few MB at most.
 pub const SAVE_EVERY: Duration = Duration::from_secs(60);
 
-/// The profiles file of a config's data directory: `<parent of [cache] path>/routing/
-/// profiles.bin`, beside the cache and the sampling jobs (`data/cache` → `data/routing/…`).
+/// The profiles file of a config's data directory ([`Config::data_dir`]):
+/// `<data dir>/routing/profiles.bin`, beside the sampling jobs.
 pub fn profiles_path(config: &Config) -> PathBuf {
-    Path::new(&config.cache.path)
-        .parent()
-        .unwrap_or(Path::new(""))
-        .join("routing")
-        .join("profiles.bin")
+    config.data_dir().join("routing").join("profiles.bin")
 }
 
 /// The server's routing state.

@@ -4,6 +4,7 @@
 use super::*;
 use crate::config::RoutingMode;
 use crate::uri_r::UriR;
+use std::path::Path;
 use tmproxy_core::routing::{Level, Outcome, Route, UriKeys};
 
 fn config_in(dir: &Path) -> Config {
