@@ -236,7 +236,7 @@ impl CdxClient {
                             ),
                         }
                     }
-                    Err(e) => (AnswerHandling::Retry(None), format!("{e}")),
+                    Err(e) => (AnswerHandling::Retry(None), transport_reason(e)),
                 }
             };
             match answer {
@@ -417,6 +417,24 @@ pub async fn detect(endpoint: &str, probe_url: &str) -> Result<Dialect, String> 
     ))
 }
 
+/// Why a request failed before any answer, whole and without its URL (each record names its URL
+/// already, and a long one cut the reason before its cause): reqwest's own words, then the
+/// innermost cause, e.g. `error sending request: dns error: failed to lookup address
+/// information: Name or service not known`.
+fn transport_reason(e: reqwest::Error) -> String {
+    let mut root: Option<String> = None;
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        root = Some(s.to_string());
+        source = s.source();
+    }
+    let outer = e.without_url().to_string();
+    match root {
+        Some(root) if !outer.contains(&root) => format!("{outer}: {root}"),
+        _ => outer,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,5 +462,26 @@ mod tests {
             backoff(b, 30, Duration::from_secs(5)),
             Duration::from_secs(5)
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_that_never_got_an_answer_says_why_whole_without_its_url() {
+        // A port nothing listens on: refused at once, on loopback.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let url = format!(
+            "http://127.0.0.1:{port}/cdx/search/cdx?url={}",
+            "x".repeat(200)
+        );
+        let e = reqwest::Client::new()
+            .get(&url)
+            .send()
+            .await
+            .expect_err("nothing listens there");
+        let why = transport_reason(e);
+        assert!(!why.contains("xxxx"), "{why}");
+        assert!(why.to_ascii_lowercase().contains("refused"), "{why}");
     }
 }
