@@ -202,7 +202,10 @@ fn token_from_file(path: &str, token_too: bool) -> Result<String, String> {
 
 /// `TMPROXY_*` variables read besides the overrides: the config file's name and `tmproxy
 /// sample`'s progress interval.
-pub const OTHER_VARIABLES: &[&str] = &[super::load::CONFIG_ENV, "TMPROXY_PROGRESS_SECS"];
+pub const OTHER_VARIABLES: &[&str] = &[CONFIG_ENV, "TMPROXY_PROGRESS_SECS"];
+
+/// Environment variable naming the config file.
+pub const CONFIG_ENV: &str = "TMPROXY_CONFIG";
 
 /// What the test suite sets for itself, which a server it starts inherits: not tmproxy's to
 /// refuse. (`TMPROXY_TEST_*`, and three older names.)

@@ -5,14 +5,13 @@
 
 use super::archives_file;
 use super::diagnostics::toml_error;
+use super::env::CONFIG_ENV;
 use super::error::{ConfigError, BUILTIN_ORIGIN};
 use super::schema::Config;
 use std::path::{Path, PathBuf};
 
 /// File looked for in the working directory when neither `--config` nor `TMPROXY_CONFIG` names one.
 pub const DEFAULT_FILE: &str = "config.toml";
-/// Environment variable naming the config file.
-pub const CONFIG_ENV: &str = "TMPROXY_CONFIG";
 
 impl Config {
     /// Parses a config file's text; `origin` names it in errors. Does not validate (see [`Config::validate`]).

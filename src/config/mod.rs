@@ -22,11 +22,11 @@ mod validate;
 mod values;
 
 pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
-pub use env::{check_variable_names, ENV_OVERRIDES, OTHER_VARIABLES};
+pub use env::{check_variable_names, CONFIG_ENV, ENV_OVERRIDES, OTHER_VARIABLES};
 pub use error::{ConfigError, BUILTIN_ORIGIN};
 pub use fields::{CACHE_MATCHES, CACHE_POLICIES};
 pub use http_url::HttpUrl;
-pub use load::{CONFIG_ENV, DEFAULT_FILE};
+pub use load::DEFAULT_FILE;
 pub use redirect_host::RedirectHost;
 pub use routing::{RoutingConfig, RoutingMode, MAX_ROUTING_KEYS};
 pub use schema::Config;
