@@ -37,6 +37,7 @@ pub fn routes(state: &SharedState) -> Router<SharedState> {
         .route("/ui", get(search))
         .route("/ui/admin", get(admin_public))
         .route("/ui/assets/{name}", get(asset))
+        .route("/favicon.ico", get(favicon))
         .merge(lookup)
 }
 
@@ -98,10 +99,30 @@ async fn asset(Path(name): Path<String>) -> Result<Response, AppError> {
     Ok(response)
 }
 
-/// An error as a page: the status and reason `error.rs` gives it.
-fn error_page(state: &SharedState, e: AppError) -> Response {
+/// `GET /favicon.ico`: the site icon, for clients that ask there before reading the page's
+/// `<link rel="icon">` (the same SVG; a name that never changes, so kept a day, not a year).
+async fn favicon() -> Response {
+    let icon = &*assets::ICON;
+    let mut response = icon.body.into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(icon.content_type),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=86400"),
+    );
+    security_headers(h);
+    response
+}
+
+/// An error as a page: the status and reason `error.rs` gives it, with what was `asked` kept in
+/// its search box.
+fn error_page(state: &SharedState, e: AppError, asked: &str) -> Response {
     let mut p = pages::error(&e);
     p.layout.admin_link = !state.admin_separate;
+    p.asked = asked.to_owned();
     page(e.status(), &p, HeaderMap::new())
 }
 
@@ -133,7 +154,7 @@ async fn search(State(state): State<SharedState>, uri: Uri) -> Response {
     };
     match UriR::parse(&asked) {
         Ok(uri_r) => see_other(&format!("/ui/{}", escape_uri(uri_r.as_str()))),
-        Err(e) => error_page(&state, e.into()),
+        Err(e) => error_page(&state, e.into(), &asked),
     }
 }
 
@@ -149,11 +170,11 @@ fn see_other(location: &str) -> Response {
 async fn timemap_page(State(state): State<SharedState>, uri: Uri, headers: HeaderMap) -> Response {
     let lookup = match read_lookup(&state, raw_after(&uri, "/ui/"), &headers) {
         Ok(lookup) => lookup,
-        Err(e) => return error_page(&state, e),
+        Err(e) => return error_page(&state, e, raw_after(&uri, "/ui/")),
     };
     let served = match serve_lookup(&state, &lookup, None).await {
         Ok(served) => served,
-        Err(e) => return error_page(&state, e),
+        Err(e) => return error_page(&state, e, lookup.uri_r.as_str()),
     };
     let agg = &served.view.aggregate;
     let (status, problem) = match check_found(agg) {

@@ -45,9 +45,21 @@ pub static ADMIN_JS: LazyLock<Asset> = LazyLock::new(|| {
     )
 });
 
+/// The site's icon (a clock face), also served as `/favicon.ico` for clients that ask there.
+pub static ICON: LazyLock<Asset> = LazyLock::new(|| {
+    Asset::new(
+        "icon",
+        "svg",
+        "image/svg+xml",
+        include_bytes!("../../templates/assets/icon.svg"),
+    )
+});
+
 /// The embedded file served under `name`, if any.
 pub fn named(name: &str) -> Option<&'static Asset> {
-    [&*STYLE, &*ADMIN_JS].into_iter().find(|a| a.name == name)
+    [&*STYLE, &*ADMIN_JS, &*ICON]
+        .into_iter()
+        .find(|a| a.name == name)
 }
 
 /// A 64-bit FNV-1a: stable across builds and restarts, unlike std's seeded hasher.

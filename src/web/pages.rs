@@ -17,6 +17,8 @@ pub struct Layout {
     pub style: String,
     pub script: Option<String>,
     pub version: &'static str,
+    /// The site icon's URL (the embedded SVG).
+    pub icon: String,
     /// Whether the header links to `/ui/admin`: not on a listener the admin API is not on
     /// (`[admin] listen` set), where the page could only say it is elsewhere.
     pub admin_link: bool,
@@ -29,6 +31,7 @@ impl Layout {
             style: STYLE.url(),
             script: None,
             version: env!("CARGO_PKG_VERSION"),
+            icon: super::assets::ICON.url(),
             admin_link: true,
         }
     }
@@ -264,6 +267,9 @@ pub struct ErrorPage {
     pub layout: Layout,
     pub heading: String,
     pub reason: String,
+    /// What was typed in the search box, kept there so it can be corrected rather than typed
+    /// again.
+    pub asked: String,
 }
 
 pub fn error(e: &AppError) -> ErrorPage {
@@ -277,6 +283,7 @@ pub fn error(e: &AppError) -> ErrorPage {
         layout: Layout::new(heading.clone()),
         heading,
         reason: e.reason(),
+        asked: String::new(),
     }
 }
 

@@ -283,10 +283,12 @@ async fn a_uri_r_no_archive_holds_is_a_404_page_that_says_so() {
         let tab = open(browser, &format!("{base}/ui/http://nothing.example/"));
         js(
             &tab,
-            "[document.getElementById('problem').textContent, document.querySelectorAll('svg g.year').length, document.querySelector('tr.outcome').dataset.status]",
+            "[document.getElementById('problem').textContent, document.querySelectorAll('svg g.year').length, document.querySelector('tr.outcome').dataset.status, !!document.getElementById('link-timegate')]",
         )
     })
     .await;
+    // No memento, so no TimeGate link that could only fail.
+    assert_eq!(page[3], false, "{page}");
     assert!(
         page[0]
             .as_str()
@@ -316,6 +318,11 @@ async fn the_search_box_refuses_what_is_not_a_web_address_and_the_lookup_is_rate
     assert_eq!(r.headers()["content-type"], "text/html; charset=utf-8");
     let body = r.text().await.expect("body");
     assert!(body.contains("<h1>400 Bad Request</h1>"), "{body}");
+    // What was typed stays in the box, to be corrected (escaped, as every value on a page).
+    assert!(
+        body.contains(r#"value="javascript:alert(1)""#),
+        "the search box lost what was typed: {body}"
+    );
     let r = get("/ui?url=").await.expect("empty search");
     assert_eq!(r.status(), 303);
     assert_eq!(r.headers()["location"], "/");
@@ -611,5 +618,39 @@ async fn the_header_links_to_the_admin_page_where_the_admin_api_is() {
         home.contains("<a href=\"/ui/admin\">Administration</a>"),
         "{home}"
     );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn every_page_has_an_icon_and_favicon_ico_answers() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
+        .await
+        .expect("archive");
+    let proxy = start_proxy(config_for(&[("a", &a)])).await;
+    let home = client()
+        .get(format!("{}/", proxy.base))
+        .send()
+        .await
+        .expect("home")
+        .text()
+        .await
+        .expect("body");
+    let icon = home
+        .split(r#"<link rel="icon" href=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no icon link in {home}"))
+        .to_owned();
+    for path in [icon.as_str(), "/favicon.ico"] {
+        let r = client()
+            .get(format!("{}{path}", proxy.base))
+            .send()
+            .await
+            .expect("icon");
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.headers()["content-type"], "image/svg+xml", "{path}");
+        let body = r.text().await.expect("body");
+        assert!(body.starts_with("<svg"), "{path}: {body}");
+    }
     proxy.stop().await;
 }
