@@ -82,36 +82,29 @@ fn page(status: StatusCode, template: &impl Template, mut h: HeaderMap) -> Respo
 }
 
 /// `GET /ui/assets/{name}`: an embedded file by its hashed name; any other name is our 404.
+/// The name changes with the content, so the content under a name never does: kept a year.
 async fn asset(Path(name): Path<String>) -> Result<Response, AppError> {
     let found = assets::named(&name).ok_or(AppError::NoSuchRoute)?;
-    let mut response = found.body.into_response();
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(found.content_type),
-    );
-    // The name changes with the content, so the content under a name never does.
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=31536000, immutable"),
-    );
-    security_headers(h);
-    Ok(response)
+    Ok(embedded(found, "public, max-age=31536000, immutable"))
 }
 
 /// `GET /favicon.ico`: the site icon, for clients that ask there before reading the page's
 /// `<link rel="icon">` (the same SVG; a name that never changes, so kept a day, not a year).
 async fn favicon() -> Response {
-    let icon = &*assets::ICON;
-    let mut response = icon.body.into_response();
+    embedded(&assets::ICON, "public, max-age=86400")
+}
+
+/// An embedded file's answer: its type, how long it may be kept, the pages' security headers.
+fn embedded(asset: &'static assets::Asset, cache_control: &'static str) -> Response {
+    let mut response = asset.body.into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(icon.content_type),
+        HeaderValue::from_static(asset.content_type),
     );
     h.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=86400"),
+        HeaderValue::from_static(cache_control),
     );
     security_headers(h);
     response
