@@ -182,9 +182,11 @@ async fn timemap_page(State(state): State<SharedState>, uri: Uri, headers: Heade
 }
 
 async fn admin_public(State(state): State<SharedState>) -> Response {
-    let mut p = pages::admin(state.admin_separate);
-    p.layout.admin_link = !state.admin_separate;
-    page(StatusCode::OK, &p, no_store())
+    page(
+        StatusCode::OK,
+        &pages::admin(state.admin_separate),
+        no_store(),
+    )
 }
 
 async fn admin_here() -> Response {

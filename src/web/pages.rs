@@ -257,6 +257,8 @@ pub fn admin(elsewhere: bool) -> Admin {
     if !elsewhere {
         layout.script = Some(ADMIN_JS.url());
     }
+    // A page saying the admin API is elsewhere is on a listener without it.
+    layout.admin_link = !elsewhere;
     Admin { layout, elsewhere }
 }
 
