@@ -600,20 +600,25 @@ async fn with_an_admin_listener_the_admin_page_lives_there() {
     proxy.stop().await;
 }
 
+/// The home page's HTML, fetched plainly (no browser).
+async fn home_page(base: &str) -> String {
+    client()
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .expect("home")
+        .text()
+        .await
+        .expect("body")
+}
+
 #[tokio::test]
 async fn the_header_links_to_the_admin_page_where_the_admin_api_is() {
     let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20010101000000"])))
         .await
         .expect("archive");
     let proxy = start_proxy(config_for(&[("a", &a)])).await;
-    let home = client()
-        .get(format!("{}/", proxy.base))
-        .send()
-        .await
-        .expect("home")
-        .text()
-        .await
-        .expect("body");
+    let home = home_page(&proxy.base).await;
     assert!(
         home.contains("<a href=\"/ui/admin\">Administration</a>"),
         "{home}"
@@ -627,14 +632,7 @@ async fn every_page_has_an_icon_and_favicon_ico_answers() {
         .await
         .expect("archive");
     let proxy = start_proxy(config_for(&[("a", &a)])).await;
-    let home = client()
-        .get(format!("{}/", proxy.base))
-        .send()
-        .await
-        .expect("home")
-        .text()
-        .await
-        .expect("body");
+    let home = home_page(&proxy.base).await;
     let icon = home
         .split(r#"<link rel="icon" href=""#)
         .nth(1)
