@@ -129,7 +129,7 @@ async fn with_lines(
     progress: Arc<Progress>,
     limits: Limits,
 ) -> Result<tmproxy_sampling::engine::RunSummary, String> {
-    let every = std::env::var("TMPROXY_PROGRESS_SECS")
+    let every = std::env::var(crate::config::PROGRESS_SECS_ENV)
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0)

@@ -202,7 +202,10 @@ fn token_from_file(path: &str, token_too: bool) -> Result<String, String> {
 
 /// `TMPROXY_*` variables read besides the overrides: the config file's name and `tmproxy
 /// sample`'s progress interval.
-pub const OTHER_VARIABLES: &[&str] = &[CONFIG_ENV, "TMPROXY_PROGRESS_SECS"];
+pub const OTHER_VARIABLES: &[&str] = &[CONFIG_ENV, PROGRESS_SECS_ENV];
+
+/// How often `tmproxy sample` prints its progress when stderr is not a terminal, in seconds.
+pub const PROGRESS_SECS_ENV: &str = "TMPROXY_PROGRESS_SECS";
 
 /// Environment variable naming the config file.
 pub const CONFIG_ENV: &str = "TMPROXY_CONFIG";

@@ -22,7 +22,9 @@ mod validate;
 mod values;
 
 pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
-pub use env::{check_variable_names, CONFIG_ENV, ENV_OVERRIDES, OTHER_VARIABLES};
+pub use env::{
+    check_variable_names, CONFIG_ENV, ENV_OVERRIDES, OTHER_VARIABLES, PROGRESS_SECS_ENV,
+};
 pub use error::{ConfigError, BUILTIN_ORIGIN};
 pub use fields::{CACHE_MATCHES, CACHE_POLICIES};
 pub use http_url::HttpUrl;
