@@ -38,6 +38,10 @@ async fn stalled_proxy_clients_and_a_gzip_bomb_stay_within_the_budget() {
         .map(|(id, a)| archive_config(id, &a.url("/arch/timemap/link/"), &a.url("/arch/timegate/")))
         .collect();
     config.upstream.max_buffered = MAX_BUFFERED;
+    // What is measured is what stalled answers hold, not how fast a loaded machine serves 200
+    // of them: a fetch given up at the default 10 s would hand its bytes back mid-watch.
+    config.upstream.timeout = Duration::from_secs(60);
+    config.upstream.deadline = Duration::from_secs(90);
     config.cache.path = dir.path().join("cache").display().to_string();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, toml::to_string(&config).expect("toml")).expect("config");
