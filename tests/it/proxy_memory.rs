@@ -1,5 +1,5 @@
 //! The real binary's memory under `/memento/proxy` abuse, read from `/proc/<pid>/status`: 200
-//! clients that ask for a 3 MiB memento and never read keep it within `max_buffered` plus a
+//! clients that ask for a 12 MiB memento and never read keep it within `max_buffered` plus a
 //! margin over its idle RSS (the budget gauge never past `max_buffered`, those past it a 503),
 //! and a 1 GiB gzip bomb is a 502 that leaves no trace in it.
 
@@ -16,6 +16,13 @@ const MAX_BUFFERED: u64 = 32 * MIB;
 /// What the process may hold over its idle RSS besides `max_buffered`: sockets' and pools'
 /// own buffers, the connections' tasks, allocator slack.
 const MARGIN: u64 = 128 * MIB;
+/// The memento: larger than anything the kernel buffers for one loopback connection (the
+/// server's send buffer grows to `tcp_wmem`'s 4 MiB, the stalled client's receive buffer is
+/// pinned small), so a client that does not read leaves the answer unfinished, holding its
+/// charge. A body the kernel could swallow whole ends the answer and hands the charge back.
+const MEMENTO: u64 = 12 * MIB;
+/// The stalled clients' receive buffer: set before connecting, so autotuning leaves it there.
+const STALLED_RCVBUF: u32 = 16 * 1024;
 
 fn rss(pid: u32) -> u64 {
     rss_kib(pid).expect("VmRSS of the server") * 1024
@@ -25,7 +32,7 @@ fn rss(pid: u32) -> u64 {
 async fn stalled_proxy_clients_and_a_gzip_bomb_stay_within_the_budget() {
     let listing: Listing =
         Arc::new(|addr, uri_r| vec![format!("http://{addr}/arch/web/20010101000000/{uri_r}")]);
-    let big = MementoArchive::start(listing.clone(), MementoBody::plain(3 * MIB as usize))
+    let big = MementoArchive::start(listing.clone(), MementoBody::plain(MEMENTO as usize))
         .await
         .expect("archive");
     let bomb = MementoArchive::start(listing, MementoBody::coded(gzip_bomb(1 << 30), "gzip"))
@@ -38,6 +45,7 @@ async fn stalled_proxy_clients_and_a_gzip_bomb_stay_within_the_budget() {
         .map(|(id, a)| archive_config(id, &a.url("/arch/timemap/link/"), &a.url("/arch/timegate/")))
         .collect();
     config.upstream.max_buffered = MAX_BUFFERED;
+    config.server.memento_proxy_max_bytes = 2 * MEMENTO;
     // What is measured is what stalled answers hold, not how fast a loaded machine serves 200
     // of them: a fetch given up at the default 10 s would hand its bytes back mid-watch.
     config.upstream.timeout = Duration::from_secs(60);
@@ -58,14 +66,19 @@ async fn stalled_proxy_clients_and_a_gzip_bomb_stay_within_the_budget() {
         .await
         .expect("warm");
     assert_eq!(warm.status(), 200);
-    assert_eq!(warm.bytes().await.expect("body").len() as u64, 3 * MIB);
+    assert_eq!(warm.bytes().await.expect("body").len() as u64, MEMENTO);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle = rss(pid);
 
     let addr = base.trim_start_matches("http://").to_string();
     let mut stalled = Vec::new();
     for i in 0..200 {
-        let mut s = tokio::net::TcpStream::connect(&addr)
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .set_recv_buffer_size(STALLED_RCVBUF)
+            .expect("SO_RCVBUF");
+        let mut s = socket
+            .connect(addr.parse().expect("server address"))
             .await
             .expect("connect");
         let req = format!(
