@@ -44,7 +44,7 @@ impl ObservationLog {
                     mementos: c.mementos.len(),
                 })
                 .collect(),
-            // Archive by archive, each oldest first (one per datetime, as the fan-out keeps them).
+            // Archive by archive, each oldest first (each memento once, as the fan-out keeps them).
             mementos: fetch
                 .archives
                 .iter()

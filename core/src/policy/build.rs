@@ -4,9 +4,10 @@
 use super::case::ChangeCase;
 use super::config::Policy;
 use super::entry::{Entry, HistoryItem, ENTRY_FORMAT_VERSION};
-use super::names::Action;
+use super::names::{Action, Match};
 use super::tally::{fetch_keys, same_served_keys};
 use crate::timemap::answer::{Absence, Contribution, Fetch, ListedMemento};
+use crate::timemap::identity::memento_key;
 use crate::timemap::MementoDatetime;
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashSet;
@@ -96,7 +97,7 @@ impl Policy {
                         if r.answer.fallback.is_some() {
                             // A fallback's few mementos are real: added, never a reason to mark
                             // the others absent.
-                            add_new(&mut kept.mementos, &r.mementos);
+                            add_new(&mut kept.mementos, &r.mementos, self.matching);
                         }
                         kept
                     }
@@ -142,16 +143,12 @@ impl Policy {
         fresh: &Contribution,
         now: DateTime<Utc>,
     ) -> Contribution {
-        // Within one archive the loose key is the datetime. A cached memento whose datetime is
-        // listed again is superseded by the fresh one (a new URI-M there is a migration).
-        let listed: FxHashSet<MementoDatetime> =
-            fresh.mementos.iter().map(|m| m.datetime).collect();
+        // A cached memento the fresh listing still covers under the matching in force is
+        // superseded by it: loose, a memento at its datetime (another URI-M there is a
+        // migration); strict, its own URI-M. The others are absent until redaction drops them.
+        let covered = Covered::of(self.matching, &fresh.mementos);
         let mut mementos: Vec<ListedMemento> = fresh.mementos.clone();
-        for m in cached
-            .mementos
-            .iter()
-            .filter(|m| !listed.contains(&m.datetime))
-        {
+        for m in cached.mementos.iter().filter(|m| !covered.covers(m)) {
             let absence = match m.absent.as_deref() {
                 Some(a) => Absence {
                     since: a.since,
@@ -218,12 +215,40 @@ pub(super) fn with_skipped_kept<'a>(cached: &Entry, fresh: &'a Fetch) -> Cow<'a,
     })
 }
 
-/// Adds to `kept` (oldest first, one per datetime) the mementos of `more` at datetimes it lacks.
-fn add_new(kept: &mut Vec<ListedMemento>, more: &[ListedMemento]) {
-    let have: FxHashSet<MementoDatetime> = kept.iter().map(|m| m.datetime).collect();
-    let before = kept.len();
-    kept.extend(more.iter().filter(|m| !have.contains(&m.datetime)).cloned());
-    if kept.len() > before {
+/// The keys of a listing under a matching, to ask whether it covers a memento: the datetime
+/// under loose (the paper's (archive, datetime) within one archive), the URI-M under strict
+/// (as [`crate::timemap::identity`] compares them).
+enum Covered<'a> {
+    Datetimes(FxHashSet<MementoDatetime>),
+    UriMs(FxHashSet<Cow<'a, str>>),
+}
+
+impl<'a> Covered<'a> {
+    fn of(matching: Match, listed: &'a [ListedMemento]) -> Covered<'a> {
+        match matching {
+            Match::Loose => Covered::Datetimes(listed.iter().map(|m| m.datetime).collect()),
+            Match::Strict => Covered::UriMs(listed.iter().map(|m| memento_key(&m.uri_m)).collect()),
+        }
+    }
+
+    fn covers(&self, m: &ListedMemento) -> bool {
+        match self {
+            Covered::Datetimes(d) => d.contains(&m.datetime),
+            Covered::UriMs(u) => u.contains(&memento_key(&m.uri_m)),
+        }
+    }
+}
+
+/// Adds to `kept` (oldest first) the mementos of `more` it does not cover under `matching`.
+fn add_new(kept: &mut Vec<ListedMemento>, more: &[ListedMemento], matching: Match) {
+    let covered = Covered::of(matching, kept);
+    let new: Vec<ListedMemento> = more
+        .iter()
+        .filter(|m| !covered.covers(m))
+        .cloned()
+        .collect();
+    if !new.is_empty() {
+        kept.extend(new);
         kept.sort_by_key(|m| m.datetime);
     }
 }

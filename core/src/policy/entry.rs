@@ -60,7 +60,7 @@ pub struct HistoryItem {
 
 impl Entry {
     /// The TimeMap to serve: every contribution's mementos, the absent-but-not-yet-dropped
-    /// included, through the same merge as a fetch (sorted, one per loose key).
+    /// included, through the same merge as a fetch (sorted, each memento once).
     pub fn timemap(&self) -> TimeMap {
         merge::merge(&self.contributions)
     }

@@ -2,13 +2,15 @@
 
 use super::names::Match;
 use crate::timemap::answer::Fetch;
+use crate::timemap::identity::memento_key;
 use crate::timemap::{MementoDatetime, TimeMap};
 use rustc_hash::{FxBuildHasher, FxHashSet};
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::hash::BuildHasher;
 
 /// (a, m) of a TimeMap under `matching`: a = archives with at least one memento, m = distinct
-/// keys (strict: URI-M; loose: (archive, datetime)). Fetches and entries are counted by the same
+/// keys (strict: URI-M as `timemap::identity` compares them; loose: (archive, datetime)). Fetches and entries are counted by the same
 /// tally over what the archives listed (see [`Fetch::counts`], `Entry::count`).
 pub fn counts(timemap: &TimeMap, matching: Match) -> (usize, usize) {
     tally(
@@ -57,8 +59,8 @@ pub fn tally<'a>(keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)>
             (archives.len(), loose.len())
         }
     };
-    let strict = distinct_by(keys.map(|(_, _, uri_m)| uri_m), |uri_m| {
-        FxBuildHasher.hash_one(uri_m)
+    let strict = distinct_by(keys.map(|(_, _, uri_m)| uri_m), memento_key, |key| {
+        FxBuildHasher.hash_one(key)
     });
     Tally {
         archives,
@@ -74,9 +76,10 @@ pub fn tally<'a>(keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)>
 /// peak RSS whenever it ran as the body finished rendering (BENCHMARKS.md, "A 1,000,000-memento TimeMap").
 fn distinct_by<'a>(
     keys: impl Iterator<Item = &'a str> + Clone,
+    norm: impl Fn(&'a str) -> Cow<'a, str>,
     hash: impl Fn(&str) -> u64,
 ) -> usize {
-    let mut hashes: Vec<u64> = keys.clone().map(&hash).collect();
+    let mut hashes: Vec<u64> = keys.clone().map(|k| hash(&norm(k))).collect();
     hashes.sort_unstable();
     let mut distinct_hashes = 0;
     let mut repeated: Vec<u64> = Vec::new();
@@ -93,9 +96,9 @@ fn distinct_by<'a>(
     // Each repeated value was counted once above; count its distinct strings instead. Keyed
     // SipHash here: URI-Ms come from archives, and keys forged to share an FxHash must not
     // also share this table's probe sequence.
-    let mut exact: HashSet<&str> = HashSet::new();
-    for key in keys {
-        if repeated.binary_search(&hash(key)).is_ok() {
+    let mut exact: HashSet<Cow<str>> = HashSet::new();
+    for key in keys.map(norm) {
+        if repeated.binary_search(&hash(&key)).is_ok() {
             exact.insert(key);
         }
     }
@@ -246,16 +249,16 @@ mod tests {
             let expected = keys.iter().collect::<HashSet<_>>().len();
             for (name, hash) in hashers {
                 assert_eq!(
-                    distinct_by(keys.iter().copied(), hash),
+                    distinct_by(keys.iter().copied(), Cow::Borrowed, hash),
                     expected,
                     "case {case}, hasher {name}: {keys:?}"
                 );
             }
         }
-        assert_eq!(distinct_by(std::iter::empty(), |_| 0), 0);
+        assert_eq!(distinct_by(std::iter::empty(), Cow::Borrowed, |_| 0), 0);
         // Two different URI-Ms under one hash value, each listed twice: two, not one or four.
         let pairs = ["http://a/1", "http://a/2", "http://a/1", "http://a/2"];
-        assert_eq!(distinct_by(pairs.iter().copied(), |_| 0), 2);
+        assert_eq!(distinct_by(pairs.iter().copied(), Cow::Borrowed, |_| 0), 2);
     }
 
     #[test]

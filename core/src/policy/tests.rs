@@ -1020,6 +1020,50 @@ fn strict_matching_sees_a_migration_as_changed_keys() {
     assert_eq!(d.case(), Some(ChangeCase::C1));
 }
 
+#[test]
+fn merge_under_strict_matching_keeps_a_migrated_uri_m_absent_until_redaction() {
+    // Strict: a memento is its URI-M, so the old addresses are no longer listed.
+    let p = Policy {
+        matching: Match::Strict,
+        ..policy(PolicyKind::Merge)
+    };
+    let e = first(&p, vec![ok("ia", 0..2)]);
+    let d = decide_on(&p, &e, 20, vec![migrated(2)]);
+    let c = &stored(&d).contributions[0];
+    assert_eq!(c.mementos.len(), 4, "{:?}", c.mementos);
+    let absent: Vec<&str> = c
+        .mementos
+        .iter()
+        .filter(|m| m.absent.is_some())
+        .map(|m| &*m.uri_m)
+        .collect();
+    assert_eq!(absent, ["http://ia/0", "http://ia/1"]);
+}
+
+#[test]
+fn two_uri_ms_at_one_second_are_two_mementos_and_one_loose_key() {
+    let mut r = ok("ia", 0..3);
+    let mut twin = lm("ia", 1);
+    twin.uri_m = "http://bibalex.example/web/1".into();
+    r.mementos.insert(2, twin);
+    // The same memento spelt with a default port and upper-case host: once.
+    let mut again = lm("ia", 2);
+    again.uri_m = "HTTP://IA:80/2".into();
+    r.mementos.push(again);
+    let p = policy(PolicyKind::Conditional);
+    let e = first(&p, vec![r]);
+    assert_eq!(
+        served_uris(&e),
+        [
+            "http://ia/0",
+            "http://ia/1",
+            "http://bibalex.example/web/1",
+            "http://ia/2"
+        ]
+    );
+    assert_eq!((e.loose, e.strict), (3, 4));
+}
+
 // ---- history, worked example, round trip, aggregate ----------------------------------
 
 #[test]

@@ -2,6 +2,7 @@
 //! entry and the served view: its [`ArchiveAnswer`] (status and details) and, with its mementos,
 //! its [`Contribution`].
 
+use super::identity::first_of_each;
 use super::model::{LinkMemento, MementoDatetime};
 use super::prefix;
 use chrono::{DateTime, Utc};
@@ -149,7 +150,7 @@ impl From<LinkMemento> for ListedMemento {
 }
 
 /// One archive's part of a fetch, and of the entry the cache keeps: what it answered and the
-/// mementos it listed, oldest first, one per datetime.
+/// mementos it listed, oldest first, each once ([`super::identity`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(from = "StoredContribution")]
 pub struct Contribution {
@@ -178,23 +179,28 @@ pub struct LastError {
 }
 
 impl Contribution {
-    /// What an archive listed in a fan-out at `fetched_at`, sorted oldest first with one memento
-    /// per datetime (the first it listed), as the merge would keep them: archives repeat a
-    /// memento as `first memento` and `memento`, and the cache must not count it twice.
+    /// What an archive listed in a fan-out at `fetched_at`, sorted oldest first with each
+    /// memento once (the first spelling of its URI-M listed, [`super::identity`]), as the merge
+    /// would keep them: archives repeat a memento as `first memento` and `memento`, and the
+    /// cache must not count it twice. Distinct URI-Ms at one datetime all stay.
     pub fn listed(
         archive: &str,
         answer: ArchiveAnswer,
         fetched_at: DateTime<Utc>,
         mut mementos: Vec<LinkMemento>,
     ) -> Contribution {
-        // Stable: among equal datetimes the first listed stays first, and dedup keeps it.
+        // Stable: among equal datetimes the listed order stays, so the first spelling is kept.
         mementos.sort_by_key(|m| m.datetime);
-        mementos.dedup_by_key(|m| m.datetime);
+        let keep = first_of_each(mementos.iter().map(|m| &*m.uri_m));
         Contribution {
             archive: archive.to_owned(),
             answer,
             fetched_at,
-            mementos: mementos.into_iter().map(ListedMemento::from).collect(),
+            mementos: mementos
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(m, keep)| keep.then(|| ListedMemento::from(m)))
+                .collect(),
             last_error: None,
         }
     }
@@ -445,7 +451,7 @@ mod tests {
     }
 
     #[test]
-    fn a_listed_contribution_is_sorted_with_the_first_of_each_datetime_kept() {
+    fn a_listed_contribution_is_sorted_with_each_memento_once() {
         let at = parse_14digit("20240101000000").expect("ts");
         let answer = ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None);
         let c = Contribution::listed(
@@ -456,10 +462,12 @@ mod tests {
                 lm("http://ia/b", "20050101000000"),
                 lm("http://ia/first", "20010101000000"),
                 lm("http://ia/again", "20010101000000"),
+                lm("http://IA:80/first", "20010101000000"),
             ],
         );
         let got: Vec<&str> = c.mementos.iter().map(|m| &*m.uri_m).collect();
-        assert_eq!(got, ["http://ia/first", "http://ia/b"]);
+        // One second's two URI-Ms are two mementos; the repeated one is listed once.
+        assert_eq!(got, ["http://ia/first", "http://ia/again", "http://ia/b"]);
     }
 
     #[test]

@@ -1,19 +1,19 @@
 //! The aggregate of several archives' TimeMaps, and the closest-memento choice on it.
 
 use super::answer::Contribution;
+use super::identity::first_of_each;
 use super::model::{Memento, MementoDatetime, TimeMap};
 use std::sync::Arc;
 
-/// The union of the contributions, sorted oldest first, ties in archive order, with repeated
-/// loose keys (archive, datetime) and exact duplicates across archives (same URI-M, same
-/// datetime) removed: the first seen wins.
+/// The union of the contributions, sorted oldest first, ties in archive order, each memento
+/// once: listed again (by its archive or another) under an equal URI-M ([`super::identity`]),
+/// only its first place stays, in that order.
 ///
 /// MemGator and pywb list duplicates (an archive often lists a memento as both `first memento`
-/// and `memento`); a client counting mementos would be misled, so we keep one per loose key
-/// (a fetch's contributions are already deduplicated so; a stored one may not be sorted).
-/// Two archives can also list the very same URI-M (a mirror, or an aggregator configured as an
-/// archive): it is one memento, listed once under the first archive. Distinct URI-Ms at one
-/// datetime all stay.
+/// and `memento`); a client counting mementos would be misled. Two archives can also list the
+/// very same URI-M (a mirror, or an aggregator configured as an archive): it is one memento,
+/// listed once under the first archive. Distinct URI-Ms at one datetime all stay, whichever
+/// archive listed them: an aggregator's TimeMap holds several archives' captures of one second.
 /// Sorting is O(n log n) whatever the input order, so newest-first TimeMaps cost the same.
 /// The contributions are kept (they are the cache entry), so each URI-M served is copied once.
 pub fn merge(contributions: &[Contribution]) -> TimeMap {
@@ -30,24 +30,11 @@ pub fn merge(contributions: &[Contribution]) -> TimeMap {
     let uri_m = |&(_, rank, pos): &(MementoDatetime, u32, u32)| {
         &*contributions[rank as usize].mementos[pos as usize].uri_m
     };
-    // Only entries of one datetime can share a loose key or be exact duplicates, and a datetime
-    // rarely has more than a few (one per archive), so comparing within its run is cheap. An
-    // exact duplicate goes first, so an archive whose first entry at a datetime repeats another
-    // archive's URI-M still contributes its own distinct one there.
-    let mut run_start = 0;
-    let mut kept: Vec<(MementoDatetime, u32, u32)> = Vec::with_capacity(order.len());
-    for key in order {
-        if kept.get(run_start).is_some_and(|k| k.0 != key.0) {
-            run_start = kept.len();
-        }
-        let repeated = kept[run_start..]
-            .iter()
-            .any(|k| k.1 == key.1 || uri_m(k) == uri_m(&key));
-        if !repeated {
-            kept.push(key);
-        }
-    }
-    let order = kept;
+    let keep = first_of_each(order.iter().map(uri_m));
+    let order = order
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(k, keep)| keep.then_some(k));
 
     // One shared id per archive: a large TimeMap repeats it on every memento.
     let ids: Vec<Arc<str>> = contributions
@@ -170,7 +157,8 @@ mod tests {
             lm("http://ia/2009", "20091027204954"),
             lm("http://ia/2000", "20000620180259"),
             lm("http://ia/2000", "20000620180259"), // exact duplicate
-            lm("http://ia/2000b", "20000620180259"), // same loose key, other URI-M
+            lm("http://ia/2000b", "20000620180259"), // same second, other URI-M: kept
+            lm("HTTP://IA:80/2000", "20000620180259"), // the first URI-M, spelt otherwise
         ];
         let pt = vec![
             lm("http://pt/2005", "20050101000000"),
@@ -178,11 +166,12 @@ mod tests {
         ];
         let merged = merge(&[contribution("ia", ia), contribution("arquivo", pt)]);
         let got: Vec<&str> = merged.mementos.iter().map(|m| &*m.uri_m).collect();
-        // Ties (2009) in archive order: ia before arquivo. First seen wins a loose key.
+        // Ties (2009) in archive order: ia before arquivo; one second's URI-Ms in listed order.
         assert_eq!(
             got,
             [
                 "http://ia/2000",
+                "http://ia/2000b",
                 "http://pt/2005",
                 "http://ia/2009",
                 "http://pt/2009"
@@ -203,7 +192,7 @@ mod tests {
             lm(shared, "20100101000000"),
             // Same datetime, another URI-M: a distinct memento, kept.
             lm("http://pt/2010", "20100101000000"),
-            // Same URI-M at another datetime: not an exact duplicate, kept.
+            // The same URI-M at another datetime: the same memento, listed once at its first.
             lm(shared, "20120101000000"),
         ];
         let merged = merge(&[contribution("ia", ia), contribution("pt", pt)]);
@@ -218,9 +207,8 @@ mod tests {
                 ("ia", shared),
                 ("pt", "http://pt/2010"),
                 ("ia", "http://ia/2011"),
-                ("pt", shared),
             ],
-            "the shared URI-M once, pt's own 2010 memento and its 2012 one kept"
+            "the shared URI-M once, pt's own 2010 memento kept"
         );
     }
 

@@ -3,6 +3,7 @@
 pub mod aggregate;
 pub mod answer;
 pub mod datetime;
+pub mod identity;
 pub mod merge;
 pub mod model;
 pub mod parse;

@@ -47,7 +47,7 @@ pub struct Memento {
     pub archive: ArchiveId,
 }
 
-/// An aggregated TimeMap: mementos sorted oldest first, one per loose key (archive, datetime).
+/// An aggregated TimeMap: mementos sorted oldest first, each once ([`super::identity`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TimeMap {
     pub mementos: Vec<Memento>,

@@ -1,0 +1,167 @@
+//! What makes two listed mementos one: equal URI-Ms, once scheme and host case and a default
+//! port are set aside. Nothing else: two different URI-Ms at the same second are two mementos,
+//! within one archive's TimeMap and across archives alike (docs/api.md, "Distinct
+//! mementos").
+//!
+//! Why not the datetime: archives with one-second datetimes list distinct captures at one
+//! second (an aggregator's TimeMap does so whenever two archives captured the same second), and
+//! a client following the TimeMap must reach every one of them. Why these normalisations and no
+//! more: they name the same resource by RFC 3986 §6.2.2–6.2.3, while path, query and percent
+//! spellings are the archive's own and may address different captures.
+
+use rustc_hash::FxBuildHasher;
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::hash::BuildHasher;
+
+/// The form of `uri_m` two mementos are compared by: scheme and host lower-cased, `:80` after
+/// an http host and `:443` after an https one dropped. Borrowed when `uri_m` is already so
+/// (nearly always), so comparing costs no allocation.
+pub fn memento_key(uri_m: &str) -> Cow<'_, str> {
+    let Some(colon) = uri_m.find("://") else {
+        return Cow::Borrowed(uri_m);
+    };
+    let scheme = &uri_m[..colon];
+    let after = colon + 3;
+    let authority_end = uri_m[after..]
+        .find(['/', '?', '#'])
+        .map_or(uri_m.len(), |i| after + i);
+    let authority = &uri_m[after..authority_end];
+    // Userinfo is the archive's own spelling; only what follows it is the host.
+    let host_start = authority.rfind('@').map_or(0, |i| i + 1);
+    let host_port = &authority[host_start..];
+    // A bracketed IPv6 literal holds colons of its own: the port follows its `]`.
+    let port_at = match host_port.rfind(']') {
+        Some(close) => host_port[close..].find(':').map(|i| close + i),
+        None => host_port.rfind(':'),
+    };
+    let (host, port) = match port_at {
+        Some(i) => (&host_port[..i], Some(&host_port[i + 1..])),
+        None => (host_port, None),
+    };
+    let default_port = match port {
+        Some(p) if scheme.eq_ignore_ascii_case("http") => p == "80",
+        Some(p) if scheme.eq_ignore_ascii_case("https") => p == "443",
+        _ => false,
+    };
+    let lower = |s: &str| !s.bytes().any(|b| b.is_ascii_uppercase());
+    if !default_port && lower(scheme) && lower(host) {
+        return Cow::Borrowed(uri_m);
+    }
+    let mut key = String::with_capacity(uri_m.len());
+    key.push_str(&scheme.to_ascii_lowercase());
+    key.push_str("://");
+    key.push_str(&authority[..host_start]);
+    key.push_str(&host.to_ascii_lowercase());
+    if let (Some(p), false) = (port, default_port) {
+        key.push(':');
+        key.push_str(p);
+    }
+    key.push_str(&uri_m[authority_end..]);
+    Cow::Owned(key)
+}
+
+/// Whether each of `uri_ms` is the first of its memento (by [`memento_key`]): the flags to keep.
+/// In 16 bytes a URI-M: their keys' 64-bit hashes are sorted with their positions, and only
+/// positions whose hash repeats (the same memento listed twice, or a collision) have their keys
+/// put in a set. A set of every key would cost its strings' size again.
+pub fn first_of_each<'a>(uri_ms: impl Iterator<Item = &'a str> + Clone) -> Vec<bool> {
+    first_of_each_by(uri_ms, |key| FxBuildHasher.hash_one(key))
+}
+
+/// [`first_of_each`] with the keys hashed by `hash`.
+fn first_of_each_by<'a>(
+    uri_ms: impl Iterator<Item = &'a str> + Clone,
+    hash: impl Fn(&str) -> u64,
+) -> Vec<bool> {
+    let mut hashed: Vec<(u64, u32)> = uri_ms
+        .clone()
+        .enumerate()
+        .map(|(i, u)| (hash(&memento_key(u)), i as u32))
+        .collect();
+    let mut keep = vec![true; hashed.len()];
+    hashed.sort_unstable();
+    if !hashed.windows(2).any(|w| w[0].0 == w[1].0) {
+        return keep;
+    }
+    let all: Vec<&str> = uri_ms.collect();
+    // Keyed SipHash within a run: URI-Ms come from archives, and keys forged to share an
+    // FxHash must not make the comparison quadratic.
+    let mut seen: HashSet<Cow<str>> = HashSet::new();
+    for run in hashed.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+        seen.clear();
+        // Positions ascend within a run: the earliest of a memento is inserted first.
+        for &(_, at) in run {
+            if !seen.insert(memento_key(all[at as usize])) {
+                keep[at as usize] = false;
+            }
+        }
+    }
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheme_and_host_case_and_a_default_port_are_set_aside() {
+        let same = [
+            (
+                "http://web.archive.org/web/1/x",
+                "HTTP://Web.Archive.org:80/web/1/x",
+            ),
+            ("https://a.example/p", "https://A.EXAMPLE:443/p"),
+            ("http://[::1]/p", "http://[::1]:80/p"),
+            ("http://u@h.example/p", "http://u@H.example:80/p"),
+        ];
+        for (a, b) in same {
+            assert_eq!(memento_key(a), memento_key(b), "{a} and {b}");
+        }
+        let different = [
+            ("http://h.example/Path", "http://h.example/path"),
+            ("http://h.example:8080/p", "http://h.example/p"),
+            ("https://h.example:80/p", "https://h.example/p"),
+            ("http://h.example/p", "https://h.example/p"),
+            ("http://U@h.example/p", "http://u@h.example/p"),
+            ("http://h.example/p?a=1", "http://h.example/p?A=1"),
+        ];
+        for (a, b) in different {
+            assert_ne!(memento_key(a), memento_key(b), "{a} and {b}");
+        }
+        assert!(matches!(
+            memento_key("http://h.example/P"),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(memento_key("not a url"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_first_of_each_memento_is_kept_wherever_the_repeats_are() {
+        let uris = [
+            "http://ia.example/web/19990125093238/http://a.com/",
+            "http://bibalex.example:80/web/19990125093238/http://a.com/",
+            "http://IA.example:80/web/19990125093238/http://a.com/",
+            "http://ia.example/web/20000101000000/http://a.com/",
+            "http://bibalex.example/web/19990125093238/http://a.com/",
+            "http://ia.example/web/19990125093238/http://a.com/",
+        ];
+        let keep = first_of_each(uris.iter().copied());
+        assert_eq!(keep, [true, true, false, true, false, false]);
+        assert!(first_of_each(std::iter::empty()).is_empty());
+        assert_eq!(first_of_each(["x"].into_iter()), [true]);
+    }
+
+    #[test]
+    fn keys_whose_hashes_collide_are_compared_as_strings() {
+        let uris = [
+            "http://h/1",
+            "http://h/2",
+            "HTTP://h/1",
+            "http://h/3",
+            "http://h/2",
+        ];
+        let keep = first_of_each_by(uris.iter().copied(), |_| 7);
+        assert_eq!(keep, [true, true, false, true, false]);
+    }
+}
