@@ -252,17 +252,19 @@ impl AppError {
     }
 }
 
-/// `X-Memento-Archives: ia=ok;n=12, arquivo=timeout;n=0`: each archive's outcome in one header,
-/// so a client reading only headers can still tell what is missing. An archive whose few
-/// mementos came from a fallback says so: `ia=error;n=2;fallback=timegate`; one routing did
-/// not ask says why: `pt=skipped;n=0;detail=routing`.
+/// `X-Memento-Archives: ia=ok;n=12;dup=0, arquivo=timeout;n=0;dup=0`: each archive's outcome in
+/// one header, so a client reading only headers can still tell what is missing. `n` counts the
+/// served mementos credited to it, `dup` those it listed that are served as another archive's
+/// (the same URI-M, credited where it is listed first). An archive whose few mementos came from a fallback says so:
+/// `ia=error;n=2;dup=0;fallback=timegate`; one routing did not ask says why:
+/// `pt=skipped;n=0;dup=0;detail=routing`.
 pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
     let text = agg
         .outcomes
         .iter()
         .map(|o| {
             let status = o.answer.status.as_str();
-            let mut part = format!("{}={status};n={}", o.id, o.mementos);
+            let mut part = format!("{}={status};n={};dup={}", o.id, o.mementos, o.duplicates);
             if let Some(f) = o.answer.fallback {
                 part.push_str(";fallback=");
                 part.push_str(f.as_str());

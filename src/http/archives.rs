@@ -33,6 +33,11 @@ pub async fn archives(State(state): State<SharedState>) -> JsonBody<Vec<ArchiveR
 }
 
 pub async fn about(State(state): State<SharedState>) -> Response {
-    let text = about_text(&state.public_url, &current(&state), &state.upstream);
+    let text = about_text(
+        &state.public_url,
+        &current(&state),
+        &state.upstream,
+        !state.admin_separate,
+    );
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
 }

@@ -122,19 +122,58 @@ pub fn reports<'a>(
         .collect()
 }
 
+/// Every route a client of this listener can ask, as `/about` lists them: (what, path). The
+/// admin API only where it answers (`admin_here`: not on its own listener).
+fn routes(admin_here: bool) -> Vec<(&'static str, &'static str)> {
+    let mut routes = vec![
+        ("TimeMap:", "/timemap/{FORMAT}/{URI-R}"),
+        ("", "/timemap/{FORMAT}/{N}/{URI-R}  (page N)"),
+        ("TimeGate:", "/timegate/{URI-R} [Accept-Datetime]"),
+        (
+            "Memento:",
+            "/memento/{DATETIME}/{URI-R}  (302 to the closest)",
+        ),
+        (
+            "",
+            "/memento/{FORMAT}/{DATETIME}/{URI-R}  (the closest and its neighbours)",
+        ),
+        (
+            "",
+            "/memento/proxy/{DATETIME}/{URI-R}  (the closest memento's bytes)",
+        ),
+        (
+            "",
+            "/api/{FORMAT}/{DATETIME}/{URI-R}, /api/proxy/{DATETIME}/{URI-R}  (as /memento/)",
+        ),
+        ("Archives:", "/archives"),
+        ("About:", "/about"),
+        ("Health:", "/healthz"),
+        ("Web page:", "/, /ui?url={URI-R}, /ui/{URI-R}"),
+    ];
+    if admin_here {
+        routes.push(("Admin:", "/admin/...  (with the admin token), /ui/admin"));
+        routes.push(("Metrics:", "/metrics"));
+    }
+    routes
+}
+
 /// MemGator's `/about` sections, in our words: what this is, the endpoints, the archives (with
 /// `(DORMANT)` or `(Consecutive failures: N)` as MemGator marks them), the settings.
-pub fn about_text(base: &str, reports: &[ArchiveReport], upstream: &Upstream) -> String {
+pub fn about_text(
+    base: &str,
+    reports: &[ArchiveReport],
+    upstream: &Upstream,
+    admin_here: bool,
+) -> String {
     let mut t = format!(
         "# tmproxy ({})\n\nA Memento aggregator: one TimeMap from many web archives.\n\n",
         env!("CARGO_PKG_VERSION")
     );
     t.push_str("## API Endpoints\n\n");
-    let _ = writeln!(t, "TimeMap:  {base}/timemap/{{FORMAT}}/{{URI-R}}");
-    let _ = writeln!(t, "TimeGate: {base}/timegate/{{URI-R}} [Accept-Datetime]");
-    let _ = writeln!(t, "Memento:  {base}/memento/{{DATETIME}}/{{URI-R}}");
-    let _ = writeln!(t, "Archives: {base}/archives");
-    let _ = writeln!(t, "Info:     {base}/about\n");
+    for (what, route) in routes(admin_here) {
+        let _ = writeln!(t, "{what:<9} {base}{route}");
+    }
+    t.push('\n');
     t.push_str("  {FORMAT}          => link|json|cdxj\n");
     t.push_str("  {DATETIME}        => YYYY[MM[DD[hh[mm[ss]]]]]\n");
     t.push_str("  [Accept-Datetime] => Header in RFC1123 format\n\n");

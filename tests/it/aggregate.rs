@@ -72,7 +72,7 @@ async fn link_format_lists_each_memento_once_with_first_and_last() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "application/link-format");
     assert_eq!(resp.headers()["x-memento-count"], "2");
-    assert_eq!(resp.headers()["x-memento-archives"], "a=ok;n=2");
+    assert_eq!(resp.headers()["x-memento-archives"], "a=ok;n=2;dup=0");
     let body = resp.text().await.expect("body");
     let parsed = tmproxy::timemap::parse::parse_link_format(&body, &proxy.base);
     assert_eq!(parsed.mementos.len(), 2, "{body}");
@@ -483,7 +483,7 @@ async fn no_memento_anywhere_is_404_and_no_answer_is_502_or_504() {
     assert_eq!(resp.status(), 404);
     assert_eq!(
         resp.headers()["x-memento-archives"],
-        "missing=not_found;n=0, empty=empty;n=0"
+        "missing=not_found;n=0;dup=0, empty=empty;n=0;dup=0"
     );
     let text = resp.text().await.expect("body");
     assert!(

@@ -374,7 +374,7 @@ async fn a_failing_timemap_falls_back_to_the_timegate() {
     assert_eq!(header("x-memento-partial"), "gate");
     assert_eq!(
         header("x-memento-archives"),
-        "gate=error;n=3;fallback=timegate"
+        "gate=error;n=3;dup=0;fallback=timegate"
     );
     let json: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
     assert_eq!(

@@ -102,7 +102,7 @@ async fn chosen_archives_restrict_the_fan_out_and_never_replace_the_entry() {
     let r = get(&proxy, &format!("{tm_json}?archives=b"), &[]).await;
     assert_eq!((r.status, r.cache.as_str()), (200, "HIT"));
     assert_eq!(r.archives, ["b"]);
-    assert_eq!(r.headers["x-memento-archives"], "b=ok;n=1");
+    assert_eq!(r.headers["x-memento-archives"], "b=ok;n=1;dup=0");
     let r = get(&proxy, &tm_json, &[("prefer", "archives=\"a b\"")]).await;
     assert_eq!(r.archives, ["a", "b", "a"]);
     assert_eq!(r.headers["preference-applied"], "archives=\"a b\"");

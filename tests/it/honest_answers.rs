@@ -69,9 +69,10 @@ async fn the_same_uri_m_from_two_archives_is_one_memento() {
         .expect("GET");
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-memento-count"], "4");
+    // b's listing of the shared URI-M is a's: not b's n, its dup.
     assert_eq!(
         r.headers()["x-memento-archives"],
-        "a=ok;n=2, b=ok;n=1, c=ok;n=1"
+        "a=ok;n=2;dup=0, b=ok;n=1;dup=1, c=ok;n=1;dup=0"
     );
     let body = r.text().await.expect("body");
     assert_eq!(body.matches(shared).count(), 1, "{body}");
@@ -169,7 +170,10 @@ async fn a_kept_archive_is_not_partial_and_its_failure_is_its_last_error() {
             "{expected}: b's mementos are all served: {:?}",
             r.headers().get("x-memento-partial")
         );
-        assert_eq!(r.headers()["x-memento-archives"], "a=ok;n=2, b=ok;n=2");
+        assert_eq!(
+            r.headers()["x-memento-archives"],
+            "a=ok;n=2;dup=0, b=ok;n=2;dup=0"
+        );
         let json: serde_json::Value =
             serde_json::from_str(&r.text().await.expect("body")).expect("json");
         let b_out = outcome(&json, "b");

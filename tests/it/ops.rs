@@ -273,6 +273,24 @@ async fn logs_metrics_and_archives_say_which_archive_fails_and_why() {
         about.contains(&format!("TimeMap:  {base}/timemap/")),
         "{about}"
     );
+    // Every route, as MemGator's /about lists its own: the memento formats and proxy too.
+    for route in [
+        "/timemap/{FORMAT}/{N}/{URI-R}",
+        "/timegate/{URI-R}",
+        "/memento/{DATETIME}/{URI-R}",
+        "/memento/{FORMAT}/{DATETIME}/{URI-R}",
+        "/memento/proxy/{DATETIME}/{URI-R}",
+        "/api/{FORMAT}/{DATETIME}/{URI-R}",
+        "/archives",
+        "/healthz",
+        "/admin/",
+        "/metrics",
+    ] {
+        assert!(
+            about.contains(&format!("{base}{route}")),
+            "{route}: {about}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

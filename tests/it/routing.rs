@@ -186,11 +186,14 @@ async fn a_domain_one_archive_holds_stops_being_asked_of_the_others_after_min_ev
         let uk = outcome(&json, "uk");
         if i < 3 {
             assert_eq!(uk["status"], "not_found", "miss {i}: still learning");
-            assert!(header.contains("uk=not_found;n=0"), "{header}");
+            assert!(header.contains("uk=not_found;n=0;dup=0"), "{header}");
         } else {
             assert_eq!(uk["status"], "skipped", "miss {i}: {json}");
             assert_eq!(uk["detail"], "routing");
-            assert!(header.contains("uk=skipped;n=0;detail=routing"), "{header}");
+            assert!(
+                header.contains("uk=skipped;n=0;dup=0;detail=routing"),
+                "{header}"
+            );
         }
         // pt holds the domain and ia is always asked.
         assert_eq!(outcome(&json, "pt")["status"], "ok");

@@ -3,7 +3,7 @@
 
 use super::answer::{ArchiveAnswer, ArchiveStatus, Contribution, LastError};
 use super::datetime::format_rfc3339;
-use super::merge::merge;
+use super::merge::merge_counting;
 use super::model::{MementoDatetime, TimeMap};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -17,6 +17,8 @@ pub struct ArchiveOutcome {
     pub answer: ArchiveAnswer,
     /// Mementos of the served TimeMap that are this archive's.
     pub mementos: usize,
+    /// Mementos it listed that are served as another's, listed by an archive before it.
+    pub duplicates: usize,
     /// When the answer above (and the mementos it gave) came.
     pub fetched_at: MementoDatetime,
     /// A later ask that failed while this answer is still served.
@@ -112,17 +114,19 @@ impl Aggregate {
         fetched_at: MementoDatetime,
         contributions: &[Contribution],
     ) -> Aggregate {
-        let mut timemap = merge(contributions);
+        let (mut timemap, duplicates) = merge_counting(contributions);
         timemap
             .mementos
             .retain(|m| crate::uri_text::is_servable_uri_m(&m.uri_m));
         let per_archive = timemap.count_by_archive();
         let outcomes = contributions
             .iter()
-            .map(|c| ArchiveOutcome {
+            .zip(duplicates)
+            .map(|(c, duplicates)| ArchiveOutcome {
                 id: c.archive.clone(),
                 answer: c.answer.clone(),
                 mementos: per_archive.get(c.archive.as_str()).copied().unwrap_or(0),
+                duplicates,
                 fetched_at: c.fetched_at,
                 last_error: c.last_error.clone(),
             })

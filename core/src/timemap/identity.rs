@@ -11,7 +11,8 @@
 
 use rustc_hash::FxBuildHasher;
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 /// The form of `uri_m` two mementos are compared by: scheme and host lower-cased, `:80` after
@@ -62,42 +63,50 @@ pub fn memento_key(uri_m: &str) -> Cow<'_, str> {
 }
 
 /// Whether each of `uri_ms` is the first of its memento (by [`memento_key`]): the flags to keep.
-/// In 16 bytes a URI-M: their keys' 64-bit hashes are sorted with their positions, and only
-/// positions whose hash repeats (the same memento listed twice, or a collision) have their keys
-/// put in a set. A set of every key would cost its strings' size again.
 pub fn first_of_each<'a>(uri_ms: impl Iterator<Item = &'a str> + Clone) -> Vec<bool> {
-    first_of_each_by(uri_ms, |key| FxBuildHasher.hash_one(key))
+    firsts(uri_ms).into_iter().map(|f| f.is_none()).collect()
 }
 
-/// [`first_of_each`] with the keys hashed by `hash`.
-fn first_of_each_by<'a>(
+/// For each of `uri_ms`, None when it is the first of its memento (by [`memento_key`]), else
+/// the position of that first. In 16 bytes a URI-M: their keys' 64-bit hashes are sorted with
+/// their positions, and only positions whose hash repeats (the same memento listed twice, or a
+/// collision) have their keys put in a map. A map of every key would cost its strings again.
+pub fn firsts<'a>(uri_ms: impl Iterator<Item = &'a str> + Clone) -> Vec<Option<u32>> {
+    firsts_by(uri_ms, |key| FxBuildHasher.hash_one(key))
+}
+
+/// [`firsts`] with the keys hashed by `hash`.
+fn firsts_by<'a>(
     uri_ms: impl Iterator<Item = &'a str> + Clone,
     hash: impl Fn(&str) -> u64,
-) -> Vec<bool> {
+) -> Vec<Option<u32>> {
     let mut hashed: Vec<(u64, u32)> = uri_ms
         .clone()
         .enumerate()
         .map(|(i, u)| (hash(&memento_key(u)), i as u32))
         .collect();
-    let mut keep = vec![true; hashed.len()];
+    let mut first = vec![None; hashed.len()];
     hashed.sort_unstable();
     if !hashed.windows(2).any(|w| w[0].0 == w[1].0) {
-        return keep;
+        return first;
     }
     let all: Vec<&str> = uri_ms.collect();
     // Keyed SipHash within a run: URI-Ms come from archives, and keys forged to share an
     // FxHash must not make the comparison quadratic.
-    let mut seen: HashSet<Cow<str>> = HashSet::new();
+    let mut seen: HashMap<Cow<str>, u32> = HashMap::new();
     for run in hashed.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
         seen.clear();
-        // Positions ascend within a run: the earliest of a memento is inserted first.
+        // Positions ascend within a run: the earliest of a memento is met first.
         for &(_, at) in run {
-            if !seen.insert(memento_key(all[at as usize])) {
-                keep[at as usize] = false;
+            match seen.entry(memento_key(all[at as usize])) {
+                Entry::Occupied(e) => first[at as usize] = Some(*e.get()),
+                Entry::Vacant(e) => {
+                    e.insert(at);
+                }
             }
         }
     }
-    keep
+    first
 }
 
 #[cfg(test)]
@@ -161,7 +170,7 @@ mod tests {
             "http://h/3",
             "http://h/2",
         ];
-        let keep = first_of_each_by(uris.iter().copied(), |_| 7);
-        assert_eq!(keep, [true, true, false, true, false]);
+        let got = firsts_by(uris.iter().copied(), |_| 7);
+        assert_eq!(got, [None, None, Some(0), None, Some(1)]);
     }
 }

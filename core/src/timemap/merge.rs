@@ -1,8 +1,9 @@
 //! The aggregate of several archives' TimeMaps, and the closest-memento choice on it.
 
 use super::answer::Contribution;
-use super::identity::first_of_each;
+use super::identity::firsts;
 use super::model::{Memento, MementoDatetime, TimeMap};
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 /// The union of the contributions, sorted oldest first, ties in archive order, each memento
@@ -12,11 +13,18 @@ use std::sync::Arc;
 /// MemGator and pywb list duplicates (an archive often lists a memento as both `first memento`
 /// and `memento`); a client counting mementos would be misled. Two archives can also list the
 /// very same URI-M (a mirror, or an aggregator configured as an archive): it is one memento,
-/// listed once under the first archive. Distinct URI-Ms at one datetime all stay, whichever
+/// listed once, where it is listed first. Distinct URI-Ms at one datetime all stay, whichever
 /// archive listed them: an aggregator's TimeMap holds several archives' captures of one second.
 /// Sorting is O(n log n) whatever the input order, so newest-first TimeMaps cost the same.
 /// The contributions are kept (they are the cache entry), so each URI-M served is copied once.
 pub fn merge(contributions: &[Contribution]) -> TimeMap {
+    merge_counting(contributions).0
+}
+
+/// [`merge`], and for each contribution how many of its mementos are left out because another
+/// archive's listing of them comes first (earlier datetime, then configured order; an
+/// archive's own repeats are not counted): what `X-Memento-Archives` calls `dup`.
+pub fn merge_counting(contributions: &[Contribution]) -> (TimeMap, Vec<usize>) {
     let total: usize = contributions.iter().map(|c| c.mementos.len()).sum();
     // (datetime, archive rank, position within the archive): sorting by this tuple gives the
     // datetime order, ties in archive order, and keeps each archive's own order stable.
@@ -30,11 +38,23 @@ pub fn merge(contributions: &[Contribution]) -> TimeMap {
     let uri_m = |&(_, rank, pos): &(MementoDatetime, u32, u32)| {
         &*contributions[rank as usize].mementos[pos as usize].uri_m
     };
-    let keep = first_of_each(order.iter().map(uri_m));
+    let firsts = firsts(order.iter().map(uri_m));
+    let mut duplicates = vec![0; contributions.len()];
+    // (archive rank, position of the first): an archive listing another's memento twice has
+    // one duplicate, not two.
+    let mut counted: FxHashSet<(u32, u32)> = FxHashSet::default();
+    for (k, first) in order.iter().zip(&firsts) {
+        if let Some(f) = *first {
+            let by = order[f as usize].1;
+            if by != k.1 && counted.insert((k.1, f)) {
+                duplicates[k.1 as usize] += 1;
+            }
+        }
+    }
     let order = order
         .into_iter()
-        .zip(keep)
-        .filter_map(|(k, keep)| keep.then_some(k));
+        .zip(firsts)
+        .filter_map(|(k, first)| first.is_none().then_some(k));
 
     // One shared id per archive: a large TimeMap repeats it on every memento.
     let ids: Vec<Arc<str>> = contributions
@@ -51,7 +71,7 @@ pub fn merge(contributions: &[Contribution]) -> TimeMap {
             archive: ids[rank as usize].clone(),
         })
         .collect();
-    TimeMap { mementos }
+    (TimeMap { mementos }, duplicates)
 }
 
 /// The neighbourhood of the memento closest to a requested datetime, as a TimeGate answers it.
@@ -195,7 +215,10 @@ mod tests {
             // The same URI-M at another datetime: the same memento, listed once at its first.
             lm(shared, "20120101000000"),
         ];
-        let merged = merge(&[contribution("ia", ia), contribution("pt", pt)]);
+        let (merged, duplicates) =
+            merge_counting(&[contribution("ia", ia), contribution("pt", pt)]);
+        // pt lists ia's memento twice (at two datetimes): one duplicate.
+        assert_eq!(duplicates, [0, 1]);
         let got: Vec<(&str, &str)> = merged
             .mementos
             .iter()

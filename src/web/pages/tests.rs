@@ -17,6 +17,7 @@ fn outcome(id: &str, status: ArchiveStatus, detail: Option<&str>, n: usize) -> A
         id: id.to_string(),
         answer: ArchiveAnswer::failed(status, Some(200), detail.map(str::to_string)),
         mementos: n,
+        duplicates: 0,
         fetched_at: parse_14digit("20260101").expect("timestamp"),
         last_error: None,
     }

@@ -45,7 +45,7 @@ fn write_cdxj(
     let range = page.map_or(0..all.len(), Page::range);
     let ms = &all[range.clone()];
     let mut out = String::with_capacity(CHUNK + 4096);
-    out.push_str("!context [\"http://tools.ietf.org/html/rfc7089\"]\n");
+    out.push_str("!context [\"https://oduwsdl.github.io/contexts/memento\"]\n");
     let _ = writeln!(
         out,
         "!id {{\"uri\": {}}}",

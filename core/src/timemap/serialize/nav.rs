@@ -146,7 +146,7 @@ fn closest_cdxj(agg: &Aggregate, links: &SelfLinks, c: &Closest) -> String {
     let ms = &agg.timemap.mementos;
     let json = |s: &str| crate::json_text::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
     let mut out = String::with_capacity(1024);
-    out.push_str("!context [\"http://tools.ietf.org/html/rfc7089\"]\n");
+    out.push_str("!context [\"https://oduwsdl.github.io/contexts/memento\"]\n");
     super::cdxj::write_keys_and_meta(&mut out, agg, links);
     for (i, words) in relations(c) {
         let m = &ms[i];

@@ -31,6 +31,7 @@ pub(super) fn agg(entries: &[(&str, &str)]) -> Aggregate {
                 ..ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None)
             },
             mementos: entries.len(),
+            duplicates: 0,
             fetched_at: parse_14digit("20261122").expect("ts"),
             last_error: None,
         }],
@@ -177,7 +178,7 @@ fn cdxj_lines_are_keyed_by_14_digits() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "!context [\"http://tools.ietf.org/html/rfc7089\"]"
+        "!context [\"https://oduwsdl.github.io/contexts/memento\"]"
     );
     assert!(lines[1].starts_with("!id {\"uri\": \"http://proxy.test/timemap/cdxj/"));
     assert_eq!(lines[2], "!keys [\"memento_datetime_YYYYMMDDhhmmss\"]");
