@@ -238,6 +238,7 @@ async fn memory(args: &[String]) {
         let view = cached.view(&tmproxy::http::view::ViewContext {
             public_url: "http://127.0.0.1:7089".to_string(),
             page_size: tmproxy::config::Config::default().server.page_size,
+            credits: Default::default(),
         });
         for f in TimeMapFormat::all() {
             let _ = view.rendered(f);

@@ -112,6 +112,7 @@ pub async fn build_with_lookup(
     let view_context = crate::view::ViewContext {
         public_url: public_url.clone(),
         page_size: config.server.page_size,
+        credits: Arc::new(crate::upstream::registry::credits(config)),
     };
     let renderings = match (&store, config.cache.renderings_capacity) {
         (Some(_), capacity) if capacity > 0 => Some(

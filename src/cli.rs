@@ -243,7 +243,8 @@ pub async fn timemap(
     let fetch = upstream
         .fetch(uri_r.as_str(), config.upstream.deadline)
         .await;
-    let agg = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
+    let credits = crate::upstream::registry::credits(&config);
+    let agg = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives, &credits);
     for o in &agg.outcomes {
         tracing::info!(archive = %o.id, status = o.answer.status.as_str(), mementos = o.mementos, detail = o.answer.detail.as_deref().unwrap_or(""), "archive answered");
     }

@@ -262,6 +262,8 @@ pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
     let text = agg
         .outcomes
         .iter()
+        // The configured archives; those credited with an aggregator's mementos are in its n.
+        .filter(|o| o.via.is_none())
         .map(|o| {
             let status = o.answer.status.as_str();
             let mut part = format!("{}={status};n={};dup={}", o.id, o.mementos, o.duplicates);

@@ -6,6 +6,7 @@ use crate::cache::entry::Entry;
 use crate::cache::service::ServedView;
 use crate::encoding::Coding;
 use crate::timemap::aggregate::{Aggregate, Verdict};
+use crate::timemap::credit::Credits;
 use crate::timemap::datetime::format_rfc1123;
 use crate::timemap::serialize::{Page, PageError, Pages, SelfLinks, TimeMapFormat};
 use axum::http::{HeaderMap, HeaderValue};
@@ -59,15 +60,21 @@ pub struct Rendered {
     pub link_header: Option<HeaderValue>,
 }
 
-/// What every view's links are written with: the public base URL and `[server] page_size`.
+/// What every view's links are written with: the public base URL and `[server] page_size`;
+/// and whose mementos an aggregator's are.
 #[derive(Debug, Clone)]
 pub struct ViewContext {
     pub public_url: String,
     pub page_size: usize,
+    pub credits: Arc<Credits>,
 }
 
 impl ServedView for View {
     type Context = ViewContext;
+
+    fn credits(context: &ViewContext) -> &Credits {
+        &context.credits
+    }
 
     fn build(aggregate: Aggregate, context: &ViewContext) -> View {
         let links =

@@ -6,6 +6,7 @@
 use super::entry::Entry;
 use super::store::Cacheable;
 use crate::timemap::aggregate::Aggregate;
+use crate::timemap::credit::Credits;
 use crate::timemap::serialize::TimeMapFormat;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -18,6 +19,8 @@ pub trait ServedView: Send + Sync + fmt::Debug + Sized + 'static {
     /// What building a view needs besides the aggregate (the routes: the public base URL).
     type Context: Send + Sync + 'static;
     fn build(aggregate: Aggregate, context: &Self::Context) -> Self;
+    /// Whose mementos an aggregator's are, for the aggregates built to be served.
+    fn credits(context: &Self::Context) -> &Credits;
     fn aggregate(&self) -> &Aggregate;
     /// Does ahead of the answer what serving `format` needs (seconds for millions of
     /// mementos, so a huge entry's is done on the blocking pool, not in the handler).
@@ -72,7 +75,10 @@ impl<V: ServedView> CachedTimeMap<V> {
     /// The view to serve, built from the entry the first time it is needed.
     pub fn view(&self, context: &V::Context) -> Arc<V> {
         self.view
-            .get_or_init(|| Arc::new(V::build(aggregate_of(&self.entry), context)))
+            .get_or_init(|| {
+                let aggregate = aggregate_of(&self.entry, V::credits(context));
+                Arc::new(V::build(aggregate, context))
+            })
             .clone()
     }
 
@@ -110,6 +116,11 @@ impl<V: ServedView> Cacheable for CachedTimeMap<V> {
 }
 
 /// The aggregate a stored entry stands for: its TimeMap and each archive's recorded answer.
-pub fn aggregate_of(entry: &Entry) -> Aggregate {
-    Aggregate::of(&entry.uri_r, entry.fetched_at, &entry.contributions)
+pub fn aggregate_of(entry: &Entry, credits: &Credits) -> Aggregate {
+    Aggregate::of(
+        &entry.uri_r,
+        entry.fetched_at,
+        &entry.contributions,
+        credits,
+    )
 }

@@ -14,7 +14,8 @@ pub struct ArchiveConfig {
     /// Empty in the file means "same as id".
     #[serde(default)]
     pub name: String,
-    /// How its mementos are listed: a link-format TimeMap (`timemap`) or a CDX API (`cdx`).
+    /// How its mementos are listed: a link-format TimeMap (`timemap`), a CDX API (`cdx`), or
+    /// another aggregator's link-format TimeMap (`aggregator`).
     #[serde(default, skip_serializing_if = "ArchiveKind::is_timemap")]
     pub kind: ArchiveKind,
     /// TimeMap URL prefix; the URI-R is appended verbatim. Required for `kind = "timemap"`
@@ -78,6 +79,9 @@ pub enum ArchiveKind {
     Timemap,
     /// Asked through its CDX API at `cdx`; URI-Ms are built from `replay`.
     Cdx,
+    /// Another aggregator (MemGator, a Time Travel-shaped service, another tmproxy), asked
+    /// like `timemap`; each memento it lists is credited to the archive whose host it is on.
+    Aggregator,
 }
 
 impl ArchiveKind {

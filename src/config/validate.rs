@@ -255,7 +255,9 @@ impl Config {
             // Each URL was checked as it was read; which of the two listings an archive needs
             // is its kind's to say.
             let (listing, other) = match a.kind {
-                ArchiveKind::Timemap => (("timemap", &a.timemap), ("cdx", &a.cdx)),
+                ArchiveKind::Timemap | ArchiveKind::Aggregator => {
+                    (("timemap", &a.timemap), ("cdx", &a.cdx))
+                }
                 ArchiveKind::Cdx => (("cdx", &a.cdx), ("timemap", &a.timemap)),
             };
             if listing.1.is_none() {
@@ -273,7 +275,9 @@ impl Config {
                     return fail(&key("replay"), MISSING_REPLAY.into());
                 }
                 ArchiveKind::Cdx => {}
-                ArchiveKind::Timemap if a.replay.is_some() || a.dialect != CdxDialect::Auto => {
+                ArchiveKind::Timemap | ArchiveKind::Aggregator
+                    if a.replay.is_some() || a.dialect != CdxDialect::Auto =>
+                {
                     let field = if a.replay.is_none() {
                         "dialect"
                     } else {
@@ -284,7 +288,7 @@ impl Config {
                         "is only for kind = \"cdx\" archives: remove it".into(),
                     );
                 }
-                ArchiveKind::Timemap => {}
+                ArchiveKind::Timemap | ArchiveKind::Aggregator => {}
             }
             if a.timeout.is_some_and(|t| t.is_zero()) {
                 return fail(&key("timeout"), "must be greater than 0".into());
@@ -309,6 +313,7 @@ fn kind_name(kind: ArchiveKind) -> &'static str {
     match kind {
         ArchiveKind::Timemap => "timemap",
         ArchiveKind::Cdx => "cdx",
+        ArchiveKind::Aggregator => "aggregator",
     }
 }
 

@@ -1,6 +1,7 @@
 //! The configured archives and their health: an archive that keeps failing is left alone a while.
 
 use crate::config::{ArchiveConfig, ArchiveKind, Config, HttpUrl};
+use crate::timemap::credit::Credits;
 use crate::timemap::model::ArchiveId;
 use crate::uri_text::{encoded_dot_segment_in, resolve_uri_r_path};
 use chrono::{DateTime, Utc};
@@ -9,6 +10,31 @@ use std::time::Duration;
 use tmproxy_core::cdx::replay::Replay;
 use tmproxy_core::cdx::Dialect;
 use url::Url;
+
+/// Whose mementos an aggregator's are: the `kind = "aggregator"` archives, and every other
+/// configured archive's memento hosts (enabled or not: a host names its archive either way).
+pub fn credits(config: &Config) -> Credits {
+    let aggregators = config
+        .archives
+        .iter()
+        .filter(|a| a.enabled && a.kind == ArchiveKind::Aggregator)
+        .map(|a| a.id.as_str());
+    let direct: Vec<(Vec<Url>, &str)> = config
+        .archives
+        .iter()
+        .filter(|a| a.kind != ArchiveKind::Aggregator)
+        .map(|a| {
+            (
+                Archive::from_config(config, a).memento_urls(),
+                a.id.as_str(),
+            )
+        })
+        .collect();
+    let hosts = direct
+        .iter()
+        .flat_map(|(urls, id)| urls.iter().map(move |u| (u.as_str(), *id)));
+    Credits::new(aggregators, hosts)
+}
 
 /// One enabled archive, as the fan-out uses it.
 #[derive(Debug, Clone)]

@@ -139,6 +139,7 @@ mod tests {
         ViewContext {
             public_url: "http://proxy.test".into(),
             page_size: 100,
+            credits: Default::default(),
         }
     }
 

@@ -208,7 +208,10 @@ pub fn timemap(agg: &Aggregate, cache: CacheStatus, problem: Option<String>) -> 
             .outcomes
             .iter()
             .map(|o| OutcomeRow {
-                id: o.id.clone(),
+                id: match &o.via {
+                    Some(via) => format!("{} (via {via})", o.id),
+                    None => o.id.clone(),
+                },
                 status: o.answer.status.as_str(),
                 http: o
                     .answer

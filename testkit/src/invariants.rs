@@ -18,6 +18,7 @@ use tmproxy::sampling::index::{self, IndexLine};
 use tmproxy::sampling::surt;
 use tmproxy::timemap::aggregate::Aggregate;
 use tmproxy::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution};
+use tmproxy::timemap::credit::Credits;
 use tmproxy::timemap::datetime::{
     format_14digit, format_rfc1123, format_rfc3339, parse_14digit, parse_rfc1123,
 };
@@ -91,6 +92,7 @@ fn round_trip(mementos: Vec<LinkMemento>) {
         URI_R,
         at,
         &[Contribution::listed("fuzz", answer, at, mementos)],
+        Credits::none(),
     );
     let links = SelfLinks::new(PUBLIC_URL, URI_R);
     let want: Vec<(&str, MementoDatetime)> = agg

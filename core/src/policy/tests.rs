@@ -1126,7 +1126,12 @@ fn a_fetch_is_merged_where_it_is_served_with_each_archive_answer_in_order() {
         3,
         vec![ok("ia", [1, 3]), failed("pt", ArchiveStatus::Timeout), uk],
     );
-    let agg = Aggregate::of(&f.uri_r, f.at, &f.archives);
+    let agg = Aggregate::of(
+        &f.uri_r,
+        f.at,
+        &f.archives,
+        crate::timemap::credit::Credits::none(),
+    );
     let got: Vec<&str> = agg.timemap.mementos.iter().map(|m| &*m.uri_m).collect();
     assert_eq!(
         got,
@@ -1258,7 +1263,12 @@ fn a_skipped_archive_that_held_nothing_is_recorded_as_skipped() {
         Some(ArchiveStatus::Skipped),
         "the skip replaces a 404: neither is content"
     );
-    let agg = Aggregate::of(&e.uri_r, e.fetched_at, &e.contributions);
+    let agg = Aggregate::of(
+        &e.uri_r,
+        e.fetched_at,
+        &e.contributions,
+        crate::timemap::credit::Credits::none(),
+    );
     assert_eq!(
         agg.verdict(),
         crate::timemap::aggregate::Verdict::Found { partial: false },
@@ -1271,7 +1281,12 @@ fn a_skipped_archive_that_held_nothing_is_recorded_as_skipped() {
 fn with_every_asked_archive_timed_out_a_skip_leaves_the_answer_a_timeout() {
     use crate::timemap::aggregate::Verdict;
     let f = fetch(0, vec![failed("ia", ArchiveStatus::Timeout), skipped("pt")]);
-    let agg = Aggregate::of(&f.uri_r, f.at, &f.archives);
+    let agg = Aggregate::of(
+        &f.uri_r,
+        f.at,
+        &f.archives,
+        crate::timemap::credit::Credits::none(),
+    );
     assert_eq!(agg.verdict(), Verdict::Unavailable { timed_out: true });
     assert_eq!(
         agg.missing().map(|o| o.id.as_str()).collect::<Vec<_>>(),

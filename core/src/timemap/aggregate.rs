@@ -2,8 +2,9 @@
 //! failures. Built once, from a fetch or a stored entry's contributions, where it is served.
 
 use super::answer::{ArchiveAnswer, ArchiveStatus, Contribution, LastError};
+use super::credit::Credits;
 use super::datetime::format_rfc3339;
-use super::merge::merge_counting;
+use super::merge::merge_with;
 use super::model::{MementoDatetime, TimeMap};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -14,6 +15,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchiveOutcome {
     pub id: String,
+    /// Set on the outcome of an archive credited with mementos an aggregator listed: that
+    /// aggregator. Its answer is the aggregator's; it was not asked itself.
+    pub via: Option<String>,
     pub answer: ArchiveAnswer,
     /// Mementos of the served TimeMap that are this archive's.
     pub mementos: usize,
@@ -25,7 +29,7 @@ pub struct ArchiveOutcome {
     pub last_error: Option<LastError>,
 }
 
-/// As clients read it in `archives[]`: `{id, status, http_status, mementos, elapsed_ms,
+/// As clients read it in `archives[]`: `{id, via?, status, http_status, mementos, elapsed_ms,
 /// detail?, pages, skipped, fallback?, fetched_at, last_error?}`; `fallback` (`"timegate"`)
 /// only when its listing failed and its few mementos came from there (its `status` still says
 /// how the listing failed); `last_error` (`{at, status, http_status?, detail?}`) when a later
@@ -33,8 +37,12 @@ pub struct ArchiveOutcome {
 impl Serialize for ArchiveOutcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let a = &self.answer;
-        let mut s = serializer.serialize_struct("ArchiveOutcome", 11)?;
+        let mut s = serializer.serialize_struct("ArchiveOutcome", 12)?;
         s.serialize_field("id", &self.id)?;
+        match &self.via {
+            Some(via) => s.serialize_field("via", via)?,
+            None => s.skip_field("via")?,
+        }
         s.serialize_field("status", &a.status)?;
         s.serialize_field("http_status", &a.http_status)?;
         s.serialize_field("mementos", &self.mementos)?;
@@ -84,7 +92,8 @@ pub struct Aggregate {
     /// Shared, so the same TimeMap can be served under another spelling of its URI-R (the
     /// cache's canonical keys) without a copy of its mementos: a clone costs the outcomes only.
     pub timemap: Arc<TimeMap>,
-    /// In the configured archive order.
+    /// In the configured archive order, then the archives credited with an aggregator's
+    /// mementos (`via`).
     pub outcomes: Vec<ArchiveOutcome>,
     pub fetched_at: MementoDatetime,
 }
@@ -109,31 +118,44 @@ impl Aggregate {
     /// that is not http(s) or has a control character is left out: parsing refuses those, but an
     /// entry stored before it did may hold one, and it must never be served (not as a
     /// `Location`, not in a TimeMap).
+    /// An aggregator's mementos are credited to the archives whose hosts they are on
+    /// (`credits`): each memento's `archive` says so, and each such archive has an outcome of
+    /// its own after the configured ones, `via` the aggregator, counting them.
     pub fn of(
         uri_r: &str,
         fetched_at: MementoDatetime,
         contributions: &[Contribution],
+        credits: &Credits,
     ) -> Aggregate {
-        let (mut timemap, duplicates) = merge_counting(contributions);
-        timemap
-            .mementos
-            .retain(|m| crate::uri_text::is_servable_uri_m(&m.uri_m));
-        let per_archive = timemap.count_by_archive();
-        let outcomes = contributions
+        let merged = merge_with(contributions, credits, crate::uri_text::is_servable_uri_m);
+        let mut outcomes: Vec<ArchiveOutcome> = contributions
             .iter()
-            .zip(duplicates)
-            .map(|(c, duplicates)| ArchiveOutcome {
+            .zip(merged.kept.iter().zip(&merged.duplicates))
+            .map(|(c, (&kept, &duplicates))| ArchiveOutcome {
                 id: c.archive.clone(),
+                via: None,
                 answer: c.answer.clone(),
-                mementos: per_archive.get(c.archive.as_str()).copied().unwrap_or(0),
+                mementos: kept,
                 duplicates,
                 fetched_at: c.fetched_at,
                 last_error: c.last_error.clone(),
             })
             .collect();
+        for (rank, per) in &merged.credited {
+            let c = &contributions[*rank];
+            outcomes.extend(per.iter().map(|(id, n)| ArchiveOutcome {
+                id: id.to_string(),
+                via: Some(c.archive.clone()),
+                answer: c.answer.clone(),
+                mementos: *n,
+                duplicates: 0,
+                fetched_at: c.fetched_at,
+                last_error: None,
+            }));
+        }
         Aggregate {
             uri_r: uri_r.to_owned(),
-            timemap: Arc::new(timemap),
+            timemap: Arc::new(merged.timemap),
             outcomes,
             fetched_at,
         }
@@ -170,5 +192,98 @@ impl Aggregate {
     /// The archives routing did not ask.
     pub fn skipped(&self) -> impl Iterator<Item = &ArchiveOutcome> {
         self.outcomes.iter().filter(|o| o.answer.status.skipped())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timemap::answer::ListedMemento;
+    use crate::timemap::datetime::parse_14digit;
+
+    fn listed(archive: &str, mementos: &[(&str, &str)]) -> Contribution {
+        Contribution {
+            archive: archive.into(),
+            answer: ArchiveAnswer::failed(ArchiveStatus::Ok, Some(200), None),
+            fetched_at: parse_14digit("20261101").expect("ts"),
+            mementos: mementos
+                .iter()
+                .map(|(u, ts)| ListedMemento {
+                    uri_m: Arc::from(*u),
+                    datetime: parse_14digit(ts).expect("ts"),
+                    absent: None,
+                })
+                .collect(),
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn an_aggregators_mementos_are_credited_by_host_and_counted_via_it() {
+        let ia = "https://web.archive.org/web/19990125093238/http://a.com/";
+        let bibalex = "http://web.archive.bibalex.org:80/web/19990125093238/http://a.com/";
+        let later = "https://web.archive.org/web/20000101000000/http://a.com/";
+        let contributions = [
+            listed("ia", &[(ia, "19990125093238")]),
+            // The aggregator lists ia's memento again (spelt with its default port), another
+            // archive's at the same second, and one ia did not list.
+            listed(
+                "mg",
+                &[
+                    (
+                        "https://web.archive.org:443/web/19990125093238/http://a.com/",
+                        "19990125093238",
+                    ),
+                    (bibalex, "19990125093238"),
+                    (later, "20000101000000"),
+                ],
+            ),
+        ];
+        let credits = Credits::new(["mg"], [("https://web.archive.org/web/", "ia")]);
+        let agg = Aggregate::of(
+            "http://a.com/",
+            contributions[0].fetched_at,
+            &contributions,
+            &credits,
+        );
+        let got: Vec<(&str, &str)> = agg
+            .timemap
+            .mementos
+            .iter()
+            .map(|m| (&*m.archive, &*m.uri_m))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("ia", ia),
+                ("web.archive.bibalex.org", bibalex),
+                ("ia", later)
+            ]
+        );
+        let rows: Vec<(&str, Option<&str>, usize, usize)> = agg
+            .outcomes
+            .iter()
+            .map(|o| (&*o.id, o.via.as_deref(), o.mementos, o.duplicates))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("ia", None, 1, 0),
+                ("mg", None, 2, 1),
+                ("web.archive.bibalex.org", Some("mg"), 1, 0),
+                ("ia", Some("mg"), 1, 0),
+            ]
+        );
+        // Without credits the aggregator's mementos are its own.
+        let plain = Aggregate::of(
+            "http://a.com/",
+            agg.fetched_at,
+            &contributions,
+            Credits::none(),
+        );
+        assert!(plain.timemap.mementos[1..]
+            .iter()
+            .all(|m| &*m.archive == "mg"));
+        assert_eq!(plain.outcomes.len(), 2);
     }
 }

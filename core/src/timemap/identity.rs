@@ -19,32 +19,18 @@ use std::hash::BuildHasher;
 /// an http host and `:443` after an https one dropped. Borrowed when `uri_m` is already so
 /// (nearly always), so comparing costs no allocation.
 pub fn memento_key(uri_m: &str) -> Cow<'_, str> {
-    let Some(colon) = uri_m.find("://") else {
+    let Some(parts) = Parts::of(uri_m) else {
         return Cow::Borrowed(uri_m);
     };
-    let scheme = &uri_m[..colon];
-    let after = colon + 3;
-    let authority_end = uri_m[after..]
-        .find(['/', '?', '#'])
-        .map_or(uri_m.len(), |i| after + i);
-    let authority = &uri_m[after..authority_end];
-    // Userinfo is the archive's own spelling; only what follows it is the host.
-    let host_start = authority.rfind('@').map_or(0, |i| i + 1);
-    let host_port = &authority[host_start..];
-    // A bracketed IPv6 literal holds colons of its own: the port follows its `]`.
-    let port_at = match host_port.rfind(']') {
-        Some(close) => host_port[close..].find(':').map(|i| close + i),
-        None => host_port.rfind(':'),
-    };
-    let (host, port) = match port_at {
-        Some(i) => (&host_port[..i], Some(&host_port[i + 1..])),
-        None => (host_port, None),
-    };
-    let default_port = match port {
-        Some(p) if scheme.eq_ignore_ascii_case("http") => p == "80",
-        Some(p) if scheme.eq_ignore_ascii_case("https") => p == "443",
-        _ => false,
-    };
+    let Parts {
+        scheme,
+        authority,
+        authority_end,
+        host_start,
+        host,
+        port,
+        default_port,
+    } = parts;
     let lower = |s: &str| !s.bytes().any(|b| b.is_ascii_uppercase());
     if !default_port && lower(scheme) && lower(host) {
         return Cow::Borrowed(uri_m);
@@ -60,6 +46,73 @@ pub fn memento_key(uri_m: &str) -> Cow<'_, str> {
     }
     key.push_str(&uri_m[authority_end..]);
     Cow::Owned(key)
+}
+
+/// The site a URI-M is on, as [`memento_key`] compares it: the lower-case host, with its port
+/// unless that is the scheme's default. None without a `scheme://host`.
+pub fn site(uri_m: &str) -> Option<Cow<'_, str>> {
+    let p = Parts::of(uri_m)?;
+    if p.host.is_empty() {
+        return None;
+    }
+    let host = if p.host.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(p.host.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(p.host)
+    };
+    Some(match p.port {
+        Some(port) if !p.default_port => Cow::Owned(format!("{host}:{port}")),
+        _ => host,
+    })
+}
+
+/// A URI-M's pieces the comparison reads.
+struct Parts<'a> {
+    scheme: &'a str,
+    authority: &'a str,
+    authority_end: usize,
+    host_start: usize,
+    host: &'a str,
+    port: Option<&'a str>,
+    default_port: bool,
+}
+
+impl<'a> Parts<'a> {
+    fn of(uri_m: &'a str) -> Option<Parts<'a>> {
+        let colon = uri_m.find("://")?;
+        let scheme = &uri_m[..colon];
+        let after = colon + 3;
+        let authority_end = uri_m[after..]
+            .find(['/', '?', '#'])
+            .map_or(uri_m.len(), |i| after + i);
+        let authority = &uri_m[after..authority_end];
+        // Userinfo is the archive's own spelling; only what follows it is the host.
+        let host_start = authority.rfind('@').map_or(0, |i| i + 1);
+        let host_port = &authority[host_start..];
+        // A bracketed IPv6 literal holds colons of its own: the port follows its `]`.
+        let port_at = match host_port.rfind(']') {
+            Some(close) => host_port[close..].find(':').map(|i| close + i),
+            None => host_port.rfind(':'),
+        };
+        let (host, port) = match port_at {
+            Some(i) => (&host_port[..i], Some(&host_port[i + 1..])),
+            None => (host_port, None),
+        };
+        let default_port = match port {
+            Some(p) if scheme.eq_ignore_ascii_case("http") => p == "80",
+            Some(p) if scheme.eq_ignore_ascii_case("https") => p == "443",
+            _ => false,
+        };
+        Some(Parts {
+            scheme,
+            authority,
+            authority_end,
+            host_start,
+            host,
+            port,
+            default_port,
+        })
+    }
 }
 
 /// Whether each of `uri_ms` is the first of its memento (by [`memento_key`]): the flags to keep.

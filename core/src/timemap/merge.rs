@@ -1,9 +1,11 @@
 //! The aggregate of several archives' TimeMaps, and the closest-memento choice on it.
 
 use super::answer::Contribution;
+use super::credit::Credits;
 use super::identity::firsts;
 use super::model::{Memento, MementoDatetime, TimeMap};
 use rustc_hash::FxHashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The union of the contributions, sorted oldest first, ties in archive order, each memento
@@ -18,20 +20,43 @@ use std::sync::Arc;
 /// Sorting is O(n log n) whatever the input order, so newest-first TimeMaps cost the same.
 /// The contributions are kept (they are the cache entry), so each URI-M served is copied once.
 pub fn merge(contributions: &[Contribution]) -> TimeMap {
-    merge_counting(contributions).0
+    merge_with(contributions, &Credits::default(), |_| true).timemap
 }
 
-/// [`merge`], and for each contribution how many of its mementos are left out because another
-/// archive's listing of them comes first (earlier datetime, then configured order; an
-/// archive's own repeats are not counted): what `X-Memento-Archives` calls `dup`.
-pub fn merge_counting(contributions: &[Contribution]) -> (TimeMap, Vec<usize>) {
+/// An aggregator's contribution (by position) and the archives its kept mementos are credited
+/// to, each with how many, in order of first appearance.
+pub type Credited = (usize, Vec<(Arc<str>, usize)>);
+
+/// A merge and what each contribution came to in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    pub timemap: TimeMap,
+    /// Per contribution: its mementos in the TimeMap.
+    pub kept: Vec<usize>,
+    /// Per contribution: its mementos left out because another archive's listing of them comes
+    /// first (earlier datetime, then configured order; an archive's own repeats are not
+    /// counted): what `X-Memento-Archives` calls `dup`.
+    pub duplicates: Vec<usize>,
+    /// Per aggregator's contribution, whom its kept mementos are credited to.
+    pub credited: Vec<Credited>,
+}
+
+/// [`merge`], each URI-M first passed through `servable` (one that is not is left out), and
+/// an aggregator's mementos ([`Credits`]) credited to the archives whose hosts they are on.
+pub fn merge_with(
+    contributions: &[Contribution],
+    credits: &Credits,
+    servable: impl Fn(&str) -> bool,
+) -> Merged {
     let total: usize = contributions.iter().map(|c| c.mementos.len()).sum();
     // (datetime, archive rank, position within the archive): sorting by this tuple gives the
     // datetime order, ties in archive order, and keeps each archive's own order stable.
     let mut order: Vec<(MementoDatetime, u32, u32)> = Vec::with_capacity(total);
     for (rank, c) in contributions.iter().enumerate() {
         for (pos, m) in c.mementos.iter().enumerate() {
-            order.push((m.datetime, rank as u32, pos as u32));
+            if servable(&m.uri_m) {
+                order.push((m.datetime, rank as u32, pos as u32));
+            }
         }
     }
     order.sort_unstable();
@@ -56,22 +81,69 @@ pub fn merge_counting(contributions: &[Contribution]) -> (TimeMap, Vec<usize>) {
         .zip(firsts)
         .filter_map(|(k, first)| first.is_none().then_some(k));
 
-    // One shared id per archive: a large TimeMap repeats it on every memento.
+    // One shared id per archive, and per credited archive: a large TimeMap repeats it on every
+    // memento.
     let ids: Vec<Arc<str>> = contributions
         .iter()
         .map(|c| Arc::from(c.archive.as_str()))
         .collect();
+    let aggregators: Vec<bool> = contributions
+        .iter()
+        .map(|c| credits.is_aggregator(&c.archive))
+        .collect();
+    let mut interned: HashMap<String, Arc<str>> = HashMap::new();
+    let mut kept = vec![0; contributions.len()];
+    let mut credited: Vec<Credited> = Vec::new();
     let mementos = order
-        .into_iter()
-        .map(|(datetime, rank, pos)| Memento {
-            uri_m: contributions[rank as usize].mementos[pos as usize]
-                .uri_m
-                .clone(),
-            datetime,
-            archive: ids[rank as usize].clone(),
+        .map(|(datetime, rank, pos)| {
+            let (rank, pos) = (rank as usize, pos as usize);
+            kept[rank] += 1;
+            let uri_m = contributions[rank].mementos[pos].uri_m.clone();
+            let archive = if aggregators[rank] {
+                let id = credits.credit(&contributions[rank].archive, &uri_m);
+                let id = match interned.get(id.as_ref()) {
+                    Some(a) => a.clone(),
+                    None => {
+                        let a: Arc<str> = Arc::from(id.as_ref());
+                        interned.insert(id.into_owned(), a.clone());
+                        a
+                    }
+                };
+                tally_credit(&mut credited, rank, &id);
+                id
+            } else {
+                ids[rank].clone()
+            };
+            Memento {
+                uri_m,
+                datetime,
+                archive,
+            }
         })
         .collect();
-    (TimeMap { mementos }, duplicates)
+    Merged {
+        timemap: TimeMap { mementos },
+        kept,
+        duplicates,
+        credited,
+    }
+}
+
+/// Counts one more memento of the aggregator at `rank` credited to `id`.
+fn tally_credit(credited: &mut Vec<Credited>, rank: usize, id: &Arc<str>) {
+    let at = match credited.iter().position(|(r, _)| *r == rank) {
+        Some(at) => at,
+        None => {
+            credited.push((rank, Vec::new()));
+            credited.len() - 1
+        }
+    };
+    let per = &mut credited[at].1;
+    // An aggregator's mementos are on a few dozen hosts at most: a scan is cheaper than a map.
+    match per.iter_mut().find(|(a, _)| Arc::ptr_eq(a, id)) {
+        Some((_, n)) => *n += 1,
+        None => per.push((id.clone(), 1)),
+    }
 }
 
 /// The neighbourhood of the memento closest to a requested datetime, as a TimeGate answers it.
@@ -215,10 +287,15 @@ mod tests {
             // The same URI-M at another datetime: the same memento, listed once at its first.
             lm(shared, "20120101000000"),
         ];
-        let (merged, duplicates) =
-            merge_counting(&[contribution("ia", ia), contribution("pt", pt)]);
+        let all = [contribution("ia", ia), contribution("pt", pt)];
+        let Merged {
+            timemap: merged,
+            kept,
+            duplicates,
+            ..
+        } = merge_with(&all, &Credits::default(), |_| true);
         // pt lists ia's memento twice (at two datetimes): one duplicate.
-        assert_eq!(duplicates, [0, 1]);
+        assert_eq!((kept, duplicates), (vec![2, 1], vec![0, 1]));
         let got: Vec<(&str, &str)> = merged
             .mementos
             .iter()

@@ -2,6 +2,7 @@
 
 pub mod aggregate;
 pub mod answer;
+pub mod credit;
 pub mod datetime;
 pub mod identity;
 pub mod merge;

@@ -7,6 +7,7 @@ use crate::cache::fan_out::{progress, Ask};
 use crate::cache::policy::{Action, Freshness};
 use crate::cache::store::Store;
 use crate::timemap::aggregate::Aggregate;
+use crate::timemap::credit::Credits;
 use crate::timemap::model::MementoDatetime;
 use crate::uri_r::UriR;
 use std::sync::Arc;
@@ -35,7 +36,12 @@ pub fn cached_answer(
 /// The part of `entry` that the archives in `only` contributed, in the entry's order, naming
 /// `uri_r` (the client's spelling); None when one of them has no contribution in it (the entry
 /// cannot tell what that archive holds).
-pub fn restricted(entry: &Entry, uri_r: &str, only: &[String]) -> Option<Aggregate> {
+pub fn restricted(
+    entry: &Entry,
+    uri_r: &str,
+    only: &[String],
+    credits: &Credits,
+) -> Option<Aggregate> {
     if !only
         .iter()
         .all(|id| entry.contributions.iter().any(|c| &c.archive == id))
@@ -48,7 +54,7 @@ pub fn restricted(entry: &Entry, uri_r: &str, only: &[String]) -> Option<Aggrega
         .filter(|c| only.contains(&c.archive))
         .cloned()
         .collect();
-    Some(Aggregate::of(uri_r, entry.fetched_at, &chosen))
+    Some(Aggregate::of(uri_r, entry.fetched_at, &chosen, credits))
 }
 
 impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
@@ -126,7 +132,12 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         only: &[String],
         status: CacheStatus,
     ) -> Option<Served<V>> {
-        let aggregate = restricted(&cached.entry, uri_r, only)?;
+        let aggregate = restricted(
+            &cached.entry,
+            uri_r,
+            only,
+            V::credits(self.context.as_ref()),
+        )?;
         let view = Arc::new(V::build(aggregate, self.context.as_ref()));
         Some(Served::with_view(cached, view, status))
     }
@@ -161,11 +172,18 @@ mod tests {
         }))
         .expect("entry");
         entry.contributions = vec![contribution("ia", "2001"), contribution("pt", "2002")];
-        let agg = restricted(&entry, "e.com", &["pt".to_string()]).expect("pt is in it");
+        let agg =
+            restricted(&entry, "e.com", &["pt".to_string()], Credits::none()).expect("pt is in it");
         assert_eq!(agg.outcomes.len(), 1);
         assert_eq!(agg.uri_r, "e.com", "named as the client spelled it");
         assert_eq!(&*agg.timemap.mementos[0].uri_m, "http://pt/2002");
-        assert!(restricted(&entry, "e.com", &["pt".to_string(), "uk".to_string()]).is_none());
+        assert!(restricted(
+            &entry,
+            "e.com",
+            &["pt".to_string(), "uk".to_string()],
+            Credits::none()
+        )
+        .is_none());
     }
 
     #[test]

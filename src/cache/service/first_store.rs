@@ -39,7 +39,8 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         self.stats.count_miss();
         // The one merge of this miss: the view's TimeMap, which the entry will keep too (its
         // bodies render on demand).
-        let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
+        let context = self.context.as_ref();
+        let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives, V::credits(context));
         let view = Arc::new(V::build(aggregate, self.context.as_ref()));
         // Rendered beside the store, not after it: for millions of mementos each takes seconds.
         // A small one renders in the handler as any answer does.

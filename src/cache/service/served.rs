@@ -76,7 +76,7 @@ impl<V: ServedView> Served<V> {
 
     /// A fetch served as it is (policy `none`, an outage): merged here, where it is served.
     pub(super) fn fresh(fetch: &Fetch, context: &V::Context, status: CacheStatus) -> Served<V> {
-        let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives);
+        let aggregate = Aggregate::of(&fetch.uri_r, fetch.at, &fetch.archives, V::credits(context));
         let at = aggregate.fetched_at;
         Served {
             view: Arc::new(V::build(aggregate, context)),

@@ -9,6 +9,7 @@ use crate::cache::store::{Cacheable, Observed, PutIf, Store, StoreError};
 use crate::clock::SimClock;
 use crate::config::{ArchiveConfig, Config};
 use crate::timemap::aggregate::Aggregate;
+use crate::timemap::credit::Credits;
 use crate::timemap::datetime::parse_14digit;
 use crate::timemap::model::MementoDatetime;
 use crate::timemap::serialize::TimeMapFormat;
@@ -40,6 +41,10 @@ impl ServedView for Plain {
             aggregate,
             prepared: Default::default(),
         }
+    }
+
+    fn credits(_: &()) -> &Credits {
+        Credits::none()
     }
 
     fn aggregate(&self) -> &Aggregate {

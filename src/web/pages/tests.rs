@@ -15,6 +15,7 @@ fn memento(uri_m: &str, ts: &str, archive: &str) -> Memento {
 fn outcome(id: &str, status: ArchiveStatus, detail: Option<&str>, n: usize) -> ArchiveOutcome {
     ArchiveOutcome {
         id: id.to_string(),
+        via: None,
         answer: ArchiveAnswer::failed(status, Some(200), detail.map(str::to_string)),
         mementos: n,
         duplicates: 0,

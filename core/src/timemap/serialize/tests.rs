@@ -25,6 +25,7 @@ pub(super) fn agg(entries: &[(&str, &str)]) -> Aggregate {
         .into(),
         outcomes: vec![ArchiveOutcome {
             id: "ia".into(),
+            via: None,
             answer: ArchiveAnswer {
                 elapsed_ms: 12,
                 pages: 1,
