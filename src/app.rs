@@ -79,6 +79,9 @@ pub async fn build_with_lookup(
         ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
     };
     let public_url = public_url.unwrap_or_else(|| config.public_url());
+    if let Some(why) = crate::upstream::via::archive_at_own_url(config, &public_url) {
+        return Err(why);
+    }
     // Read before the fan-out exists, so it can be handed to it; the file is read off the
     // async threads.
     let routing = {
@@ -91,7 +94,7 @@ pub async fn build_with_lookup(
     };
     crate::routing::Routing::spawn_saver(Arc::downgrade(&routing));
     let upstream = Arc::new(
-        Upstream::new(config, clock.clone(), lookup)
+        Upstream::new(config, &public_url, clock.clone(), lookup)
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
     );
     let policy = policy_of(config)?;

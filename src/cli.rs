@@ -236,6 +236,7 @@ pub async fn timemap(
     let uri_r = UriR::parse(uri_r).map_err(|e| e.to_string())?;
     let upstream = Upstream::new(
         &config,
+        &config.public_url(),
         Arc::new(crate::clock::SystemClock),
         crate::upstream::resolve::system_lookup(),
     )

@@ -65,6 +65,9 @@ pub enum AppError {
     /// enabled archive's, a redirect off the archive's hosts, over the byte cap, an archive
     /// 5xx, its timeout).
     MementoProxy(MementoFailure),
+    /// A request whose `Via` names this tmproxy or an aggregator it asks: answering it would
+    /// go round a loop of aggregators (`upstream::via`).
+    LoopDetected(String),
     /// A bug or an exhausted resource on our side; details go to the log, not the client.
     Internal(String),
 }
@@ -124,6 +127,7 @@ impl AppError {
             AppError::MementoProxy(f) if f.timed_out => StatusCode::GATEWAY_TIMEOUT,
             AppError::MementoProxy(f) if f.over_budget => StatusCode::SERVICE_UNAVAILABLE,
             AppError::MementoProxy(_) => StatusCode::BAD_GATEWAY,
+            AppError::LoopDetected(_) => StatusCode::LOOP_DETECTED,
             AppError::Internal(_) | AppError::Sampling(JobError::Io(_)) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -143,6 +147,7 @@ impl AppError {
                 clip(v)
             ),
             AppError::MementoProxy(f) => format!("memento not proxied: {}", f.reason),
+            AppError::LoopDetected(why) => format!("loop detected: {why}"),
             AppError::UnknownFormat(v) => {
                 format!("unknown TimeMap format {:?}: use link, json or cdxj", clip(v))
             }

@@ -75,9 +75,10 @@ impl FailureKind {
 
     /// A 4xx (400, 414, 451, 429…): the archive refused what was asked. What is asked comes
     /// from a client, so any client can provoke one: it says nothing about whether the archive
-    /// is up.
+    /// is up. So does a 508 Loop Detected: an aggregator refusing to ask us on our own behalf
+    /// (aggregators configured to ask each other), which is the configuration, not an outage.
     pub fn refused_request(self) -> bool {
-        matches!(self, FailureKind::HttpStatus(code) if (400..500).contains(&code))
+        matches!(self, FailureKind::HttpStatus(code) if (400..500).contains(&code) || code == 508)
     }
 
     /// A 429: asked too often. Asking again at once, or another way, only adds to it.

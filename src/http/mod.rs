@@ -14,6 +14,7 @@ mod headers;
 pub(crate) mod json;
 pub(crate) mod log;
 mod lookup;
+mod loops;
 mod memento;
 mod proxy;
 pub(crate) mod rate;

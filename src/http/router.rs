@@ -5,7 +5,7 @@ use super::gate::{Gate, GateLayer};
 use super::state::SharedState;
 use super::trace::traced;
 use super::{
-    admin, archives, choices, client, errors, log, memento, sampling, timegate, timemap, ui,
+    admin, archives, choices, client, errors, log, loops, memento, sampling, timegate, timemap, ui,
 };
 use crate::error::AppError;
 use axum::extract::Request as HttpRequest;
@@ -70,6 +70,10 @@ pub fn router(state: SharedState) -> Router {
         .route("/api/{*rest}", get(memento::api))
         .route_layer(
             ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    loops::refuse_loops,
+                ))
                 .option_layer(limit)
                 .layer(choices::MarkPreferencesLayer)
                 .layer(client::ClientScopeLayer),

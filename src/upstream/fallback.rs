@@ -180,7 +180,15 @@ async fn ask_timegate(link: &ArchiveLink, archive: &Archive, uri_r: &str) -> Res
         .and_then(|d| parse_rfc1123(&d));
     // The body is never read: dropping the answer closes its connection.
     drop(resp);
-    let mut gate = timegate_mementos(&url, location.as_deref(), &link_header, dated, &link.hops);
+    // An aggregator's TimeGate names mementos on other archives' hosts: listed, never fetched
+    // here, so any public host will do.
+    let public = HopRules::public();
+    let rules = if archive.aggregator {
+        &public
+    } else {
+        &link.hops
+    };
+    let mut gate = timegate_mementos(&url, location.as_deref(), &link_header, dated, rules);
     gate.http_status = http_status;
     notes.append(&mut gate.notes);
     gate.notes = notes;

@@ -8,9 +8,10 @@ use super::fetch::{ArchiveFetch, ArchiveLink, FetchLimits};
 use super::ledger::{Ledger, SkipReason, Turn};
 use super::registry::{Archive, Health, Transition};
 use super::resolve::HostLookup;
+use super::via::Loops;
 use crate::cache::fan_out::{progress, Progress};
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{ArchiveKind, Config};
 use crate::timemap::answer::{ArchiveAnswer, Contribution, Fetch};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,7 @@ pub struct Upstream {
     failures_before_dormant: u32,
     dormant_for: Duration,
     clock: Arc<dyn Clock>,
+    loops: Loops,
 }
 
 impl Upstream {
@@ -49,10 +51,17 @@ impl Upstream {
     /// fixed map in tests (there is no DNS there).
     pub fn new(
         config: &Config,
+        public_url: &str,
         clock: Arc<dyn Clock>,
         lookup: HostLookup,
     ) -> Result<Upstream, reqwest::Error> {
         let enabled: Vec<_> = config.archives.iter().filter(|a| a.enabled).collect();
+        let aggregator_urls = enabled
+            .iter()
+            .filter(|a| a.kind == ArchiveKind::Aggregator)
+            .flat_map(|a| a.timemap.iter().chain([&a.timegate]))
+            .map(|u| u.url().as_str());
+        let loops = Loops::new(public_url, aggregator_urls);
         let archives: Vec<Archive> = enabled
             .iter()
             .map(|a| Archive::from_config(config, a))
@@ -67,6 +76,7 @@ impl Upstream {
                     &a.redirect_hosts,
                     config.upstream.connect_timeout,
                     &config.upstream.user_agent,
+                    loops.header(),
                     lookup.clone(),
                 )
             })
@@ -91,7 +101,13 @@ impl Upstream {
             failures_before_dormant: config.upstream.failures_before_dormant,
             dormant_for: config.upstream.dormant_for,
             clock,
+            loops,
         })
+    }
+
+    /// Who we are to the archives, and which requests would make a loop.
+    pub fn loops(&self) -> &Loops {
+        &self.loops
     }
 
     /// The byte budget for archive bodies, for its gauges.

@@ -10,6 +10,7 @@ use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use crate::timemap::parse::parse_link_format;
 use crate::uri_r::clip;
+use reqwest::header::HeaderValue;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,12 +134,13 @@ impl ArchiveLink {
         redirect_hosts: &[RedirectHost],
         connect_timeout: Duration,
         user_agent: &str,
+        via: &HeaderValue,
         lookup: HostLookup,
     ) -> Result<ArchiveLink, reqwest::Error> {
         let hops = HopRules::new(prefixes, redirect_hosts);
         let resolver = GuardedResolver::new(lookup, hops.own_names());
         Ok(ArchiveLink {
-            client: build_client(connect_timeout, user_agent, resolver)?,
+            client: build_client(connect_timeout, user_agent, via, resolver)?,
             hops,
             mementos: HopRules::under(memento_prefixes, redirect_hosts),
         })
@@ -147,15 +149,19 @@ impl ArchiveLink {
 
 /// Builds one archive's client. Each archive has its own, because its resolver applies that
 /// archive's rules (which names may resolve to a private address), and its pooled connections
-/// then serve that archive only.
+/// then serve that archive only. Every request names us in `via` (`super::via`).
 pub fn build_client(
     connect_timeout: Duration,
     user_agent: &str,
+    via: &HeaderValue,
     resolver: GuardedResolver,
 ) -> Result<reqwest::Client, reqwest::Error> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(reqwest::header::VIA, via.clone());
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(user_agent)
+        .default_headers(headers)
         // fetch_page follows redirects itself, each hop checked against the archive's rules.
         .redirect(reqwest::redirect::Policy::none())
         // Straight to the archive: through an HTTP(S)_PROXY the proxy would resolve the name and

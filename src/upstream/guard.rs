@@ -21,6 +21,9 @@ pub struct HopRules {
     extra: Vec<(Host<String>, Option<u16>)>,
     /// Built by [`HopRules::under`]: the refusal names the prefixes, not only the host.
     held_to_paths: bool,
+    /// Built by [`HopRules::public`]: any host, but never a loopback, private or link-local
+    /// address nor `localhost`.
+    anywhere: bool,
 }
 
 impl HopRules {
@@ -60,6 +63,19 @@ impl HopRules {
             own,
             extra,
             held_to_paths,
+            anywhere: false,
+        }
+    }
+
+    /// Rules for URIs listed, not fetched, on an aggregator's word (its TimeGate's `Link`
+    /// header names mementos on every archive's host): any http(s) host but an address of the
+    /// kinds [`forbidden_kind`] names, or `localhost`.
+    pub fn public() -> HopRules {
+        HopRules {
+            own: Vec::new(),
+            extra: Vec::new(),
+            held_to_paths: false,
+            anywhere: true,
         }
     }
 
@@ -87,14 +103,21 @@ impl HopRules {
         let host = host.to_owned();
         let default_port = target.port().is_none();
         let is_own_host = self.own.iter().any(|(h, ..)| *h == host);
-        let allowed = self.own.iter().any(|(h, p, own_default, path)| {
-            *h == host
-                && (*p == port || (*own_default && default_port))
-                && target.path().starts_with(path.as_str())
-        }) || self
-            .extra
-            .iter()
-            .any(|(h, p)| *h == host && p.map_or(default_port, |p| p == port));
+        let local_name = matches!(&host, Host::Domain(d)
+            if d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost"));
+        if self.anywhere && local_name {
+            return refuse("a loopback name");
+        }
+        let allowed = self.anywhere
+            || self.own.iter().any(|(h, p, own_default, path)| {
+                *h == host
+                    && (*p == port || (*own_default && default_port))
+                    && target.path().starts_with(path.as_str())
+            })
+            || self
+                .extra
+                .iter()
+                .any(|(h, p)| *h == host && p.map_or(default_port, |p| p == port));
         if !allowed && self.held_to_paths {
             return refuse(
                 "not under this archive's configured prefixes (list its host in the archive's redirect_hosts if its mementos live elsewhere)",

@@ -48,6 +48,8 @@ pub struct Archive {
     pub timeout: Duration,
     /// Set for a `kind = "cdx"` archive: asked through its CDX API instead of `timemap`.
     pub cdx: Option<CdxSource>,
+    /// `kind = "aggregator"`: lists other archives' mementos.
+    pub aggregator: bool,
 }
 
 /// How a `kind = "cdx"` archive is asked and its URI-Ms made.
@@ -76,6 +78,7 @@ impl Archive {
                 dialect: a.dialect.known(),
                 replay: a.replay.clone(),
             }),
+            aggregator: a.kind == ArchiveKind::Aggregator,
         }
     }
 

@@ -2,6 +2,7 @@
 
 mod against_pywb;
 mod aggregate;
+mod aggregators;
 mod archives_file;
 mod budget;
 mod cache;

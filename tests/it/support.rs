@@ -180,10 +180,22 @@ pub async fn start_proxy_resolving(
     lookup: tmproxy::upstream::resolve::HostLookup,
 ) -> Proxy {
     config.server.listen = "127.0.0.1:0".parse().expect("addr");
-    let cache_dir = own_cache_dir(&mut config);
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .expect("bind 127.0.0.1:0");
+    start_proxy_on(listener, config, clock, lookup).await
+}
+
+/// Starts the proxy for `config` on `listener`, bound already (so that two proxies can be
+/// configured with each other's address before either starts).
+pub async fn start_proxy_on(
+    listener: tokio::net::TcpListener,
+    mut config: Config,
+    clock: tmproxy::app::ClockChoice,
+    lookup: tmproxy::upstream::resolve::HostLookup,
+) -> Proxy {
+    config.server.listen = listener.local_addr().expect("local addr");
+    let cache_dir = own_cache_dir(&mut config);
     let base = format!("http://{}", listener.local_addr().expect("local addr"));
     let (state, router) =
         tmproxy::app::build_with_lookup(&config, Some(base.clone()), clock, lookup)
