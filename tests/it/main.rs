@@ -34,6 +34,7 @@ mod pages;
 mod process_bounds;
 mod proxy_memory;
 mod pywb;
+mod real_answers;
 mod redirects;
 mod redis_server;
 mod replicas;
