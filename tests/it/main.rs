@@ -13,6 +13,7 @@ mod client_addr;
 mod client_steering;
 mod compat;
 mod compressed;
+mod comunica;
 mod connections;
 mod damaged_store;
 mod deploy;
