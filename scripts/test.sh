@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, then runs the whole suite.
 #   bash scripts/test.sh
-# Needs cargo (rustup), python3 (3.11), chromium, redis-server, fiu-utils and a C compiler; run as
-# root on a fresh Debian machine it adds any missing Debian packages itself. Re-runs skip installs
-# that are already done. A test that cannot run (a missing tool or privilege) fails; with
-# TMPROXY_TEST_ALLOW_SKIP=1 it is skipped instead and listed at the end.
+# Needs cargo (rustup), python3 (3.11), node with npm, chromium, redis-server, fiu-utils and a C
+# compiler; run as root on a fresh Debian machine it adds any missing Debian packages itself.
+# Re-runs skip installs that are already done. A test that cannot run (a missing tool or
+# privilege) fails; with TMPROXY_TEST_ALLOW_SKIP=1 it is skipped instead and listed at the end.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,6 +54,9 @@ command -v fiu-run >/dev/null || apt_install fiu-utils
 command -v cc >/dev/null || apt_install gcc libc6-dev
 # tests/it/disk_faults.rs mounts its full disk in a user namespace when not run as root.
 command -v unshare >/dev/null || apt_install util-linux
+# tests/it/comunica.rs runs Comunica's comunica-sparql, a Memento client on Node.js.
+command -v node >/dev/null || apt_install nodejs
+command -v npm >/dev/null || apt_install npm
 
 # --- fast checks first --------------------------------------------------------------------
 log "cargo fmt --check"
@@ -74,6 +77,24 @@ else
     echo "$want" >"$STAMP"
 fi
 export TMPROXY_PYWB_VENV="$VENV"
+
+# --- Node.js Memento clients, pinned by testkit/node/package-lock.json --------------------
+# Same rule as the venv: the stamp is the lockfile's and node's hash, written last, and a
+# change to either reinstalls from scratch. The tests find the client at this fixed path.
+NODE_DIR="$REPO/testkit/node"
+NODE_STAMP="$NODE_DIR/node_modules/.lock.sha256"
+node_want="$( { sha256sum <"$NODE_DIR/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1)"
+if [ -x "$NODE_DIR/node_modules/.bin/comunica-sparql" ] && [ "$(cat "$NODE_STAMP" 2>/dev/null)" = "$node_want" ]; then
+    log "node clients up to date ($NODE_DIR/node_modules)"
+else
+    log "installing $NODE_DIR/package-lock.json with node $(node --version)"
+    rm -rf "$NODE_DIR/node_modules"
+    # No package in the lock needs an install script: none runs.
+    (cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+    # Fail here, not in the test: the engine with its Memento actor loads.
+    (cd "$NODE_DIR" && node -e 'require("@comunica/actor-init-sparql"); require("@comunica/actor-http-memento")')
+    echo "$node_want" >"$NODE_STAMP"
+fi
 
 log "cargo clippy"
 # memsim's `e2e` feature (the server in-process) on, and the pure harness without it.

@@ -14,6 +14,7 @@ mod client_addr;
 mod client_steering;
 mod compat;
 mod compressed;
+mod comunica;
 mod connections;
 mod damaged_store;
 mod deploy;
