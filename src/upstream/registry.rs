@@ -287,6 +287,7 @@ mod tests {
             timegate: timegate.parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
+            aggregator: false,
         }
     }
 
@@ -375,6 +376,7 @@ mod tests {
             timegate: "https://web.archive.org/web/".parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
+            aggregator: false,
         };
         assert_eq!(
             a.timemap_for("http://evil.example@other.host/").as_deref(),

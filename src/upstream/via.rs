@@ -51,7 +51,7 @@ impl Loops {
                     "Via names this tmproxy ({node}): the request went round a loop"
                 ));
             }
-            if self.aggregators.iter().any(|a| *a == node) {
+            if self.aggregators.contains(&node) {
                 return Some(format!(
                     "Via names {node}, an aggregator this tmproxy asks: answering would ask it on its own behalf"
                 ));

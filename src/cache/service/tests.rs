@@ -99,7 +99,13 @@ fn cache_on<S: Store<CachedTimeMap<Plain>> + 'static>(
         ..ArchiveConfig::timemap_default()
     }];
     let clock = Arc::new(SimClock::new(start()));
-    let upstream = Upstream::new(&config, clock.clone(), system_lookup()).expect("upstream");
+    let upstream = Upstream::new(
+        &config,
+        "http://127.0.0.1:7089",
+        clock.clone(),
+        system_lookup(),
+    )
+    .expect("upstream");
     let settings = Settings {
         min_refresh_interval: Duration::from_secs(60),
         canonical: true,
