@@ -46,6 +46,7 @@ recorded_timemaps! {
     memgator_hashtag_whitelivesmatter: "memgator-timemap-twitter.com-hashtag-WhiteLivesMatter.link" for "https://twitter.com/hashtag/WhiteLivesMatter";
     memgator_hashtag_whiteoutwednesday: "memgator-timemap-twitter.com-hashtag-whiteoutwednesday.link" for "https://twitter.com/hashtag/whiteoutwednesday";
     memgator_trump_status_1304769412759724033: "memgator-timemap-twitter.com-realDonaldTrump-status-1304769412759724033.link" for "https://twitter.com/realDonaldTrump/status/1304769412759724033";
+    archivetoday_www_bbc_co_uk: "archivetoday-timemap-www.bbc.co.uk.link" for "https://www.bbc.co.uk/";
 }
 
 /// Two recordings of one URI-R, each from an archive of its own: tmproxy serves their union, a
@@ -72,10 +73,13 @@ async fn ia_megynkelly_both_recordings() {
 /// The recorded CDX answers are IA's plain-text form (what the CDX server sends without
 /// `output=json`). tmproxy's CDX archives ask for `output=json` and read only JSON, so serving
 /// these in its place would test an answer no archive gives it; they are kept, not served.
+/// The one JSON answer is to a prefix query with its own `fl=` columns (no `urlkey`, 37
+/// different URLs): not what tmproxy asks for one URI-R either, so it is kept too.
 const CDX_KEPT: &[&str] = &[
     "ia-cdx-cnn.com.txt",
     "ia-cdx-twitter.com-realDonaldTrump-status-1304769412759724033.txt",
     "ia-cdx-usatoday.com-2000-century-tech.txt",
+    "ia-cdx-json-twitter.com-ScalaCoward-status.json",
 ];
 
 /// Every file in the corpus is described in its README and has a use here (a TimeMap checked, a
