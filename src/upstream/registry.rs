@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tmproxy_core::cdx::replay::Replay;
 use tmproxy_core::cdx::Dialect;
+use tmproxy_core::raw_memento::RawForm;
 use url::Url;
 
 /// One enabled archive, as the fan-out uses it.
@@ -22,6 +23,8 @@ pub struct Archive {
     pub timeout: Duration,
     /// Set for a `kind = "cdx"` archive: asked through its CDX API instead of `timemap`.
     pub cdx: Option<CdxSource>,
+    /// How `/memento/proxy` makes the raw form of its URI-Ms (`raw`).
+    pub raw: RawForm,
 }
 
 /// How a `kind = "cdx"` archive is asked and its URI-Ms made.
@@ -50,6 +53,7 @@ impl Archive {
                 dialect: a.dialect.known(),
                 replay: a.replay.clone(),
             }),
+            raw: a.raw.clone(),
         }
     }
 
@@ -258,6 +262,7 @@ mod tests {
             timegate: timegate.parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
+            raw: RawForm::Id,
         }
     }
 
@@ -346,6 +351,7 @@ mod tests {
             timegate: "https://web.archive.org/web/".parse().expect("a URL"),
             timeout: Duration::from_secs(1),
             cdx: None,
+            raw: RawForm::Id,
         };
         assert_eq!(
             a.timemap_for("http://evil.example@other.host/").as_deref(),

@@ -33,6 +33,7 @@ mod pages;
 mod process_bounds;
 mod proxy_memory;
 mod pywb;
+mod raw_proxy;
 mod redirects;
 mod redis_server;
 mod replicas;
