@@ -3,8 +3,9 @@
 //! they are asked, the raw bytes are served with `X-Memento-Raw: true`; a raw form that fails
 //! (404, 500, no answer in time) falls back to the listed URI-M with `X-Memento-Raw: false`;
 //! `raw = false` never asks it; a template is followed; a raw form off the archive's prefixes is
-//! never asked.
+//! never asked. Against pywb, `id_` gives the capture's bytes exactly.
 
+use crate::pywb::{Capture, PywbArchive};
 use crate::support::{archive_config, client, config_for, start_proxy};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -285,6 +286,58 @@ async fn a_raw_form_off_the_archives_prefixes_is_never_asked() {
     assert_eq!(
         paths(&odd),
         [format!("/20000101000000/20010101000000/{uri_r}")]
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pywb_serves_the_raw_form_as_captured_and_the_replay_page_on_fallback() {
+    let original = "<html><head><title>raw</title></head><body><a href=\"/next\">the 2018 capture</a></body></html>";
+    let page = "http://example.com/raw";
+    let caps = vec![Capture::new(page, "20180101000000", original)];
+    let pywb = tokio::task::spawn_blocking(move || PywbArchive::start("raw", &caps))
+        .await
+        .expect("pywb starts");
+    let entry = |raw: RawForm| {
+        let mut config = Config::default();
+        config.upstream.deadline = Duration::from_secs(10);
+        config.upstream.timeout = Duration::from_secs(10);
+        let mut a = archive_config("pywb", &pywb.timemap_prefix(), &pywb.timegate_prefix());
+        a.raw = raw;
+        config.archives = vec![a];
+        config
+    };
+
+    // pywb lists `…mp_/`; its `id_` form is the capture's bytes, unmodified.
+    let proxy = start_proxy(entry(RawForm::Id)).await;
+    let (status, raw, text) = proxied(&proxy.base, page).await;
+    assert_eq!((status, raw.as_str()), (200, "true"), "{text}");
+    assert_eq!(text, original, "pywb's id_ bytes are the record's");
+    proxy.stop().await;
+
+    // A raw form pywb does not hold (a URL never captured, under the collection): 404 there,
+    // so the listed replay page is served, rewritten by pywb.
+    let missing = template(&format!(
+        "{}/raw/{{timestamp}}id_/{{url}}-never-captured",
+        pywb.base_url()
+    ));
+    let proxy = start_proxy(entry(missing)).await;
+    let (status, raw, text) = proxied(&proxy.base, page).await;
+    assert_eq!((status, raw.as_str()), (200, "false"), "{text}");
+    assert!(text.contains("the 2018 capture"), "{text}");
+    assert!(
+        text.contains("<!-- WB Insert -->"),
+        "not pywb's replay page: {text}"
+    );
+    proxy.stop().await;
+
+    // Off, the replay page as listed.
+    let proxy = start_proxy(entry(RawForm::Off)).await;
+    let (status, raw, text) = proxied(&proxy.base, page).await;
+    assert_eq!((status, raw.as_str()), (200, "false"), "{text}");
+    assert!(
+        text.contains("<!-- WB Insert -->"),
+        "not pywb's replay page: {text}"
     );
     proxy.stop().await;
 }
