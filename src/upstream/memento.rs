@@ -242,7 +242,10 @@ impl Ask<'_> {
                 reason: format!(
                     "{url} from {}: no answer within {}its timeout ({}s)",
                     archive.id,
-                    if self.form == Form::Raw { "half " } else { "" },
+                    match self.form {
+                        Form::Raw => format!("{}s, half ", self.limit.as_secs_f64()),
+                        _ => String::new(),
+                    },
                     archive.timeout.as_secs_f64()
                 ),
                 timed_out: true,

@@ -89,7 +89,11 @@ fn paths(a: &MementoArchive) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_raw_form_is_served_where_the_archive_has_it() {
-    let a = archive(vec![("id_/", Special::Body(body(RAW)))]).await;
+    let a = archive(vec![
+        ("gone", Special::Status(404)),
+        ("id_/", Special::Body(body(RAW))),
+    ])
+    .await;
     let proxy = start_proxy(config(&a, |_| {})).await;
     let uri_r = "http://raw.example/page";
     let r = client()
@@ -142,6 +146,10 @@ async fn the_raw_form_is_served_where_the_archive_has_it() {
     let (status, raw, text) = proxied(&proxy.base, "http://listed-raw.example/").await;
     assert_eq!((status, raw.as_str(), text.as_str()), (200, "true", RAW));
     assert_eq!(paths(&a).len(), before + 1, "{:?}", paths(&a));
+    // Its 404 is its answer, as any listed URI-M's: not asked again.
+    let (status, raw, _) = proxied(&proxy.base, "http://listed-raw.example/gone").await;
+    assert_eq!((status, raw.as_str()), (404, "true"));
+    assert_eq!(paths(&a).len(), before + 2, "{:?}", paths(&a));
     proxy.stop().await;
 }
 
