@@ -300,7 +300,10 @@ async fn a_raw_form_off_the_archives_prefixes_is_never_asked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pywb_serves_the_raw_form_as_captured_and_the_replay_page_on_fallback() {
-    let original = "<html><head><title>raw</title></head><body><a href=\"/next\">the 2018 capture</a></body></html>";
+    let original = concat!(
+        "<html><head><title>raw</title></head>",
+        "<body><a href=\"/next\">the 2018 capture</a></body></html>"
+    );
     let page = "http://example.com/raw";
     let caps = vec![Capture::new(page, "20180101000000", original)];
     let pywb = tokio::task::spawn_blocking(move || PywbArchive::start("raw", &caps))
