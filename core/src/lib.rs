@@ -4,10 +4,10 @@
 //! ([`archives`]), why an archive's request failed ([`failure`]), the SURT rules and the cache's
 //! canonical key ([`surt`]), what a fan-out asks and has settled ([`fan_out`]), the ETags' hash
 //! ([`fnv`]), the cache policy with what an entry holds ([`policy`]), archive profiles with the
-//! routing decision ([`routing`]), the clock trait ([`clock`]) and the observation log's line
-//! ([`observation_log`]). No I/O and no clock read: every function takes values and returns
-//! values (the time through a [`clock::Clock`] passed in), so the server and `memsim` run the
-//! very same code.
+//! routing decision ([`routing`]), a memento's raw form ([`raw_memento`]), the clock trait
+//! ([`clock`]) and the observation log's line ([`observation_log`]). No I/O and no clock read:
+//! every function takes values and returns values (the time through a [`clock::Clock`] passed
+//! in), so the server and `memsim` run the very same code.
 
 pub mod archives;
 pub mod cdx;
@@ -18,6 +18,7 @@ pub mod fnv;
 pub mod json_text;
 pub mod observation_log;
 pub mod policy;
+pub mod raw_memento;
 pub mod routing;
 pub mod surt;
 pub mod timemap;

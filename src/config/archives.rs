@@ -5,6 +5,7 @@ use super::{HttpUrl, RedirectHost};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tmproxy_core::cdx::replay::Replay;
+use tmproxy_core::raw_memento::RawForm;
 
 /// One `[[archives]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +65,15 @@ pub struct ArchiveConfig {
     /// the Internet Archive (`ia`) always is.
     #[serde(default, skip_serializing_if = "is_false")]
     pub always: bool,
+    /// How `/memento/proxy` makes the raw form of this archive's URI-Ms, asked before the
+    /// listed one: `true` (the `id_` rewrite), `false` (none) or a template. Checked once, as
+    /// the file is read.
+    #[serde(
+        default,
+        with = "super::fields::raw_field",
+        skip_serializing_if = "RawForm::is_default"
+    )]
+    pub raw: RawForm,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -135,6 +145,7 @@ impl ArchiveConfig {
             dialect: CdxDialect::Auto,
             replay: None,
             always: false,
+            raw: RawForm::Id,
         }
     }
 }

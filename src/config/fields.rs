@@ -227,6 +227,39 @@ pub(super) mod replay_field {
     }
 }
 
+/// `[[archives]] raw`: `true` (the `id_` rewrite), `false` (none) or a template, checked as
+/// `replay` is; any other value is refused under the key.
+pub(super) mod raw_field {
+    use super::*;
+    use tmproxy_core::cdx::replay::Replay;
+    use tmproxy_core::raw_memento::RawForm;
+
+    pub fn serialize<S: Serializer>(r: &RawForm, s: S) -> Result<S::Ok, S::Error> {
+        match r {
+            RawForm::Off => s.serialize_bool(false),
+            RawForm::Id => s.serialize_bool(true),
+            RawForm::Template(t) => s.serialize_str(&t.to_string()),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RawForm, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RawForm;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("true, false or a URL template with {timestamp} and {url}")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawForm, E> {
+                Ok(if v { RawForm::Id } else { RawForm::Off })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawForm, E> {
+                Replay::parse(v).map(RawForm::Template).map_err(value_error)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// `[cache] shared`: the Redis address, or empty for off.
 pub(super) mod shared_field {
     use super::*;

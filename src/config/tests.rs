@@ -1218,3 +1218,49 @@ fn trusted_proxies_take_addresses_and_ranges_and_name_the_key_when_bad() {
         .expect_err("bad env");
     assert_eq!(e.key, "server.trusted_proxies");
 }
+
+#[test]
+fn an_archives_raw_form_is_on_off_or_a_checked_template() {
+    use tmproxy_core::raw_memento::RawForm;
+    let raw_of = |value: &str| {
+        parse(&format!("{ONE_ARCHIVE}raw = {value}\n")).map(|c| c.archives[0].raw.clone())
+    };
+    assert_eq!(
+        parse(ONE_ARCHIVE).expect("parses").archives[0].raw,
+        RawForm::Id
+    );
+    assert_eq!(raw_of("true").expect("true"), RawForm::Id);
+    assert_eq!(raw_of("false").expect("false"), RawForm::Off);
+    let template = "\"https://x.example/raw/{timestamp}/{url}\"";
+    let RawForm::Template(t) = raw_of(template).expect("a template") else {
+        panic!("not read as a template");
+    };
+    assert_eq!(t.to_string(), "https://x.example/raw/{timestamp}/{url}");
+    // Written back as read.
+    for value in ["false", template] {
+        let c = parse(&format!("{ONE_ARCHIVE}raw = {value}\n")).expect("parses");
+        let text = toml::to_string(&c).expect("serializes");
+        assert_eq!(parse(&text).expect("reparses"), c, "{value}");
+    }
+    for (value, says) in [
+        (
+            "\"https://x.example/{timestamp}/{uri_r}\"",
+            "{timestamp} and {url}",
+        ),
+        (
+            "\"https://x.example/{timestamp}/{url}/{uri_m}\"",
+            "placeholder other than",
+        ),
+        (
+            "\"ftp://x.example/{timestamp}/{url}\"",
+            "must start with http",
+        ),
+        ("\"{timestamp}/{url}\"", "must start with http"),
+        ("\"\"", "{timestamp} and {url}"),
+        ("1", "true, false or a URL template"),
+    ] {
+        let e = raw_of(value).expect_err(value);
+        assert_eq!(e.key, "archives[0].raw", "{value}: {e}");
+        assert!(e.reason.contains(says), "{value}: {e}");
+    }
+}

@@ -3,7 +3,9 @@
 //! the archive that listed it, under its configured prefixes (`upstream::memento`), and what
 //! comes back is archive content on our origin: it is served so that it can never run as our
 //! page, script or stylesheet. A HEAD asks the archive for the head only; a coded body is passed
-//! on coded only to a client accepting that coding, and inflated for any other.
+//! on coded only to a client accepting that coding, and inflated for any other. The archive's
+//! raw form of the memento is asked first (the capture as archived, not its replay page), and
+//! `X-Memento-Raw` says whether that or the listed URI-M is served.
 
 use super::SharedState;
 use crate::error::AppError;
@@ -12,8 +14,11 @@ use crate::timemap::serialize::{SelfLinks, TimeMapFormat};
 use crate::upstream::memento::{fetch_memento, Asked};
 use crate::uri_text::escape_uri;
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
+
+/// `true` when the answer is the memento's raw form, `false` when the URI-M as listed.
+const X_MEMENTO_RAW: HeaderName = HeaderName::from_static("x-memento-raw");
 
 /// Archive HTML served from our origin runs nothing and reaches nothing: `sandbox` gives it an
 /// opaque origin with scripts, forms and plugins off, and `default-src 'none'` loads nothing.
@@ -108,6 +113,10 @@ pub async fn proxy(
     h.insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),
+    );
+    h.insert(
+        X_MEMENTO_RAW,
+        HeaderValue::from_static(if got.raw { "true" } else { "false" }),
     );
     if let Ok(v) = HeaderValue::from_str(&format_rfc1123(m.datetime)) {
         h.insert("memento-datetime", v);

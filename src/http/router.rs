@@ -28,6 +28,7 @@ pub const EXPOSED_HEADERS: &[&str] = &[
     "x-cache",
     "x-memento-partial",
     "preference-applied",
+    "x-memento-raw",
 ];
 
 fn cors() -> CorsLayer {

@@ -1,33 +1,36 @@
 //! One memento's bytes for `/memento/proxy`: fetched only from the archive that listed it and
 //! only under its configured prefixes (or its `redirect_hosts`), with that archive's client (its
 //! resolver's address rules), its hop rules for every redirect, its timeout, and a byte cap on
-//! what is passed on, inflated size included. The body streams ([`Streamed`]); what it may hold
-//! is charged to the same budget as TimeMap bodies.
+//! what is passed on, inflated size included. Its raw form (`core::raw_memento`: the capture as
+//! archived, not the replay page) is asked first under the same rules, and the listed URI-M
+//! only when that is not a 2xx. The body streams ([`Streamed`]); what it may hold is charged to
+//! the same budget as TimeMap bodies.
 
-use super::decode::{Codec, Inflate};
+mod body;
+
 use super::failure::FailureKind;
-use super::fetch::{read_capped, send_within, ArchiveFetch};
-use super::streamed::{Streamed, IN_FLIGHT};
+use super::fetch::{send_within, ArchiveFetch, ArchiveLink};
+use super::registry::Archive;
+use super::streamed::Streamed;
 use super::Upstream;
 use crate::timemap::model::ArchiveId;
 use crate::uri_r::clip;
-use bytes::Bytes;
-use futures::StreamExt;
+use body::{coded_body, coding_of, stream_identity, too_large};
 use reqwest::header::{ACCEPT, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use std::time::{Duration, Instant};
+use tmproxy_core::raw_memento::raw_uri_m;
 use url::Url;
 
-/// An identity body is read this far before the answer starts: one that ends within it is
-/// judged against the cap whole (a 502, not a cut answer); a longer one streams.
-const PREFETCH: u64 = 64 * 1024;
-
 /// A memento as its archive answered it: the status (2xx or 4xx), the content type it declared,
-/// the coding the body is served in (None: identity), and the body (None for a HEAD).
+/// the coding the body is served in (None: identity), the body (None for a HEAD), and whether
+/// it is the raw form's answer (`X-Memento-Raw`) or the listed URI-M's.
 pub struct MementoBytes {
     pub archive: ArchiveId,
     pub http_status: u16,
     pub content_type: Option<String>,
     pub content_encoding: Option<&'static str>,
     pub body: Option<Streamed>,
+    pub raw: bool,
 }
 
 /// What the client asked: a HEAD (nothing but the head is fetched), and which content codings
@@ -57,9 +60,12 @@ impl MementoFailure {
     }
 }
 
-/// Fetches `uri_m` (listed by the archive `listed_by`), at most `max_bytes` of body once
-/// inflated. Redirects are followed only within that archive's memento rules; a 5xx, a
-/// redirect we may not follow, a body over the cap or a coding we cannot check is a failure.
+/// Fetches the memento `uri_m` listed by the archive `listed_by`, at most `max_bytes` of body
+/// once inflated: its raw form first, where the archive has one (within half the archive's
+/// timeout, so the listed URI-M keeps the rest of it), then the listed URI-M unless the raw
+/// form answered a 2xx. Redirects are followed only within that archive's memento rules; for
+/// the listed URI-M, a 5xx, a redirect we may not follow, a body over the cap or a coding we
+/// cannot check is a failure, and a 4xx is its answer.
 pub async fn fetch_memento(
     upstream: &Upstream,
     uri_m: &str,
@@ -72,237 +78,179 @@ pub async fn fetch_memento(
     let (archive, link) = upstream
         .link_for(&url, listed_by)
         .map_err(|why| MementoFailure::new(format!("not fetched: {why}")))?;
-    let budget = upstream.shared_budget();
-    let fetch = async {
-        let method = if asked.head {
-            reqwest::Method::HEAD
-        } else {
-            reqwest::Method::GET
+    let started = Instant::now();
+    let ask = |url: Url, form: Form, limit: Duration| Ask {
+        upstream,
+        archive,
+        link,
+        url,
+        form,
+        limit,
+        max_bytes,
+        asked: &asked,
+    };
+    let raw = raw_uri_m(uri_m, &archive.raw);
+    if raw.as_deref() == Some(uri_m) {
+        // The listed URI-M is its own raw form (`…id_/`): asked once, as listed.
+        return ask(url, Form::ListedRaw, archive.timeout).run().await;
+    }
+    let mut raw_failure = None;
+    if let Some(raw) = raw {
+        let tried = match allowed(upstream, &raw, listed_by) {
+            Ok(raw_url) => ask(raw_url, Form::Raw, archive.timeout / 2).run().await,
+            Err(refused) => Err(refused),
         };
-        let headers = [(ACCEPT, "*/*")];
-        let resp =
-            send_within(&link.client, &link.mementos, method, url.as_str(), &headers).await?;
-        let code = resp.status();
-        if code.is_redirection() {
-            // A 304 (never asked for) or a redirect without a Location: not the memento.
-            return Err(ArchiveFetch::failed(
-                FailureKind::Redirects,
-                Some(code.as_u16()),
-                format!("HTTP {} without a redirect we can follow", code.as_u16()),
-            ));
-        }
-        if !(code.is_success() || code.is_client_error()) {
-            return Err(ArchiveFetch::failed(
-                FailureKind::HttpStatus(code.as_u16()),
-                Some(code.as_u16()),
-                format!("HTTP {}", code.as_u16()),
-            ));
-        }
-        let header = |name: reqwest::header::HeaderName| {
-            resp.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let content_type = header(CONTENT_TYPE);
-        let codec = coding_of(header(CONTENT_ENCODING).as_deref(), code.as_u16())?;
-        let announced = header(CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
-        let mut got = MementoBytes {
-            archive: archive.id.clone(),
-            http_status: code.as_u16(),
-            content_type,
-            content_encoding: None,
-            body: None,
-        };
-        match codec {
-            None => {
-                if let Some(len) = announced.filter(|len| *len > max_bytes) {
-                    return Err(too_large(code.as_u16(), len, max_bytes));
-                }
-                if !asked.head {
-                    got.body = Some(stream_identity(resp, announced, max_bytes, budget).await?);
-                }
-            }
-            Some((codec, token)) => {
-                let passed_on = (asked.accepts)(token);
-                got.content_encoding = passed_on.then_some(token);
-                if !asked.head {
-                    got.body = Some(coded_body(resp, codec, passed_on, max_bytes, budget).await?);
-                }
+        match tried {
+            Ok(bytes) => return Ok(bytes),
+            // Our own memory, not the archive: the listed URI-M would not fit either.
+            Err(f) if f.over_budget => return Err(f),
+            Err(f) => {
+                tracing::debug!(
+                    archive = %archive.id,
+                    reason = %f.reason,
+                    "raw form not served, asking the listed URI-M"
+                );
+                raw_failure = Some(f.reason);
             }
         }
-        Ok(got)
-    };
-    let failed = |fetch: ArchiveFetch| MementoFailure {
-        reason: format!(
-            "{} from {}: {}",
-            clip(uri_m),
-            archive.id,
-            fetch.answer.detail.as_deref().unwrap_or("failed")
-        ),
-        timed_out: fetch.failure == Some(FailureKind::Timeout),
-        over_budget: fetch.over_budget(),
-    };
-    match tokio::time::timeout(archive.timeout, fetch).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(fetch)) => Err(failed(fetch)),
-        Err(_) => Err(MementoFailure {
-            reason: format!(
-                "{} from {}: no answer within its timeout ({}s)",
-                clip(uri_m),
-                archive.id,
-                archive.timeout.as_secs_f64()
-            ),
-            timed_out: true,
-            over_budget: false,
-        }),
     }
+    let left = archive.timeout.saturating_sub(started.elapsed());
+    ask(url, Form::Listed, left).run().await.map_err(|mut f| {
+        if let Some(raw) = raw_failure {
+            f.reason = format!("{} (its raw form, asked first: {raw})", f.reason);
+        }
+        f
+    })
 }
 
-const LIMIT: &str = "[server] memento_proxy_max_bytes";
-
-fn too_large(status: u16, len: u64, max_bytes: u64) -> ArchiveFetch {
-    ArchiveFetch::failed(
-        FailureKind::TooLarge,
-        Some(status),
-        format!("body of {len} bytes is over {LIMIT} ({max_bytes})"),
-    )
+/// `raw` as a URL the listing archive's memento rules allow (its prefixes, its
+/// `redirect_hosts`), or why not: then it is not asked.
+fn allowed(upstream: &Upstream, raw: &str, listed_by: &str) -> Result<Url, MementoFailure> {
+    let url = Url::parse(raw)
+        .map_err(|_| MementoFailure::new(format!("{:?} is not a URL", clip(raw))))?;
+    upstream
+        .link_for(&url, listed_by)
+        .map_err(|why| MementoFailure::new(format!("{} not fetched: {why}", clip(raw))))?;
+    Ok(url)
 }
 
-/// The body's coding and its token as we send it, None for identity; a failure for a coding we
-/// cannot inflate (and so cannot hold to the cap), or several stacked.
-fn coding_of(
-    encoding: Option<&str>,
-    status: u16,
-) -> Result<Option<(Codec, &'static str)>, ArchiveFetch> {
-    let Some(encoding) = encoding.map(str::trim).filter(|e| !e.is_empty()) else {
-        return Ok(None);
-    };
-    if encoding.eq_ignore_ascii_case("identity") {
-        return Ok(None);
-    }
-    let token = |c: Codec| match c {
-        Codec::Gzip => "gzip",
-        Codec::Deflate => "deflate",
-        Codec::Br => "br",
-        Codec::Zstd => "zstd",
-    };
-    match Codec::from_token(encoding) {
-        Some(c) => Ok(Some((c, token(c)))),
-        None => Err(ArchiveFetch::failed(
-            FailureKind::Malformed,
-            Some(status),
-            format!(
-                "Content-Encoding {:?} is not one coding tmproxy can inflate (gzip, deflate, br, zstd), so its size cannot be checked",
-                clip(encoding)
-            ),
-        )),
-    }
+/// Which URL is asked, and so which answers are served: the listed URI-M's 2xx and 4xx (a 4xx
+/// is the archive's word on it), the raw form's 2xx only (anything else falls back to the
+/// listed URI-M).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Listed,
+    /// The listed URI-M, which is its own raw form.
+    ListedRaw,
+    Raw,
 }
 
-/// An identity body: [`IN_FLIGHT`] (or the whole body, when smaller) charged first, the first
-/// [`PREFETCH`] bytes read (a body ending there is held to the cap before anything is sent),
-/// the rest streamed.
-async fn stream_identity(
-    resp: reqwest::Response,
-    announced: Option<u64>,
+/// One URL asked of the archive that listed the memento, within `limit`.
+struct Ask<'a> {
+    upstream: &'a Upstream,
+    archive: &'a Archive,
+    link: &'a ArchiveLink,
+    url: Url,
+    form: Form,
+    limit: Duration,
     max_bytes: u64,
-    budget: &std::sync::Arc<super::budget::Budget>,
-) -> Result<Streamed, ArchiveFetch> {
-    let status = resp.status().as_u16();
-    let mut held = budget.hold();
-    let reserve = IN_FLIGHT
-        .min(announced.unwrap_or(u64::MAX))
-        .min(max_bytes.saturating_add(1));
-    held.grow(reserve).map_err(|over| {
-        ArchiveFetch::failed(FailureKind::Budget, Some(status), over.to_string())
-    })?;
-    let mut stream = resp.bytes_stream().boxed();
-    let mut first = Vec::new();
-    let mut read = 0u64;
-    let mut ended = false;
-    while read < PREFETCH.min(max_bytes.saturating_add(1)) {
-        match stream.next().await {
-            Some(Ok(chunk)) => {
-                read += chunk.len() as u64;
-                first.push(chunk);
-            }
-            Some(Err(e)) => {
-                let (kind, detail) = super::failure::classify(&e);
-                return Err(ArchiveFetch::failed(kind, Some(status), detail));
-            }
-            None => {
-                ended = true;
-                break;
-            }
-        }
-    }
-    if read > max_bytes {
-        return Err(ArchiveFetch::failed(
-            FailureKind::TooLarge,
-            Some(status),
-            format!("body over {LIMIT} ({max_bytes} bytes)"),
-        ));
-    }
-    let rest = (!ended).then_some(stream);
-    Ok(Streamed::upstream(first, rest, announced, max_bytes, held))
+    asked: &'a Asked<'a>,
 }
 
-/// A coded body: read whole (it is at most the cap), inflated once to hold its inflated size to
-/// the cap, then sent coded (`passed_on`) or inflated a frame at a time.
-async fn coded_body(
-    resp: reqwest::Response,
-    codec: Codec,
-    passed_on: bool,
-    max_bytes: u64,
-    budget: &std::sync::Arc<super::budget::Budget>,
-) -> Result<Streamed, ArchiveFetch> {
-    let status = resp.status().as_u16();
-    let (coded, mut held) = read_capped(resp, max_bytes, LIMIT, budget).await?;
-    let coded = Bytes::from(coded);
-    let over_budget = |over: super::budget::OverBudget| {
-        ArchiveFetch::failed(FailureKind::Budget, Some(status), over.to_string())
-    };
-    // The decoder's window while it counts, and later while it inflates for the client, with
-    // what a streamed answer may hold.
-    let extra = codec.state_bytes()
-        + if passed_on {
-            0
-        } else {
-            IN_FLIGHT.min(max_bytes)
+impl Ask<'_> {
+    async fn run(self) -> Result<MementoBytes, MementoFailure> {
+        let (archive, max_bytes) = (self.archive, self.max_bytes);
+        let budget = self.upstream.shared_budget();
+        let head = self.asked.head;
+        let fetch = async {
+            let method = if head {
+                reqwest::Method::HEAD
+            } else {
+                reqwest::Method::GET
+            };
+            let headers = [(ACCEPT, "*/*")];
+            let (client, rules) = (&self.link.client, &self.link.mementos);
+            let resp = send_within(client, rules, method, self.url.as_str(), &headers).await?;
+            let code = resp.status();
+            if code.is_redirection() {
+                // A 304 (never asked for) or a redirect without a Location: not the memento.
+                return Err(ArchiveFetch::failed(
+                    FailureKind::Redirects,
+                    Some(code.as_u16()),
+                    format!("HTTP {} without a redirect we can follow", code.as_u16()),
+                ));
+            }
+            let served = code.is_success() || (code.is_client_error() && self.form != Form::Raw);
+            if !served {
+                return Err(ArchiveFetch::failed(
+                    FailureKind::HttpStatus(code.as_u16()),
+                    Some(code.as_u16()),
+                    format!("HTTP {}", code.as_u16()),
+                ));
+            }
+            let header = |name: reqwest::header::HeaderName| {
+                resp.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let content_type = header(CONTENT_TYPE);
+            let codec = coding_of(header(CONTENT_ENCODING).as_deref(), code.as_u16())?;
+            let announced = header(CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
+            let mut got = MementoBytes {
+                archive: archive.id.clone(),
+                http_status: code.as_u16(),
+                content_type,
+                content_encoding: None,
+                body: None,
+                raw: self.form != Form::Listed,
+            };
+            match codec {
+                None => {
+                    if let Some(len) = announced.filter(|len| *len > max_bytes) {
+                        return Err(too_large(code.as_u16(), len, max_bytes));
+                    }
+                    if !head {
+                        let body = stream_identity(resp, announced, max_bytes, budget).await?;
+                        got.body = Some(body);
+                    }
+                }
+                Some((codec, token)) => {
+                    let passed_on = (self.asked.accepts)(token);
+                    got.content_encoding = passed_on.then_some(token);
+                    if !head {
+                        let body = coded_body(resp, codec, passed_on, max_bytes, budget).await?;
+                        got.body = Some(body);
+                    }
+                }
+            }
+            Ok(got)
         };
-    held.grow(extra).map_err(over_budget)?;
-    let malformed = |e: std::io::Error| {
-        ArchiveFetch::failed(
-            FailureKind::Malformed,
-            Some(status),
-            format!("the body is not valid in its Content-Encoding: {e}"),
-        )
-    };
-    let inflated = inflated_size(codec, coded.clone(), max_bytes).map_err(malformed)?;
-    if inflated > max_bytes {
-        return Err(ArchiveFetch::failed(
-            FailureKind::TooLarge,
-            Some(status),
-            format!("body inflates past {LIMIT} ({max_bytes} bytes): a decompression bomb?"),
-        ));
-    }
-    if passed_on {
-        return Ok(Streamed::in_memory(coded, held));
-    }
-    let inflate = Inflate::new(codec, coded).map_err(malformed)?;
-    Ok(Streamed::inflating(inflate, max_bytes, held))
-}
-
-/// How many bytes `coded` inflates to, counting no further than just past `cap`.
-fn inflated_size(codec: Codec, coded: Bytes, cap: u64) -> std::io::Result<u64> {
-    let mut inflate = Inflate::new(codec, coded)?;
-    let mut total = 0u64;
-    while total <= cap {
-        match inflate.next_piece(super::streamed::FRAME)? {
-            Some(piece) => total += piece.len() as u64,
-            None => break,
+        let url = clip(self.url.as_str());
+        match tokio::time::timeout(self.limit, fetch).await {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(fetch)) => Err(MementoFailure {
+                reason: format!(
+                    "{url} from {}: {}",
+                    archive.id,
+                    fetch.answer.detail.as_deref().unwrap_or("failed")
+                ),
+                timed_out: fetch.failure == Some(FailureKind::Timeout),
+                over_budget: fetch.over_budget(),
+            }),
+            Err(_) => Err(MementoFailure {
+                reason: format!(
+                    "{url} from {}: no answer within {}its timeout ({}s)",
+                    archive.id,
+                    match self.form {
+                        Form::Raw => format!("{}s, half ", self.limit.as_secs_f64()),
+                        _ => String::new(),
+                    },
+                    archive.timeout.as_secs_f64()
+                ),
+                timed_out: true,
+                over_budget: false,
+            }),
         }
     }
-    Ok(total)
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tmproxy_core::cdx::replay::Replay;
 use tmproxy_core::cdx::Dialect;
+use tmproxy_core::raw_memento::RawForm;
 use url::Url;
 
 /// Whose mementos an aggregator's are: the `kind = "aggregator"` archives, and every other
@@ -50,6 +51,8 @@ pub struct Archive {
     pub cdx: Option<CdxSource>,
     /// `kind = "aggregator"`: lists other archives' mementos.
     pub aggregator: bool,
+    /// How `/memento/proxy` makes the raw form of its URI-Ms (`raw`).
+    pub raw: RawForm,
 }
 
 /// How a `kind = "cdx"` archive is asked and its URI-Ms made.
@@ -79,6 +82,7 @@ impl Archive {
                 replay: a.replay.clone(),
             }),
             aggregator: a.kind == ArchiveKind::Aggregator,
+            raw: a.raw.clone(),
         }
     }
 
@@ -288,6 +292,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             cdx: None,
             aggregator: false,
+            raw: RawForm::Id,
         }
     }
 
@@ -377,6 +382,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             cdx: None,
             aggregator: false,
+            raw: RawForm::Id,
         };
         assert_eq!(
             a.timemap_for("http://evil.example@other.host/").as_deref(),

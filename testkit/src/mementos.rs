@@ -2,6 +2,8 @@
 //! URI-Ms a test chooses, and every other path is a memento answered with the test's body
 //! (plain or content-coded, of any size). It records each request's method and path, and how
 //! many body bytes the network took from it, so a test sees what it was asked and what was read.
+//! A test may answer some paths otherwise ([`Special`]): another body, a status, no answer at all
+//! (a memento's raw form that differs from its replay page, or fails).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +42,20 @@ impl MementoBody {
     }
 }
 
+/// How a path holding a test's marker is answered instead of the memento body.
+#[derive(Clone)]
+pub enum Special {
+    /// 200 with this body.
+    Body(MementoBody),
+    /// This status, with a short text body.
+    Status(u16),
+    /// Nothing: the request is read, and the connection left open without an answer.
+    Hang,
+}
+
+/// Paths holding the marker (the first that matches) answered as said.
+pub type Specials = Arc<Vec<(&'static str, Special)>>;
+
 /// A running fake memento archive; dropping it stops it.
 pub struct MementoArchive {
     pub addr: SocketAddr,
@@ -51,6 +67,17 @@ pub struct MementoArchive {
 impl MementoArchive {
     /// Binds 127.0.0.1:0; TimeMaps list what `listing` says, mementos are `body`.
     pub async fn start(listing: Listing, body: MementoBody) -> std::io::Result<MementoArchive> {
+        MementoArchive::start_with(listing, body, Vec::new()).await
+    }
+
+    /// As [`MementoArchive::start`], a path holding one of `specials`' markers answered as
+    /// that marker says.
+    pub async fn start_with(
+        listing: Listing,
+        body: MementoBody,
+        specials: Vec<(&'static str, Special)>,
+    ) -> std::io::Result<MementoArchive> {
+        let specials: Specials = Arc::new(specials);
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
@@ -60,8 +87,14 @@ impl MementoArchive {
             while let Ok((stream, _)) = listener.accept().await {
                 let (record, sent) = (record.clone(), sent.clone());
                 let (listing, body) = (listing.clone(), body.clone());
+                let specials = specials.clone();
                 tokio::spawn(async move {
-                    let _ = answer(stream, addr, &listing, &body, &record, &sent).await;
+                    let served = Served {
+                        listing: &listing,
+                        body: &body,
+                        specials: &specials,
+                    };
+                    let _ = answer(stream, addr, served, &record, &sent).await;
                 });
             }
         });
@@ -102,12 +135,19 @@ impl Drop for MementoArchive {
     }
 }
 
+/// What the archive answers with.
+#[derive(Clone, Copy)]
+struct Served<'a> {
+    listing: &'a Listing,
+    body: &'a MementoBody,
+    specials: &'a Specials,
+}
+
 /// One request per connection (`Connection: close`).
 async fn answer(
     mut stream: TcpStream,
     addr: SocketAddr,
-    listing: &Listing,
-    body: &MementoBody,
+    served: Served<'_>,
     record: &Mutex<Vec<(String, String)>>,
     sent: &AtomicUsize,
 ) -> std::io::Result<()> {
@@ -130,7 +170,7 @@ async fn answer(
         .push((method.clone(), path.clone()));
     if let Some((_, uri_r)) = path.split_once("/timemap/link/") {
         let mut text = format!("<{uri_r}>; rel=\"original\"");
-        for uri_m in listing(addr, uri_r) {
+        for uri_m in (served.listing)(addr, uri_r) {
             text.push_str(&format!(
                 ",\n<{uri_m}>; rel=\"memento\"; datetime=\"Mon, 01 Jan 2001 00:00:00 GMT\""
             ));
@@ -139,6 +179,25 @@ async fn answer(
         stream.write_all(head.as_bytes()).await?;
         stream.write_all(text.as_bytes()).await?;
         return stream.flush().await;
+    }
+    let mut body = served.body;
+    match served
+        .specials
+        .iter()
+        .find(|(marker, _)| path.contains(marker))
+    {
+        Some((_, Special::Body(special))) => body = special,
+        Some((_, Special::Status(code))) => {
+            let head = format!("HTTP/1.1 {code} Special\r\nContent-Type: text/plain\r\nContent-Length: 7\r\nConnection: close\r\n\r\nspecial");
+            stream.write_all(head.as_bytes()).await?;
+            return stream.flush().await;
+        }
+        Some((_, Special::Hang)) => {
+            // Long past any test's timeout; the test's runtime drops it when the test ends.
+            tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+            return Ok(());
+        }
+        None => {}
     }
     let coding = body
         .encoding

@@ -35,6 +35,7 @@ mod pages;
 mod process_bounds;
 mod proxy_memory;
 mod pywb;
+mod raw_proxy;
 mod real_answers;
 mod redirects;
 mod redis_server;

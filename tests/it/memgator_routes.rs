@@ -386,12 +386,14 @@ async fn the_proxy_serves_an_archives_bytes_and_nothing_else() {
     let base = &rig.proxy.base;
     let proxied = |w: &str| format!("{base}/memento/proxy/2004/http://{w}.test/");
 
+    // The memento's raw form (`id_`), which this archive answers like any other path.
     let (status, h, body) = get(&proxied("page")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body,
-        "<html>memento of http://page.test/ at 20050101000000</html>"
+        "<html>memento of http://page.test/ at 20050101000000id_</html>"
     );
+    assert_eq!(h["x-memento-raw"], "true");
     assert_eq!(content_type(&h), "text/html; charset=utf-8");
     let origins: Vec<_> = h.get_all("access-control-allow-origin").iter().collect();
     assert_eq!(origins, ["*"]);
@@ -524,7 +526,7 @@ async fn memgator_routes_against_pywb() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"rel\": \"last closest memento\""), "{body}");
 
-    // pywb's real bytes of the 2018 capture (rewritten by pywb, so: contains).
+    // pywb's real bytes of the 2018 capture (its raw form: tests/it/raw_proxy.rs compares them).
     let (status, h, body) = get(&format!("{base}/memento/proxy/2017/{page}")).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("the 2018 page of example"), "{body}");

@@ -3,6 +3,7 @@
 //! config load; the rows are the archive's and hostile: a row whose timestamp is not a date or
 //! whose URL is not http(s) is skipped and counted, and the URL is escaped as every served URI
 //! is, so it can neither move the URI-M to another host nor break out of a link or a header.
+//! An archive's `raw` template is written and checked the same way ([`crate::raw_memento`]).
 
 use super::rows::CdxRow;
 use crate::timemap::datetime::parse_14digit;
