@@ -54,6 +54,7 @@ pub fn policy_of(config: &Config) -> Result<Policy, String> {
         stale_if_error: c.stale_if_error,
         stale_while_revalidate: chrono::Duration::from_std(c.stale_while_revalidate)
             .map_err(|_| "cache.stale_while_revalidate: too long".to_string())?,
+        credits: Arc::new(crate::upstream::registry::credits(config)),
     })
 }
 

@@ -7,6 +7,7 @@ use super::entry::{Entry, HistoryItem, ENTRY_FORMAT_VERSION};
 use super::names::{Action, Match};
 use super::tally::{fetch_keys, same_served_keys};
 use crate::timemap::answer::{Absence, Contribution, Fetch, ListedMemento};
+use crate::timemap::credit::Credits;
 use crate::timemap::identity::memento_key;
 use crate::timemap::MementoDatetime;
 use chrono::{DateTime, Utc};
@@ -53,7 +54,7 @@ impl Policy {
             archives: 0,
             history,
         };
-        e.recount();
+        e.recount(&self.credits);
         e.push_history(HistoryItem {
             at: now,
             case: case.map(|(c, _)| c),
@@ -119,7 +120,7 @@ impl Policy {
         e.contributions = contributions;
         e.checked_at = now;
         e.fresh_until = self.fresh_until(now);
-        e.recount();
+        e.recount(&self.credits);
         let action = if same_served_keys(&cached.timemap(), &e.timemap()) {
             Action::Kept
         } else {
@@ -254,9 +255,10 @@ fn add_new(kept: &mut Vec<ListedMemento>, more: &[ListedMemento], matching: Matc
 }
 
 /// Case 1 can hide a swap (one memento gone, another new): are the loose key sets equal?
-pub(super) fn same_loose_set(cached: &Entry, fresh: &Fetch) -> bool {
-    let old: FxHashSet<(&str, MementoDatetime)> = cached.keys().map(|(a, d, _)| (a, d)).collect();
-    let new: FxHashSet<(&str, MementoDatetime)> =
-        fetch_keys(fresh).map(|(a, d, _)| (a, d)).collect();
+pub(super) fn same_loose_set(cached: &Entry, fresh: &Fetch, credits: &Credits) -> bool {
+    let old: FxHashSet<(Cow<str>, MementoDatetime)> =
+        cached.keys(credits).map(|(a, d, _)| (a, d)).collect();
+    let new: FxHashSet<(Cow<str>, MementoDatetime)> =
+        fetch_keys(fresh, credits).map(|(a, d, _)| (a, d)).collect();
     old == new
 }

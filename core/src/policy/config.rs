@@ -2,10 +2,12 @@
 //! from them alone (whether it caches at all, when a TTL started now ends).
 
 use super::names::{Match, PolicyKind};
+use crate::timemap::credit::Credits;
 use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
 
 /// A configured policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     pub kind: PolicyKind,
     pub matching: Match,
@@ -21,6 +23,8 @@ pub struct Policy {
     /// How long past its TTL an entry is still served while it is refreshed behind the
     /// request (stale-while-revalidate, RFC 5861); zero = never.
     pub stale_while_revalidate: Duration,
+    /// Whose mementos an aggregator's are: loose keys name the credited archive.
+    pub credits: Arc<Credits>,
 }
 
 impl Default for Policy {
@@ -34,6 +38,7 @@ impl Default for Policy {
             redaction_grace: Duration::days(7),
             stale_if_error: true,
             stale_while_revalidate: Duration::zero(),
+            credits: Arc::default(),
         }
     }
 }

@@ -3,10 +3,10 @@
 
 use super::case::ChangeCase;
 use super::names::{Action, Match};
-use super::tally::tally;
+use super::tally::{contribution_keys, tally, Key};
 use crate::timemap::answer::{Contribution, Fetch, ListedMemento};
+use crate::timemap::credit::Credits;
 use crate::timemap::merge;
-use crate::timemap::MementoDatetime;
 use crate::timemap::TimeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -96,21 +96,20 @@ impl Entry {
         }
     }
 
-    /// Sets `loose`, `strict` and `archives` from the contributions.
-    pub fn recount(&mut self) {
-        let t = tally(self.keys());
+    /// Sets `loose`, `strict` and `archives` from the contributions, an aggregator's mementos
+    /// counted as the archives `credits` credits them to.
+    pub fn recount(&mut self, credits: &Credits) {
+        let t = tally(self.keys(credits));
         self.loose = t.loose;
         self.strict = t.strict;
         self.archives = t.archives;
     }
 
     /// Every memento's (archive, datetime, URI-M): what the tallies count.
-    pub fn keys(&self) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
-        self.contributions.iter().flat_map(|c| {
-            c.mementos
-                .iter()
-                .map(move |m| (c.archive.as_str(), m.datetime, &*m.uri_m))
-        })
+    pub fn keys<'a>(&'a self, credits: &'a Credits) -> impl Iterator<Item = Key<'a>> + Clone + 'a {
+        self.contributions
+            .iter()
+            .flat_map(move |c| contribution_keys(c, credits))
     }
 
     /// Records what each archive of `fresh` said on this check without touching the content:

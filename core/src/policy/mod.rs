@@ -91,10 +91,11 @@ impl Policy {
         let weighed = with_skipped_kept(cached, answers);
         let fresh: &Fetch = &weighed;
 
-        let fresh_tally = tally(fetch_keys(fresh));
+        let fresh_tally = tally(fetch_keys(fresh, &self.credits));
         let (a2, m2) = fresh_tally.counts(self.matching);
         let case = classify(cached.archives, cached.count(self.matching), a2, m2);
-        let same_set = (case == ChangeCase::C1).then(|| same_loose_set(cached, fresh));
+        let same_set =
+            (case == ChangeCase::C1).then(|| same_loose_set(cached, fresh, &self.credits));
 
         let (action, entry) = match self.kind {
             PolicyKind::Unconditional => {

@@ -1,7 +1,8 @@
 //! Counting a TimeMap's archives and mementos (a, m), the one place keys are counted.
 
 use super::names::Match;
-use crate::timemap::answer::Fetch;
+use crate::timemap::answer::{Contribution, Fetch};
+use crate::timemap::credit::Credits;
 use crate::timemap::identity::memento_key;
 use crate::timemap::{MementoDatetime, TimeMap};
 use rustc_hash::{FxBuildHasher, FxHashSet};
@@ -17,10 +18,31 @@ pub fn counts(timemap: &TimeMap, matching: Match) -> (usize, usize) {
         timemap
             .mementos
             .iter()
-            .map(|m| (&*m.archive, m.datetime, &*m.uri_m)),
+            .map(|m| (Cow::Borrowed(&*m.archive), m.datetime, &*m.uri_m)),
     )
     .counts(matching)
 }
+
+/// A contribution's keys: its own archive, or for an aggregator's ([`Credits`]) the archive
+/// each memento is credited to, so the loose key is the credited archive's (archive,
+/// Memento-Datetime) whoever listed it.
+pub fn contribution_keys<'a>(
+    c: &'a Contribution,
+    credits: &'a Credits,
+) -> impl Iterator<Item = Key<'a>> + Clone + 'a {
+    let aggregator = credits.is_aggregator(&c.archive);
+    c.mementos.iter().map(move |m| {
+        let archive = if aggregator {
+            credits.credit(&c.archive, &m.uri_m)
+        } else {
+            Cow::Borrowed(c.archive.as_str())
+        };
+        (archive, m.datetime, &*m.uri_m)
+    })
+}
+
+/// (archive, Memento-Datetime, URI-M): what the tallies count.
+pub type Key<'a> = (Cow<'a, str>, MementoDatetime, &'a str);
 
 /// a, m under loose and m under strict of a set of mementos given as (archive, datetime, URI-M).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,16 +66,16 @@ impl Tally {
 /// Loose keys need no set when they come as one run per archive, each strictly oldest first,
 /// which is how fetches and entries list them: that set was ~70 MB for a million mementos.
 /// Strict keys are counted by sorted hashes ([`distinct_by`]), O(n log n) in 8 bytes a key.
-pub fn tally<'a>(keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)> + Clone) -> Tally {
+pub fn tally<'a>(keys: impl Iterator<Item = Key<'a>> + Clone) -> Tally {
     let n = keys.clone().count();
     let (archives, loose) = match archive_runs(keys.clone()) {
         Some(runs) => (runs, n),
         None => {
-            let mut archives: FxHashSet<&str> = FxHashSet::default();
-            let mut loose: FxHashSet<(&str, MementoDatetime)> =
+            let mut archives: FxHashSet<Cow<str>> = FxHashSet::default();
+            let mut loose: FxHashSet<(Cow<str>, MementoDatetime)> =
                 FxHashSet::with_capacity_and_hasher(n, Default::default());
             for (archive, datetime, _) in keys.clone() {
-                archives.insert(archive);
+                archives.insert(archive.clone());
                 loose.insert((archive, datetime));
             }
             (archives.len(), loose.len())
@@ -107,15 +129,13 @@ fn distinct_by<'a>(
 
 /// How many archives the keys hold, when they come as one run per archive with each run's
 /// datetimes strictly increasing (then no (archive, datetime) repeats); None otherwise.
-fn archive_runs<'a>(
-    keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)>,
-) -> Option<usize> {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut last: Option<(&str, MementoDatetime)> = None;
+fn archive_runs<'a>(keys: impl Iterator<Item = Key<'a>>) -> Option<usize> {
+    let mut seen: Vec<Cow<str>> = Vec::new();
+    let mut last: Option<(Cow<str>, MementoDatetime)> = None;
     for (archive, datetime, _) in keys {
-        match last {
-            Some((a, d)) if a == archive => {
-                if datetime <= d {
+        match &last {
+            Some((a, d)) if *a == archive => {
+                if datetime <= *d {
                     return None;
                 }
             }
@@ -124,7 +144,7 @@ fn archive_runs<'a>(
                 if seen.contains(&archive) {
                     return None;
                 }
-                seen.push(archive);
+                seen.push(archive.clone());
             }
         }
         last = Some((archive, datetime));
@@ -133,18 +153,19 @@ fn archive_runs<'a>(
 }
 
 impl Fetch {
-    /// (a, m) of what the archives listed, under `matching`.
+    /// (a, m) of what the archives listed, under `matching`, no archive an aggregator.
     pub fn counts(&self, matching: Match) -> (usize, usize) {
-        tally(fetch_keys(self)).counts(matching)
+        tally(fetch_keys(self, Credits::none())).counts(matching)
     }
 }
 
-pub(super) fn fetch_keys(f: &Fetch) -> impl Iterator<Item = (&str, MementoDatetime, &str)> + Clone {
-    f.archives.iter().flat_map(|r| {
-        r.mementos
-            .iter()
-            .map(move |m| (r.archive.as_str(), m.datetime, &*m.uri_m))
-    })
+pub(super) fn fetch_keys<'a>(
+    f: &'a Fetch,
+    credits: &'a Credits,
+) -> impl Iterator<Item = Key<'a>> + Clone + 'a {
+    f.archives
+        .iter()
+        .flat_map(move |r| contribution_keys(r, credits))
 }
 
 /// Would a client see the same TimeMap: same loose and same strict key sets?
@@ -164,6 +185,13 @@ pub(super) fn same_served_keys(a: &TimeMap, b: &TimeMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Borrowed keys as the tallies take them.
+    fn cow<'a>(
+        keys: impl Iterator<Item = (&'a str, MementoDatetime, &'a str)> + Clone,
+    ) -> impl Iterator<Item = Key<'a>> + Clone {
+        keys.map(|(a, d, u)| (Cow::Borrowed(a), d, u))
+    }
     use chrono::{TimeZone, Utc};
 
     /// The counts by sets alone, as before the run shortcut: the reference.
@@ -208,7 +236,7 @@ mod tests {
                 keys.sort_by_key(|k| (k.0, k.1));
                 keys.dedup_by_key(|k| (k.0, k.1));
             }
-            let counted = tally(keys.iter().copied());
+            let counted = tally(cow(keys.iter().copied()));
             assert_eq!(counted, by_sets(&keys), "case {case}: {keys:?}");
         }
     }
@@ -278,7 +306,11 @@ mod tests {
                     keys.push((archive, at(s), uris[next(500) as usize].as_str()));
                 }
             }
-            assert_eq!(tally(keys.iter().copied()), by_sets(&keys), "case {case}");
+            assert_eq!(
+                tally(cow(keys.iter().copied())),
+                by_sets(&keys),
+                "case {case}"
+            );
         }
     }
 
@@ -286,15 +318,15 @@ mod tests {
     fn an_archive_in_two_runs_or_a_repeated_datetime_is_counted_by_set() {
         let t = |s: i64| Utc.timestamp_opt(s, 0).single().expect("time");
         let split = [("ia", t(1), "u1"), ("pt", t(1), "u2"), ("ia", t(1), "u3")];
-        assert_eq!(archive_runs(split.iter().copied()), None);
-        assert_eq!(tally(split.iter().copied()).loose, 2);
+        assert_eq!(archive_runs(cow(split.iter().copied())), None);
+        assert_eq!(tally(cow(split.iter().copied())).loose, 2);
         let repeat = [("ia", t(1), "u1"), ("ia", t(1), "u2")];
-        assert_eq!(archive_runs(repeat.iter().copied()), None);
-        assert_eq!(tally(repeat.iter().copied()).loose, 1);
+        assert_eq!(archive_runs(cow(repeat.iter().copied())), None);
+        assert_eq!(tally(cow(repeat.iter().copied())).loose, 1);
         let runs = [("ia", t(1), "u1"), ("ia", t(2), "u1"), ("pt", t(1), "u2")];
-        assert_eq!(archive_runs(runs.iter().copied()), Some(2));
+        assert_eq!(archive_runs(cow(runs.iter().copied())), Some(2));
         assert_eq!(
-            tally(runs.iter().copied()),
+            tally(cow(runs.iter().copied())),
             Tally {
                 archives: 2,
                 loose: 3,

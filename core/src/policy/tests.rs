@@ -5,9 +5,11 @@ use super::*;
 use crate::policy::entry::ENTRY_FORMAT_VERSION;
 use crate::timemap::aggregate::Aggregate;
 use crate::timemap::answer::{Absence, ArchiveAnswer, ArchiveStatus, Contribution, ListedMemento};
+use crate::timemap::credit::Credits;
 use crate::timemap::datetime::parse_14digit;
 use crate::timemap::merge::merge;
 use crate::timemap::{MementoDatetime, TimeMap};
+use std::sync::Arc;
 
 /// Simulated day `d` (midnight), the clock of every test.
 fn day(d: i64) -> DateTime<Utc> {
@@ -278,7 +280,7 @@ fn stale_while_revalidate_serves_an_expired_entry_within_its_window() {
     // A TTL of zero is never fresh, but the window still counts from the check.
     let zero = Policy {
         ttl: Some(Duration::zero()),
-        ..p
+        ..p.clone()
     };
     assert_eq!(zero.freshness(Some(&e), day(0)), Freshness::Stale);
     assert_eq!(zero.freshness(Some(&e), day(3)), Freshness::Expired);
@@ -1000,7 +1002,7 @@ fn strict_matching_sees_a_migration_as_changed_keys() {
     let loose = policy(PolicyKind::Conditional);
     let strict = Policy {
         matching: Match::Strict,
-        ..loose
+        ..loose.clone()
     };
     let e = first(&loose, vec![ok("ia", 0..5)]);
     assert_eq!((e.loose, e.strict), (5, 5));
@@ -1062,6 +1064,43 @@ fn two_uri_ms_at_one_second_are_two_mementos_and_one_loose_key() {
         ]
     );
     assert_eq!((e.loose, e.strict), (3, 4));
+}
+
+#[test]
+fn an_aggregators_mementos_count_under_the_archives_they_are_credited_to() {
+    let ia = "https://web.archive.org/web/19990125093238/http://a.com/";
+    let bibalex = "http://web.archive.bibalex.org/web/19990125093238/http://a.com/";
+    let listed = |archive: &str, uris: &[&str]| {
+        let mut c = ok(archive, 0..0);
+        c.mementos = uris
+            .iter()
+            .map(|u| ListedMemento {
+                uri_m: Arc::from(*u),
+                datetime: mdt(1),
+                absent: None,
+            })
+            .collect();
+        c
+    };
+    let contributions = || vec![listed("ia", &[ia]), listed("mg", &[ia, bibalex])];
+    let plain = policy(PolicyKind::Conditional);
+    let credited = Policy {
+        credits: Arc::new(Credits::new(
+            ["mg"],
+            [("https://web.archive.org/web/", "ia")],
+        )),
+        ..plain.clone()
+    };
+    // One second, three listings, two mementos: credited, ia's twice is one loose key and
+    // bibalex's is another; uncredited, the aggregator's two collapse into one of its own.
+    let e = first(&credited, contributions());
+    assert_eq!((e.loose, e.strict, e.archives), (2, 2, 2));
+    let e = first(&plain, contributions());
+    assert_eq!((e.loose, e.strict, e.archives), (2, 2, 2));
+    let e = first(&plain, vec![listed("mg", &[ia, bibalex])]);
+    assert_eq!((e.loose, e.strict, e.archives), (1, 2, 1));
+    let e = first(&credited, vec![listed("mg", &[ia, bibalex])]);
+    assert_eq!((e.loose, e.strict, e.archives), (2, 2, 2));
 }
 
 // ---- history, worked example, round trip, aggregate ----------------------------------

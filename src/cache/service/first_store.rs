@@ -103,7 +103,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let Some(store) = &self.store else {
             return Action::NotStored;
         };
-        let policy = self.policy;
+        let policy = self.policy.clone();
         let big = fetch.len() >= BIG_TIMEMAP;
         // The fetch moves into the entry: its mementos are not copied again.
         let build = move || (policy.decide_first(fetch, now), view);

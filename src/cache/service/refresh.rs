@@ -266,7 +266,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             render,
             big,
         } = fetched;
-        let policy = self.policy;
+        let policy = self.policy.clone();
         // What each archive answered, should deciding fail.
         let answers = fetch.answers();
         // A write to a shared tier may lose to another replica's: the fetch is then decided
