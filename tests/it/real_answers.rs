@@ -3,6 +3,7 @@
 //! once, as spelled, with the right ends, count and TimeGate choices, and take what a recorded
 //! TimeGate head names when the TimeMap fails.
 
+mod aggregated;
 mod checks;
 mod heads;
 mod reading;
