@@ -44,16 +44,25 @@ impl RetryAfter {
         parse_rfc1123(value).map(RetryAfter::At)
     }
 
-    /// Until when to hold the archive, asked at `now`: at most `cap` from now. None when that
-    /// is not after `now` (a date in the past, `0`, or a zero cap): nothing to wait for.
+    /// Until when to hold the archive, asked at `now`: at most `cap` past it. None when there
+    /// is nothing to wait for (a date in the past, `0`, or a zero cap). The server's clock counts
+    /// whole seconds, as Memento-Datetimes do, so the moment it says may be up to a second
+    /// behind: a wait in seconds (and the cap) counts from the end of that second, never
+    /// shorter than asked.
     pub fn until(self, now: DateTime<Utc>, cap: Duration) -> Option<DateTime<Utc>> {
+        if cap.is_zero() || self == RetryAfter::Seconds(0) {
+            return None;
+        }
+        let from = now.checked_add_signed(chrono::Duration::seconds(1))?;
         let cap = chrono::Duration::from_std(cap).unwrap_or(chrono::Duration::MAX);
-        let latest = now.checked_add_signed(cap)?;
+        let latest = from
+            .checked_add_signed(cap)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
         let asked = match self {
             RetryAfter::Seconds(s) => i64::try_from(s)
                 .ok()
                 .and_then(chrono::Duration::try_seconds)
-                .and_then(|d| now.checked_add_signed(d))
+                .and_then(|d| from.checked_add_signed(d))
                 .unwrap_or(latest),
             RetryAfter::At(at) => at,
         };
@@ -108,16 +117,17 @@ mod tests {
     #[test]
     fn a_wait_is_capped_and_one_in_the_past_is_none() {
         let now = t(0);
-        assert_eq!(RetryAfter::Seconds(2).until(now, TEN_MINUTES), Some(t(2)));
+        // From the end of the second the clock says: never shorter than asked.
+        assert_eq!(RetryAfter::Seconds(2).until(now, TEN_MINUTES), Some(t(3)));
         assert_eq!(
             RetryAfter::Seconds(u64::MAX).until(now, TEN_MINUTES),
-            Some(t(600))
+            Some(t(601))
         );
         let far = Utc
             .with_ymd_and_hms(2999, 1, 1, 0, 0, 0)
             .single()
             .expect("valid");
-        assert_eq!(RetryAfter::At(far).until(now, TEN_MINUTES), Some(t(600)));
+        assert_eq!(RetryAfter::At(far).until(now, TEN_MINUTES), Some(t(601)));
         assert_eq!(RetryAfter::At(t(30)).until(now, TEN_MINUTES), Some(t(30)));
         assert_eq!(RetryAfter::At(t(-30)).until(now, TEN_MINUTES), None);
         assert_eq!(RetryAfter::Seconds(0).until(now, TEN_MINUTES), None);
