@@ -2,12 +2,15 @@
 //! only under its configured prefixes (or its `redirect_hosts`), with that archive's client (its
 //! resolver's address rules), its hop rules for every redirect, its timeout, and a byte cap on
 //! what is passed on, inflated size included. The body streams ([`Streamed`]); what it may hold
-//! is charged to the same budget as TimeMap bodies.
+//! is charged to the same budget as TimeMap bodies. It takes one of that archive's turns, as a
+//! fan-out does, held until its head and first bytes are read: not while the rest streams to a
+//! client that may never read it. An archive holding us off (`Retry-After`) is not asked.
 
 use super::decode::{Codec, Inflate};
 use super::failure::FailureKind;
-use super::fetch::{read_capped, send_within, ArchiveFetch};
+use super::fetch::{read_capped, retry_after_of, send_within, ArchiveFetch};
 use super::streamed::{Streamed, IN_FLIGHT};
+use super::turns::Standing;
 use super::Upstream;
 use crate::timemap::model::ArchiveId;
 use crate::uri_r::clip;
@@ -38,13 +41,15 @@ pub struct Asked<'a> {
 }
 
 /// Why a memento was not fetched or not served: a reason naming the URI-M, whether it was the
-/// archive's time running out (a 504 rather than a 502), and whether it was our own memory
-/// budget (a 503: not the archive's fault, and worth a retry).
+/// archive's time (or its turn) running out (a 504 rather than a 502), whether it was our own
+/// memory budget (a 503: not the archive's fault, and worth a retry), and in how many seconds
+/// the archive asked us to come back (a 503 with that `Retry-After`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MementoFailure {
     pub reason: String,
     pub timed_out: bool,
     pub over_budget: bool,
+    pub retry_after: Option<u64>,
 }
 
 impl MementoFailure {
@@ -53,8 +58,15 @@ impl MementoFailure {
             reason,
             timed_out: false,
             over_budget: false,
+            retry_after: None,
         }
     }
+}
+
+/// Whole seconds from `now` to `until`, at least 1: what a `Retry-After` says.
+fn seconds_until(until: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> u64 {
+    let ms = until.signed_duration_since(now).num_milliseconds().max(0) as u64;
+    ms.div_ceil(1000).max(1)
 }
 
 /// Fetches `uri_m` (listed by the archive `listed_by`), at most `max_bytes` of body once
@@ -69,9 +81,33 @@ pub async fn fetch_memento(
 ) -> Result<MementoBytes, MementoFailure> {
     let url = Url::parse(uri_m)
         .map_err(|_| MementoFailure::new(format!("the memento {:?} is not a URL", clip(uri_m))))?;
-    let (archive, link) = upstream
+    let (i, archive, link) = upstream
         .link_for(&url, listed_by)
         .map_err(|why| MementoFailure::new(format!("not fetched: {why}")))?;
+    let waiting_for =
+        |until: chrono::DateTime<chrono::Utc>| Some(seconds_until(until, upstream.now()));
+    if let Some(until) = upstream.held_until(i) {
+        return Err(MementoFailure {
+            retry_after: waiting_for(until),
+            ..MementoFailure::new(format!(
+                "{} from {}: the archive asked us to wait until {}: not asked",
+                clip(uri_m),
+                archive.id,
+                until.to_rfc3339()
+            ))
+        });
+    }
+    let standing = Standing::default();
+    let latest = tokio::time::Instant::now() + archive.timeout;
+    let turn = match link.turns.take(latest, archive.timeout, &standing).await {
+        Ok(turn) => turn,
+        Err(late) => {
+            return Err(MementoFailure {
+                timed_out: true,
+                ..MementoFailure::new(format!("{} from {}: {}", clip(uri_m), archive.id, late.0))
+            })
+        }
+    };
     let budget = upstream.shared_budget();
     let fetch = async {
         let method = if asked.head {
@@ -80,9 +116,31 @@ pub async fn fetch_memento(
             reqwest::Method::GET
         };
         let headers = [(ACCEPT, "*/*")];
-        let resp =
-            send_within(&link.client, &link.mementos, method, url.as_str(), &headers).await?;
+        let resp = send_within(
+            &link.client,
+            &link.mementos,
+            &turn,
+            method,
+            url.as_str(),
+            &headers,
+        )
+        .await?;
         let code = resp.status();
+        if let Some(asked) = retry_after_of(&resp) {
+            if let Some(until) = upstream.hold(i, asked) {
+                let mut held = ArchiveFetch::failed(
+                    FailureKind::HttpStatus(code.as_u16()),
+                    Some(code.as_u16()),
+                    format!(
+                        "HTTP {}; asked us to wait until {}",
+                        code.as_u16(),
+                        until.to_rfc3339()
+                    ),
+                );
+                held.retry_after = Some(asked);
+                return Err(held);
+            }
+        }
         if code.is_redirection() {
             // A 304 (never asked for) or a redirect without a Location: not the memento.
             return Err(ArchiveFetch::failed(
@@ -140,10 +198,14 @@ pub async fn fetch_memento(
             archive.id,
             fetch.answer.detail.as_deref().unwrap_or("failed")
         ),
-        timed_out: fetch.failure == Some(FailureKind::Timeout),
+        timed_out: fetch.failure == Some(FailureKind::Timeout) || fetch.queued(),
         over_budget: fetch.over_budget(),
+        retry_after: fetch
+            .retry_after
+            .and_then(|_| upstream.held_until(i))
+            .and_then(waiting_for),
     };
-    match tokio::time::timeout(archive.timeout, fetch).await {
+    match tokio::time::timeout_at(turn.until, fetch).await {
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(fetch)) => Err(failed(fetch)),
         Err(_) => Err(MementoFailure {
@@ -155,6 +217,7 @@ pub async fn fetch_memento(
             ),
             timed_out: true,
             over_budget: false,
+            retry_after: None,
         }),
     }
 }
