@@ -379,3 +379,33 @@ async fn the_contact_rides_in_the_user_agent_the_archive_sees() {
         ["tmproxy/0.1 (Memento aggregator; +https://ops.example/contact)"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memento_proxy_is_held_by_retry_after_too_and_says_so_with_a_503() {
+    let a = archive(timemap(Duration::ZERO)).await;
+    let proxy = start_proxy(config_for(&[("a", &a)])).await;
+    // Its TimeMap cached while it answers; then it asks us to wait.
+    let (status, _, json) = timemap_of(&proxy, URI_R).await;
+    assert_eq!(status, 200, "{json}");
+    a.set_behaviour(Behaviour::AskToWait(429, "30".into()));
+    let memento = format!("{}/memento/proxy/2001/{URI_R}", proxy.base);
+    let asked = a.requests();
+    for attempt in ["the archive's own 429", "held: not asked"] {
+        let r = client().get(&memento).send().await.expect("GET");
+        let status = r.status().as_u16();
+        let retry_after = r.headers().get("retry-after").cloned();
+        let body = r.text().await.expect("body");
+        assert_eq!(status, 503, "{attempt}: {body}");
+        let secs: u64 = retry_after
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{attempt}: Retry-After {retry_after:?}"));
+        assert!((1..=31).contains(&secs), "{attempt}: Retry-After {secs}");
+        assert!(body.contains("asked us to wait until"), "{attempt}: {body}");
+    }
+    assert_eq!(a.requests(), asked + 1, "asked once, then held");
+    // The fan-outs are held by it as well.
+    let (_, _, json) = timemap_of(&proxy, &format!("{URI_R}other")).await;
+    assert_eq!(said(&json, "a").0, "skipped", "{json}");
+}
