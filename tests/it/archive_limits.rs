@@ -1,8 +1,9 @@
 //! tmproxy stays within each archive's limits, as the fake archive on the other end sees it: no
 //! more of our requests in flight than `max_concurrency`, none closer together than `rate`
 //! allows, none at all while it holds us off with `Retry-After` (capped by `max_retry_after`),
-//! each naming `contact` in its User-Agent; and a request that waits in our own queue past its
-//! time is a `timeout` that never counts towards dormancy.
+//! each naming `contact` in its User-Agent (and `/memento/proxy` held alike, a 503 with
+//! Retry-After); and a request that waits in our own queue past its time is a `timeout` that
+//! never counts towards dormancy.
 
 use crate::support::{client, config_for, get_json, metric_value, outcome, start_proxy, Proxy};
 use serde_json::Value;
