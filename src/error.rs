@@ -125,7 +125,10 @@ impl AppError {
                 timed_out: false, ..
             } => StatusCode::BAD_GATEWAY,
             AppError::MementoProxy(f) if f.timed_out => StatusCode::GATEWAY_TIMEOUT,
-            AppError::MementoProxy(f) if f.over_budget => StatusCode::SERVICE_UNAVAILABLE,
+            // Our budget, or the archive asked us to wait: both pass, so a retry may do.
+            AppError::MementoProxy(f) if f.over_budget || f.retry_after.is_some() => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AppError::MementoProxy(_) => StatusCode::BAD_GATEWAY,
             AppError::LoopDetected(_) => StatusCode::LOOP_DETECTED,
             AppError::Internal(_) | AppError::Sampling(JobError::Io(_)) => {
@@ -164,10 +167,15 @@ impl AppError {
                         missing.join(", ")
                     )
                 };
-                let skipped: Vec<&str> = agg.skipped().map(|o| o.id.as_str()).collect();
-                if !skipped.is_empty() {
-                    text.push_str("; not asked (routing): ");
-                    text.push_str(&skipped.join(", "));
+                for why in SKIP_DETAILS {
+                    let skipped: Vec<&str> = agg
+                        .skipped()
+                        .filter(|o| skip_detail(o) == why)
+                        .map(|o| o.id.as_str())
+                        .collect();
+                    if !skipped.is_empty() {
+                        text.push_str(&format!("; not asked ({why}): {}", skipped.join(", ")));
+                    }
                 }
                 text
             }
@@ -261,8 +269,8 @@ impl AppError {
 /// one header, so a client reading only headers can still tell what is missing. `n` counts the
 /// served mementos credited to it, `dup` those it listed that are served as another archive's
 /// (the same URI-M, credited where it is listed first). An archive whose few mementos came from a fallback says so:
-/// `ia=error;n=2;dup=0;fallback=timegate`; one routing did not ask says why:
-/// `pt=skipped;n=0;dup=0;detail=routing`.
+/// `ia=error;n=2;dup=0;fallback=timegate`; one not asked says why:
+/// `pt=skipped;n=0;dup=0;detail=routing`, `ia=skipped;n=0;dup=0;detail=retry-after`.
 pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
     let text = agg
         .outcomes
@@ -276,16 +284,33 @@ pub fn archives_header(agg: &Aggregate) -> Option<HeaderValue> {
                 part.push_str(";fallback=");
                 part.push_str(f.as_str());
             }
-            // Only a skip's detail: it is ours (`routing`), where a failure's quotes an archive.
+            // Only a skip's detail: it is ours (`routing`, `retry-after`), where a failure's
+            // quotes an archive.
             if o.answer.status.skipped() {
                 part.push_str(";detail=");
-                part.push_str(tmproxy_core::routing::decide::DETAIL);
+                part.push_str(skip_detail(o));
             }
             part
         })
         .collect::<Vec<_>>()
         .join(", ");
     HeaderValue::from_str(&text).ok()
+}
+
+/// Why an archive was not asked, each as a skip's detail says it.
+const SKIP_DETAILS: [&str; 2] = [
+    tmproxy_core::routing::decide::DETAIL,
+    tmproxy_core::retry_after::DETAIL,
+];
+
+/// A skipped archive's reason, one of [`SKIP_DETAILS`]: a stored entry's skip predates any other
+/// reason (and nothing else is ever written into a header here), so anything else is routing's.
+fn skip_detail(o: &ArchiveOutcome) -> &'static str {
+    let detail = o.answer.detail.as_deref().unwrap_or("");
+    SKIP_DETAILS
+        .into_iter()
+        .find(|d| *d == detail)
+        .unwrap_or(tmproxy_core::routing::decide::DETAIL)
 }
 
 impl IntoResponse for AppError {
@@ -308,6 +333,7 @@ impl IntoResponse for AppError {
         let unauthorized = matches!(self, AppError::Unauthorized);
         let retry_after = match &self {
             AppError::RateLimited { retry_after, .. } => Some(*retry_after),
+            AppError::MementoProxy(f) => f.retry_after,
             _ => None,
         };
         let mut response = if let Some(agg) = aggregate {

@@ -37,6 +37,10 @@ pub enum FailureKind {
     Body,
     /// Dormant after repeated failures: skipped, not asked.
     Dormant,
+    /// Its turn (`max_concurrency`, `rate`) did not come within its time limit, or waiting for
+    /// it left the archive less than its whole timeout: our own queue, not the archive's doing,
+    /// so never a step towards dormancy. Reported as a `timeout`.
+    Queued,
     /// Anything else the HTTP client reports.
     Other,
 }
@@ -56,6 +60,7 @@ impl fmt::Display for FailureKind {
             FailureKind::Budget => "memory budget",
             FailureKind::Body => "body",
             FailureKind::Dormant => "dormant",
+            FailureKind::Queued => "queued",
             FailureKind::Other => "error",
         };
         f.write_str(text)
@@ -63,11 +68,11 @@ impl fmt::Display for FailureKind {
 }
 
 impl FailureKind {
-    /// The status an answer that failed so reports: a timeout and a malformed body have their
-    /// own, every other failure is an `error`.
+    /// The status an answer that failed so reports: a timeout (the archive's, or our queue's)
+    /// and a malformed body have their own, every other failure is an `error`.
     pub fn status(self) -> ArchiveStatus {
         match self {
-            FailureKind::Timeout => ArchiveStatus::Timeout,
+            FailureKind::Timeout | FailureKind::Queued => ArchiveStatus::Timeout,
             FailureKind::Malformed => ArchiveStatus::Malformed,
             _ => ArchiveStatus::Error,
         }
@@ -182,6 +187,7 @@ mod tests {
         assert!(kind(503).server_error() && !kind(503).refused_request());
         assert!(!kind(301).server_error() && !kind(301).refused_request());
         assert_eq!(FailureKind::Timeout.status(), ArchiveStatus::Timeout);
+        assert_eq!(FailureKind::Queued.status(), ArchiveStatus::Timeout);
         assert_eq!(FailureKind::Malformed.status(), ArchiveStatus::Malformed);
         assert_eq!(kind(500).status(), ArchiveStatus::Error);
     }

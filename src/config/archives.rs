@@ -74,6 +74,34 @@ pub struct ArchiveConfig {
         skip_serializing_if = "RawForm::is_default"
     )]
     pub raw: RawForm,
+    /// The most of our requests in flight to it at once, every fan-out and `/memento/proxy`
+    /// together (1 to [`MAX_CONCURRENCY`]).
+    #[serde(
+        default = "max_concurrency_default",
+        skip_serializing_if = "is_max_concurrency_default"
+    )]
+    pub max_concurrency: u32,
+    /// The most of our requests a second it is sent, paced one period apart; 0 = unlimited.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rate: f64,
+}
+
+/// The most `[[archives]] max_concurrency` may be: more is no bound at all.
+pub const MAX_CONCURRENCY: u32 = 1024;
+
+/// `[[archives]] max_concurrency` left out: a handful, as a polite crawler keeps per host.
+pub const DEFAULT_MAX_CONCURRENCY: u32 = 8;
+
+fn max_concurrency_default() -> u32 {
+    DEFAULT_MAX_CONCURRENCY
+}
+
+fn is_max_concurrency_default(n: &u32) -> bool {
+    *n == DEFAULT_MAX_CONCURRENCY
+}
+
+fn is_zero(r: &f64) -> bool {
+    *r == 0.0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -146,6 +174,8 @@ impl ArchiveConfig {
             replay: None,
             always: false,
             raw: RawForm::Id,
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            rate: 0.0,
         }
     }
 }

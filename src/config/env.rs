@@ -19,6 +19,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_UPSTREAM_DEADLINE", "upstream.deadline"),
     ("TMPROXY_MAX_BODY", "upstream.max_body"),
     ("TMPROXY_USER_AGENT", "upstream.user_agent"),
+    ("TMPROXY_UPSTREAM_CONTACT", "upstream.contact"),
     ("TMPROXY_ARCHIVES", "archives.enabled"),
     ("TMPROXY_ARCHIVES_FILE", "upstream.archives_file"),
     ("TMPROXY_CACHE_POLICY", "cache.policy"),
@@ -79,6 +80,11 @@ impl Config {
             Ok(s.to_owned())
         })? {
             u.user_agent = v;
+        }
+        if let Some(v) = env_override(&get, "TMPROXY_UPSTREAM_CONTACT", "upstream.contact", |s| {
+            Ok(s.to_owned())
+        })? {
+            u.contact = v;
         }
         for (var, key, slot) in [
             ("TMPROXY_CACHE_PATH", "cache.path", &mut self.cache.path),

@@ -7,6 +7,7 @@
 
 mod archives;
 pub mod archives_file;
+mod contact;
 mod diagnostics;
 mod env;
 mod error;
@@ -21,7 +22,9 @@ mod shared;
 mod validate;
 mod values;
 
-pub use archives::{ArchiveConfig, ArchiveKind, CdxDialect};
+pub use archives::{
+    ArchiveConfig, ArchiveKind, CdxDialect, DEFAULT_MAX_CONCURRENCY, MAX_CONCURRENCY,
+};
 pub use env::{
     check_variable_names, CONFIG_ENV, ENV_OVERRIDES, OTHER_VARIABLES, PROGRESS_SECS_ENV,
 };

@@ -112,10 +112,17 @@ pub struct UpstreamConfig {
     pub max_buffered: u64,
     pub max_pages: usize,
     pub user_agent: String,
+    /// A URL or an email address where archive operators can reach whoever runs this proxy,
+    /// added to `user_agent` as crawlers do; empty = none ([`super::contact`]).
+    pub contact: String,
     /// Consecutive failures before an archive is skipped for `dormant_for`; 0 = never dormant.
     pub failures_before_dormant: u32,
     #[serde(with = "duration_field")]
     pub dormant_for: Duration,
+    /// The longest an archive's `Retry-After` (on a 429 or 503) holds our requests to it; 0 =
+    /// Retry-After is not honoured (such answers are failures like any other).
+    #[serde(with = "duration_field")]
+    pub max_retry_after: Duration,
     /// An archive list in MemGator's `archives.json` shape that replaces the built-in one
     /// (`config::archives_file`); empty = none.
     pub archives_file: String,
@@ -131,8 +138,10 @@ impl Default for UpstreamConfig {
             max_buffered: 512 * 1024 * 1024,
             max_pages: 10,
             user_agent: "tmproxy/0.1 (Memento aggregator)".to_owned(),
+            contact: String::new(),
             failures_before_dormant: 5,
             dormant_for: Duration::from_secs(5 * 60),
+            max_retry_after: Duration::from_secs(10 * 60),
             archives_file: String::new(),
         }
     }

@@ -1264,3 +1264,85 @@ fn an_archives_raw_form_is_on_off_or_a_checked_template() {
         assert!(e.reason.contains(says), "{value}: {e}");
     }
 }
+
+#[test]
+fn archive_limits_and_the_contact_parse_validate_and_default() {
+    let c = Config::default();
+    assert!(c
+        .archives
+        .iter()
+        .all(|a| a.max_concurrency == 8 && a.rate == 0.0));
+    assert_eq!(c.upstream.max_retry_after, Duration::from_secs(600));
+    assert_eq!(c.upstream.contact, "");
+    let c = parse(&format!(
+        "[upstream]\ncontact = \"ops@example.org\"\nmax_retry_after = \"30s\"\n{ONE_ARCHIVE}max_concurrency = 2\nrate = 0.5\n"
+    ))
+    .expect("parses");
+    c.validate().expect("valid");
+    assert_eq!(
+        (c.archives[0].max_concurrency, c.archives[0].rate),
+        (2, 0.5)
+    );
+    assert_eq!(c.upstream.max_retry_after, Duration::from_secs(30));
+    assert_eq!(
+        c.upstream.agent(),
+        "tmproxy/0.1 (Memento aggregator; ops@example.org)"
+    );
+    let check = |edit: &dyn Fn(&mut Config), key: &str| {
+        let mut c = Config::default();
+        edit(&mut c);
+        let e = c.validate().expect_err(key);
+        assert_eq!(e.key, key, "{e}");
+    };
+    check(
+        &|c| c.archives[1].max_concurrency = 0,
+        "archives[1].max_concurrency",
+    );
+    check(
+        &|c| c.archives[1].max_concurrency = 1025,
+        "archives[1].max_concurrency",
+    );
+    for bad in [-1.0, f64::NAN, f64::INFINITY, 0.0001] {
+        check(&move |c| c.archives[2].rate = bad, "archives[2].rate");
+    }
+    check(
+        &|c| c.upstream.contact = "ftp://x.example/".into(),
+        "upstream.contact",
+    );
+    check(
+        &|c| c.upstream.contact = "nobody".into(),
+        "upstream.contact",
+    );
+    let mut c = Config::default();
+    c.archives[0].max_concurrency = 1024;
+    c.archives[0].rate = 0.001;
+    c.upstream.max_retry_after = Duration::ZERO;
+    c.validate()
+        .expect("the edges of each range, and Retry-After not honoured");
+    // The override, and a bad one named by its variable.
+    let mut c = Config::default();
+    c.apply_env(vars(&[(
+        "TMPROXY_UPSTREAM_CONTACT",
+        "https://ops.example/contact",
+    )]))
+    .expect("env");
+    assert_eq!(c.upstream.contact, "https://ops.example/contact");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let e = Config::load_from(
+        None,
+        vars(&[("TMPROXY_UPSTREAM_CONTACT", "ops at example")]),
+        dir.path(),
+    )
+    .expect_err("not a contact")
+    .to_string();
+    assert!(
+        e.starts_with("config env TMPROXY_UPSTREAM_CONTACT: upstream.contact:"),
+        "{e}"
+    );
+    // Written out and read back, a changed limit stays.
+    let mut c = Config::default();
+    c.archives[3].max_concurrency = 3;
+    c.archives[3].rate = 2.5;
+    let text = toml::to_string(&c).expect("serializes");
+    assert_eq!(parse(&text).expect("reads back"), c);
+}

@@ -172,6 +172,11 @@ impl Config {
                 "must be non-empty and free of control characters (it is sent as a header)".into(),
             );
         }
+        if !u.contact.is_empty() {
+            if let Err(r) = super::contact::check(&u.contact) {
+                return fail("upstream.contact", r);
+            }
+        }
         if u.failures_before_dormant > 0 && u.dormant_for.is_zero() {
             return fail(
                 "upstream.dormant_for",
@@ -293,10 +298,28 @@ impl Config {
             if a.timeout.is_some_and(|t| t.is_zero()) {
                 return fail(&key("timeout"), "must be greater than 0".into());
             }
+            if !(1..=super::MAX_CONCURRENCY).contains(&a.max_concurrency) {
+                return fail(
+                    &key("max_concurrency"),
+                    format!("must be from 1 to {}", super::MAX_CONCURRENCY),
+                );
+            }
+            // Slower than one request in 1000 s is a disabled archive by another name.
+            if !(a.rate == 0.0 || (a.rate.is_finite() && a.rate >= MIN_RATE)) {
+                return fail(
+                    &key("rate"),
+                    format!(
+                        "must be 0 (unlimited) or a number of requests per second of at least {MIN_RATE}"
+                    ),
+                );
+            }
         }
         Ok(())
     }
 }
+
+/// The slowest `[[archives]] rate` other than 0 (unlimited): one request every 1000 s.
+const MIN_RATE: f64 = 0.001;
 
 /// Why a `kind = "cdx"` archive without a replay template is refused: what the template
 /// check says of an empty one.

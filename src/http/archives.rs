@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 pub fn current(state: &SharedState) -> Vec<ArchiveReport> {
     let upstream: &Upstream = &state.upstream;
     let health = upstream.health();
+    let loads = upstream.loads();
     let enabled = upstream.archives();
     let misses_decided = state.routing.misses_decided();
     let observed = |id: &str| {
@@ -23,6 +24,7 @@ pub fn current(state: &SharedState) -> Vec<ArchiveReport> {
             health: &health[i],
             profile_keys: state.routing.size(id).1,
             misses_decided,
+            load: loads[i],
         })
     };
     reports(&state.archive_list, observed, upstream.now())

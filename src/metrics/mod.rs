@@ -3,6 +3,7 @@
 //! byte budget, the listeners' connection counts). Below the routes, which count into it, and
 //! the serve loop, which counts connections into it.
 
+mod archives;
 mod cache;
 pub mod connections;
 mod encode;

@@ -6,10 +6,9 @@ use super::connections::{Connections, ListenerCounts};
 use super::encode::{counter, one};
 use crate::cache::service::{CachedTimeMap, ServedView, TimeMapCache};
 use crate::cache::store::Tiered;
-use crate::upstream::ledger::{SkipReason, Turn, BUCKETS};
 use crate::upstream::Upstream;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use std::sync::Arc;
 
@@ -32,7 +31,7 @@ impl<V: ServedView> std::fmt::Debug for Scraped<V> {
 impl<V: ServedView> Collector for Scraped<V> {
     fn encode(&self, mut out: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         cache::encode(&mut out, &self.cache)?;
-        archives(&mut out, &self.upstream)?;
+        super::archives::encode(&mut out, &self.upstream)?;
         let budget = self.upstream.budget();
         let gauges = [
             (
@@ -91,59 +90,3 @@ impl<V: ServedView> Collector for Scraped<V> {
 
 /// One of a listener's counters.
 type ListenerCount = fn(&ListenerCounts) -> u64;
-
-/// Per archive: its turns by outcome, their latency, and whether it sleeps now.
-fn archives(out: &mut DescriptorEncoder, upstream: &Upstream) -> Result<(), std::fmt::Error> {
-    let ledgers: Vec<_> = upstream.ledgers().iter().map(|l| l.snapshot()).collect();
-    let ids: Vec<&str> = upstream.archives().iter().map(|a| &*a.id).collect();
-    let mut requests = out.encode_descriptor(
-        "tmproxy_archive_requests",
-        "Each archive's turns in a fan-out, by outcome (skipped: not asked, dormant or routed).",
-        None,
-        MetricType::Counter,
-    )?;
-    for (id, ledger) in ids.iter().zip(&ledgers) {
-        for (outcome, n) in Turn::ALL.iter().zip(ledger.counts) {
-            let labels = [("archive", *id), ("outcome", outcome.as_str())];
-            counter(&mut requests.encode_family(&labels)?, n)?;
-        }
-    }
-    let mut skipped = out.encode_descriptor(
-        "tmproxy_archive_requests_skipped",
-        "Each archive's turns it was not asked, by reason (dormant; routing: its profile says it holds nothing there).",
-        None,
-        MetricType::Counter,
-    )?;
-    for (id, ledger) in ids.iter().zip(&ledgers) {
-        for (reason, n) in SkipReason::ALL.iter().zip(ledger.skipped_by) {
-            let labels = [("archive", *id), ("reason", reason.as_str())];
-            counter(&mut skipped.encode_family(&labels)?, n)?;
-        }
-    }
-    let mut durations = out.encode_descriptor(
-        "tmproxy_archive_duration_seconds",
-        "How long each archive took to answer, fail or be cut off.",
-        None,
-        MetricType::Histogram,
-    )?;
-    for (id, ledger) in ids.iter().zip(&ledgers) {
-        let buckets: Vec<(f64, u64)> = BUCKETS.iter().copied().zip(ledger.buckets).collect();
-        let labels = [("archive", *id)];
-        durations
-            .encode_family(&labels)?
-            .encode_histogram::<NoLabelSet>(ledger.seconds, ledger.asked, &buckets, None)?;
-    }
-    let now = upstream.now();
-    let mut dormant = out.encode_descriptor(
-        "tmproxy_archive_dormant",
-        "1 while the archive is skipped after repeated failures, else 0.",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (id, health) in ids.iter().zip(upstream.health()) {
-        let labels = [("archive", *id)];
-        let v = u64::from(health.is_dormant(now));
-        dormant.encode_family(&labels)?.encode_gauge(&v)?;
-    }
-    Ok(())
-}

@@ -8,6 +8,7 @@ use super::budget::{Budget, Held};
 use super::failure::FailureKind;
 use super::fetch::{fetch_page, ArchiveFetch, ArchiveLink, FetchLimits, PARSE_INLINE_LIMIT};
 use super::registry::CdxSource;
+use super::turns::Turn;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
 use std::sync::Arc;
@@ -36,6 +37,7 @@ struct PageRows {
 /// could be read (not the dialect's JSON, or no row usable).
 pub async fn fetch_cdx(
     link: &ArchiveLink,
+    turn: &Turn<'_>,
     source: &CdxSource,
     uri_r: &str,
     limits: &FetchLimits,
@@ -60,7 +62,7 @@ pub async fn fetch_cdx(
         Ok(u) => u,
         Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
     };
-    let page = match fetch_page(link, &first, limits.max_body, budget, ACCEPT_JSON).await {
+    let page = match fetch_page(link, turn, &first, limits.max_body, budget, ACCEPT_JSON).await {
         Ok(page) => page,
         Err(failure) => return failure,
     };
@@ -100,7 +102,7 @@ pub async fn fetch_cdx(
             Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
         };
         let cap = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(link, &uri, cap, budget, ACCEPT_JSON).await {
+        let page = match fetch_page(link, turn, &uri, cap, budget, ACCEPT_JSON).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if i == 0 || failure.failure == Some(FailureKind::RefusedRedirect) => {

@@ -14,9 +14,10 @@
 use super::budget::Budget;
 use super::cdx::fetch_cdx;
 use super::failure::{classify, FailureKind};
-use super::fetch::{fetch_archive, ArchiveFetch, ArchiveLink, FetchLimits};
+use super::fetch::{fetch_archive, retry_after_of, ArchiveFetch, ArchiveLink, FetchLimits};
 use super::guard::HopRules;
 use super::registry::Archive;
+use super::turns::{Standing, Turn};
 use crate::timemap::answer::Fallback;
 use crate::timemap::datetime::parse_rfc1123;
 use crate::timemap::model::{LinkMemento, MementoDatetime};
@@ -24,6 +25,8 @@ use crate::timemap::parse::parse_link_format;
 use crate::uri_r::clip;
 use crate::uri_text::{escape_uri, is_servable_uri_m};
 use std::sync::Arc;
+use std::time::Duration;
+use tmproxy_core::retry_after::RetryAfter;
 use tokio::time::{timeout_at, Instant};
 use url::Url;
 
@@ -48,48 +51,73 @@ pub fn worth_a_fallback(kind: FailureKind) -> bool {
     }
 }
 
-/// Asks `archive` for `uri_r` within its `timeout`: its listing, then, if that failed in a way
-/// [`worth_a_fallback`], its TimeGate in the time left.
+/// Asks `archive` for `uri_r` in one turn of its own ([`super::turns`]), waited for until its
+/// `timeout` (or `by`, the fan-out's deadline) and then given its whole `timeout`: its listing,
+/// then, if that failed in a way [`worth_a_fallback`] and the archive did not ask us to wait,
+/// its TimeGate in the time left. Also how long it waited for its turn (not the archive's time).
 pub async fn ask_archive(
     link: &ArchiveLink,
     archive: &Archive,
     uri_r: &str,
     limits: &FetchLimits,
     budget: &Arc<Budget>,
-) -> ArchiveFetch {
-    let until = Instant::now() + archive.timeout;
-    let timed_out = || {
-        format!(
-            "no answer within its timeout ({}s)",
-            archive.timeout.as_secs_f64()
-        )
+    by: Instant,
+    standing: &Standing,
+) -> (ArchiveFetch, Duration) {
+    let latest = (Instant::now() + archive.timeout).min(by);
+    let turn = match link.turns.take(latest, archive.timeout, standing).await {
+        Ok(turn) => turn,
+        Err(late) => return (ArchiveFetch::late(late), Duration::ZERO),
     };
-    let listed = match timeout_at(until, list(link, archive, uri_r, limits, budget)).await {
+    let until = turn.until;
+    let timed_out = |turn: &Turn| {
+        let secs = archive.timeout.as_secs_f64();
+        if turn.waited_inside() {
+            // Its own time was spent partly in our queue: not all its doing.
+            let why = format!(
+                "no answer within its timeout ({secs}s), part of it spent waiting for its turn"
+            );
+            ArchiveFetch::failed(FailureKind::Queued, None, why)
+        } else {
+            let why = format!("no answer within its timeout ({secs}s)");
+            ArchiveFetch::failed(FailureKind::Timeout, None, why)
+        }
+    };
+    let listed = match timeout_at(until, list(link, &turn, archive, uri_r, limits, budget)).await {
         Ok(listed) => listed,
-        Err(_) => return ArchiveFetch::failed(FailureKind::Timeout, None, timed_out()),
+        Err(_) => return (timed_out(&turn), turn.waited()),
     };
-    if !listed.failure_kind().is_some_and(worth_a_fallback) {
-        return listed;
+    let asks_to_wait = listed.retry_after.is_some();
+    if asks_to_wait || !listed.failure_kind().is_some_and(worth_a_fallback) {
+        return (listed, turn.waited());
     }
-    let gate = match timeout_at(until, ask_timegate(link, archive, uri_r)).await {
-        Ok(gate) => gate,
-        Err(_) => Err(timed_out()),
+    let mut retry_after = None;
+    let gate = match timeout_at(until, ask_timegate(link, &turn, archive, uri_r)).await {
+        Ok(Ok(gate)) => Ok(gate),
+        Ok(Err(failed)) => {
+            retry_after = failed.retry_after;
+            Err(failed.why)
+        }
+        Err(_) => Err(timed_out(&turn).answer.detail.unwrap_or_default()),
     };
-    with_fallback(listed, gate)
+    let mut fetch = with_fallback(listed, gate);
+    fetch.retry_after = retry_after;
+    (fetch, turn.waited())
 }
 
 /// What an archive lists for `uri_r`: its TimeMap, or for a `kind = "cdx"` archive its CDX
 /// API's captures.
 async fn list(
     link: &ArchiveLink,
+    turn: &Turn<'_>,
     archive: &Archive,
     uri_r: &str,
     limits: &FetchLimits,
     budget: &Arc<Budget>,
 ) -> ArchiveFetch {
     match &archive.cdx {
-        Some(source) => fetch_cdx(link, source, uri_r, limits, budget).await,
-        None => fetch_archive(link, archive, uri_r, limits, budget).await,
+        Some(source) => fetch_cdx(link, turn, source, uri_r, limits, budget).await,
+        None => fetch_archive(link, turn, archive, uri_r, limits, budget).await,
     }
 }
 
@@ -140,11 +168,32 @@ pub struct Gate {
     pub notes: Vec<String>,
 }
 
+/// Why a TimeGate gave nothing, and whether it asked us to wait.
+struct GateFailed {
+    why: String,
+    retry_after: Option<RetryAfter>,
+}
+
+impl From<String> for GateFailed {
+    fn from(why: String) -> GateFailed {
+        GateFailed {
+            why,
+            retry_after: None,
+        }
+    }
+}
+
 /// One GET of the archive's TimeGate for `uri_r`, its headers read, its body never.
-async fn ask_timegate(link: &ArchiveLink, archive: &Archive, uri_r: &str) -> Result<Gate, String> {
+async fn ask_timegate(
+    link: &ArchiveLink,
+    turn: &Turn<'_>,
+    archive: &Archive,
+    uri_r: &str,
+) -> Result<Gate, GateFailed> {
     let url = archive.timegate_for(uri_r)?;
     let url = Url::parse(&url).map_err(|_| format!("{} refused: not a URL", clip(&url)))?;
     link.hops.check(&url)?;
+    turn.pace().await.map_err(|late| late.0)?;
     let resp = link
         .client
         .get(url.clone())
@@ -153,7 +202,10 @@ async fn ask_timegate(link: &ArchiveLink, archive: &Archive, uri_r: &str) -> Res
         .map_err(|e| classify(&e).1)?;
     let http_status = resp.status().as_u16();
     if !(resp.status().is_success() || resp.status().is_redirection()) {
-        return Err(format!("HTTP {http_status}"));
+        return Err(GateFailed {
+            why: format!("HTTP {http_status}"),
+            retry_after: retry_after_of(&resp),
+        });
     }
     let h = resp.headers();
     let text = |name: reqwest::header::HeaderName| {

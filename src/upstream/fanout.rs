@@ -1,26 +1,28 @@
 //! One request to every enabled archive at once; whatever has answered by the deadline is each
-//! archive's contribution to the fetch (merged where it is served, not here).
+//! archive's contribution to the fetch (merged where it is served, not here). Whether an archive
+//! is asked at all, and what its answer does to its health, is `judge`'s.
+
+mod judge;
 
 use super::budget::Budget;
 use super::failure::FailureKind;
 use super::fallback::ask_archive;
 use super::fetch::{ArchiveFetch, ArchiveLink, FetchLimits};
-use super::ledger::{Ledger, SkipReason, Turn};
-use super::registry::{Archive, Health, Transition};
+use super::ledger::Ledger;
+use super::registry::{Archive, Health};
 use super::resolve::HostLookup;
+use super::turns::{Load, Standing, Turns};
 use super::via::Loops;
 use crate::cache::fan_out::{progress, Progress};
 use crate::clock::Clock;
 use crate::config::{ArchiveKind, Config};
-use crate::timemap::answer::{ArchiveAnswer, Contribution, Fetch};
+use crate::timemap::answer::{Contribution, Fetch};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tmproxy_core::fan_out::Ask;
 use tmproxy_core::fan_out::Settled;
-use tmproxy_core::routing::decide::DETAIL as ROUTING;
-use tmproxy_core::routing::Route;
 use tokio::time::Instant;
 
 /// The archives, each one's client and hop rules, and each one's health. Cheap to share behind
@@ -42,6 +44,8 @@ pub struct Upstream {
     deadline: Duration,
     failures_before_dormant: u32,
     dormant_for: Duration,
+    /// The longest an archive's `Retry-After` holds it (0: not honoured).
+    max_retry_after: Duration,
     clock: Arc<dyn Clock>,
     loops: Loops,
 }
@@ -66,6 +70,7 @@ impl Upstream {
             .iter()
             .map(|a| Archive::from_config(config, a))
             .collect();
+        let agent = config.upstream.agent();
         let links = enabled
             .iter()
             .zip(&archives)
@@ -75,10 +80,11 @@ impl Upstream {
                     &archive.memento_urls(),
                     &a.redirect_hosts,
                     config.upstream.connect_timeout,
-                    &config.upstream.user_agent,
+                    &agent,
                     loops.header(),
                     lookup.clone(),
                 )
+                .map(|link| link.limited(Turns::new(a.max_concurrency, a.rate)))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let budget = Budget::new(config.upstream.max_buffered);
@@ -100,6 +106,7 @@ impl Upstream {
             deadline: config.upstream.deadline,
             failures_before_dormant: config.upstream.failures_before_dormant,
             dormant_for: config.upstream.dormant_for,
+            max_retry_after: config.upstream.max_retry_after,
             clock,
             loops,
         })
@@ -208,43 +215,25 @@ impl Upstream {
         };
         let mut held = Vec::new();
 
+        // How each asked archive stands in its queue, read if the deadline cuts it off.
+        let standing: Vec<Standing> = self.archives.iter().map(|_| Standing::default()).collect();
         let mut pending = FuturesUnordered::new();
         for (i, archive) in self.archives.iter().enumerate() {
             if !asked[i] {
                 continue;
             }
-            let health = self.health_of(i);
-            if health.is_dormant(now) {
-                let until = health
-                    .dormant_until
-                    .map(|t| t.to_rfc3339())
-                    .unwrap_or_default();
-                self.ledgers[i].record_skip(SkipReason::Dormant, now);
-                let dormant = ArchiveFetch::failed(
-                    FailureKind::Dormant,
-                    None,
-                    format!(
-                        "dormant after {} consecutive failures; asked again after {until}",
-                        health.consecutive_failures
-                    ),
-                );
-                publish(i, dormant, Duration::ZERO);
-                continue;
-            }
-            if let Some(Route::Skip(skip)) = routes.get(i) {
-                // Why, for an operator following one URI-R (per archive per miss: DEBUG).
-                tracing::debug!(archive = %archive.id, reason = %skip.explain(), "archive skipped by routing");
-                self.ledgers[i].record_skip(SkipReason::Routing, now);
-                let skipped = ArchiveFetch::answered(ArchiveAnswer::skipped(ROUTING));
+            if let Some(skipped) = self.not_asked(i, routes, now) {
                 publish(i, skipped, Duration::ZERO);
                 continue;
             }
             self.fetches[i].fetch_add(1, Ordering::Relaxed);
             let (link, limits, budget) = (&self.links[i], &self.limits, &self.budget);
+            let standing = &standing[i];
             pending.push(async move {
-                // Its listing, and its TimeGate if that failed, within its own timeout.
-                let fetch = ask_archive(link, archive, uri_r, limits, budget).await;
-                (i, fetch, started.elapsed())
+                // Its turn, its listing, and its TimeGate if that failed, within its own timeout.
+                let (fetch, waited) =
+                    ask_archive(link, archive, uri_r, limits, budget, stop_at, standing).await;
+                (i, fetch, started.elapsed(), waited)
             });
         }
 
@@ -256,16 +245,19 @@ impl Upstream {
         tokio::pin!(deadline_passed);
         while !pending.is_empty() {
             tokio::select! {
-                Some((i, fetch, elapsed)) = pending.next() => {
+                Some((i, mut fetch, elapsed, waited)) = pending.next() => {
                     // Our own memory budget running out says nothing about the archive, nor does
-                    // a 4xx any client can provoke with the URI-R it asks for: dormancy comes
-                    // from the archive's own faults (connect, TLS, timeout, 5xx, malformed).
-                    let blame = !fetch.over_budget() && !fetch.refused_by_archive();
+                    // a 4xx any client can provoke with the URI-R it asks for, nor a wait in our
+                    // own queue: dormancy comes from the archive's own faults (connect, TLS,
+                    // timeout, 5xx, malformed).
+                    let blame = !fetch.over_budget() && !fetch.refused_by_archive() && !fetch.queued();
+                    // Its own time: the wait for its turn was ours.
+                    let own = elapsed.saturating_sub(waited);
                     if blame && fetch.unreached() {
-                        self.settle(i, &fetch, elapsed, false);
+                        self.settle(i, &mut fetch, own, false);
                         unreached.push(i);
                     } else {
-                        self.settle(i, &fetch, elapsed, blame);
+                        self.settle(i, &mut fetch, own, blame);
                     }
                     held.push(publish(i, fetch, elapsed));
                 }
@@ -296,15 +288,21 @@ impl Upstream {
             .map(|(i, _)| i)
             .collect();
         for i in unsettled {
-            let fetch = ArchiveFetch::failed(
-                FailureKind::Timeout,
-                None,
-                format!(
-                    "no answer within the request deadline ({}s)",
-                    deadline.as_secs_f64()
-                ),
-            );
-            self.settle(i, &fetch, deadline, !cut_by_client);
+            let secs = deadline.as_secs_f64();
+            // An archive held up in our queue did not have the whole deadline: not its doing.
+            let prompt = standing[i].prompt();
+            let mut fetch = if prompt {
+                let why = format!("no answer within the request deadline ({secs}s)");
+                ArchiveFetch::failed(FailureKind::Timeout, None, why)
+            } else if standing[i].began() {
+                let why = format!("no answer within the request deadline ({secs}s), part of it spent waiting for its turn");
+                ArchiveFetch::failed(FailureKind::Queued, None, why)
+            } else {
+                let why =
+                    format!("waited for its turn until the request deadline ({secs}s): not asked");
+                ArchiveFetch::failed(FailureKind::Queued, None, why)
+            };
+            self.settle(i, &mut fetch, deadline, !cut_by_client && prompt);
             publish(i, fetch, deadline);
         }
 
@@ -334,7 +332,7 @@ impl Upstream {
         &self.proxy_budget
     }
 
-    /// The archive that listed `uri_m` (`listed_by`) and the link to it, when that URL is under its
+    /// The archive that listed `uri_m` (`listed_by`), its place, and the link to it, when that URL is under its
     /// [`Archive::memento_prefixes`] or on its `redirect_hosts`; else why not. Only the listing
     /// archive: a URI-M is its word, so it never makes us fetch from another archive's host
     /// (`/memento/proxy` refuses it and connects nowhere).
@@ -342,12 +340,12 @@ impl Upstream {
         &self,
         uri_m: &url::Url,
         listed_by: &str,
-    ) -> Result<(&Archive, &ArchiveLink), String> {
+    ) -> Result<(usize, &Archive, &ArchiveLink), String> {
         let i = (0..self.archives.len())
             .find(|i| &*self.archives[*i].id == listed_by)
             .ok_or_else(|| format!("{listed_by} is not an enabled archive"))?;
         self.links[i].mementos.check(uri_m)?;
-        Ok((&self.archives[i], &self.links[i]))
+        Ok((i, &self.archives[i], &self.links[i]))
     }
 
     /// How many times each archive has been asked, by id, in configured order.
@@ -357,14 +355,6 @@ impl Upstream {
             .zip(&self.fetches)
             .map(|(a, n)| (a.id.to_string(), n.load(Ordering::Relaxed)))
             .collect()
-    }
-
-    fn health_of(&self, i: usize) -> Health {
-        // A poisoned lock only means another request panicked mid-update; the data is plain.
-        self.health[i]
-            .lock()
-            .map(|h| h.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
     }
 
     /// What each archive did since start, in configured order (as [`Upstream::archives`]).
@@ -384,51 +374,8 @@ impl Upstream {
             .collect()
     }
 
-    /// An asked archive's turn is over: it is counted, a failure is logged, and (when
-    /// `blame`: the archive's own doing, not our budget, a client's short deadline or a 4xx to
-    /// what a client asked) its health takes the answer, which may put it to sleep or wake it.
-    /// An unblamed answer neither sleeps nor wakes it: a client must not be able to keep a
-    /// failing archive awake either.
-    fn settle(&self, i: usize, fetch: &ArchiveFetch, elapsed: Duration, blame: bool) {
-        let now = self.clock.now();
-        let id = &self.archives[i].id;
-        let status = fetch.answer.status;
-        self.ledgers[i].record(Turn::Asked(status), Some(elapsed), now);
-        let elapsed_ms = elapsed.as_millis() as u64;
-        if let Some(kind) = fetch.failure_kind() {
-            // Debug-formatted: the detail quotes what the archive sent, escaped on one line.
-            let detail = fetch.answer.detail.as_deref().unwrap_or("");
-            if blame || fetch.unreached() {
-                tracing::warn!(archive = %id, %kind, elapsed_ms, ?detail, "archive failed");
-            } else {
-                tracing::debug!(archive = %id, %kind, elapsed_ms, ?detail, "archive cut off or refused the request");
-            }
-        }
-        if !blame {
-            return;
-        }
-        // A TimeGate that stood in for a failed listing shows the archive is up: it is not put
-        // to sleep while it gives mementos that way.
-        self.judge(i, status.answered() || fetch.answer.fallback.is_some());
-    }
-
-    /// The archive's health takes one answer (`alive`) or failure, which may put it to sleep
-    /// or wake it; each is said once in the log.
-    fn judge(&self, i: usize, alive: bool) {
-        let (now, id) = (self.clock.now(), &self.archives[i].id);
-        let transition = {
-            let mut h = self.health[i].lock().unwrap_or_else(|p| p.into_inner());
-            let (threshold, span) = (self.failures_before_dormant, self.dormant_for);
-            h.record(alive, now, threshold, span)
-        };
-        match transition {
-            Transition::Slept { until } => {
-                let until = until.map(|t| t.to_rfc3339()).unwrap_or_default();
-                let failures = self.failures_before_dormant;
-                tracing::warn!(archive = %id, failures, %until, "archive dormant: not asked until then");
-            }
-            Transition::Woke => tracing::info!(archive = %id, "archive back: answered again"),
-            Transition::None => {}
-        }
+    /// What each archive's turns are now (in flight, waiting), in configured order.
+    pub fn loads(&self) -> Vec<Load> {
+        self.links.iter().map(|l| l.turns.load()).collect()
     }
 }

@@ -5,6 +5,7 @@ use super::failure::{classify, FailureKind};
 use super::guard::HopRules;
 use super::registry::Archive;
 use super::resolve::{GuardedResolver, HostLookup};
+use super::turns::{Turn, Turns};
 use crate::config::RedirectHost;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::LinkMemento;
@@ -15,6 +16,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tmproxy_core::failure::{of_status, StatusClass};
+use tmproxy_core::retry_after::RetryAfter;
 use url::Url;
 
 /// Bodies larger than this are parsed off the async workers, so one huge TimeMap does not stall
@@ -52,6 +54,8 @@ pub struct ArchiveFetch {
     /// Why it failed, when it did: the one record of it (the answer's status follows from it,
     /// [`FailureKind::status`]). None when the archive answered (ok, empty, 404).
     pub failure: Option<FailureKind>,
+    /// What it asked with a 429 or 503: wait before asking again.
+    pub retry_after: Option<RetryAfter>,
 }
 
 impl ArchiveFetch {
@@ -80,6 +84,12 @@ impl ArchiveFetch {
     /// Failed on our own memory budget, not the archive's fault: no step towards dormancy.
     pub fn over_budget(&self) -> bool {
         self.failure == Some(FailureKind::Budget)
+    }
+
+    /// Timed out in our own queue (its turn did not come in time, or waiting cut its time
+    /// short): not the archive's fault either.
+    pub fn queued(&self) -> bool {
+        self.failure == Some(FailureKind::Queued)
     }
 
     /// The archive refused the request itself with a 4xx (400, 414, 451, 429…; a 404 or 410 is
@@ -112,17 +122,25 @@ impl ArchiveFetch {
             mementos: Vec::new(),
             held: None,
             failure: None,
+            retry_after: None,
         }
+    }
+
+    /// A request that did not get its turn in time.
+    pub(super) fn late(late: super::turns::Late) -> ArchiveFetch {
+        ArchiveFetch::failed(FailureKind::Queued, None, late.0)
     }
 }
 
-/// How one archive is reached: its own client (and resolver) and its hop rules.
+/// How one archive is reached: its own client (and resolver), its hop rules and its turns.
 pub struct ArchiveLink {
     pub client: reqwest::Client,
     pub hops: HopRules,
     /// Where its mementos may be fetched and redirect to (`/memento/proxy`): under its
     /// [`Archive::memento_prefixes`] or on its `redirect_hosts`.
     pub mementos: HopRules,
+    /// Every request to it takes one ([`ArchiveLink::limited`]).
+    pub turns: Turns,
 }
 
 impl ArchiveLink {
@@ -143,7 +161,13 @@ impl ArchiveLink {
             client: build_client(connect_timeout, user_agent, via, resolver)?,
             hops,
             mementos: HopRules::under(memento_prefixes, redirect_hosts),
+            turns: Turns::new(crate::config::DEFAULT_MAX_CONCURRENCY, 0.0),
         })
+    }
+
+    /// This link with the archive's own `max_concurrency` and `rate`.
+    pub fn limited(self, turns: Turns) -> ArchiveLink {
+        ArchiveLink { turns, ..self }
     }
 }
 
@@ -177,6 +201,7 @@ pub fn build_client(
 /// charged to `budget`. The caller bounds it in time.
 pub async fn fetch_archive(
     link: &ArchiveLink,
+    turn: &Turn<'_>,
     archive: &Archive,
     uri_r: &str,
     limits: &FetchLimits,
@@ -214,7 +239,7 @@ pub async fn fetch_archive(
         // max_body bounds the archive's whole answer, every page together, so one archive's
         // share of a fan-out's memory is max_body however it pages.
         let cap = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(link, &uri_t, cap, budget, ACCEPT_LINK_FORMAT).await {
+        let page = match fetch_page(link, turn, &uri_t, cap, budget, ACCEPT_LINK_FORMAT).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if result.answer.pages == 0 || failure.refused_hop() => return failure,
@@ -302,12 +327,13 @@ pub(super) struct Page {
 /// TimeMap (nor a CDX answer).
 pub(super) async fn fetch_page(
     link: &ArchiveLink,
+    turn: &Turn<'_>,
     uri_t: &str,
     max_body: u64,
     budget: &Arc<Budget>,
     accept: &'static str,
 ) -> Result<Page, ArchiveFetch> {
-    let resp = get_within(link, uri_t, accept).await?;
+    let resp = get_within(link, turn, uri_t, accept).await?;
     let http_status = resp.status().as_u16();
     match of_status(http_status) {
         StatusClass::Success => {}
@@ -319,11 +345,10 @@ pub(super) async fn fetch_page(
             })
         }
         StatusClass::Failed(kind) => {
-            return Err(ArchiveFetch::failed(
-                kind,
-                Some(http_status),
-                format!("HTTP {http_status}"),
-            ))
+            let mut failed =
+                ArchiveFetch::failed(kind, Some(http_status), format!("HTTP {http_status}"));
+            failed.retry_after = retry_after_of(&resp);
+            return Err(failed);
         }
     }
     let (body, held) = read_capped(resp, max_body, "what max_body leaves", budget).await?;
@@ -334,22 +359,32 @@ pub(super) async fn fetch_page(
     })
 }
 
+/// What an answer's `Retry-After` asks, on a 429 or a 503.
+pub(crate) fn retry_after_of(resp: &reqwest::Response) -> Option<RetryAfter> {
+    let value = resp.headers().get(reqwest::header::RETRY_AFTER);
+    RetryAfter::of(resp.status().as_u16(), value.and_then(|v| v.to_str().ok()))
+}
+
 /// A GET of `target` with `accept`, following redirects hop by hop, each hop (and `target`
 /// itself) only where the link's hop rules allow: the answer that is not a redirect, unread.
-/// A failure says why (refused hop, redirect loop, the request's own error).
+/// A failure says why (refused hop, redirect loop, the request's own error, no turn in time).
 pub(crate) async fn get_within(
     link: &ArchiveLink,
+    turn: &Turn<'_>,
     target: &str,
     accept: &'static str,
 ) -> Result<reqwest::Response, ArchiveFetch> {
     let get = reqwest::Method::GET;
-    send_within(&link.client, &link.hops, get, target, &[(ACCEPT, accept)]).await
+    let headers = [(ACCEPT, accept)];
+    send_within(&link.client, &link.hops, turn, get, target, &headers).await
 }
 
-/// [`get_within`] with `method`, these `headers` and the hop rules `hops`.
+/// [`get_within`] with `method`, these `headers` and the hop rules `hops`. Each hop is a
+/// request of `turn`, sent in its pace slot.
 pub(crate) async fn send_within(
     client: &reqwest::Client,
     hops: &HopRules,
+    turn: &Turn<'_>,
     method: reqwest::Method,
     target: &str,
     headers: &[(reqwest::header::HeaderName, &str)],
@@ -367,6 +402,7 @@ pub(crate) async fn send_within(
         for (name, value) in headers {
             request = request.header(name, *value);
         }
+        turn.pace().await.map_err(ArchiveFetch::late)?;
         let resp = request
             .send()
             .await

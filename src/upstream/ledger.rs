@@ -12,7 +12,8 @@ use std::time::Duration;
 pub enum Turn {
     /// It was asked, and this is its answer's status.
     Asked(ArchiveStatus),
-    /// It was not asked: dormant, or routing judged it holds nothing there ([`SkipReason`]).
+    /// It was not asked: dormant, routing judged it holds nothing there, or it asked us to
+    /// wait ([`SkipReason`]).
     Skipped,
 }
 
@@ -23,15 +24,22 @@ pub enum SkipReason {
     Dormant,
     /// Its routing profile says it holds nothing for the URI-R's domain.
     Routing,
+    /// It answered 429 or 503 with `Retry-After`, and that time has not come.
+    RetryAfter,
 }
 
 impl SkipReason {
-    pub const ALL: [SkipReason; 2] = [SkipReason::Dormant, SkipReason::Routing];
+    pub const ALL: [SkipReason; 3] = [
+        SkipReason::Dormant,
+        SkipReason::Routing,
+        SkipReason::RetryAfter,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             SkipReason::Dormant => "dormant",
             SkipReason::Routing => tmproxy_core::routing::decide::DETAIL,
+            SkipReason::RetryAfter => tmproxy_core::retry_after::DETAIL,
         }
     }
 
@@ -194,10 +202,15 @@ mod tests {
         ledger.record_skip(SkipReason::Dormant, at);
         ledger.record_skip(SkipReason::Routing, at);
         ledger.record_skip(SkipReason::Routing, at);
+        ledger.record_skip(SkipReason::RetryAfter, at);
         let s = ledger.snapshot();
         assert_eq!(s.counts[0], 10);
-        assert_eq!(s.counts[6], 3, "every skip is a skipped turn");
-        assert_eq!(s.skipped_by, [1, 2], "by reason: dormant, routing");
+        assert_eq!(s.counts[6], 4, "every skip is a skipped turn");
+        assert_eq!(
+            s.skipped_by,
+            [1, 2, 1],
+            "by reason: dormant, routing, retry-after"
+        );
         assert_eq!(s.asked, 10);
         assert!((s.seconds - 3.9).abs() < 1e-9, "{}", s.seconds);
         assert_eq!(s.p50_ms, Some(100));

@@ -4,14 +4,17 @@
 //! what is passed on, inflated size included. Its raw form (`core::raw_memento`: the capture as
 //! archived, not the replay page) is asked first under the same rules, and the listed URI-M
 //! only when that is not a 2xx. The body streams ([`Streamed`]); what it may hold is charged to
-//! the same budget as TimeMap bodies.
+//! the same budget as TimeMap bodies. The fetch takes one of that archive's turns, as a fan-out
+//! does, held until the head and first bytes are read: not while the rest streams to a client
+//! that may never read it. An archive holding us off (`Retry-After`) is not asked.
 
 mod body;
 
 use super::failure::FailureKind;
-use super::fetch::{send_within, ArchiveFetch, ArchiveLink};
+use super::fetch::{retry_after_of, send_within, ArchiveFetch, ArchiveLink};
 use super::registry::Archive;
 use super::streamed::Streamed;
+use super::turns::{Standing, Turn};
 use super::Upstream;
 use crate::timemap::model::ArchiveId;
 use crate::uri_r::clip;
@@ -41,13 +44,15 @@ pub struct Asked<'a> {
 }
 
 /// Why a memento was not fetched or not served: a reason naming the URI-M, whether it was the
-/// archive's time running out (a 504 rather than a 502), and whether it was our own memory
-/// budget (a 503: not the archive's fault, and worth a retry).
+/// archive's time (or its turn) running out (a 504 rather than a 502), whether it was our own
+/// memory budget (a 503: not the archive's fault, and worth a retry), and in how many seconds
+/// the archive asked us to come back (a 503 with that `Retry-After`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MementoFailure {
     pub reason: String,
     pub timed_out: bool,
     pub over_budget: bool,
+    pub retry_after: Option<u64>,
 }
 
 impl MementoFailure {
@@ -56,8 +61,15 @@ impl MementoFailure {
             reason,
             timed_out: false,
             over_budget: false,
+            retry_after: None,
         }
     }
+}
+
+/// Whole seconds from `now` to `until`, at least 1: what a `Retry-After` says.
+fn seconds_until(until: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> u64 {
+    let ms = until.signed_duration_since(now).num_milliseconds().max(0) as u64;
+    ms.div_ceil(1000).max(1)
 }
 
 /// Fetches the memento `uri_m` listed by the archive `listed_by`, at most `max_bytes` of body
@@ -75,14 +87,39 @@ pub async fn fetch_memento(
 ) -> Result<MementoBytes, MementoFailure> {
     let url = Url::parse(uri_m)
         .map_err(|_| MementoFailure::new(format!("the memento {:?} is not a URL", clip(uri_m))))?;
-    let (archive, link) = upstream
+    let (i, archive, link) = upstream
         .link_for(&url, listed_by)
         .map_err(|why| MementoFailure::new(format!("not fetched: {why}")))?;
+    if let Some(until) = upstream.held_until(i) {
+        return Err(MementoFailure {
+            retry_after: Some(seconds_until(until, upstream.now())),
+            ..MementoFailure::new(format!(
+                "{} from {}: the archive asked us to wait until {}: not asked",
+                clip(uri_m),
+                archive.id,
+                until.to_rfc3339()
+            ))
+        });
+    }
+    // One turn for the raw form and the listed URI-M both: one client's memento at a time.
+    let standing = Standing::default();
+    let latest = tokio::time::Instant::now() + archive.timeout;
+    let turn = match link.turns.take(latest, archive.timeout, &standing).await {
+        Ok(turn) => turn,
+        Err(late) => {
+            return Err(MementoFailure {
+                timed_out: true,
+                ..MementoFailure::new(format!("{} from {}: {}", clip(uri_m), archive.id, late.0))
+            })
+        }
+    };
     let started = Instant::now();
     let ask = |url: Url, form: Form, limit: Duration| Ask {
         upstream,
+        i,
         archive,
         link,
+        turn: &turn,
         url,
         form,
         limit,
@@ -102,8 +139,9 @@ pub async fn fetch_memento(
         };
         match tried {
             Ok(bytes) => return Ok(bytes),
-            // Our own memory, not the archive: the listed URI-M would not fit either.
-            Err(f) if f.over_budget => return Err(f),
+            // Our own memory, not the archive: the listed URI-M would not fit either. An
+            // archive that asked us to wait is not asked again now.
+            Err(f) if f.over_budget || f.retry_after.is_some() => return Err(f),
             Err(f) => {
                 tracing::debug!(
                     archive = %archive.id,
@@ -145,11 +183,14 @@ enum Form {
     Raw,
 }
 
-/// One URL asked of the archive that listed the memento, within `limit`.
+/// One URL asked of the archive that listed the memento (the `i`th), within `limit` and its
+/// turn.
 struct Ask<'a> {
     upstream: &'a Upstream,
+    i: usize,
     archive: &'a Archive,
     link: &'a ArchiveLink,
+    turn: &'a Turn<'a>,
     url: Url,
     form: Form,
     limit: Duration,
@@ -170,8 +211,31 @@ impl Ask<'_> {
             };
             let headers = [(ACCEPT, "*/*")];
             let (client, rules) = (&self.link.client, &self.link.mementos);
-            let resp = send_within(client, rules, method, self.url.as_str(), &headers).await?;
+            let resp = send_within(
+                client,
+                rules,
+                self.turn,
+                method,
+                self.url.as_str(),
+                &headers,
+            )
+            .await?;
             let code = resp.status();
+            if let Some(wait) = retry_after_of(&resp) {
+                if let Some(until) = self.upstream.hold(self.i, wait) {
+                    let mut held = ArchiveFetch::failed(
+                        FailureKind::HttpStatus(code.as_u16()),
+                        Some(code.as_u16()),
+                        format!(
+                            "HTTP {}; asked us to wait until {}",
+                            code.as_u16(),
+                            until.to_rfc3339()
+                        ),
+                    );
+                    held.retry_after = Some(wait);
+                    return Err(held);
+                }
+            }
             if code.is_redirection() {
                 // A 304 (never asked for) or a redirect without a Location: not the memento.
                 return Err(ArchiveFetch::failed(
@@ -227,7 +291,9 @@ impl Ask<'_> {
             Ok(got)
         };
         let url = clip(self.url.as_str());
-        match tokio::time::timeout(self.limit, fetch).await {
+        let (upstream, i) = (self.upstream, self.i);
+        let limit = tokio::time::Instant::now() + self.limit;
+        match tokio::time::timeout_at(limit.min(self.turn.until), fetch).await {
             Ok(Ok(bytes)) => Ok(bytes),
             Ok(Err(fetch)) => Err(MementoFailure {
                 reason: format!(
@@ -235,8 +301,12 @@ impl Ask<'_> {
                     archive.id,
                     fetch.answer.detail.as_deref().unwrap_or("failed")
                 ),
-                timed_out: fetch.failure == Some(FailureKind::Timeout),
+                timed_out: fetch.failure == Some(FailureKind::Timeout) || fetch.queued(),
                 over_budget: fetch.over_budget(),
+                retry_after: fetch
+                    .retry_after
+                    .and_then(|_| upstream.held_until(i))
+                    .map(|until| seconds_until(until, upstream.now())),
             }),
             Err(_) => Err(MementoFailure {
                 reason: format!(
@@ -250,6 +320,7 @@ impl Ask<'_> {
                 ),
                 timed_out: true,
                 over_budget: false,
+                retry_after: None,
             }),
         }
     }

@@ -14,6 +14,7 @@ pub mod memento;
 pub(crate) mod registry;
 pub mod resolve;
 pub(crate) mod streamed;
+pub(crate) mod turns;
 pub(crate) mod via;
 
 pub use fanout::Upstream;

@@ -205,20 +205,34 @@ pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<String, String> {
     }
 }
 
-/// Consecutive failures of one archive and, once they reach the threshold, until when it sleeps.
-/// Pure: time is passed in.
+/// Consecutive failures of one archive and, once they reach the threshold, until when it sleeps;
+/// and until when it asked us to wait (`Retry-After`), which is no failure. Pure: time is
+/// passed in.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Health {
     /// Failures in a row since it last answered: what `/archives` reports, so it agrees with
     /// the dormancy message ("dormant after N consecutive failures").
     pub consecutive_failures: u32,
     pub dormant_until: Option<DateTime<Utc>>,
+    /// Until when it asked us not to ask it (a 429 or 503 with `Retry-After`, capped).
+    pub retry_after_until: Option<DateTime<Utc>>,
 }
 
 impl Health {
     /// Whether to skip the archive at `now`.
     pub fn is_dormant(&self, now: DateTime<Utc>) -> bool {
         self.dormant_until.is_some_and(|until| now < until)
+    }
+
+    /// Until when the archive asked us to wait, while that is after `now`.
+    pub fn held_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.retry_after_until.filter(|until| now < *until)
+    }
+
+    /// Holds the archive until `until`, or longer if it already asked for longer: an answer to
+    /// a request sent earlier does not shorten the wait.
+    pub fn hold(&mut self, until: DateTime<Utc>) {
+        self.retry_after_until = Some(self.retry_after_until.map_or(until, |u| u.max(until)));
     }
 
     /// Records an answer (`answered`: it said what it holds, even "nothing") or a failure, and
@@ -232,7 +246,11 @@ impl Health {
     ) -> Transition {
         if answered {
             let was_dormant = self.dormant_until.is_some();
-            *self = Health::default();
+            // An answer to a request sent before it asked us to wait does not end the wait.
+            *self = Health {
+                retry_after_until: self.retry_after_until,
+                ..Health::default()
+            };
             return if was_dormant {
                 Transition::Woke
             } else {
@@ -352,6 +370,19 @@ mod tests {
         );
         assert_eq!(h.record(true, t(123), 2, span), Transition::Woke);
         assert_eq!(h.record(true, t(124), 2, span), Transition::None);
+    }
+
+    #[test]
+    fn a_hold_lasts_until_its_moment_whatever_is_answered_meanwhile() {
+        let mut h = Health::default();
+        h.hold(t(10));
+        h.hold(t(5));
+        assert_eq!(h.held_until(t(0)), Some(t(10)), "the longer wait stands");
+        h.record(true, t(1), 2, Duration::from_secs(60));
+        assert_eq!(h.held_until(t(9)), Some(t(10)));
+        assert_eq!(h.held_until(t(10)), None);
+        assert_eq!(h.consecutive_failures, 0);
+        assert!(!h.is_dormant(t(9)));
     }
 
     #[test]

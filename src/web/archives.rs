@@ -1,12 +1,14 @@
 //! What the server says about each configured archive: its health and record since start, as
 //! `GET /archives` serializes it and the home page lists it, and `GET /about`'s text, the same in
 //! MemGator's plain-text shape (its endpoints, its archives with any dormancy or run of failures,
-//! its settings), for the clients and people used to that page. Pure: the routes gather what the
-//! upstream and routing hold and hand it here.
+//! its settings), for the clients and people used to that page; with each archive's limits
+//! (`max_concurrency`, `rate`), its requests in flight now and any wait it asked of us. Pure: the
+//! routes gather what the upstream and routing hold and hand it here.
 
 use crate::config::ArchiveConfig;
 use crate::timemap::datetime::format_rfc3339;
 use crate::upstream::ledger::{LedgerSnapshot, SkipReason, Turn};
+use crate::upstream::turns::Load;
 use crate::upstream::{Health, Upstream};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -30,6 +32,16 @@ pub struct ArchiveReport {
     pub latency_ms: Latency,
     /// Its routing profile and what routing skipped of it.
     pub routing: RoutingReport,
+    /// The most of our requests in flight to it at once (`[[archives]] max_concurrency`).
+    pub max_concurrency: u32,
+    /// The most of our requests a second (`[[archives]] rate`); null when unlimited.
+    pub rate: Option<f64>,
+    /// Its turns in flight now.
+    pub in_flight: usize,
+    /// Until when it asked us not to ask it (a 429 or 503 with `Retry-After`); absent when it
+    /// did not, or that time has passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_until: Option<String>,
 }
 
 /// One archive's routing since start: `profile_keys` (keys its profile holds), `skipped` (misses
@@ -68,6 +80,8 @@ pub struct Observed<'a> {
     /// Keys its routing profile holds, and misses routing decided since start.
     pub profile_keys: usize,
     pub misses_decided: u64,
+    /// Its turns now.
+    pub load: Load,
 }
 
 /// The reports, in configured order. Pure: `observed` finds an enabled archive's record by id
@@ -117,6 +131,10 @@ pub fn reports<'a>(
                     let skipped = o.ledger.skipped_by[SkipReason::Routing.index()];
                     RoutingReport::of(o.profile_keys, skipped, o.misses_decided)
                 }),
+                max_concurrency: a.max_concurrency,
+                rate: (a.rate > 0.0).then_some(a.rate),
+                in_flight: seen.as_ref().map_or(0, |o| o.load.in_flight),
+                retry_after_until: health.and_then(|h| h.held_until(now)).map(format_rfc3339),
             }
         })
         .collect()
@@ -158,7 +176,8 @@ fn routes(admin_here: bool) -> Vec<(&'static str, &'static str)> {
 }
 
 /// MemGator's `/about` sections, in our words: what this is, the endpoints, the archives (with
-/// `(DORMANT)` or `(Consecutive failures: N)` as MemGator marks them), the settings.
+/// `(DORMANT)` or `(Consecutive failures: N)` as MemGator marks them, and `(asked us to wait
+/// until …)` for one holding us off), the settings.
 pub fn about_text(
     base: &str,
     reports: &[ArchiveReport],
@@ -186,6 +205,9 @@ pub fn about_text(
             t.push_str(" - (DORMANT)");
         } else if r.consecutive_failures > 0 {
             let _ = write!(t, " - (Consecutive failures: {})", r.consecutive_failures);
+        }
+        if let Some(until) = &r.retry_after_until {
+            let _ = write!(t, " - (asked us to wait until {until})");
         }
     }
     t.push_str("\n\n## Configs\n\n");
@@ -244,20 +266,29 @@ mod tests {
         let sleeping = Health {
             consecutive_failures: 2,
             dormant_until: Some(at(60)),
+            retry_after_until: None,
         };
-        let awake = Health::default();
+        let awake = Health {
+            retry_after_until: Some(at(30)),
+            ..Health::default()
+        };
         let observed = |id: &str| match id {
             "a" => Some(Observed {
                 ledger: a_ledger.clone(),
                 health: &sleeping,
                 profile_keys: 7,
                 misses_decided: 4,
+                load: Load {
+                    in_flight: 3,
+                    waiting: 1,
+                },
             }),
             "b" => Some(Observed {
                 ledger: b_ledger.clone(),
                 health: &awake,
                 profile_keys: 0,
                 misses_decided: 0,
+                load: Load::default(),
             }),
             _ => None,
         };
@@ -288,11 +319,23 @@ mod tests {
             (got[2].last_at.as_deref(), got[2].latency_ms.p95),
             (None, None)
         );
+        // Its limits, its turns now, and the wait it asked for while it lasts.
+        assert_eq!((got[0].max_concurrency, got[0].rate), (8, None));
+        assert_eq!((got[0].in_flight, got[2].in_flight), (3, 0));
+        assert_eq!(got[0].retry_after_until, None);
+        assert_eq!(
+            got[2].retry_after_until.as_deref(),
+            Some("2027-01-15T08:00:30Z")
+        );
+        let json = serde_json::to_value(&got[0]).expect("serializes");
+        assert!(json.get("retry_after_until").is_none(), "absent: {json}");
+        assert!(json["rate"].is_null(), "unlimited: {json}");
         // Past its sleep the same health reads active, with no time to wait for.
         let later = reports(&configured, observed, at(61));
         assert_eq!(
             (later[0].state, later[0].dormant_until.as_deref()),
             (Some("active"), None)
         );
+        assert_eq!(later[2].retry_after_until, None);
     }
 }

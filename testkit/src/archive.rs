@@ -1,11 +1,13 @@
 //! Fake Memento archives on loopback for tests, well-behaved, slow, broken or hostile on
 //! purpose: raw TCP, so a test gets what a real network gives (a reset mid-body, a hang after
 //! the headers, a huge body, a gzip bomb). The library's `tmproxy demo` has a small archive of
-//! its own; the TimeMaps both send come from [`tmproxy::demo::archive::timemap_body`].
+//! its own; the TimeMaps both send come from [`tmproxy::demo::archive::timemap_body`]. Each
+//! counts what a polite client must keep low: requests, how many were in flight at once, when
+//! each came and the `User-Agent` it named.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 pub use tmproxy::demo::archive::{timemap_body, uri_m, Target, TimeMapSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -41,6 +43,8 @@ pub enum Behaviour {
     Garbage,
     /// 429 with `Retry-After` of this many seconds.
     TooManyRequests(u64),
+    /// This status with `Retry-After: <this value>` verbatim (an HTTP date, garbage…).
+    AskToWait(u16, String),
     /// 307 to the same URL on https, at this same port, which speaks only plain HTTP: the
     /// TLS handshake fails, as it does for an archive that moved to https behind a broken port.
     MovedToHttps,
@@ -49,11 +53,48 @@ pub enum Behaviour {
 /// A running simulated archive. Dropping it stops it.
 pub struct SimulatedArchive {
     pub addr: std::net::SocketAddr,
-    requests: Arc<AtomicUsize>,
-    /// Body bytes of `Oversized` the network took from it (written without error).
-    body_bytes_sent: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
     behaviour: Arc<RwLock<Arc<Behaviour>>>,
     task: JoinHandle<()>,
+}
+
+/// One request as the archive saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// When its head had arrived.
+    pub at: Instant,
+    pub path: String,
+    /// Its `User-Agent`, empty when it sent none.
+    pub user_agent: String,
+}
+
+/// What an archive counts, shared by its connections.
+#[derive(Default)]
+struct Counts {
+    requests: AtomicUsize,
+    /// Body bytes of `Oversized` the network took from it (written without error).
+    body_bytes_sent: AtomicUsize,
+    /// Requests read and not yet answered whole, now and at most.
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    seen: Mutex<Vec<Seen>>,
+}
+
+/// A request's place among those in flight, given up when it is answered (or dropped).
+struct InFlight<'a>(&'a Counts);
+
+impl<'a> InFlight<'a> {
+    fn new(counts: &'a Counts) -> InFlight<'a> {
+        let now = counts.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        counts.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(counts)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl SimulatedArchive {
@@ -69,10 +110,8 @@ impl SimulatedArchive {
     ) -> std::io::Result<SimulatedArchive> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let requests = Arc::new(AtomicUsize::new(0));
-        let counter = requests.clone();
-        let body_bytes_sent = Arc::new(AtomicUsize::new(0));
-        let sent = body_bytes_sent.clone();
+        let counts = Arc::new(Counts::default());
+        let counting = counts.clone();
         let behaviour = Arc::new(RwLock::new(Arc::new(behaviour)));
         let current = behaviour.clone();
         let task = tokio::spawn(async move {
@@ -82,16 +121,15 @@ impl SimulatedArchive {
                     .read()
                     .map(|b| b.clone())
                     .unwrap_or_else(|p| p.into_inner().clone());
-                let (counter, sent) = (counter.clone(), sent.clone());
+                let counts = counting.clone();
                 tokio::spawn(async move {
-                    let _ = handle(stream, addr, &now, &counter, &sent).await;
+                    let _ = handle(stream, addr, &now, &counts).await;
                 });
             }
         });
         Ok(SimulatedArchive {
             addr,
-            requests,
-            body_bytes_sent,
+            counts,
             behaviour,
             task,
         })
@@ -120,14 +158,29 @@ impl SimulatedArchive {
 
     /// How many HTTP requests it has received.
     pub fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
+        self.counts.requests.load(Ordering::SeqCst)
     }
 
     /// How many bytes of an `Oversized` body the client let it send: what the client read, plus
     /// what the sockets' buffers hold. A client that stops at its cap keeps this far below the
     /// body's size.
     pub fn body_bytes_sent(&self) -> usize {
-        self.body_bytes_sent.load(Ordering::SeqCst)
+        self.counts.body_bytes_sent.load(Ordering::SeqCst)
+    }
+
+    /// The most requests it was answering at once: from a request's head read until its
+    /// answer is sent (a TimeMap's: once its delay is over and it starts to send it).
+    pub fn max_in_flight(&self) -> usize {
+        self.counts.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Every request it has received, in the order their heads arrived.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.counts
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -142,8 +195,7 @@ async fn handle(
     mut stream: TcpStream,
     addr: std::net::SocketAddr,
     behaviour: &Behaviour,
-    counter: &AtomicUsize,
-    sent_bytes: &AtomicUsize,
+    counts: &Counts,
 ) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 4096];
@@ -162,15 +214,36 @@ async fn handle(
             return Ok(());
         }
     }
-    counter.fetch_add(1, Ordering::SeqCst);
+    let at = Instant::now();
+    let in_flight = InFlight::new(counts);
+    counts.requests.fetch_add(1, Ordering::SeqCst);
     let head = String::from_utf8_lossy(&head);
     let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let user_agent = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("user-agent"))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    counts
+        .seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Seen {
+            at,
+            path: path.clone(),
+            user_agent,
+        });
+    let sent_bytes = &counts.body_bytes_sent;
 
     let Target { page, uri_r, moved } = Target::of(&path);
 
     match behaviour {
         Behaviour::TimeMap(spec) => {
             tokio::time::sleep(spec.delay).await;
+            // Answered from here: the client may take its next turn as soon as it has read
+            // this, before this task gets round to counting the request done.
+            drop(in_flight);
             let body = timemap_body(addr, spec, &uri_r, page);
             respond(&mut stream, 200, "application/link-format", body.as_bytes()).await
         }
@@ -258,6 +331,10 @@ async fn handle(
         }
         Behaviour::TooManyRequests(after) => {
             let head = format!("HTTP/1.1 429 Too Many Requests\r\nRetry-After: {after}\r\nContent-Length: 9\r\nConnection: close\r\n\r\nslow down");
+            stream.write_all(head.as_bytes()).await
+        }
+        Behaviour::AskToWait(code, after) => {
+            let head = format!("HTTP/1.1 {code} Wait\r\nRetry-After: {after}\r\nContent-Length: 9\r\nConnection: close\r\n\r\nslow down");
             stream.write_all(head.as_bytes()).await
         }
         Behaviour::Oversized(size) => {

@@ -440,6 +440,8 @@ async fn a_slow_request_in_flight_is_not_cut_by_idle_timeout() {
 async fn past_max_connections_an_idle_one_makes_room_and_with_none_idle_a_new_one_is_refused() {
     let a = one_memento_archive(Duration::from_secs(4)).await;
     let mut config = config_for(&[("a", &a)]);
+    // All 20 requests must be at the archive at once, past its default of 8 turns.
+    config.archives[0].max_concurrency = 20;
     config.server.max_connections = 20;
     config.admin.token = "conn-token".into();
     config.server.header_read_timeout = Duration::from_secs(10);

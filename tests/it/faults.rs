@@ -1,9 +1,9 @@
 //! Upstream faults, each through the real app: an archive that hangs after its headers, resets
 //! mid-body, trickles a byte at a time, sends a body far past max_body, an unasked-for gzip
-//! bomb, binary garbage, a redirect loop, 429 with Retry-After, fails the TLS handshake or is
-//! not listening at all. The proxy answers within the deadline with the other archive's
-//! mementos, names the fault in `archives[]`, and a forced refresh during the fault never
-//! replaces the better cached TimeMap.
+//! bomb, binary garbage, a redirect loop, 429 with Retry-After (then held until then), fails
+//! the TLS handshake or is not listening at all. The proxy answers within the deadline with the
+//! other archive's mementos, names the fault in `archives[]`, and a forced refresh during the
+//! fault never replaces the better cached TimeMap.
 
 use crate::support::{client, config_for, start_proxy};
 use serde_json::Value;
@@ -226,10 +226,25 @@ async fn binary_garbage_and_invalid_utf8_are_a_malformed_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_requests_is_reported_not_retried_inline() {
-    let seen = fault_case(Fault::Answers(Behaviour::TooManyRequests(30)), &["error"]).await;
+    // The refresh's 429 is an error; its Retry-After (30 s) then holds the archive, so the new
+    // URI-R right after skips it (`skipped`, detail `retry-after`) rather than asking again.
+    let seen = fault_case(
+        Fault::Answers(Behaviour::TooManyRequests(30)),
+        &["error", "skipped"],
+    )
+    .await;
     assert!(seen.detail.contains("429"), "{}", seen.detail);
+    assert!(
+        seen.detail.contains("asked us to wait until"),
+        "{}",
+        seen.detail
+    );
     // One request for the refresh: the 429 is reported, not retried within the request.
     assert_eq!(seen.refresh_requests, Some(1));
+    // ...and none for the new URI-R, asked within its Retry-After.
+    let flaky = seen.flaky.as_ref().map(SimulatedArchive::requests);
+    let before_fault = 1;
+    assert_eq!(flaky, Some(before_fault + 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 mod against_pywb;
 mod aggregate;
 mod aggregators;
+mod archive_limits;
 mod archives_file;
 mod budget;
 mod cache;

@@ -102,7 +102,8 @@ pub struct Aggregate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// At least one memento; `partial` when some archive could not be asked or read (an archive
-    /// routing chose not to ask is not missing: its profile says it holds nothing here).
+    /// routing chose not to ask is not missing: its profile says it holds nothing here; nor is
+    /// one that asked us to wait, which says so itself, `skipped` with detail `retry-after`).
     Found { partial: bool },
     /// No memento among the archives that answered; `partial` when others failed, so the
     /// answer is "not in the archives that could be asked" and says which could not.
@@ -189,7 +190,7 @@ impl Aggregate {
             .filter(|o| !o.answer.status.answered() && !o.answer.status.skipped())
     }
 
-    /// The archives routing did not ask.
+    /// The archives not asked on purpose (routing, or their `Retry-After`).
     pub fn skipped(&self) -> impl Iterator<Item = &ArchiveOutcome> {
         self.outcomes.iter().filter(|o| o.answer.status.skipped())
     }

@@ -28,8 +28,9 @@ pub enum ArchiveStatus {
     /// Answered 2xx but nothing in the body could be read as a TimeMap.
     Malformed,
     /// Not asked: routing judged from its profile that it holds nothing here (detail
-    /// `routing`). Neither an answer nor a failure: it teaches the profiles nothing, makes no
-    /// answer partial, and never shrinks a cached entry.
+    /// `routing`), or the archive asked us to wait (`Retry-After`, detail `retry-after`).
+    /// Neither an answer nor a failure: it teaches the profiles nothing, makes no answer
+    /// partial, and never shrinks a cached entry.
     Skipped,
 }
 
@@ -55,7 +56,8 @@ impl ArchiveStatus {
         )
     }
 
-    /// True when the archive was left out on purpose (routing), not asked and failed.
+    /// True when the archive was left out on purpose (routing, or its `Retry-After`), not asked
+    /// and failed.
     pub fn skipped(self) -> bool {
         self == ArchiveStatus::Skipped
     }
@@ -95,8 +97,8 @@ impl Fallback {
 }
 
 impl ArchiveAnswer {
-    /// The answer of an archive routing did not ask: status `skipped`, its reason as detail
-    /// (`routing`).
+    /// The answer of an archive not asked on purpose: status `skipped`, its reason as detail
+    /// (`routing`, `retry-after`).
     pub fn skipped(reason: &str) -> ArchiveAnswer {
         ArchiveAnswer::failed(ArchiveStatus::Skipped, None, Some(reason.to_owned()))
     }

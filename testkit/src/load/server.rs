@@ -76,6 +76,9 @@ impl Server {
                 timeout: None,
                 enabled: true,
                 redirect_hosts: Vec::new(),
+                // The simulated archives are ours and the load measures the proxy: no bound
+                // of politeness in the way (at most 1024 of our requests at once each).
+                max_concurrency: tmproxy::config::MAX_CONCURRENCY,
                 ..ArchiveConfig::timemap_default()
             })
             .collect();
