@@ -1,6 +1,7 @@
 //! A TimeMap as the web page draws it, pure: mementos → counts per year and archive → the
-//! geometry of a stacked bar chart (one bar per year that has mementos), and the mementos listed
-//! by year under a cap. No markup here: the template draws it and escapes every text.
+//! geometry of a stacked bar chart on a time axis (every year from the first memento's to the
+//! last's has its place, so years without mementos show as gaps), and the mementos listed by
+//! year under a cap. No markup here: the template draws it and escapes every text.
 
 use crate::timemap::model::Memento;
 use crate::uri_text::is_servable_uri_m;
@@ -19,13 +20,16 @@ pub const PALETTE: [&str; 8] = [
     "#1f5fa8", "#b43c0c", "#137a4b", "#8e3b9e", "#8a5a00", "#be185d", "#0e6b80", "#4b5563",
 ];
 
-/// The chart's fixed parts, in SVG user units.
+/// The chart's fixed parts, in SVG user units. The plot is [`PLOT_WIDTH`] wide whatever the
+/// years: the page scales the drawing to its box.
+const PLOT_WIDTH: f64 = 960.0;
 const PLOT_HEIGHT: f64 = 220.0;
 const TOP: f64 = 12.0;
 const LEFT: f64 = 56.0;
 const RIGHT: f64 = 12.0;
 const BOTTOM: f64 = 36.0;
-/// Year labels closer than this would overlap: only every k-th is drawn then.
+/// Year labels closer than this would overlap: only every k-th year is labelled then, k from
+/// 1, 2, 5, 10, 20, 50… (labelled years are multiples of k, so the ticks read as a calendar).
 const LABEL_SPACING: f64 = 40.0;
 
 /// The chart: a bar per year with mementos, each stacked by archive, and the legend.
@@ -44,7 +48,10 @@ pub struct Timeline {
     /// The largest year's count, labelled at the top of the axis.
     pub max_total: usize,
     pub legend: Vec<Series>,
+    /// One per year that has mementos.
     pub bars: Vec<YearBar>,
+    /// The labelled years of the axis, empty ones included.
+    pub ticks: Vec<Tick>,
     /// One sentence for screen readers (the SVG's `<title>` and `aria-label`).
     pub summary: String,
 }
@@ -57,6 +64,13 @@ pub struct Series {
     pub total: usize,
 }
 
+/// One labelled year on the axis: its label's centre.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tick {
+    pub year: i32,
+    pub x: f64,
+}
+
 /// One year's bar.
 #[derive(Debug, Clone, PartialEq)]
 pub struct YearBar {
@@ -64,9 +78,6 @@ pub struct YearBar {
     pub total: usize,
     pub x: f64,
     pub width: f64,
-    /// The label's centre, and whether it is drawn (see [`LABEL_SPACING`]).
-    pub label_x: f64,
-    pub labelled: bool,
     /// Bottom to top, in legend order; archives with nothing that year have none.
     pub segments: Vec<Segment>,
 }
@@ -113,18 +124,18 @@ pub fn archive_order(outcomes: &[String], mementos: &[Memento]) -> Vec<String> {
 pub fn timeline(mementos: &[Memento], archives: &[String]) -> Option<Timeline> {
     let years = counts_by_year(mementos, archives);
     let max_total = years.values().map(|r| r.iter().sum::<usize>()).max()?;
-    let n = years.len() as f64;
-    // Wide bars for a few years, narrow ones for many; the chart grows with the years.
-    let slot = (960.0 / n).clamp(6.0, 48.0);
-    let bar_width = round1(slot * 0.7);
-    let every = (LABEL_SPACING / slot).ceil().max(1.0) as usize;
+    let (first, last) = (*years.keys().next()?, *years.keys().next_back()?);
+    // Every year of the span has its slot, with mementos or not: a time axis, not a list.
+    let span = f64::from(last - first + 1);
+    let slot = PLOT_WIDTH / span;
+    let bar_width = round1((slot * 0.7).min(48.0));
+    let slot_x = |year: i32| LEFT + f64::from(year - first) * slot;
     let baseline = TOP + PLOT_HEIGHT;
     let scale = PLOT_HEIGHT / max_total as f64;
     let bars = years
         .iter()
-        .enumerate()
-        .map(|(i, (&year, row))| {
-            let x = LEFT + i as f64 * slot + (slot - bar_width) / 2.0;
+        .map(|(&year, row)| {
+            let x = slot_x(year) + (slot - bar_width) / 2.0;
             let mut below = 0usize;
             let segments = row
                 .iter()
@@ -150,10 +161,16 @@ pub fn timeline(mementos: &[Memento], archives: &[String]) -> Option<Timeline> {
                 total: row.iter().sum(),
                 x: round1(x),
                 width: bar_width,
-                label_x: round1(x + bar_width / 2.0),
-                labelled: i % every == 0,
                 segments,
             }
+        })
+        .collect::<Vec<_>>();
+    let every = label_step(slot);
+    let ticks = (first..=last)
+        .filter(|y| y.rem_euclid(every) == 0)
+        .map(|year| Tick {
+            year,
+            x: round1(slot_x(year) + slot / 2.0),
         })
         .collect::<Vec<_>>();
     let legend = archives
@@ -166,7 +183,6 @@ pub fn timeline(mementos: &[Memento], archives: &[String]) -> Option<Timeline> {
         })
         .filter(|s| s.total > 0)
         .collect::<Vec<_>>();
-    let (first, last) = (bars.first()?.year, bars.last()?.year);
     let total: usize = bars.iter().map(|b| b.total).sum();
     let summary = format!(
         "Mementos per year from {first} to {last}: {total} {} in {} {} with mementos, from {} {}; the most in one year is {max_total}.",
@@ -177,19 +193,37 @@ pub fn timeline(mementos: &[Memento], archives: &[String]) -> Option<Timeline> {
         if legend.len() == 1 { "archive" } else { "archives" },
     );
     Some(Timeline {
-        width: round1(LEFT + n * slot + RIGHT),
+        width: round1(LEFT + PLOT_WIDTH + RIGHT),
         height: baseline + BOTTOM,
         baseline,
         top: TOP,
         left: LEFT,
-        right: round1(LEFT + n * slot),
+        right: round1(LEFT + PLOT_WIDTH),
         axis_label_x: LEFT - 6.0,
         year_label_y: baseline + 18.0,
         max_total,
         legend,
         bars,
+        ticks,
         summary,
     })
+}
+
+/// Label every k-th year, k the first of 1, 2, 5, 10, 20, 50… whose labels stand at least
+/// [`LABEL_SPACING`] apart when a year is `slot` wide.
+fn label_step(slot: f64) -> i32 {
+    let mut k = 1;
+    for m in [2, 5, 10].iter().cycle() {
+        if f64::from(k) * slot >= LABEL_SPACING || k > 100_000 {
+            break;
+        }
+        k = match m {
+            2 => k * 2,
+            5 => k / 2 * 5,
+            _ => k / 5 * 10,
+        };
+    }
+    k
 }
 
 /// One year's part of the list.
@@ -325,10 +359,18 @@ mod tests {
             m("20040101000000", "b"),
         ];
         let t = timeline(&ms, &ids(&["a", "b", "c"])).expect("a chart");
-        // 2000-2003 have no mementos, so no bar: one per year that has some.
+        // 2000-2003 have no mementos, so no bar: one per year that has some, each in its
+        // year's place on the axis (2004 five years' width after 1999).
         assert_eq!(
             t.bars.iter().map(|b| b.year).collect::<Vec<_>>(),
             [1999, 2004]
+        );
+        let year = PLOT_WIDTH / 6.0;
+        assert!((t.bars[1].x - t.bars[0].x - 5.0 * year).abs() < 0.2);
+        // Every year of the span labelled, the empty ones too.
+        assert_eq!(
+            t.ticks.iter().map(|k| k.year).collect::<Vec<_>>(),
+            (1999..=2004).collect::<Vec<_>>()
         );
         assert_eq!(t.max_total, 4);
         let tall = &t.bars[0];
@@ -371,16 +413,16 @@ mod tests {
             .collect();
         let t = timeline(&ms, &ids(&["a"])).expect("a chart");
         assert_eq!(t.bars.len(), 400);
-        let labelled: Vec<f64> = t
-            .bars
-            .iter()
-            .filter(|b| b.labelled)
-            .map(|b| b.label_x)
-            .collect();
+        let labelled: Vec<f64> = t.ticks.iter().map(|k| k.x).collect();
         assert!(labelled
             .windows(2)
             .all(|w| w[1] - w[0] >= LABEL_SPACING - 0.2));
         assert!(labelled.len() > 1);
+        // Round years: 400 years in 960 units label every 20th.
+        assert!(t.ticks.iter().all(|k| k.year % 20 == 0), "{:?}", t.ticks);
+        assert_eq!(label_step(100.0), 1);
+        assert_eq!(label_step(15.0), 5);
+        assert_eq!(label_step(0.5), 100);
     }
 
     #[test]

@@ -40,6 +40,11 @@ fn chromium() -> PathBuf {
 }
 
 fn launch() -> Browser {
+    launch_sized(1280, 1600)
+}
+
+/// A browser whose window is `width` × `height` CSS pixels.
+fn launch_sized(width: u32, height: u32) -> Browser {
     let args: Vec<&OsStr> = ["--disable-gpu", "--hide-scrollbars", "--no-sandbox"]
         .iter()
         .map(OsStr::new)
@@ -48,7 +53,7 @@ fn launch() -> Browser {
         .path(Some(chromium()))
         .headless(true)
         .sandbox(false)
-        .window_size(Some((1280, 1600)))
+        .window_size(Some((width, height)))
         // The connection is dropped after this long without an event; a loaded machine can be slow.
         .idle_browser_timeout(Duration::from_secs(300))
         .args(args)
@@ -73,6 +78,35 @@ async fn in_browser<T: Send + 'static>(f: impl FnOnce(&Browser) -> T + Send + 's
 fn open(browser: &Browser, url: &str) -> Arc<Tab> {
     let tab = browser.new_tab().expect("a tab");
     tab.set_default_timeout(Duration::from_secs(60));
+    tab.navigate_to(url)
+        .and_then(|t| t.wait_until_navigated())
+        .unwrap_or_else(|e| panic!("loading {url}: {e}"));
+    tab
+}
+
+/// `url` in a tab whose viewport is exactly `width` CSS pixels (a window cannot be made that
+/// narrow: Chromium keeps windows at least 500 px wide).
+fn open_at(browser: &Browser, url: &str, width: u32) -> Arc<Tab> {
+    use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
+    let tab = browser.new_tab().expect("a tab");
+    tab.set_default_timeout(Duration::from_secs(60));
+    tab.call_method(SetDeviceMetricsOverride {
+        width,
+        height: 900,
+        device_scale_factor: 1.0,
+        mobile: false,
+        scale: None,
+        screen_width: None,
+        screen_height: None,
+        position_x: None,
+        position_y: None,
+        dont_set_visible_size: None,
+        screen_orientation: None,
+        viewport: None,
+        display_feature: None,
+        device_posture: None,
+    })
+    .expect("a viewport that wide");
     tab.navigate_to(url)
         .and_then(|t| t.wait_until_navigated())
         .unwrap_or_else(|e| panic!("loading {url}: {e}"));
@@ -651,4 +685,119 @@ async fn every_page_has_an_icon_and_favicon_ico_answers() {
         assert!(body.starts_with("<svg"), "{path}: {body}");
     }
     proxy.stop().await;
+}
+
+/// The page at a desktop's width and a phone's: a time axis with every year of the span in its
+/// place (the gap years labelled, the bars spaced by their years), the chart filling its box at
+/// 1280 px, and nothing wider than the window at 400 px (the chart scrolls inside its box, each
+/// archive's row stacks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_has_a_time_axis_fills_1280_px_and_fits_400_px() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
+        "20010101000000",
+        "20030101000000",
+        "20100101000000",
+    ])))
+    .await
+    .expect("archive a");
+    let b = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&["20050101000000"])))
+        .await
+        .expect("archive b");
+    let broken = SimulatedArchive::start(Behaviour::Status(
+        500,
+        "a long reason that goes on and on without a single space to break it at".repeat(3),
+    ))
+    .await
+    .expect("archive broken");
+    let proxy = start_proxy(config_for(&[("a", &a), ("b", &b), ("broken", &broken)])).await;
+    let page = format!("{}/ui/http://example.com/", proxy.base);
+    let home = format!("{}/", proxy.base);
+    let measure = r#"{
+      ticks: [...document.querySelectorAll('svg g.tick')].map(g => Number(g.dataset.year)),
+      bars: Object.fromEntries([...document.querySelectorAll('svg g.year')].map(g => [g.dataset.year, Number(g.querySelector('rect').getAttribute('x'))])),
+      svg: document.querySelector('svg[role=img]').getBoundingClientRect().width,
+      box: (() => { const c = document.querySelector('.chart'); const s = getComputedStyle(c); return c.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); })(),
+      page: document.documentElement.scrollWidth,
+      window: window.innerWidth,
+      rows: [...document.querySelectorAll('tr.outcome')].map(r => r.getBoundingClientRect().right)
+    }"#;
+    let wide = in_browser_sized(1280, 1000, {
+        let page = page.clone();
+        move |browser| {
+            let tab = open(browser, &page);
+            screenshot(&tab, "timemap-1280.png");
+            js(&tab, measure)
+        }
+    })
+    .await;
+    let (narrow, narrow_home) = in_browser_sized(1280, 1000, move |browser| {
+        let tab = open_at(browser, &page, 400);
+        screenshot(&tab, "timemap-400.png");
+        let narrow = js(&tab, measure);
+        let tab = open_at(browser, &home, 400);
+        screenshot(&tab, "home-400.png");
+        let home = js(
+            &tab,
+            "{page: document.documentElement.scrollWidth, window: window.innerWidth}",
+        );
+        (narrow, home)
+    })
+    .await;
+    // The axis: 2001 to 2010, every year labelled, the empty ones too.
+    assert_eq!(
+        wide["ticks"],
+        json!((2001..=2010).collect::<Vec<i32>>()),
+        "{wide}"
+    );
+    let x = |y: &str| {
+        wide["bars"][y]
+            .as_f64()
+            .unwrap_or_else(|| panic!("bar {y}: {wide}"))
+    };
+    // Years to scale: 2001→2005 is four years' width, 2005→2010 five.
+    let ratio = (x("2010") - x("2005")) / (x("2005") - x("2001"));
+    assert!((ratio - 1.25).abs() < 0.02, "{ratio}: {wide}");
+    let (svg, boxed) = (
+        wide["svg"].as_f64().unwrap_or(0.0),
+        wide["box"].as_f64().unwrap_or(0.0),
+    );
+    assert!(
+        svg >= 0.95 * boxed && boxed > 900.0,
+        "the chart is {svg} px of its {boxed} px box"
+    );
+    for (what, m) in [
+        ("the TimeMap page", &narrow),
+        ("the home page", &narrow_home),
+    ] {
+        assert!(
+            m["page"].as_f64() <= m["window"].as_f64(),
+            "{what} scrolls sideways at 400 px: {m}"
+        );
+    }
+    let window = narrow["window"].as_f64().unwrap_or(0.0);
+    assert_eq!(window, 400.0, "{narrow}");
+    let rows = narrow["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 3, "{narrow}");
+    assert!(
+        rows.iter()
+            .all(|r| r.as_f64().is_some_and(|r| r <= window + 0.5)),
+        "a row is cut at 400 px: {narrow}"
+    );
+    proxy.stop().await;
+}
+
+/// Runs `f` in a fresh browser of this window size, as [`in_browser`] does.
+async fn in_browser_sized<T: Send + 'static>(
+    width: u32,
+    height: u32,
+    f: impl FnOnce(&Browser) -> T + Send + 'static,
+) -> T {
+    let run = tokio::task::spawn_blocking(move || {
+        let browser = launch_sized(width, height);
+        f(&browser)
+    });
+    match run.await {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
