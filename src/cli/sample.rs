@@ -50,11 +50,7 @@ pub async fn sample(spec_path: &Path, out: &Path, config: Option<&Path>) -> Resu
         eprintln!("warning: {w}");
     }
     if !std::io::stderr().is_terminal() {
-        eprintln!(
-            "{} (finished in {:.0} s)",
-            plain_line(&progress),
-            started.elapsed().as_secs_f64()
-        );
+        eprintln!("{}", final_line(&progress, started.elapsed()));
     }
     if outcome.sample == 0 {
         if let Some(why) = nothing_worked(&outcome.funnel) {
@@ -121,6 +117,23 @@ fn plain_line(p: &Progress) -> String {
     )
 }
 
+/// The last progress line, once the run is over: the stage it ended in (`done` when whole), its
+/// counters and how long it took; no rate and no ETA, nothing left running.
+fn final_line(p: &Progress, took: std::time::Duration) -> String {
+    let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
+    format!(
+        "sample: stage {stage}: {} index lines, {} candidates, {} CDX answers ({} from the \
+         checkpoint), {} sampled, {} TimeMaps; finished in {:.0} s",
+        p.lines.load(Ordering::Relaxed),
+        p.candidates.load(Ordering::Relaxed),
+        p.cdx_answers.load(Ordering::Relaxed),
+        p.resumed_answers.load(Ordering::Relaxed),
+        p.sampled.load(Ordering::Relaxed),
+        p.timemaps.load(Ordering::Relaxed),
+        took.as_secs_f64()
+    )
+}
+
 /// Not on a terminal: a plain line every [`PLAIN_EVERY_SECS`] instead of bars (which draw
 /// nothing there).
 async fn with_lines(
@@ -183,11 +196,14 @@ async fn with_bars(
             }
         })
     };
-    let result = run_with(spec, out, progress, limits).await;
+    let started = std::time::Instant::now();
+    let result = run_with(spec, out, progress.clone(), limits).await;
     ticker.abort();
-    for b in [&offline, &cdx, &done] {
-        b.finish();
-    }
+    // The last frame is the run's end, not the ticker's last look: every stage as it ended.
+    let view = progress.view(false);
+    offline.finish_with_message(progress::stage_line(&view.stages[progress::OFFLINE]));
+    cdx.finish_with_message(progress::stage_line(&view.stages[progress::FIRST_CAPTURE]));
+    done.finish_with_message(final_line(&progress, started.elapsed()));
     result
 }
 

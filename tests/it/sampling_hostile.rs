@@ -328,6 +328,11 @@ async fn off_a_terminal_the_cli_prints_plain_progress_and_its_summary() {
         last.contains("index lines") && last.contains("sampled"),
         "{last}"
     );
+    // The end, said once: no rate, no ETA, how long it took.
+    assert!(
+        last.contains("; finished in ") && !last.contains("ETA") && !last.contains("running"),
+        "{last}"
+    );
     task.abort();
 }
 
