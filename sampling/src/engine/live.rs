@@ -59,6 +59,8 @@ pub struct Progress {
     fixed: Mutex<Snapshot>,
     epoch: Instant,
     save_to: Mutex<Option<PathBuf>>,
+    /// Each stage's total as last shown, which an estimate keeps until the evidence moves it.
+    shown: Mutex<[Option<u64>; 6]>,
 }
 
 impl Default for Progress {
@@ -80,6 +82,7 @@ impl Default for Progress {
             offline_mark: AtomicU64::default(),
             fixed: Mutex::default(),
             epoch: Instant::now(),
+            shown: Mutex::default(),
             save_to: Mutex::default(),
         };
         for s in &p.stages {
@@ -353,7 +356,12 @@ impl Progress {
         for (r, live) in rates.stage.iter_mut().zip(&self.stages) {
             *r = rate(&live.window);
         }
-        progress::view(&self.snapshot(), &rates, active)
+        let mut shown = self.shown.lock().unwrap_or_else(|p| p.into_inner());
+        let view = progress::view(&self.snapshot(), &rates, &shown[..], active);
+        for (kept, stage) in shown.iter_mut().zip(&view.stages) {
+            *kept = stage.total;
+        }
+        view
     }
 
     /// Writes `progress.json` (whole, then renamed) where the run said, if it did.

@@ -158,6 +158,18 @@ pub struct ProgressView {
     pub eta_basis: String,
 }
 
+/// The estimated total to show: the one shown before while the new estimate stays within the
+/// band the evidence allows (±50% of it with nothing of the input read, narrowing to ±5% with all
+/// of it), else the new estimate; never under what is done. Parts of an input differ in how
+/// dense they are, so an estimate that followed every new byte would jump back and forth.
+pub fn steady(shown: Option<u64>, estimate: u64, read_share: f64, done: u64) -> u64 {
+    let band = 0.05 + 0.45 * (1.0 - read_share.clamp(0.0, 1.0));
+    match shown {
+        Some(s) if s >= done && (estimate as f64 - s as f64).abs() <= band * s as f64 => s,
+        _ => estimate.max(done),
+    }
+}
+
 /// Estimate `seen` × `whole` / `part`, None when `part` is 0.
 fn scale(seen: u64, whole: u64, part: u64) -> Option<u64> {
     (part > 0).then(|| (u128::from(seen) * u128::from(whole) / u128::from(part)) as u64)
@@ -225,12 +237,24 @@ fn total_of(s: &Snapshot, i: usize) -> (Option<u64>, bool, String) {
 
 /// The view of `s` with the `rates` of now; `active`: the run is going (a stopped, failed or
 /// cancelled job has no rate and no ETA).
-pub fn view(s: &Snapshot, rates: &Rates, active: bool) -> ProgressView {
+/// `shown`: each stage's total as last shown (empty: none yet), which an estimate keeps until the
+/// evidence moves it ([`steady`]).
+pub fn view(s: &Snapshot, rates: &Rates, shown: &[Option<u64>], active: bool) -> ProgressView {
     let current = STAGES.iter().position(|n| *n == s.stage);
     let finished = s.stage == "done";
+    let (read, size) = (s.stages[OFFLINE].done, s.stages[OFFLINE].total.unwrap_or(0));
+    let read_share = if size > 0 {
+        read as f64 / size as f64
+    } else {
+        0.0
+    };
     let mut stages: Vec<StageView> = (0..STAGES.len())
         .map(|i| {
-            let (total, total_estimated, total_basis) = total_of(s, i);
+            let (mut total, total_estimated, total_basis) = total_of(s, i);
+            if total_estimated {
+                let before = shown.get(i).copied().flatten();
+                total = total.map(|t| steady(before, t, read_share, s.stages[i].done));
+            }
             let skipped = i == TIMEMAPS && !s.collect_timemaps;
             let ran = match current {
                 // The offline stages run alongside first_capture until the input is through.

@@ -61,7 +61,7 @@ fn first_captures_are_estimated_from_candidates_per_input_byte() {
         cdx: Some(10.0),
         ..Rates::default()
     };
-    let v = view(&in_first_capture(), &rates, true);
+    let v = view(&in_first_capture(), &rates, &[], true);
     let fc = &v.stages[FIRST_CAPTURE];
     assert_eq!((fc.total, fc.total_estimated), (Some(4_000), true));
     assert_eq!((fc.fetched, fc.reused), (600, 200));
@@ -83,13 +83,13 @@ fn first_captures_are_estimated_from_candidates_per_input_byte() {
 
 #[test]
 fn no_eta_before_any_answer_is_fetched() {
-    let v = view(&in_first_capture(), &Rates::default(), true);
+    let v = view(&in_first_capture(), &Rates::default(), &[], true);
     assert_eq!(v.eta_seconds, None);
     assert!(v.eta_basis.contains("nothing fetched"), "{}", v.eta_basis);
     // Nothing read yet: no estimate either, and no number made up.
     let mut s = in_first_capture();
     s.stages[OFFLINE].done = 0;
-    let v = view(&s, &Rates::default(), true);
+    let v = view(&s, &Rates::default(), &[], true);
     assert_eq!(v.stages[FIRST_CAPTURE].total, None);
     assert_eq!(v.eta_seconds, None);
 }
@@ -102,7 +102,7 @@ fn the_timemaps_keep_the_eta_unknown_until_their_stage_has_a_rate() {
         cdx: Some(10.0),
         ..Rates::default()
     };
-    let v = view(&s, &rates, true);
+    let v = view(&s, &rates, &[], true);
     assert_eq!(v.eta_seconds, None, "the sample size is not known yet");
     assert!(v.eta_basis.contains("timemaps"), "{}", v.eta_basis);
     assert_eq!(v.stages[FIRST_CAPTURE].eta_seconds, Some(320.0));
@@ -114,10 +114,14 @@ fn the_timemaps_keep_the_eta_unknown_until_their_stage_has_a_rate() {
         total: Some(1_000),
         ..StageCounts::default()
     };
-    assert_eq!(view(&s, &rates, true).eta_seconds, None, "no TimeMap rate");
+    assert_eq!(
+        view(&s, &rates, &[], true).eta_seconds,
+        None,
+        "no TimeMap rate"
+    );
     let mut rates = rates;
     rates.stage[TIMEMAPS] = Some(7.0);
-    let v = view(&s, &rates, true);
+    let v = view(&s, &rates, &[], true);
     assert_eq!(v.eta_seconds, Some(100.0));
     assert_eq!(v.stages[FIRST_CAPTURE].state, "done");
     assert_eq!(v.stages[TIMEMAPS].rate_per_s, Some(7.0));
@@ -130,17 +134,17 @@ fn a_finished_or_stopped_run_has_no_rate_and_says_why() {
         cdx: Some(10.0),
         stage: [Some(1.0); 6],
     };
-    let stopped = view(&s, &rates, false);
+    let stopped = view(&s, &rates, &[], false);
     assert_eq!(stopped.eta_seconds, None);
     assert_eq!(stopped.cdx_rate_per_s, None);
     assert_eq!(stopped.stages[FIRST_CAPTURE].state, "stopped");
     assert_eq!(stopped.stages[FIRST_CAPTURE].rate_per_s, None);
     s.stage = "done".into();
-    let done = view(&s, &Rates::default(), false);
+    let done = view(&s, &Rates::default(), &[], false);
     assert_eq!(done.eta_seconds, Some(0.0));
     assert!(done.stages[..5].iter().all(|st| st.state == "done"));
     s.stage = String::new();
-    assert_eq!(view(&s, &rates, true).eta_basis, "not started");
+    assert_eq!(view(&s, &rates, &[], true).eta_basis, "not started");
 }
 
 #[test]
@@ -159,14 +163,14 @@ fn work_left_in_known_totals_is_what_the_eta_counts() {
         cdx: Some(20.0),
         ..Rates::default()
     };
-    let v = view(&s, &rates, true);
+    let v = view(&s, &rates, &[], true);
     assert_eq!(v.eta_seconds, Some(2.0));
     assert!(!v.stages[ROOT_UPSAMPLING].total_estimated);
     assert_eq!(v.stages[OFFLINE].state, "done");
     // No window for roots: nothing to ask, whatever was seen.
     s.roots_window = false;
     s.stages[ROOT_UPSAMPLING] = StageCounts::default();
-    assert_eq!(view(&s, &rates, true).eta_seconds, Some(0.0));
+    assert_eq!(view(&s, &rates, &[], true).eta_seconds, Some(0.0));
 }
 
 #[test]
@@ -175,12 +179,12 @@ fn lines_for_the_cli() {
         cdx: Some(10.0),
         stage: [None, Some(10.0), None, None, None, None],
     };
-    let v = view(&in_first_capture(), &rates, true);
+    let v = view(&in_first_capture(), &rates, &[], true);
     assert_eq!(
         plain_line(&v),
         "first_capture 800/~4000 candidates (running), 10.0/s fetched, 200 reused; ETA 6m 00s"
     );
-    let v = view(&in_first_capture(), &Rates::default(), true);
+    let v = view(&in_first_capture(), &Rates::default(), &[], true);
     assert!(plain_line(&v).contains("no rate yet"), "{}", plain_line(&v));
     assert_eq!(human_secs(59.4), "59s");
     assert_eq!(human_secs(3725.0), "1h 02m");
@@ -195,4 +199,21 @@ fn a_snapshot_round_trips_and_an_old_or_torn_one_reads_as_defaults() {
     let partial: Snapshot = serde_json::from_str(r#"{"stage": "done"}"#).expect("partial");
     assert_eq!(partial.stage, "done");
     assert!(serde_json::from_str::<Snapshot>("{\"stage\": \"do").is_err());
+}
+
+#[test]
+fn an_estimate_moves_only_when_the_evidence_does() {
+    // Nothing shown yet: the estimate, at least what is done.
+    assert_eq!(steady(None, 1_443, 0.1, 0), 1_443);
+    assert_eq!(steady(None, 10, 0.1, 50), 50);
+    // Early (a tenth read, a band of ±45%): 1,986 and 1,557 are within the noise of 1,443.
+    assert_eq!(steady(Some(1_443), 1_986, 0.1, 100), 1_443);
+    assert_eq!(steady(Some(1_443), 1_557, 0.1, 100), 1_443);
+    // Well past it, the estimate moves.
+    assert_eq!(steady(Some(1_443), 2_500, 0.1, 100), 2_500);
+    // Near the end the band is narrow: a 10% move is evidence.
+    assert_eq!(steady(Some(2_000), 2_200, 0.95, 1_900), 2_200);
+    assert_eq!(steady(Some(2_000), 2_050, 0.95, 1_900), 2_000);
+    // Never under what is done.
+    assert_eq!(steady(Some(1_000), 1_050, 0.5, 1_200), 1_200);
 }
