@@ -103,35 +103,28 @@ pub fn nothing_worked(funnel: &[FunnelRow]) -> Option<String> {
 /// One plain progress line: the stage and its counters, then the current stage's done/total,
 /// fetched rate and the ETA (`engine::progress::plain_line`).
 fn plain_line(p: &Progress) -> String {
+    format!("{}; {}", counters(p), progress::plain_line(&p.view(true)))
+}
+
+/// `sample: stage S: N index lines, …`: the stage and the run's counters.
+fn counters(p: &Progress) -> String {
     let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
     format!(
         "sample: stage {stage}: {} index lines, {} candidates, {} CDX answers ({} from the \
-         checkpoint), {} sampled, {} TimeMaps; {}",
+         checkpoint), {} sampled, {} TimeMaps",
         p.lines.load(Ordering::Relaxed),
         p.candidates.load(Ordering::Relaxed),
         p.cdx_answers.load(Ordering::Relaxed),
         p.resumed_answers.load(Ordering::Relaxed),
         p.sampled.load(Ordering::Relaxed),
         p.timemaps.load(Ordering::Relaxed),
-        progress::plain_line(&p.view(true))
     )
 }
 
 /// The last progress line, once the run is over: the stage it ended in (`done` when whole), its
 /// counters and how long it took; no rate and no ETA, nothing left running.
 fn final_line(p: &Progress, took: std::time::Duration) -> String {
-    let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
-    format!(
-        "sample: stage {stage}: {} index lines, {} candidates, {} CDX answers ({} from the \
-         checkpoint), {} sampled, {} TimeMaps; finished in {:.0} s",
-        p.lines.load(Ordering::Relaxed),
-        p.candidates.load(Ordering::Relaxed),
-        p.cdx_answers.load(Ordering::Relaxed),
-        p.resumed_answers.load(Ordering::Relaxed),
-        p.sampled.load(Ordering::Relaxed),
-        p.timemaps.load(Ordering::Relaxed),
-        took.as_secs_f64()
-    )
+    format!("{}; finished in {:.0} s", counters(p), took.as_secs_f64())
 }
 
 /// Not on a terminal: a plain line every [`PLAIN_EVERY_SECS`] instead of bars (which draw

@@ -19,32 +19,23 @@ use std::hash::BuildHasher;
 /// an http host and `:443` after an https one dropped. Borrowed when `uri_m` is already so
 /// (nearly always), so comparing costs no allocation.
 pub fn memento_key(uri_m: &str) -> Cow<'_, str> {
-    let Some(parts) = Parts::of(uri_m) else {
+    let Some(p) = Parts::of(uri_m) else {
         return Cow::Borrowed(uri_m);
     };
-    let Parts {
-        scheme,
-        authority,
-        authority_end,
-        host_start,
-        host,
-        port,
-        default_port,
-    } = parts;
     let lower = |s: &str| !s.bytes().any(|b| b.is_ascii_uppercase());
-    if !default_port && lower(scheme) && lower(host) {
+    if !p.default_port && lower(p.scheme) && lower(p.host) {
         return Cow::Borrowed(uri_m);
     }
     let mut key = String::with_capacity(uri_m.len());
-    key.push_str(&scheme.to_ascii_lowercase());
+    key.push_str(&p.scheme.to_ascii_lowercase());
     key.push_str("://");
-    key.push_str(&authority[..host_start]);
-    key.push_str(&host.to_ascii_lowercase());
-    if let (Some(p), false) = (port, default_port) {
+    key.push_str(&p.authority[..p.host_start]);
+    key.push_str(&p.host.to_ascii_lowercase());
+    if let (Some(port), false) = (p.port, p.default_port) {
         key.push(':');
-        key.push_str(p);
+        key.push_str(port);
     }
-    key.push_str(&uri_m[authority_end..]);
+    key.push_str(&uri_m[p.authority_end..]);
     Cow::Owned(key)
 }
 
