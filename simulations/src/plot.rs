@@ -92,13 +92,13 @@ pub fn write_plots(dir: &Path, info: &SeriesInfo, rows: &[Row]) -> PlotResult<Ve
     Ok(files)
 }
 
+/// TTL `days` is the infinite one; the axis runs a step past it, where no point stands, so that
+/// step has no label (two "inf" ticks read as two points).
 fn x_label(days: u32) -> impl Fn(&u32) -> String {
-    move |x| {
-        if *x >= days {
-            "inf".to_string()
-        } else {
-            x.to_string()
-        }
+    move |x| match x.cmp(&days) {
+        std::cmp::Ordering::Less => x.to_string(),
+        std::cmp::Ordering::Equal => "inf".to_string(),
+        std::cmp::Ordering::Greater => String::new(),
     }
 }
 
@@ -378,6 +378,15 @@ pub fn summary_section(dir: &Path, files: &[PathBuf], rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ttl_axis_says_inf_once() {
+        let label = x_label(10);
+        assert_eq!(
+            [label(&9), label(&10), label(&11)],
+            ["9".to_string(), "inf".to_string(), String::new()]
+        );
+    }
 
     #[test]
     fn the_front_keeps_only_undominated_points() {
