@@ -116,7 +116,8 @@ pub async fn build_with_lookup(
     let view_context = crate::view::ViewContext {
         public_url: public_url.clone(),
         page_size: config.server.page_size,
-        credits: Arc::new(crate::upstream::registry::credits(config)),
+        // The policy's: what is counted and what is served credit an aggregator's alike.
+        credits: policy.credits.clone(),
     };
     let renderings = match (&store, config.cache.renderings_capacity) {
         (Some(_), capacity) if capacity > 0 => Some(

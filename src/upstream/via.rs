@@ -75,7 +75,7 @@ pub fn archive_at_own_url(config: &Config, public_url: &str) -> Option<String> {
         let urls = a.timemap.iter().chain(a.cdx.iter()).chain([&a.timegate]);
         if urls
             .into_iter()
-            .any(|u| site(u.url().as_str()) == Some(own.clone()))
+            .any(|u| site(u.url().as_str()).as_deref() == Some(&*own))
         {
             return Some(format!(
                 "archives[{i}] ({}) is on this tmproxy's own public URL ({own}): it would ask itself",

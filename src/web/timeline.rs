@@ -212,18 +212,17 @@ pub fn timeline(mementos: &[Memento], archives: &[String]) -> Option<Timeline> {
 /// Label every k-th year, k the first of 1, 2, 5, 10, 20, 50… whose labels stand at least
 /// [`LABEL_SPACING`] apart when a year is `slot` wide.
 fn label_step(slot: f64) -> i32 {
-    let mut k = 1;
-    for m in [2, 5, 10].iter().cycle() {
-        if f64::from(k) * slot >= LABEL_SPACING || k > 100_000 {
-            break;
+    let mut decade = 1;
+    // Years span a few thousand at most: a million years a label is past any chart.
+    while decade < 1_000_000 {
+        for k in [decade, 2 * decade, 5 * decade] {
+            if f64::from(k) * slot >= LABEL_SPACING {
+                return k;
+            }
         }
-        k = match m {
-            2 => k * 2,
-            5 => k / 2 * 5,
-            _ => k / 5 * 10,
-        };
+        decade *= 10;
     }
-    k
+    decade
 }
 
 /// One year's part of the list.
