@@ -157,6 +157,7 @@ pub async fn build_with_lookup(
     let settings = Settings {
         min_refresh_interval: config.cache.min_refresh_interval,
         canonical: config.cache.canonical,
+        full_refresh: config.cache.full_refresh,
     };
     // With a shared tier, replicas claim each fan-out there, so the archives are asked once.
     let fan_out_lock: Arc<dyn store::FanOutLock> = match store.as_ref().and_then(|s| s.shared()) {

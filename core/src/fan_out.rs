@@ -7,6 +7,7 @@
 
 use crate::routing::Decision;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution, Fetch};
+use crate::timemap::incremental::Since;
 use crate::timemap::model::MementoDatetime;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,27 @@ pub enum Ask<'a> {
     /// As routing decided, one route per enabled archive in configured order: an archive it
     /// skips is in the fetch as `skipped` with detail `routing`, and is not asked.
     Routed(&'a Decision),
+}
+
+/// What a refresh already holds for its URI-R: each archive's stored contribution, so an
+/// archive may be asked only for what is new ([`crate::timemap::incremental`]), and how long a
+/// full listing lasts (`[cache] full_refresh`).
+#[derive(Debug, Clone, Copy)]
+pub struct Prior<'a> {
+    pub contributions: &'a [Contribution],
+    pub full_refresh: chrono::Duration,
+}
+
+impl<'a> Prior<'a> {
+    /// `archive`'s stored contribution.
+    pub fn of(&self, archive: &str) -> Option<&'a Contribution> {
+        self.contributions.iter().find(|c| c.archive == archive)
+    }
+
+    /// What a refresh of `archive` at `now` may skip; None: ask in full.
+    pub fn since(&self, archive: &str, now: MementoDatetime) -> Option<Since> {
+        Since::of(self.of(archive)?, now, self.full_refresh)
+    }
 }
 
 /// One fan-out's answers so far. Contributions are shared, not copied: publishing one costs a

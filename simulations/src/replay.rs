@@ -264,6 +264,7 @@ pub fn outcome(day: &LiveDay, now: DateTime<Utc>) -> Fetch {
         fetched_at: now,
         mementos: Vec::new(),
         last_error: None,
+        listing: Default::default(),
     };
     let mut archives: Vec<Contribution> = Vec::new();
     for x in &day.mementos {

@@ -14,7 +14,7 @@ use tmproxy_core::routing::Decision;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-pub use tmproxy_core::fan_out::{Ask, Settled};
+pub use tmproxy_core::fan_out::{Ask, Prior, Settled};
 
 /// Where a fan-out publishes its [`Settled`] answers.
 pub type Progress = watch::Sender<Settled>;
@@ -33,13 +33,14 @@ pub trait Archives: Send + Sync + 'static {
     /// Asks the archives `ask` says for `uri_r` and keeps what arrives within `deadline`
     /// (capped at the configured one) counted from `arrived`, publishing each archive's
     /// contribution to `progress` as it settles. Never fails: each archive's failure is in its
-    /// answer.
+    /// answer. With `prior` (a refresh), an archive may be asked only for what is new.
     fn fetch<'a>(
         &'a self,
         uri_r: &'a UriR,
         deadline: Duration,
         arrived: Instant,
         ask: Ask<'a>,
+        prior: Option<Prior<'a>>,
         progress: &'a Progress,
     ) -> BoxFuture<'a, Fetch>;
     /// How many times each archive has been asked since start, by id, in configured order.

@@ -178,6 +178,10 @@ pub struct CacheConfig {
     pub stale_while_revalidate: Duration,
     #[serde(with = "duration_field")]
     pub min_refresh_interval: Duration,
+    /// The longest an archive's contribution goes without a full listing: refreshes between
+    /// ask only for what may be new. 0 = every refresh asks in full.
+    #[serde(with = "duration_field")]
+    pub full_refresh: Duration,
     pub redaction_confirmations: u32,
     #[serde(with = "duration_field")]
     pub redaction_grace: Duration,
@@ -207,6 +211,7 @@ impl Default for CacheConfig {
             stale_if_error: true,
             stale_while_revalidate: Duration::ZERO,
             min_refresh_interval: Duration::from_secs(60),
+            full_refresh: Duration::from_secs(30 * 86_400),
             redaction_confirmations: 2,
             redaction_grace: Duration::from_secs(7 * 86_400),
             write_timeout: Duration::from_secs(5),

@@ -7,6 +7,7 @@ use crate::upstream::turns::Load;
 use crate::upstream::Upstream;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
+use tmproxy_core::timemap::refresh::Refresh;
 
 /// One figure of an archive's turns now.
 type LoadValue = fn(&Load) -> usize;
@@ -55,6 +56,27 @@ pub(super) fn encode(
         durations
             .encode_family(&labels)?
             .encode_histogram::<NoLabelSet>(ledger.seconds, ledger.asked, &buckets, None)?;
+    }
+    let mut bytes = out.encode_descriptor(
+        "tmproxy_archive_bytes",
+        "Body bytes read from each archive: every TimeMap page and CDX answer, every try.",
+        None,
+        MetricType::Counter,
+    )?;
+    for (id, ledger) in ids.iter().zip(&ledgers) {
+        counter(&mut bytes.encode_family(&[("archive", *id)])?, ledger.bytes)?;
+    }
+    let mut refreshes = out.encode_descriptor(
+        "tmproxy_archive_refreshes",
+        "Each archive's answered listings, by how they were read (full; incremental: only what may be new; not_modified: a 304 to a conditional ask).",
+        None,
+        MetricType::Counter,
+    )?;
+    for (id, ledger) in ids.iter().zip(&ledgers) {
+        for (kind, n) in Refresh::ALL.iter().zip(ledger.refreshes) {
+            let labels = [("archive", *id), ("kind", kind.as_str())];
+            counter(&mut refreshes.encode_family(&labels)?, n)?;
+        }
     }
     let now = upstream.now();
     let mut dormant = out.encode_descriptor(

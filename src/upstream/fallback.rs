@@ -27,6 +27,8 @@ use crate::uri_text::{escape_uri, is_servable_uri_m};
 use std::sync::Arc;
 use std::time::Duration;
 use tmproxy_core::retry_after::RetryAfter;
+use tmproxy_core::timemap::incremental::Since;
+use tmproxy_core::timemap::refresh::Refresh;
 use tokio::time::{timeout_at, Instant};
 use url::Url;
 
@@ -55,6 +57,8 @@ pub fn worth_a_fallback(kind: FailureKind) -> bool {
 /// `timeout` (or `by`, the fan-out's deadline) and then given its whole `timeout`: its listing,
 /// then, if that failed in a way [`worth_a_fallback`] and the archive did not ask us to wait,
 /// its TimeGate in the time left. Also how long it waited for its turn (not the archive's time).
+/// `since`: what a refresh may skip ([`list`]).
+#[allow(clippy::too_many_arguments)]
 pub async fn ask_archive(
     link: &ArchiveLink,
     archive: &Archive,
@@ -63,6 +67,7 @@ pub async fn ask_archive(
     budget: &Arc<Budget>,
     by: Instant,
     standing: &Standing,
+    since: Option<&Since>,
 ) -> (ArchiveFetch, Duration) {
     let latest = (Instant::now() + archive.timeout).min(by);
     let turn = match link.turns.take(latest, archive.timeout, standing).await {
@@ -83,7 +88,8 @@ pub async fn ask_archive(
             ArchiveFetch::failed(FailureKind::Timeout, None, why)
         }
     };
-    let listed = match timeout_at(until, list(link, &turn, archive, uri_r, limits, budget)).await {
+    let listing = list(link, &turn, archive, uri_r, limits, budget, since);
+    let listed = match timeout_at(until, listing).await {
         Ok(listed) => listed,
         Err(_) => return (timed_out(&turn), turn.waited()),
     };
@@ -106,7 +112,9 @@ pub async fn ask_archive(
 }
 
 /// What an archive lists for `uri_r`: its TimeMap, or for a `kind = "cdx"` archive its CDX
-/// API's captures.
+/// API's captures. With `since`, first only what may be new: an answer that does not list the
+/// newest stored memento again ([`Since::trusts`]) is not trusted, and the whole listing is
+/// read at once, in the same turn (the bytes of both counted).
 async fn list(
     link: &ArchiveLink,
     turn: &Turn<'_>,
@@ -114,11 +122,34 @@ async fn list(
     uri_r: &str,
     limits: &FetchLimits,
     budget: &Arc<Budget>,
+    since: Option<&Since>,
 ) -> ArchiveFetch {
-    match &archive.cdx {
-        Some(source) => fetch_cdx(link, turn, source, uri_r, limits, budget).await,
-        None => fetch_archive(link, turn, archive, uri_r, limits, budget).await,
+    let read = |since| async move {
+        match &archive.cdx {
+            Some(source) => fetch_cdx(link, turn, source, uri_r, limits, budget, since).await,
+            None => fetch_archive(link, turn, archive, uri_r, limits, budget, since).await,
+        }
+    };
+    let Some(since) = since else {
+        return read(None).await;
+    };
+    let incremental = read(Some(since)).await;
+    let trusted = match incremental.read.listing.refresh {
+        Refresh::NotModified => true,
+        // Nothing learnt either way: the archive failed, and is not asked twice.
+        _ if incremental.failure.is_some() => true,
+        Refresh::Incremental => since.trusts(&incremental.mementos),
+        // Nothing to skip after all (a single page without validators): read whole already.
+        Refresh::Full => true,
+    };
+    if trusted {
+        return incremental;
     }
+    let spent = incremental.read.bytes;
+    drop(incremental);
+    let mut full = read(None).await;
+    full.read.bytes += spent;
+    full
 }
 
 /// The failed listing with what the TimeGate gave (its mementos, a note), or why it gave

@@ -21,8 +21,11 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tmproxy_core::fan_out::Ask;
-use tmproxy_core::fan_out::Settled;
+use tmproxy_core::fan_out::{Ask, Prior, Settled};
+use tmproxy_core::timemap::answer::ArchiveAnswer;
+use tmproxy_core::timemap::incremental::{extended, unchanged};
+use tmproxy_core::timemap::model::{LinkMemento, MementoDatetime};
+use tmproxy_core::timemap::refresh::{Listing, Refresh};
 use tokio::time::Instant;
 
 /// The archives, each one's client and hop rules, and each one's health. Cheap to share behind
@@ -166,19 +169,22 @@ impl Upstream {
         ask: Ask<'_>,
     ) -> Fetch {
         let progress = progress();
-        self.fetch_watched(uri_r, deadline, arrived, ask, &progress)
+        self.fetch_watched(uri_r, deadline, arrived, ask, None, &progress)
             .await
     }
 
     /// [`Upstream::fetch_asking`] publishing each archive's contribution to `progress` as it
     /// settles (a skipped or dormant one at once), so a request that cannot wait for the whole
-    /// fan-out is answered with what came so far.
+    /// fan-out is answered with what came so far. With `prior` (a refresh), an archive whose
+    /// stored contribution allows it is asked only for what is new, and its contribution is
+    /// the stored one with that added ([`tmproxy_core::timemap::incremental`]).
     pub async fn fetch_watched(
         &self,
         uri_r: &str,
         deadline: Duration,
         arrived: Instant,
         ask: Ask<'_>,
+        prior: Option<Prior<'_>>,
         progress: &Progress,
     ) -> Fetch {
         let asked: Vec<bool> = self
@@ -208,7 +214,15 @@ impl Upstream {
             f.answer.elapsed_ms = elapsed.as_millis() as u64;
             let mementos = std::mem::take(&mut f.mementos);
             let id = &self.archives[i].id;
-            let c = Arc::new(Contribution::listed(id, f.answer, now, mementos));
+            let stored = prior.and_then(|p| p.of(id));
+            let c = Arc::new(contribution(
+                id,
+                f.answer,
+                f.read.listing,
+                mementos,
+                stored,
+                now,
+            ));
             progress.send_modify(|s| s.archives[i].1 = Some(c));
             // The budget's hold on the mementos' bytes lasts as long as the fan-out.
             f.held
@@ -229,10 +243,20 @@ impl Upstream {
             self.fetches[i].fetch_add(1, Ordering::Relaxed);
             let (link, limits, budget) = (&self.links[i], &self.limits, &self.budget);
             let standing = &standing[i];
+            let since = prior.and_then(|p| p.since(&archive.id, now));
             pending.push(async move {
                 // Its turn, its listing, and its TimeGate if that failed, within its own timeout.
-                let (fetch, waited) =
-                    ask_archive(link, archive, uri_r, limits, budget, stop_at, standing).await;
+                let (fetch, waited) = ask_archive(
+                    link,
+                    archive,
+                    uri_r,
+                    limits,
+                    budget,
+                    stop_at,
+                    standing,
+                    since.as_ref(),
+                )
+                .await;
                 (i, fetch, started.elapsed(), waited)
             });
         }
@@ -253,6 +277,9 @@ impl Upstream {
                     let blame = !fetch.over_budget() && !fetch.refused_by_archive() && !fetch.queued();
                     // Its own time: the wait for its turn was ours.
                     let own = elapsed.saturating_sub(waited);
+                    let listed = fetch.answer.status.answered() && fetch.answer.fallback.is_none();
+                    let refresh = listed.then_some(fetch.read.listing.refresh);
+                    self.ledgers[i].record_listing(refresh, fetch.read.bytes);
                     if blame && fetch.unreached() {
                         self.settle(i, &mut fetch, own, false);
                         unreached.push(i);
@@ -377,5 +404,32 @@ impl Upstream {
     /// What each archive's turns are now (in flight, waiting), in configured order.
     pub fn loads(&self) -> Vec<Load> {
         self.links.iter().map(|l| l.turns.load()).collect()
+    }
+}
+
+/// An archive's contribution from its answer at `now`: what it listed, or with a `stored`
+/// contribution read incrementally, that with what is new (a 304: that, confirmed). A full
+/// listing dates `full_at`, from which the next full one is due.
+fn contribution(
+    id: &str,
+    answer: ArchiveAnswer,
+    mut listing: Listing,
+    mementos: Vec<LinkMemento>,
+    stored: Option<&Contribution>,
+    now: MementoDatetime,
+) -> Contribution {
+    match (listing.refresh, stored) {
+        (Refresh::Incremental, Some(stored)) if answer.status.answered() => {
+            extended(stored, answer, now, mementos, listing)
+        }
+        (Refresh::NotModified, Some(stored)) => unchanged(stored, answer, now),
+        _ => {
+            let whole = answer.status.answered() && answer.fallback.is_none();
+            listing.full_at = whole.then_some(now);
+            listing.refresh = Refresh::Full;
+            let mut c = Contribution::listed(id, answer, now, mementos);
+            c.listing = listing;
+            c
+        }
     }
 }

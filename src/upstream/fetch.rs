@@ -8,7 +8,7 @@ use super::resolve::{GuardedResolver, HostLookup};
 use super::turns::{Turn, Turns};
 use crate::config::RedirectHost;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
-use crate::timemap::model::LinkMemento;
+use crate::timemap::model::{LinkMemento, MementoDatetime};
 use crate::timemap::parse::parse_link_format;
 use crate::uri_r::clip;
 use reqwest::header::HeaderValue;
@@ -17,13 +17,15 @@ use std::sync::Arc;
 use std::time::Duration;
 use tmproxy_core::failure::{of_status, StatusClass};
 use tmproxy_core::retry_after::RetryAfter;
+use tmproxy_core::timemap::incremental::Since;
+use tmproxy_core::timemap::refresh::{Listing, Refresh};
 use url::Url;
 
 /// Bodies larger than this are parsed off the async workers, so one huge TimeMap does not stall
 /// every other request on the same thread.
 pub(super) const PARSE_INLINE_LIMIT: usize = 1 << 20;
 
-use reqwest::header::ACCEPT;
+use reqwest::header::{HeaderName, ACCEPT, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED};
 
 /// What a TimeMap request accepts.
 const ACCEPT_LINK_FORMAT: &str = "application/link-format";
@@ -56,6 +58,18 @@ pub struct ArchiveFetch {
     pub failure: Option<FailureKind>,
     /// What it asked with a 429 or 503: wait before asking again.
     pub retry_after: Option<RetryAfter>,
+    /// How the listing was read and what it cost. Boxed: most answers are failures passed
+    /// around by value.
+    pub read: Box<Read>,
+}
+
+/// How an archive's listing was read.
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    /// In full, incrementally, not modified, and what the next ask may skip.
+    pub listing: Listing,
+    /// Body bytes read from the archive for this answer, over every page and every try.
+    pub bytes: u64,
 }
 
 impl ArchiveFetch {
@@ -123,6 +137,7 @@ impl ArchiveFetch {
             held: None,
             failure: None,
             retry_after: None,
+            read: Box::default(),
         }
     }
 
@@ -196,9 +211,14 @@ pub fn build_client(
         .build()
 }
 
-/// Fetches an archive's whole TimeMap for `uri_r`, following `rel="timemap"` pages up to
+/// Fetches an archive's TimeMap for `uri_r`, following `rel="timemap"` pages up to
 /// `max_pages`, each visited once, and only where the archive's hop rules allow. The bodies are
 /// charged to `budget`. The caller bounds it in time.
+///
+/// With `since` (an incremental refresh), a paged TimeMap is read from the page that held the
+/// newest stored memento on, skipping pages that end before it, and a single page with
+/// validators is asked conditionally (a 304 is [`Refresh::NotModified`]). Whether what an
+/// incremental read found can be trusted is the caller's to judge ([`Since::trusts`]).
 pub async fn fetch_archive(
     link: &ArchiveLink,
     turn: &Turn<'_>,
@@ -206,13 +226,19 @@ pub async fn fetch_archive(
     uri_r: &str,
     limits: &FetchLimits,
     budget: &Arc<Budget>,
+    since: Option<&Since>,
 ) -> ArchiveFetch {
     let first = match archive.timemap_for(uri_r) {
         Ok(uri_t) => uri_t,
         // Never sent: the URL would reach outside what this archive is configured as.
         Err(why) => return ArchiveFetch::failed(FailureKind::RefusedRedirect, None, why),
     };
-    let mut queue = vec![first];
+    let paged = since.and_then(|s| s.page.as_ref().map(|page| (s, page)));
+    let conditional = since
+        .filter(|_| paged.is_none())
+        .map(conditions)
+        .unwrap_or_default();
+    let mut queue = vec![paged.map_or(first, |(_, page)| page.clone())];
     let mut seen: HashSet<String> = HashSet::new();
     let mut result =
         ArchiveFetch::answered(ArchiveAnswer::failed(ArchiveStatus::Empty, None, None));
@@ -224,6 +250,8 @@ pub async fn fetch_archive(
     let mut saw_garbage = false;
     // Body bytes read so far over all pages.
     let mut body_bytes: u64 = 0;
+    // The page holding the newest memento so far, and that memento's datetime.
+    let mut newest: Option<(MementoDatetime, String)> = None;
 
     while let Some(uri_t) = queue.pop() {
         if !seen.insert(uri_t.clone()) {
@@ -239,7 +267,13 @@ pub async fn fetch_archive(
         // max_body bounds the archive's whole answer, every page together, so one archive's
         // share of a fan-out's memory is max_body however it pages.
         let cap = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(link, turn, &uri_t, cap, budget, ACCEPT_LINK_FORMAT).await {
+        let asking: &[_] = if result.answer.pages == 0 {
+            &conditional
+        } else {
+            &[]
+        };
+        let accept = ACCEPT_LINK_FORMAT;
+        let page = match fetch_page_asking(link, turn, &uri_t, cap, budget, accept, asking).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if result.answer.pages == 0 || failure.refused_hop() => return failure,
@@ -256,13 +290,26 @@ pub async fn fetch_archive(
         result.answer.pages += 1;
         body_bytes += page.body.len() as u64;
         result.answer.http_status = Some(page.http_status);
+        if page.http_status == 304 {
+            return not_modified(result.answer.pages);
+        }
+        if result.answer.pages == 1 {
+            result.read.listing.etag = page.etag.clone();
+            result.read.listing.last_modified = page.last_modified.clone();
+        }
         if page.http_status == 404 || page.http_status == 410 {
             if result.answer.pages == 1 {
                 // The archive holds nothing for this URI-R: an answer, not a failure.
                 let mut answer =
                     ArchiveAnswer::failed(ArchiveStatus::NotFound, Some(page.http_status), None);
                 answer.pages = 1;
-                return ArchiveFetch::answered(answer);
+                let mut fetch = ArchiveFetch::answered(answer);
+                fetch.read.bytes = body_bytes;
+                // The page that held the newest memento is gone: paged anew, not "nothing".
+                if paged.is_some() {
+                    fetch.read.listing.refresh = Refresh::Incremental;
+                }
+                return fetch;
             }
             notes.push(format!(
                 "page {} answered {}",
@@ -280,10 +327,22 @@ pub async fn fetch_archive(
         saw_links |= has_links;
         saw_garbage |= !blank && !has_links;
         result.answer.skipped += parsed.skipped;
+        if let Some(top) = parsed.mementos.iter().map(|m| m.datetime).max() {
+            if newest.as_ref().is_none_or(|(at, _)| top > *at) {
+                newest = Some((top, uri_t.clone()));
+            }
+        }
         result.mementos.extend(parsed.mementos);
         for next_page in parsed.pages {
             if seen.contains(&next_page.uri) {
                 continue;
+            }
+            // Read incrementally, a page that ends before the newest stored memento holds
+            // nothing new.
+            if let Some((since, _)) = paged {
+                if next_page.until.is_some_and(|until| until < since.newest) {
+                    continue;
+                }
             }
             match Url::parse(&next_page.uri)
                 .map_err(|_| format!("{} refused: not a URL", clip(&next_page.uri)))
@@ -312,7 +371,39 @@ pub async fn fetch_archive(
     });
     result.answer.detail = (!notes.is_empty()).then(|| notes.join("; "));
     result.held = Some(Arc::new(held));
+    result.read.bytes = body_bytes;
+    let many_pages = result.answer.pages > 1 || paged.is_some();
+    if many_pages {
+        // Validators of one page of many say nothing of the others.
+        result.read.listing.etag = None;
+        result.read.listing.last_modified = None;
+        result.read.listing.newest_page = newest.map(|(_, page)| page);
+    }
+    result.read.listing.refresh = match paged {
+        Some(_) => Refresh::Incremental,
+        None => Refresh::Full,
+    };
     result
+}
+
+/// A conditional ask's headers, from the validators an archive sent with the stored listing.
+fn conditions(since: &Since) -> Vec<(HeaderName, String)> {
+    let etag = since.etag.iter().map(|v| (IF_NONE_MATCH, v.clone()));
+    let date = since
+        .last_modified
+        .iter()
+        .map(|v| (IF_MODIFIED_SINCE, v.clone()));
+    etag.chain(date).collect()
+}
+
+/// A 304 to a conditional ask: the stored listing stands.
+fn not_modified(pages: usize) -> ArchiveFetch {
+    let why = "not modified: the stored listing stands".to_string();
+    let mut answer = ArchiveAnswer::failed(ArchiveStatus::Ok, Some(304), Some(why));
+    answer.pages = pages;
+    let mut fetch = ArchiveFetch::answered(answer);
+    fetch.read.listing.refresh = Refresh::NotModified;
+    fetch
 }
 
 pub(super) struct Page {
@@ -320,6 +411,20 @@ pub(super) struct Page {
     pub(super) body: Vec<u8>,
     /// The body buffer's charge against the budget.
     pub(super) held: Held,
+    /// Its validators, when it sent usable ones ([`validator`]).
+    pub(super) etag: Option<String>,
+    pub(super) last_modified: Option<String>,
+}
+
+/// The longest validator kept: an archive's `ETag` is a hash or a version, and what is kept
+/// is stored with the entry.
+const MAX_VALIDATOR: usize = 256;
+
+/// A validator header as sent, when it is short visible ASCII; else none (asked in full).
+fn validator(resp: &reqwest::Response, name: HeaderName) -> Option<String> {
+    let value = resp.headers().get(name)?.to_str().ok()?.trim();
+    let usable = !value.is_empty() && value.len() <= MAX_VALIDATOR;
+    usable.then(|| value.to_string())
 }
 
 /// One GET, following redirects hop by hop where `hops` allows, its body read up to the cap and
@@ -333,17 +438,42 @@ pub(super) async fn fetch_page(
     budget: &Arc<Budget>,
     accept: &'static str,
 ) -> Result<Page, ArchiveFetch> {
-    let resp = get_within(link, turn, uri_t, accept).await?;
+    fetch_page_asking(link, turn, uri_t, max_body, budget, accept, &[]).await
+}
+
+/// [`fetch_page`] with `conditions` (`If-None-Match`, `If-Modified-Since`): a 304 to them is
+/// a page of its own, without a body.
+pub(super) async fn fetch_page_asking(
+    link: &ArchiveLink,
+    turn: &Turn<'_>,
+    uri_t: &str,
+    max_body: u64,
+    budget: &Arc<Budget>,
+    accept: &'static str,
+    conditions: &[(HeaderName, String)],
+) -> Result<Page, ArchiveFetch> {
+    let mut headers = vec![(ACCEPT, accept)];
+    headers.extend(
+        conditions
+            .iter()
+            .map(|(name, value)| (name.clone(), value.as_str())),
+    );
+    let get = reqwest::Method::GET;
+    let resp = send_within(&link.client, &link.hops, turn, get, uri_t, &headers).await?;
     let http_status = resp.status().as_u16();
+    let empty = |http_status| Page {
+        http_status,
+        body: Vec::new(),
+        held: budget.hold(),
+        etag: None,
+        last_modified: None,
+    };
+    if http_status == 304 && !conditions.is_empty() {
+        return Ok(empty(http_status));
+    }
     match of_status(http_status) {
         StatusClass::Success => {}
-        StatusClass::NotFound | StatusClass::Gone => {
-            return Ok(Page {
-                http_status,
-                body: Vec::new(),
-                held: budget.hold(),
-            })
-        }
+        StatusClass::NotFound | StatusClass::Gone => return Ok(empty(http_status)),
         StatusClass::Failed(kind) => {
             let mut failed =
                 ArchiveFetch::failed(kind, Some(http_status), format!("HTTP {http_status}"));
@@ -351,11 +481,15 @@ pub(super) async fn fetch_page(
             return Err(failed);
         }
     }
+    let etag = validator(&resp, ETAG);
+    let last_modified = validator(&resp, LAST_MODIFIED);
     let (body, held) = read_capped(resp, max_body, "what max_body leaves", budget).await?;
     Ok(Page {
         http_status,
         body,
         held,
+        etag,
+        last_modified,
     })
 }
 
@@ -365,22 +499,10 @@ pub(crate) fn retry_after_of(resp: &reqwest::Response) -> Option<RetryAfter> {
     RetryAfter::of(resp.status().as_u16(), value.and_then(|v| v.to_str().ok()))
 }
 
-/// A GET of `target` with `accept`, following redirects hop by hop, each hop (and `target`
-/// itself) only where the link's hop rules allow: the answer that is not a redirect, unread.
-/// A failure says why (refused hop, redirect loop, the request's own error, no turn in time).
-pub(crate) async fn get_within(
-    link: &ArchiveLink,
-    turn: &Turn<'_>,
-    target: &str,
-    accept: &'static str,
-) -> Result<reqwest::Response, ArchiveFetch> {
-    let get = reqwest::Method::GET;
-    let headers = [(ACCEPT, accept)];
-    send_within(&link.client, &link.hops, turn, get, target, &headers).await
-}
-
-/// [`get_within`] with `method`, these `headers` and the hop rules `hops`. Each hop is a
-/// request of `turn`, sent in its pace slot.
+/// A request of `target` with `method` and these `headers`, following redirects hop by hop,
+/// each hop (and `target` itself) only where the hop rules `hops` allow: the answer that is
+/// not a redirect, unread. A failure says why (refused hop, redirect loop, the request's own
+/// error, no turn in time). Each hop is a request of `turn`, sent in its pace slot.
 pub(crate) async fn send_within(
     client: &reqwest::Client,
     hops: &HopRules,

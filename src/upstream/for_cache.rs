@@ -2,7 +2,7 @@
 //! in `app.rs`, so the cache never names the upstream.
 
 use super::Upstream;
-use crate::cache::fan_out::{Archives, Ask, Progress};
+use crate::cache::fan_out::{Archives, Ask, Prior, Progress};
 use crate::timemap::answer::Fetch;
 use crate::uri_r::UriR;
 use futures::future::{BoxFuture, FutureExt};
@@ -24,9 +24,10 @@ impl Archives for Upstream {
         deadline: Duration,
         arrived: Instant,
         ask: Ask<'a>,
+        prior: Option<Prior<'a>>,
         progress: &'a Progress,
     ) -> BoxFuture<'a, Fetch> {
-        self.fetch_watched(uri_r.as_str(), deadline, arrived, ask, progress)
+        self.fetch_watched(uri_r.as_str(), deadline, arrived, ask, prior, progress)
             .boxed()
     }
 

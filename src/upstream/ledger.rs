@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use hdrhistogram::Histogram;
 use std::sync::Mutex;
 use std::time::Duration;
+use tmproxy_core::timemap::refresh::Refresh;
 
 /// One archive's turn in a fan-out, as counted: asked (and what it answered) or skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +98,10 @@ struct Record {
     /// three figures took 104 KiB.
     latency_ms: Option<Histogram<u64>>,
     last: Option<(Turn, DateTime<Utc>)>,
+    /// Body bytes read from it, every listing page and every try.
+    bytes: u64,
+    /// Listings it answered, by how they were read, in [`Refresh::ALL`] order.
+    refreshes: [u64; Refresh::ALL.len()],
 }
 
 /// A copy of a ledger, as `/archives` and `/metrics` show it.
@@ -114,6 +119,10 @@ pub struct LedgerSnapshot {
     pub p50_ms: Option<u64>,
     pub p95_ms: Option<u64>,
     pub last: Option<(Turn, DateTime<Utc>)>,
+    /// Body bytes read from it.
+    pub bytes: u64,
+    /// Listings answered, by [`Refresh::ALL`], in that order.
+    pub refreshes: [u64; Refresh::ALL.len()],
 }
 
 impl Default for Ledger {
@@ -129,6 +138,8 @@ impl Default for Ledger {
                 // should it, the ledger only loses its quantiles.
                 latency_ms: Histogram::new_with_bounds(1, 3_600_000, 2).ok(),
                 last: None,
+                bytes: 0,
+                refreshes: [0; Refresh::ALL.len()],
             }),
         }
     }
@@ -162,6 +173,16 @@ impl Ledger {
         r.last = Some((Turn::Skipped, at));
     }
 
+    /// Counts what one ask read: `bytes` of bodies, and a listing read as `refresh` when it
+    /// was answered (None: it failed, or only its TimeGate answered).
+    pub fn record_listing(&self, refresh: Option<Refresh>, bytes: u64) {
+        let mut r = self.record.lock().unwrap_or_else(|p| p.into_inner());
+        r.bytes = r.bytes.saturating_add(bytes);
+        if let Some(refresh) = refresh {
+            r.refreshes[refresh as usize] += 1;
+        }
+    }
+
     pub fn snapshot(&self) -> LedgerSnapshot {
         let r = self.record.lock().unwrap_or_else(|p| p.into_inner());
         let quantile = |q: f64| {
@@ -179,6 +200,8 @@ impl Ledger {
             p50_ms: quantile(0.5),
             p95_ms: quantile(0.95),
             last: r.last,
+            bytes: r.bytes,
+            refreshes: r.refreshes,
         }
     }
 }

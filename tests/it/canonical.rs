@@ -359,6 +359,7 @@ fn foreign_entry(uri_r: &str) -> tmproxy::cache::entry::Entry {
                 absent: None,
             }],
             last_error: None,
+            listing: Default::default(),
         }],
         fetched_at: at,
         checked_at: at,

@@ -522,6 +522,7 @@ async fn a_hostile_uri_m_cached_before_is_never_served() {
                 memento("http://good.example/2005/x", "2005"),
             ],
             last_error: None,
+            listing: Default::default(),
         }],
         fetched_at: chrono::Utc::now(),
         checked_at: chrono::Utc::now(),

@@ -25,6 +25,7 @@ mod endpoints;
 mod faults;
 mod fuzz_corpus;
 mod honest_answers;
+mod incremental;
 mod injection;
 mod load;
 mod log_writer;

@@ -416,6 +416,7 @@ fn hostile_entry(uri_r: &str) -> Entry {
                     ),
                 ],
                 last_error: None,
+                listing: Default::default(),
             },
             Contribution {
                 archive: "<i>worse</i>".to_string(),
@@ -427,6 +428,7 @@ fn hostile_entry(uri_r: &str) -> Entry {
                 fetched_at: at("20240101"),
                 mementos: Vec::new(),
                 last_error: None,
+                listing: Default::default(),
             },
         ],
         fetched_at: chrono::Utc::now(),

@@ -178,6 +178,8 @@ impl Policy {
             // None for an answer just listed; a skipped archive's kept contribution
             // ([`with_skipped_kept`]) keeps the skip as its last_error.
             last_error: fresh.last_error.clone(),
+            // Its listed mementos are the fresh answer's: so are its validators.
+            listing: fresh.listing.clone(),
         }
     }
 }

@@ -174,6 +174,7 @@ mod tests {
                         },
                     ],
                     last_error: None,
+                    listing: Default::default(),
                 },
                 Contribution {
                     archive: "pt".to_string(),
@@ -185,6 +186,7 @@ mod tests {
                         absent: None,
                     }],
                     last_error: None,
+                    listing: Default::default(),
                 },
             ],
             fetched_at: at("20240101000000"),

@@ -37,6 +37,7 @@ fn answered(archive: &str, answer: ArchiveAnswer, mementos: Vec<ListedMemento>) 
         fetched_at: day(0),
         mementos,
         last_error: None,
+        listing: Default::default(),
     }
 }
 

@@ -216,6 +216,7 @@ mod tests {
                 })
                 .collect(),
             last_error: None,
+            listing: Default::default(),
         }
     }
 

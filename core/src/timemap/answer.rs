@@ -5,6 +5,7 @@
 use super::identity::first_of_each;
 use super::model::{LinkMemento, MementoDatetime};
 use super::prefix;
+use super::refresh::Listing;
 use chrono::{DateTime, Utc};
 use serde::de::{Error as _, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
@@ -167,6 +168,8 @@ pub struct Contribution {
     /// anyway (a kept entry): the answer above stays what the served mementos came from, so the
     /// archive is not reported missing, and the failure is still told. None once it answers.
     pub last_error: Option<LastError>,
+    /// What the answer its mementos came from lets the next ask skip (incremental refreshes).
+    pub listing: Listing,
 }
 
 /// A failed ask of an archive whose earlier contribution is still served: when, and what came.
@@ -204,6 +207,7 @@ impl Contribution {
                 .filter_map(|(m, keep)| keep.then(|| ListedMemento::from(m)))
                 .collect(),
             last_error: None,
+            listing: Listing::default(),
         }
     }
 
@@ -240,7 +244,8 @@ impl Serialize for Contribution {
         // A binary form (the cache's compact stored form) has its URI-Ms prefix coded.
         let compact = !serializer.is_human_readable();
         // The fields actually written: a binary map states its length before its fields.
-        let fields = 6 + usize::from(self.last_error.is_some());
+        let listing = !self.listing.is_default();
+        let fields = 6 + usize::from(self.last_error.is_some()) + usize::from(listing);
         let mut s = serializer.serialize_struct("Contribution", fields)?;
         s.serialize_field("archive", &self.archive)?;
         s.serialize_field("status", &a.status)?;
@@ -265,6 +270,10 @@ impl Serialize for Contribution {
             Some(e) => s.serialize_field("last_error", e)?,
             None => s.skip_field("last_error")?,
         }
+        match listing {
+            true => s.serialize_field("listing", &self.listing)?,
+            false => s.skip_field("listing")?,
+        }
         s.end()
     }
 }
@@ -281,6 +290,8 @@ struct StoredContribution {
     report: StoredReport,
     #[serde(default)]
     last_error: Option<LastError>,
+    #[serde(default)]
+    listing: Listing,
 }
 
 /// The mementos in a binary form: each as (shared, suffix, seconds, nanoseconds, absent), its
@@ -369,6 +380,7 @@ impl From<StoredContribution> for Contribution {
             fetched_at: s.fetched_at,
             mementos: s.mementos,
             last_error: s.last_error,
+            listing: s.listing,
         }
     }
 }
@@ -413,6 +425,7 @@ impl Fetch {
                     fetched_at: c.fetched_at,
                     mementos: Vec::new(),
                     last_error: c.last_error.clone(),
+                    listing: Listing::default(),
                 })
                 .collect(),
         }
@@ -485,6 +498,7 @@ mod tests {
             fetched_at: at,
             mementos: vec![lm("http://pt/1", "20010101000000").into()],
             last_error: None,
+            listing: Default::default(),
         };
         let json = serde_json::to_value(&c).expect("serialise");
         assert_eq!(json["status"], "timeout");

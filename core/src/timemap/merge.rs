@@ -220,6 +220,7 @@ mod tests {
             fetched_at: parse_14digit("20240101000000").expect("ts"),
             mementos: mementos.into_iter().map(Into::into).collect(),
             last_error: None,
+            listing: Default::default(),
         }
     }
 

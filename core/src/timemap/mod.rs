@@ -5,10 +5,12 @@ pub mod answer;
 pub mod credit;
 pub mod datetime;
 pub mod identity;
+pub mod incremental;
 pub mod merge;
 pub mod model;
 pub mod parse;
 pub mod prefix;
+pub mod refresh;
 pub mod serialize;
 
 pub use model::{ArchiveId, LinkMemento, LinkTimeMap, Memento, MementoDatetime, PageLink, TimeMap};

@@ -112,7 +112,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let unwatched = progress();
         let fetch = self
             .archives
-            .fetch(uri_r, deadline, arrived, Ask::Only(only), &unwatched)
+            .fetch(uri_r, deadline, arrived, Ask::Only(only), None, &unwatched)
             .await;
         // A client's own choice is not routed, but what the archives answered still teaches.
         if let Some(router) = &self.router {

@@ -8,7 +8,7 @@ use super::served::Request;
 use super::served::Served;
 use super::time_map_cache::{Flight, SharedRefresh, TimeMapCache};
 use crate::cache::cached::{CachedTimeMap, ServedView};
-use crate::cache::fan_out::{progress, Ask, Progress};
+use crate::cache::fan_out::{progress, Ask, Prior, Progress};
 use crate::cache::policy::{Action, Freshness};
 use crate::cache::status::CacheStatus;
 use crate::cache::store::Store;
@@ -46,7 +46,15 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         let Some(store) = &self.store else {
             // Policy `none`: every request asks the archives and nothing is kept.
             let fetch = self
-                .fan_out(uri_r, req.deadline, arrived, req.ask_all, None, req.client)
+                .fan_out(
+                    uri_r,
+                    req.deadline,
+                    arrived,
+                    req.ask_all,
+                    None,
+                    None,
+                    req.client,
+                )
                 .await;
             self.stats.count_miss();
             self.stats.count_decision(None, Action::NotStored);
@@ -93,6 +101,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             // made here.
             alone: req.force || req.ask_all,
             ask_all: req.ask_all,
+            in_full: req.force,
             client: req.client,
         };
         // The archives are asked with the spelling the entry was stored under (its first
@@ -162,6 +171,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             cached: None,
             alone: false,
             ask_all: false,
+            in_full: false,
             client,
         };
         if !in_flight {
@@ -253,13 +263,16 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
 
     /// The archives' answers for `uri_r`, by `deadline` (else the configured one) counted from
     /// when the request arrived: the archives routing picks (every one with `ask_all`), and
-    /// the profiles learn from what they answered, as much as `client` may teach.
+    /// the profiles learn from what they answered, as much as `client` may teach. With
+    /// `prior` (a refresh), archives may be asked only for what is new.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn fan_out(
         &self,
         uri_r: &UriR,
         deadline: Option<Duration>,
         arrived: tokio::time::Instant,
         ask_all: bool,
+        prior: Option<Prior<'_>>,
         progress: Option<&Progress>,
         client: Option<IpAddr>,
     ) -> Fetch {
@@ -280,7 +293,7 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         };
         let fetch = self
             .archives
-            .fetch(uri_r, deadline, arrived, ask, progress)
+            .fetch(uri_r, deadline, arrived, ask, prior, progress)
             .await;
         // The fresh answers, before any merge: skipped and failed archives teach nothing.
         if let Some(router) = &self.router {

@@ -5,7 +5,7 @@
 
 use super::first_store::{ANSWER_AFTER_DEADLINE, BIG_TIMEMAP};
 use super::{CacheStatus, CachedTimeMap, Served, ServedView, TimeMapCache};
-use crate::cache::fan_out::Progress;
+use crate::cache::fan_out::{Prior, Progress};
 use crate::cache::policy::{Action, Decision, Freshness, Match};
 use crate::cache::store::{Cacheable, FanOutClaim, Store};
 use crate::timemap::answer::Fetch;
@@ -40,6 +40,8 @@ pub(super) struct Begun<V> {
     pub alone: bool,
     /// `Prefer: archives=all`: every archive is asked, whatever routing would skip.
     pub ask_all: bool,
+    /// An admin's refresh: every archive asked for its whole listing, none incrementally.
+    pub in_full: bool,
     /// The client whose request started it: what its fan-out teaches routing is credited to
     /// that client (None: the server's own).
     pub client: Option<std::net::IpAddr>,
@@ -117,12 +119,24 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
                 FanOutClaim::Alone => None,
             }
         };
+        // An admin's refresh asks every archive in full; any other asks what is new of
+        // archives whose stored listing allows it.
+        let prior = begun
+            .cached
+            .as_ref()
+            .filter(|_| !begun.in_full)
+            .map(|c| Prior {
+                contributions: &c.entry.contributions,
+                full_refresh: chrono::Duration::from_std(self.settings.full_refresh)
+                    .unwrap_or(chrono::Duration::MAX),
+            });
         let fetch = self
             .fan_out(
                 uri_r,
                 Some(limit),
                 begun.at,
                 begun.ask_all,
+                prior,
                 Some(progress),
                 begun.client,
             )

@@ -121,4 +121,7 @@ pub struct Settings {
     /// `[cache] canonical`: entries keyed by the URI-R's canonical form
     /// ([`tmproxy_core::surt::canonical_key`]), so its spellings share one; else by its exact text.
     pub canonical: bool,
+    /// `[cache] full_refresh`: how long a full listing lasts before a refresh asks in full
+    /// again; zero = always in full.
+    pub full_refresh: Duration,
 }

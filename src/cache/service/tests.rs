@@ -109,6 +109,7 @@ fn cache_on<S: Store<CachedTimeMap<Plain>> + 'static>(
     let settings = Settings {
         min_refresh_interval: Duration::from_secs(60),
         canonical: true,
+        full_refresh: Duration::from_secs(30 * 86_400),
     };
     let cache = TimeMapCache::new(
         policy,

@@ -62,6 +62,7 @@ pub(super) fn entry_of(n: usize) -> Entry {
                 })
                 .collect(),
             last_error: None,
+            listing: Default::default(),
         })
         .collect();
     Entry {
