@@ -38,6 +38,9 @@ recorded_timemaps! {
     odu_aggregator_money_com: "odu-aggregator-timemap-money.com.link" for "http://Money.com";
     odu_aggregator_my_mail_ru: "odu-aggregator-timemap-my.mail.ru.link" for "http://my.mail.ru";
     odu_aggregator_cbssports_com: "odu-aggregator-timemap-cbssports.com.link" for "http://CBSSports.com";
+    odu_aggregator_mlb_mlb_com_home: "odu-aggregator-timemap-mlb.mlb.com-home.link" for "http://mlb.mlb.com/home";
+    odu_aggregator_investmentwatchblog_com: "odu-aggregator-timemap-investmentwatchblog.com.link" for "http://investmentwatchblog.com/";
+    odu_aggregator_www_cs_odu_edu: "odu-aggregator-timemap-www.cs.odu.edu.link" for "http://www.cs.odu.edu/";
     memgator_antifa_com_2020_10_05: "memgator-timemap-antifa.com-2020-10-05.link" for "http://antifa.com";
     memgator_antifa_com_2020_10_29: "memgator-timemap-antifa.com-2020-10-29.link" for "http://antifa.com";
     memgator_twitter_antifawebsite: "memgator-timemap-twitter.com-AntifaWebsite.link" for "https://twitter.com/AntifaWebsite";
