@@ -64,6 +64,26 @@ impl Coding {
     }
 }
 
+impl Coding {
+    /// A writer at each coding's fastest level (brotli 1, zstd 1, gzip 1): for a body coded
+    /// on the way, where a client waits for every byte (`super::streamed`).
+    pub fn fast_encoder<W: Write>(self, out: W) -> std::io::Result<Encoder<W>> {
+        Ok(match self {
+            Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
+                out,
+                64 * 1024,
+                1,
+                22,
+            ))),
+            Coding::Zstd => Encoder::Zstd(zstd::stream::Encoder::new(out, 1)?),
+            Coding::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
+                out,
+                flate2::Compression::new(1),
+            )),
+        })
+    }
+}
+
 /// A body being coded as it is written ([`Coding::encoder`]). Brotli's state is boxed: it is
 /// kilobytes, the others a few pointers.
 pub enum Encoder<W: Write> {

@@ -3,6 +3,8 @@
 
 mod coding;
 mod joined;
+mod streamed;
 
 pub use coding::{accepts, if_none_match, negotiate, negotiate_favouring, Coding};
 pub use joined::{join, Part};
+pub use streamed::{coded_on_the_way, weak_etag};

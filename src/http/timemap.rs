@@ -4,10 +4,10 @@
 use super::{
     answer, cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState,
 };
-use crate::encoding::{self, if_none_match};
+use crate::encoding::{self, if_none_match, Coding};
 use crate::error::AppError;
 use crate::timemap::serialize::TimeMapFormat;
-use crate::view::Pieces;
+use crate::view::{Pieces, MAX_CODED};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
@@ -142,11 +142,22 @@ pub async fn timemap(
         }
     };
     let coded = coding.zip(coded);
+    // A whole TimeMap too big to code in memory, for a client that takes a coding: coded on
+    // the way (the fastest coding it takes as gladly), never sent plain.
+    let favoured = [Coding::Zstd, Coding::Br, Coding::Gzip];
+    let on_the_way = match (&coded, page) {
+        (None, None) if rendered.body.len() > MAX_CODED => {
+            encoding::negotiate_favouring(&headers, &favoured)
+        }
+        _ => None,
+    };
     // Each coding is its own representation: its own strong ETag (RFC 9110 §8.8.3). The
-    // plain one is built once with the rendering.
-    let etag = match &coded {
-        Some((c, _)) => c.etag(&rendered.etag),
-        None => rendered.etag_header,
+    // plain one is built once with the rendering; one coded on the way is weak (its bytes
+    // are not the stored renderings').
+    let etag = match (&coded, on_the_way) {
+        (Some((c, _)), _) => c.etag(&rendered.etag),
+        (None, Some(c)) => encoding::weak_etag(c, &rendered.etag),
+        (None, None) => rendered.etag_header,
     };
     if let Some(v) = etag {
         h.insert(header::ETAG, v);
@@ -155,15 +166,22 @@ pub async fn timemap(
     if if_none_match(&headers, &rendered.etag) {
         return Ok(answer(StatusCode::NOT_MODIFIED, h, Body::empty()));
     }
-    let body = match coded {
-        Some((c, body)) => {
+    let body = match (coded, on_the_way) {
+        (Some((c, body)), _) => {
             h.insert(
                 header::CONTENT_ENCODING,
                 HeaderValue::from_static(c.token()),
             );
-            body
+            Body::from(body)
         }
-        None => rendered.body,
+        (None, Some(c)) => {
+            h.insert(
+                header::CONTENT_ENCODING,
+                HeaderValue::from_static(c.token()),
+            );
+            encoding::coded_on_the_way(c, rendered.body).await
+        }
+        (None, None) => Body::from(rendered.body),
     };
     Ok(answer(StatusCode::OK, h, body))
 }

@@ -125,3 +125,74 @@ async fn a_coded_page_is_that_page() {
     }
     proxy.stop().await;
 }
+
+/// What a browser sends.
+const BROWSER: &str = "gzip, deflate, br, zstd";
+
+fn decoded(coding: &str, coded: &[u8]) -> Vec<u8> {
+    let mut back = Vec::new();
+    match coding {
+        "br" => brotli::Decompressor::new(coded, 4096).read_to_end(&mut back),
+        "zstd" => zstd::stream::Decoder::new(coded).and_then(|mut d| d.read_to_end(&mut back)),
+        "gzip" => flate2::read::GzDecoder::new(coded).read_to_end(&mut back),
+        other => panic!("coded as {other:?}"),
+    }
+    .expect("decodes");
+    back
+}
+
+/// A TimeMap too big to code whole in memory (over 16 MiB as link format) and too heavy for
+/// the hot tier: a browser's first request (the MISS that stores it) and those right after it,
+/// while its coded renderings are written, each get it coded, never the plain body; and once
+/// written, the stored coding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_timemap_is_coded_for_a_browser_from_the_first_request() {
+    let start = chrono::DateTime::from_timestamp(978_307_200, 0).expect("2001");
+    let stamps: Vec<String> = (0..170_000)
+        .map(|i| {
+            (start + chrono::Duration::minutes(i))
+                .format("%Y%m%d%H%M%S")
+                .to_string()
+        })
+        .collect();
+    let stamps: Vec<&str> = stamps.iter().map(String::as_str).collect();
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&stamps)))
+        .await
+        .expect("archive");
+    let mut config = config_for(&[("a", &a)]);
+    config.cache.hot_capacity = 8 * 1024 * 1024;
+    let proxy = start_proxy(config).await;
+    let url = format!("{}/timemap/link/http://example.com/", proxy.base);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let r = client()
+            .get(&url)
+            .header("accept-encoding", BROWSER)
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(r.status(), 200);
+        let coding = r
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().expect("ascii").to_owned())
+            .unwrap_or_default();
+        let x_cache = r.headers()["x-cache"].to_str().expect("ascii").to_owned();
+        let body = r.bytes().await.expect("body");
+        assert!(
+            body.len() < 8 * 1024 * 1024,
+            "{x_cache} {coding:?}: {} bytes",
+            body.len()
+        );
+        seen.push((x_cache, decoded(&coding, &body)));
+    }
+    let plain = client().get(&url).send().await.expect("GET");
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain = plain.bytes().await.expect("body");
+    assert!(plain.len() > 16 * 1024 * 1024, "{} bytes", plain.len());
+    for (x_cache, back) in &seen {
+        assert!(back == &plain, "{x_cache}: decodes to {} bytes", back.len());
+    }
+    assert_eq!(seen[0].0, "MISS");
+    proxy.stop().await;
+}
