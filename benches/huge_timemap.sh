@@ -4,8 +4,10 @@
 # 1. `[cache] policy = "none"`: three misses (the first warms the archive); the last two are the
 #    anchor. Peak RSS from /usr/bin/time -v.
 # 2. the default cache on an empty directory: the first request (a MISS that builds and stores
-#    the entry), then HITS hits, each with its first-byte and whole-body time; RSS after the hits
-#    from /proc, peak RSS from /usr/bin/time -v, and the rendering pass's time as it logs it.
+#    the entry), six at once with a browser's Accept-Encoding (coded on the way while the coded
+#    renderings are written, or from disk: never plain), then HITS hits, each with its first-byte
+#    and whole-body time; RSS after the hits from /proc, peak RSS from /usr/bin/time -v, and the
+#    rendering pass's time as it logs it.
 # The archive is the simulated one of e2e_bench (synthetic, newest first) on loopback; curl
 # writes bodies to /dev/null. Every process is stopped by its PID at the end.
 set -euo pipefail
@@ -37,8 +39,9 @@ $1
 TOML
 }
 URL="http://127.0.0.1:18202/timemap/link/http://example.com/"
+BROWSER='Accept-Encoding: gzip, deflate, br, zstd' # what browsers send
 ask() { curl -s -o /dev/null -D "$WORK/headers" -w '%{http_code} first_byte=%{time_starttransfer}s total=%{time_total}s bytes=%{size_download}' "$URL" "$@"
-        echo " $(grep -iE '^x-cache(-action)?:' "$WORK/headers" | tr -d '\r' | tr '\n' ' ')"; }
+        echo " $(grep -iE '^(x-cache(-action)?|content-encoding):' "$WORK/headers" | tr -d '\r' | tr '\n' ' ')"; }
 serve() { # $1: config file; starts tmproxy under time -v, sets SERVE (time's pid) and TM (tmproxy's)
     /usr/bin/time -v target/release/tmproxy serve --config "$1" --listen 127.0.0.1:18202 \
         >"$WORK/serve.out" 2>"$WORK/serve.err" &
@@ -62,6 +65,9 @@ config "path = \"$WORK/cache\"" >"$WORK/cached.toml"
 serve "$WORK/cached.toml"
 echo "default cache, empty directory:"
 echo -n "  first request: "; ask
+# Right after the store, while its coded renderings are being written: coded on the way or
+# from disk, never the plain body (bytes= says which).
+for i in 1 2 3 4 5 6; do echo -n "  at once, browser $i: "; ask -H "$BROWSER"; done
 sleep 2 # the entry's write lands behind the answer
 # The peak so far is the first request's own: time -v's peak below also covers the hits.
 echo "  RSS after the first request: $(rss), its peak RSS: $(hwm)"
