@@ -14,7 +14,7 @@ use bytes::Bytes;
 use std::sync::{Arc, OnceLock};
 use tmproxy_core::timemap::serialize::Skeleton;
 // The ETag's hash is pure, and shared with the renderings written to disk (`cache::store::renderings`).
-pub use tmproxy_core::fnv::Fnv;
+pub use tmproxy_core::content_hash::ContentHash;
 
 mod pieces;
 mod renderings;
@@ -208,7 +208,7 @@ impl View {
     }
 
     fn finish(&self, body: Vec<u8>, format: TimeMapFormat, page: Option<&Page>) -> Rendered {
-        let etag = Fnv::of(&body).etag();
+        let etag = ContentHash::of(&body).etag();
         Rendered {
             body: Pieces::one(Bytes::from(body)),
             etag_header: HeaderValue::from_str(&etag).ok(),

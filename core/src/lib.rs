@@ -4,7 +4,7 @@
 //! ([`archives`]), why an archive's request failed ([`failure`]), how we pace requests to an
 //! archive ([`pacing`]) and when it asked us to wait ([`retry_after`]), the SURT rules and the cache's
 //! canonical key ([`surt`]), what a fan-out asks and has settled ([`fan_out`]), the ETags' hash
-//! ([`fnv`]), the cache policy with what an entry holds ([`policy`]), archive profiles with the
+//! ([`content_hash`]), the cache policy with what an entry holds ([`policy`]), archive profiles with the
 //! routing decision ([`routing`]), a memento's raw form ([`raw_memento`]), the clock trait
 //! ([`clock`]) and the observation log's line ([`observation_log`]). No I/O and no clock read:
 //! every function takes values and returns values (the time through a [`clock::Clock`] passed
@@ -13,9 +13,9 @@
 pub mod archives;
 pub mod cdx;
 pub mod clock;
+pub mod content_hash;
 pub mod failure;
 pub mod fan_out;
-pub mod fnv;
 pub mod json_text;
 pub mod observation_log;
 pub mod pacing;

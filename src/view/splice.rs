@@ -3,7 +3,7 @@
 //! coded, once. A hit under a new spelling then costs its head and tail, not a render of every
 //! memento and a brotli pass over them (docs/cache-policy.md, "One entry per URL however spelled").
 
-use super::{Fnv, Pieces, Rendered, View};
+use super::{ContentHash, Pieces, Rendered, View};
 use crate::encoding::{join, Coding, Part};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, OnceLock};
@@ -52,7 +52,7 @@ impl View {
         );
         // The ETag stands for these bytes without hashing all of them again: the origin's
         // (its list) and this skeleton's (its URI-R), both fixed by the content.
-        let mut hash = Fnv::of(origin_etag.as_bytes());
+        let mut hash = ContentHash::of(origin_etag.as_bytes());
         hash.update(&skeleton.bytes);
         let etag = hash.etag();
         Some(Rendered {

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tmproxy_core::fnv::Fnv;
+use tmproxy_core::content_hash::ContentHash;
 
 /// The directory under `[cache] path` the renderings are written to.
 pub const DIR: &str = "renderings";
@@ -138,7 +138,7 @@ impl<V: Renders> Renderings<V> {
     }
 
     fn bucket(&self, key: &str) -> &AtomicU64 {
-        let hash = Fnv::of(key.as_bytes()).value();
+        let hash = ContentHash::of(key.as_bytes()).value();
         &self.stamps[(hash % STAMP_BUCKETS as u64) as usize]
     }
 
@@ -193,7 +193,7 @@ impl<V: Renders> Renderings<V> {
         if !matches!(view.aggregate().verdict(), Verdict::Found { .. }) {
             return None;
         }
-        let stem = format!("{:016x}-{rev}", Fnv::of(key.as_bytes()).value());
+        let stem = format!("{:016x}-{rev}", ContentHash::of(key.as_bytes()).value());
         let mut formats = Vec::with_capacity(TimeMapFormat::count());
         for format in TimeMapFormat::all() {
             match write::render(&self.dir, &stem, view.as_ref(), format) {

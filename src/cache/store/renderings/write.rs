@@ -8,7 +8,7 @@ use crate::timemap::serialize::TimeMapFormat;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use tmproxy_core::fnv::Fnv;
+use tmproxy_core::content_hash::ContentHash;
 use tmproxy_disk::Checksummed;
 
 /// The brotli quality and window of the stored br copy. On a million mementos (BENCHMARKS.md)
@@ -38,7 +38,7 @@ struct Tee {
     gzip: flate2::write::GzEncoder<Sink>,
     // Boxed: its state is kilobytes, the others' a few pointers.
     br: Box<brotli::CompressorWriter<Sink>>,
-    etag: Fnv,
+    etag: ContentHash,
 }
 
 impl Write for Tee {
@@ -112,7 +112,7 @@ fn write_all<V: Renders>(
     paths: &[PathBuf; 4],
     view: &V,
     format: TimeMapFormat,
-) -> io::Result<([RenderingFile; 4], Fnv)> {
+) -> io::Result<([RenderingFile; 4], ContentHash)> {
     let open = |p: &Path| -> io::Result<Sink> {
         Ok(Checksummed::new(BufWriter::with_capacity(
             256 * 1024,
@@ -131,7 +131,7 @@ fn write_all<V: Renders>(
             BR_QUALITY,
             BR_LGWIN,
         )),
-        etag: Fnv::default(),
+        etag: ContentHash::default(),
     };
     view.write_body(format, &mut tee)?;
     let Tee {
