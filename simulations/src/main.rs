@@ -120,14 +120,14 @@ enum Command {
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "0.05,0.1,0.2,0.35,0.5,0.75,1,1.5,2,3,5,8"
+            default_value = "0.1,0.2,0.3,0.4,0.5,0.6,0.8,1,2,4"
         )]
         budget: Vec<f64>,
         /// Adaptive TTL floors in days, comma-separated.
         #[arg(long = "ttl-min", value_delimiter = ',', default_value = "0,1")]
         ttl_min: Vec<f64>,
         /// Adaptive TTL ceilings in days, comma-separated.
-        #[arg(long = "ttl-max", value_delimiter = ',', default_value = "30,90")]
+        #[arg(long = "ttl-max", value_delimiter = ',', default_value = "90")]
         ttl_max: Vec<f64>,
     },
 }
@@ -155,7 +155,7 @@ struct AdaptiveArgs {
     #[arg(long = "ttl-mode", value_parser = parse_mode)]
     ttl_mode: Option<Mode>,
     /// Adaptive: expected memento-days missed per refetch.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 0.5)]
     budget: f64,
     /// Adaptive: the shortest TTL, in days.
     #[arg(long = "ttl-min", default_value_t = 1.0)]

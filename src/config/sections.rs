@@ -215,7 +215,7 @@ impl Default for CacheConfig {
             ttl_mode: super::fields::TtlModeName::Fixed,
             ttl_min: Duration::from_secs(86_400),
             ttl_max: Duration::from_secs(90 * 86_400),
-            ttl_budget: 1.0,
+            ttl_budget: 0.5,
             hot_capacity: 256 * 1024 * 1024,
             persistent_cache: SLED_CACHE_BYTES,
             renderings_capacity: 2 * 1024 * 1024 * 1024,

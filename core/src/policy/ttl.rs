@@ -3,7 +3,6 @@
 //! sooner than one captured once a year. Pure: the entry's datetimes, its decisions and the time
 //! come in; a TTL goes out. The derivation is in docs/cache-policy.md ("Adaptive TTL").
 
-use super::case::ChangeCase;
 use super::entry::HistoryItem;
 use chrono::{DateTime, Duration, Utc};
 use std::collections::VecDeque;
@@ -71,37 +70,35 @@ impl Adaptive {
     }
 }
 
-/// λ, the mementos a day the TimeMap gains, estimated two ways and the larger taken:
-/// - from its datetimes: the k ≤ [`RECENT`] newest distinct ones not after `now` span a window
-///   S back from `now`, holding k − 1 captures after its start: λ = (k − ½)/S, the mean of the
-///   Jeffreys posterior of a Poisson rate; with no memento, S is the time the entry has been
-///   watched (since its oldest remembered decision) and λ = ½/S;
-/// - from the gains it was seen to make (cases 2–5 in `history`) over the span it remembers:
-///   mementos that appear with old datetimes (late indexing, an archive joining) are counted.
+/// λ, the mementos a day the TimeMap gains, as the smaller of two estimates from its distinct
+/// Memento-Datetimes not after `now` (a later one is a clock or data error and says nothing):
+/// - recent: the k ≤ [`RECENT`] newest span a window S back from `now` holding k − 1 captures
+///   after its start, λ = (k − ½)/S (the mean of the Jeffreys posterior of a Poisson rate);
+///   quick to see a TimeMap fall quiet (its newest memento ancient), but one crawl of many
+///   captures makes it spike;
+/// - lifetime: all n of them over the span from the oldest to `now`, (n − ½)/S: steady, slow.
 ///
-/// A datetime after `now` is ignored (a clock or data error says nothing about the rate).
+/// The smaller one lets dormancy lengthen the TTL at once, while a burst shortens it only as far
+/// as it raises the lifetime mean. With no memento, S is the time the entry has been watched (from
+/// its oldest remembered decision, `history`) and λ = ½/S: an empty TimeMap is asked again soon,
+/// then less and less often while it stays empty.
 pub fn gain_rate(
     datetimes: impl IntoIterator<Item = DateTime<Utc>>,
     history: &VecDeque<HistoryItem>,
     now: DateTime<Utc>,
 ) -> f64 {
-    let newest = newest_distinct(datetimes, now);
-    let from_datetimes = match newest.last() {
-        Some(&oldest) => (newest.len() as f64 - 0.5) / window_days(now, oldest),
-        None => {
+    let seen = Seen::of(datetimes, now);
+    match (seen.newest.last(), seen.oldest) {
+        (Some(&recent_start), Some(oldest)) => {
+            let recent = (seen.newest.len() as f64 - 0.5) / window_days(now, recent_start);
+            let lifetime = (seen.distinct as f64 - 0.5) / window_days(now, oldest);
+            recent.min(lifetime)
+        }
+        _ => {
             let since = history.front().map_or(now, |h| h.at);
             0.5 / window_days(now, since)
         }
-    };
-    let gains = history
-        .iter()
-        .filter(|h| h.case.is_some_and(ChangeCase::is_better))
-        .count();
-    let from_changes = match history.front() {
-        Some(first) if gains > 0 => gains as f64 / window_days(now, first.at),
-        _ => 0.0,
-    };
-    from_datetimes.max(from_changes)
+    }
 }
 
 /// Days from `since` to `now`, at least [`MIN_WINDOW_SECS`].
@@ -111,24 +108,28 @@ fn window_days(now: DateTime<Utc>, since: DateTime<Utc>) -> f64 {
     secs.max(MIN_WINDOW_SECS) / DAY_SECS
 }
 
-/// The [`RECENT`] newest distinct datetimes not after `now`, newest first.
-fn newest_distinct(
-    datetimes: impl IntoIterator<Item = DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> Vec<DateTime<Utc>> {
-    let mut newest: Vec<DateTime<Utc>> = Vec::with_capacity(RECENT + 1);
-    for dt in datetimes {
-        if dt > now || (newest.len() == RECENT && newest.last().is_some_and(|&l| dt <= l)) {
-            continue;
-        }
-        // Sorted newest first, so the place is where the newer ones end.
-        let at = newest.partition_point(|&x| x > dt);
-        if newest.get(at) != Some(&dt) {
-            newest.insert(at, dt);
-            newest.truncate(RECENT);
+/// What [`gain_rate`] reads of the datetimes, in one pass.
+struct Seen {
+    /// The [`RECENT`] newest distinct ones, newest first.
+    newest: Vec<DateTime<Utc>>,
+    oldest: Option<DateTime<Utc>>,
+    /// How many distinct ones (a capture listed twice, by two collections or archives at the
+    /// same second, is one capture).
+    distinct: usize,
+}
+
+impl Seen {
+    fn of(datetimes: impl IntoIterator<Item = DateTime<Utc>>, now: DateTime<Utc>) -> Seen {
+        let mut all: Vec<DateTime<Utc>> = datetimes.into_iter().filter(|&d| d <= now).collect();
+        // Sorting costs what building the entry did; decisions are not on the hot path of hits.
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        all.dedup();
+        Seen {
+            newest: all.iter().take(RECENT).copied().collect(),
+            oldest: all.last().copied(),
+            distinct: all.len(),
         }
     }
-    newest
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ fn no_history() -> VecDeque<HistoryItem> {
     VecDeque::new()
 }
 
-fn item(at: DateTime<Utc>, case: Option<ChangeCase>) -> HistoryItem {
+fn item(at: DateTime<Utc>, case: Option<crate::policy::ChangeCase>) -> HistoryItem {
     HistoryItem {
         at,
         case,
@@ -143,30 +143,16 @@ fn repeated_datetimes_count_once() {
 }
 
 #[test]
-fn gains_seen_count_when_the_datetimes_are_old() {
-    // Mementos that appear with old datetimes (late indexing): the datetimes say quiet, the
-    // decisions say gaining every 4 days.
-    let old = parse_14digit("20050101000000").expect("test timestamp");
-    let dts = every(Duration::days(1), 20)
-        .into_iter()
-        .map(|d| d - (now() - old));
-    let history: VecDeque<_> = (0..10)
-        .map(|i| item(now() - Duration::days(40 - 4 * i), Some(ChangeCase::C2)))
-        .collect();
-    let quiet = rule(1.0).ttl(dts.clone(), &no_history(), now());
-    let gaining = rule(1.0).ttl(dts, &history, now());
-    assert!(quiet > Duration::days(40), "{quiet:?}");
-    // 10 gains in 40 days: λ = ¼, T = √8 ≈ 2.8 days.
-    assert_eq!(gaining.num_hours(), 67);
-    // Losses and unchanged refetches are not gains.
-    let losses: VecDeque<_> = (0..10)
-        .map(|i| item(now() - Duration::days(40 - 4 * i), Some(ChangeCase::C6)))
-        .collect();
-    let yearly = every(Duration::days(365), 3);
-    assert_eq!(
-        rule(1.0).ttl(yearly.clone(), &losses, now()),
-        rule(1.0).ttl(yearly, &no_history(), now())
-    );
+fn a_burst_shortens_the_ttl_only_as_far_as_the_lifetime_mean() {
+    // Twenty yearly captures, then thirty in the last day (one crawl): the recent rate says 7.5
+    // a day (the floor), the lifetime mean 49.5 in 7,300 days, T = √(2 · 7300/49.5) ≈ 17.2 days.
+    let yearly = every(Duration::days(365), 20);
+    let mut burst = yearly.clone();
+    burst.extend((1..=30).map(|m| now() - Duration::minutes(m * 30)));
+    let before = rule(1.0).ttl(yearly, &no_history(), now());
+    let after = rule(1.0).ttl(burst, &no_history(), now());
+    assert_eq!(after.num_hours(), 412);
+    assert!(after < before && after > Duration::days(1));
 }
 
 #[test]
@@ -181,7 +167,10 @@ fn extreme_datetimes_neither_overflow_nor_panic() {
         ] {
             let hist = VecDeque::from([
                 item(DateTime::<Utc>::MIN_UTC, None),
-                item(DateTime::<Utc>::MAX_UTC, Some(ChangeCase::C2)),
+                item(
+                    DateTime::<Utc>::MAX_UTC,
+                    Some(crate::policy::ChangeCase::C2),
+                ),
             ]);
             for h in [no_history(), hist] {
                 let t = r.ttl(dts.clone(), &h, at);
@@ -275,21 +264,23 @@ fn a_refetch_that_finds_new_captures_shortens_the_ttl() {
         .into_entry()
         .expect("stored");
     // Nine days later, ten captures of the last day have appeared (case 2): replaced, and the
-    // TTL falls to the floor.
+    // TTL falls (to the lifetime mean's, 59.5 in 1,509 days: T ≈ 7.1 days).
     let later = now() + Duration::days(9);
     let mut more = dts.clone();
     more.extend((1..=10).map(|h| later - Duration::hours(h)));
     let d = p.decide(Some(&first), &fetch_of(&more, later), later);
     assert_eq!(d.action(), Action::Replaced);
     let e = d.into_entry().expect("stored");
-    assert_eq!(e.fresh_until, Some(later + Duration::days(1)));
-    // Nothing new on the next check: kept, the TTL longer than the floor again later on.
+    let ttl = p.effective_ttl(e.checked_at, e.fresh_until);
+    assert_eq!(ttl.map(|t| t.num_hours()), Some(170));
+    // Nothing new for 40 days: kept, and the TTL longer again (the recent window has grown).
     let quiet = later + Duration::days(40);
     let k = p
         .decide(Some(&e), &fetch_of(&more, quiet), quiet)
         .into_entry()
         .expect("kept");
-    assert!(k.fresh_until > Some(quiet + Duration::days(1)), "{k:?}");
+    let longer = p.effective_ttl(k.checked_at, k.fresh_until);
+    assert!(longer > ttl, "{longer:?} after {ttl:?}");
 }
 
 #[test]
