@@ -2,6 +2,7 @@
 //! (`tmproxy_core::policy`) and reports the measures of `docs/cache-policy.md`.
 
 pub mod adaptive;
+pub mod adaptive_summary;
 pub mod calibration;
 #[cfg(feature = "e2e")]
 pub mod e2e;

@@ -483,7 +483,7 @@ fn run(command: Command) -> Result<(), String> {
                     &rows,
                     &adaptive_rows,
                 )?);
-                text += &adaptive::summary_section(&rows, &adaptive_rows);
+                text += &simulations::adaptive_summary::summary_section(&rows, &adaptive_rows);
             }
             text += &simulations::plot::summary_section(&out, &plots, &rows);
             std::fs::write(&md, text).map_err(|e| format!("{}: {e}", md.display()))?;
