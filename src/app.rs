@@ -1,7 +1,7 @@
 //! Wiring: config → cache, archives and clock → router, and serving it until shutdown.
 
 use crate::cache::observe::ObservationLog;
-use crate::cache::policy::Policy;
+use crate::cache::policy::{Adaptive, Policy, TtlMode};
 use crate::cache::service::{Settings, TimeMapCache};
 use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
@@ -48,6 +48,16 @@ pub fn policy_of(config: &Config) -> Result<Policy, String> {
         ttl: Some(
             chrono::Duration::from_std(c.ttl).map_err(|_| "cache.ttl: too long".to_string())?,
         ),
+        ttl_mode: match c.ttl_mode {
+            crate::config::TtlModeName::Fixed => TtlMode::Fixed,
+            crate::config::TtlModeName::Adaptive => TtlMode::Adaptive(Adaptive {
+                min: chrono::Duration::from_std(c.ttl_min)
+                    .map_err(|_| "cache.ttl_min: too long".to_string())?,
+                max: chrono::Duration::from_std(c.ttl_max)
+                    .map_err(|_| "cache.ttl_max: too long".to_string())?,
+                budget: c.ttl_budget,
+            }),
+        },
         redaction_confirmations: c.redaction_confirmations,
         redaction_grace: chrono::Duration::from_std(c.redaction_grace)
             .map_err(|_| "cache.redaction_grace: too long".to_string())?,

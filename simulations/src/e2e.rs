@@ -28,7 +28,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use tmproxy::app::{build_with_clock, ClockChoice};
-use tmproxy::cache::policy::{Match, PolicyKind};
+use tmproxy::cache::policy::{Adaptive, Match, PolicyKind};
 use tmproxy::clock::SimClock;
 use tmproxy::config::Config;
 use tmproxy::timemap::datetime::format_rfc1123;
@@ -65,18 +65,31 @@ pub fn run(
     ttl_days: Option<i64>,
     observe_log: Option<&std::path::Path>,
 ) -> Result<E2eReport, String> {
+    run_with(uri_rs, kind, ttl_days, None, observe_log)
+}
+
+/// [`run`] with the server's `[cache] ttl_mode = "adaptive"` at `adaptive`'s bounds and budget
+/// (`ttl_days` then unused), or fixed when None.
+pub fn run_with(
+    uri_rs: Vec<Vec<LiveDay>>,
+    kind: PolicyKind,
+    ttl_days: Option<i64>,
+    adaptive: Option<Adaptive>,
+    observe_log: Option<&std::path::Path>,
+) -> Result<E2eReport, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
-    runtime.block_on(run_async(uri_rs, kind, ttl_days, observe_log))
+    runtime.block_on(run_async(uri_rs, kind, ttl_days, adaptive, observe_log))
 }
 
 async fn run_async(
     uri_rs: Vec<Vec<LiveDay>>,
     kind: PolicyKind,
     ttl_days: Option<i64>,
+    adaptive: Option<Adaptive>,
     observe_log: Option<&std::path::Path>,
 ) -> Result<E2eReport, String> {
     let days = uri_rs.iter().map(Vec::len).max().unwrap_or(0);
@@ -126,6 +139,7 @@ async fn run_async(
         &format!("http://{archive_addr}"),
         kind,
         ttl_days,
+        adaptive,
         &cache_dir.path().join("cache"),
         observe_log,
     )?;
@@ -181,15 +195,25 @@ fn config_for(
     base: &str,
     kind: PolicyKind,
     ttl_days: Option<i64>,
+    adaptive: Option<Adaptive>,
     cache_path: &std::path::Path,
     observe_log: Option<&std::path::Path>,
 ) -> Result<Config, String> {
     let ttl = ttl_days.map_or(36_500, |n| n.max(0));
+    // The rule's bounds to the second, as the server's durations hold them.
+    let mode = adaptive.map_or(String::new(), |a| {
+        format!(
+            "ttl_mode = \"adaptive\"\nttl_min = \"{}s\"\nttl_max = \"{}s\"\nttl_budget = {:?}\n",
+            a.min.num_seconds(),
+            a.max.num_seconds(),
+            a.budget
+        )
+    });
     let mut toml = format!(
         "[server]\nlisten = \"127.0.0.1:0\"\n\
          [upstream]\nfailures_before_dormant = 0\ntimeout = \"60s\"\ndeadline = \"120s\"\n\
          [cache]\npolicy = \"{kind}\"\nmatch = \"loose\"\nttl = \"{ttl}d\"\npath = {path:?}\n\
-         stale_while_revalidate = \"0s\"\n\
+         stale_while_revalidate = \"0s\"\n{mode}\
          [admin]\ntoken = \"{ADMIN_TOKEN}\"\n\
          [observe]\nlog = {log:?}\n",
         path = cache_path.display().to_string(),

@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
+use simulations::adaptive::{self, Setting};
 use simulations::calibration::Calibration;
 use simulations::generate::{generate_each, live_groups, Model, Preset};
 use simulations::import::{self, InputKind};
@@ -15,12 +16,12 @@ use simulations::replay::{policy, replay, Replayer};
 use simulations::series::{
     LiveDay, LiveReader, LiveResolver, SeriesError, SeriesWriter, UriGroups,
 };
-use simulations::sweep::{summary, sweep_stream, write_csv, SeriesInfo, Source};
+use simulations::sweep::{summary, sweep_stream_with, write_csv, SeriesInfo, Source};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tmproxy_core::policy::{Match, PolicyKind};
+use tmproxy_core::policy::{Match, Policy, PolicyKind};
 
 #[derive(Parser)]
 #[command(
@@ -64,9 +65,11 @@ enum Command {
         /// none, forever, unconditional, conditional or merge.
         #[arg(long, value_parser = parse_policy)]
         policy: PolicyKind,
-        /// Days, or `inf`.
-        #[arg(long, value_parser = parse_ttl)]
-        ttl: Ttl,
+        /// Days, or `inf` (required unless --ttl-mode is given).
+        #[arg(long, value_parser = parse_ttl, required_unless_present = "ttl_mode")]
+        ttl: Option<Ttl>,
+        #[command(flatten)]
+        adaptive: AdaptiveArgs,
         /// How mementos are recognised as the same: loose (archive, datetime) or strict (URI-M).
         #[arg(long = "match", value_parser = parse_match, default_value = "loose")]
         matching: Match,
@@ -109,7 +112,90 @@ enum Command {
         /// Directory to write into (created if missing).
         #[arg(long)]
         out: PathBuf,
+        /// `adaptive`: also replay conditional with each entry's own TTL at every
+        /// --budget × --ttl-min × --ttl-max, into DIR/adaptive.csv, summary.md and adaptive.svg.
+        #[arg(long = "ttl-mode", value_parser = parse_mode, default_value = "fixed")]
+        ttl_mode: Mode,
+        /// Adaptive budgets (expected memento-days missed per refetch), comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "0.1,0.2,0.3,0.4,0.5,0.6,0.8,1,2,4"
+        )]
+        budget: Vec<f64>,
+        /// Adaptive TTL floors in days, comma-separated.
+        #[arg(long = "ttl-min", value_delimiter = ',', default_value = "0,1")]
+        ttl_min: Vec<f64>,
+        /// Adaptive TTL ceilings in days, comma-separated.
+        #[arg(long = "ttl-max", value_delimiter = ',', default_value = "90")]
+        ttl_max: Vec<f64>,
     },
+}
+
+/// `--ttl-mode`: one TTL for every entry, or each entry its own (`[cache] ttl_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Fixed,
+    Adaptive,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    match s {
+        "fixed" => Ok(Mode::Fixed),
+        "adaptive" => Ok(Mode::Adaptive),
+        _ => Err("expected fixed or adaptive".to_string()),
+    }
+}
+
+/// The adaptive rule of one run (`replay`, `e2e`): `[cache] ttl_mode`, `ttl_budget`, `ttl_min`
+/// and `ttl_max` as the server reads them.
+#[derive(clap::Args, Debug, Clone, Copy)]
+struct AdaptiveArgs {
+    /// fixed (--ttl for every entry) or adaptive (each entry its own TTL from its history).
+    #[arg(long = "ttl-mode", value_parser = parse_mode)]
+    ttl_mode: Option<Mode>,
+    /// Adaptive: expected memento-days missed per refetch.
+    #[arg(long, default_value_t = 0.5)]
+    budget: f64,
+    /// Adaptive: the shortest TTL, in days.
+    #[arg(long = "ttl-min", default_value_t = 1.0)]
+    ttl_min: f64,
+    /// Adaptive: the longest TTL, in days.
+    #[arg(long = "ttl-max", default_value_t = 90.0)]
+    ttl_max: f64,
+}
+
+impl AdaptiveArgs {
+    /// The adaptive setting asked for under `kind`, or None for a fixed TTL.
+    fn setting(&self, kind: PolicyKind) -> Result<Option<Setting>, String> {
+        if self.ttl_mode != Some(Mode::Adaptive) {
+            return Ok(None);
+        }
+        if !(self.budget.is_finite() && self.budget > 0.0) {
+            return Err("--budget must be a number greater than 0".to_string());
+        }
+        if !(0.0 <= self.ttl_min && self.ttl_min <= self.ttl_max && self.ttl_max <= 36_500.0) {
+            return Err("--ttl-min and --ttl-max: 0 <= min <= max <= 36500 days".to_string());
+        }
+        Ok(Some(Setting {
+            kind,
+            budget: self.budget,
+            min_days: self.ttl_min,
+            max_days: self.ttl_max,
+        }))
+    }
+
+    /// The policy of a run: the adaptive setting, else `kind` at the fixed `ttl`.
+    fn policy(&self, kind: PolicyKind, ttl: Option<Ttl>) -> Result<(Policy, String), String> {
+        match (self.setting(kind)?, ttl) {
+            (Some(s), _) => Ok((s.policy(), format!("adaptive TTL, {}", s.label()))),
+            (None, Some(Ttl(t))) => Ok((
+                policy(kind, Match::Loose, t),
+                format!("TTL {}", t.map_or("inf".to_string(), |n| n.to_string())),
+            )),
+            (None, None) => Err("give --ttl DAYS (or --ttl-mode adaptive)".to_string()),
+        }
+    }
 }
 
 /// Arguments of `memsim e2e`.
@@ -131,6 +217,8 @@ struct E2eArgs {
     /// Days, or `inf`.
     #[arg(long, value_parser = parse_ttl, default_value = "15")]
     ttl: Ttl,
+    #[command(flatten)]
+    adaptive: AdaptiveArgs,
     /// Print one JSON object: {"e2e": measures, "replay": measures, "equal": bool}.
     #[arg(long)]
     json: bool,
@@ -258,10 +346,12 @@ fn run(command: Command) -> Result<(), String> {
             uri_rs,
             policy: kind,
             ttl,
+            adaptive,
             matching,
             json,
         } => {
-            let p = policy(kind, matching, ttl.0);
+            let (mut p, ttl_text) = adaptive.policy(kind, ttl)?;
+            p.matching = matching;
             let (r, name) = match (series, preset) {
                 (Some(series), _) => {
                     let input = open_series(&series)?;
@@ -291,9 +381,8 @@ fn run(command: Command) -> Result<(), String> {
                 let text = serde_json::to_string(&m).map_err(|e| e.to_string())?;
                 println!("{text}");
             } else {
-                let ttl = ttl.0.map_or("inf".to_string(), |n| n.to_string());
                 println!(
-                    "{name} (policy {kind}, TTL {ttl}, match {matching}): {} URI-Rs, {} requests",
+                    "{name} (policy {kind}, {ttl_text}, match {matching}): {} URI-Rs, {} requests",
                     r.uri_rs, r.requests
                 );
                 println!("  MemDays         {}", m.memdays);
@@ -330,14 +419,23 @@ fn run(command: Command) -> Result<(), String> {
             seed,
             series,
             out,
+            ttl_mode,
+            budget,
+            ttl_min,
+            ttl_max,
         } => {
+            let settings = match ttl_mode {
+                Mode::Fixed => Vec::new(),
+                Mode::Adaptive => adaptive_grid(&budget, &ttl_min, &ttl_max)?,
+            };
             // Streamed URI-R by URI-R: a series of any length sweeps in flat memory.
             let (source, acc) = match (preset, series) {
                 (Some(p), _) => {
                     let seed = seed.unwrap_or(DEFAULT_SEED);
                     let bar = simulations::progress::bar(u64::from(p.uri_rs), "URI-Rs");
-                    let acc = sweep_stream(live_groups(p, seed).inspect(|_| bar.inc(1)))
-                        .map_err(|e| format!("generated series: {e}"))?;
+                    let acc =
+                        sweep_stream_with(live_groups(p, seed).inspect(|_| bar.inc(1)), &settings)
+                            .map_err(|e| format!("generated series: {e}"))?;
                     bar.finish_and_clear();
                     let source = Source::Preset {
                         name: p.name.to_string(),
@@ -348,9 +446,11 @@ fn run(command: Command) -> Result<(), String> {
                 (_, Some(path)) => {
                     let input = open_series(&path)?;
                     let bar = simulations::progress::bar(0, "URI-Rs");
-                    let acc =
-                        sweep_stream(uri_groups(LiveReader::new(input)).inspect(|_| bar.inc(1)))
-                            .map_err(|e| format!("{}: {e}", path.display()))?;
+                    let acc = sweep_stream_with(
+                        uri_groups(LiveReader::new(input)).inspect(|_| bar.inc(1)),
+                        &settings,
+                    )
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                     bar.finish_and_clear();
                     (Source::File(path.display().to_string()), acc)
                 }
@@ -362,6 +462,7 @@ fn run(command: Command) -> Result<(), String> {
                 uri_rs: acc.uri_rs,
                 days: acc.days(),
             };
+            let adaptive_rows = acc.adaptive_rows();
             let rows = acc.rows(info.days);
             std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             let csv = out.join("sweep.csv");
@@ -369,9 +470,22 @@ fn run(command: Command) -> Result<(), String> {
             write_csv(&rows, BufWriter::new(file))
                 .map_err(|e| format!("{}: {e}", csv.display()))?;
             let md = out.join("summary.md");
-            let plots = simulations::plot::write_plots(&out, &info, &rows)?;
-            let text =
-                summary(&info, &rows) + &simulations::plot::summary_section(&out, &plots, &rows);
+            let mut plots = simulations::plot::write_plots(&out, &info, &rows)?;
+            let mut text = summary(&info, &rows);
+            if !adaptive_rows.is_empty() {
+                let csv = out.join("adaptive.csv");
+                let file = File::create(&csv).map_err(|e| format!("{}: {e}", csv.display()))?;
+                adaptive::write_csv(&adaptive_rows, BufWriter::new(file))
+                    .map_err(|e| format!("{}: {e}", csv.display()))?;
+                plots.push(simulations::plot::write_adaptive_plot(
+                    &out,
+                    &info,
+                    &rows,
+                    &adaptive_rows,
+                )?);
+                text += &simulations::adaptive_summary::summary_section(&rows, &adaptive_rows);
+            }
+            text += &simulations::plot::summary_section(&out, &plots, &rows);
             std::fs::write(&md, text).map_err(|e| format!("{}: {e}", md.display()))?;
             for p in &plots {
                 println!("plot → {}", p.display());
@@ -387,6 +501,25 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// The adaptive grid of `sweep --ttl-mode adaptive`, each value checked.
+fn adaptive_grid(budgets: &[f64], mins: &[f64], maxes: &[f64]) -> Result<Vec<Setting>, String> {
+    if budgets.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
+        return Err("--budget: every budget must be a number greater than 0".to_string());
+    }
+    if mins
+        .iter()
+        .chain(maxes)
+        .any(|d| !(d.is_finite() && (0.0..=36_500.0).contains(d)))
+    {
+        return Err("--ttl-min, --ttl-max: days from 0 to 36500".to_string());
+    }
+    let grid = adaptive::grid(budgets, mins, maxes);
+    if grid.is_empty() {
+        return Err("--ttl-min, --ttl-max: no pair with min <= max".to_string());
+    }
+    Ok(grid)
 }
 
 /// Live days grouped by URI-R (a series is sorted by URI-R).
@@ -436,19 +569,31 @@ fn e2e_command(a: E2eArgs) -> Result<(), String> {
         }
         _ => return Err("give --preset NAME, or --series FILE".to_string()),
     };
-    let p = policy(a.policy, Match::Loose, a.ttl.0);
+    let setting = a.adaptive.setting(a.policy)?;
+    let (p, ttl) = a.adaptive.policy(a.policy, Some(a.ttl))?;
     let mut replayer = Replayer::new(&p);
     for day in groups.iter().flatten() {
         replayer.push(day);
     }
     let replayed = replayer.finish();
-    let served = simulations::e2e::run(groups, a.policy, a.ttl.0, a.observe_log.as_deref())?;
+    let served = simulations::e2e::run_with(
+        groups,
+        a.policy,
+        a.ttl.0,
+        setting.map(|s| s.rule()),
+        a.observe_log.as_deref(),
+    )?;
     let equal = served.measures == replayed.measures;
-    let ttl = a.ttl.0.map_or("inf".to_string(), |n| n.to_string());
     if a.json {
         let v = serde_json::json!({
             "policy": a.policy.as_str(),
-            "ttl": ttl,
+            "ttl": match setting {
+                Some(_) => "adaptive".to_string(),
+                None => a.ttl.0.map_or("inf".to_string(), |n| n.to_string()),
+            },
+            "adaptive": setting.map(|s| serde_json::json!({
+                "budget": s.budget, "ttl_min_days": s.min_days, "ttl_max_days": s.max_days,
+            })),
             "e2e": served.measures,
             "replay": replayed.measures,
             "equal": equal,
@@ -456,7 +601,7 @@ fn e2e_command(a: E2eArgs) -> Result<(), String> {
         println!("{v}");
     } else {
         println!(
-            "e2e (policy {}, TTL {ttl}, loose): {} URI-Rs, {} requests to the server, {} to the \
+            "e2e (policy {}, {ttl}, loose): {} URI-Rs, {} requests to the server, {} to the \
              archives",
             a.policy, served.uri_rs, served.requests, served.archive_requests
         );

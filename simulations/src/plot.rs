@@ -6,6 +6,7 @@
 //! The data preparation (curves, normalisation, the front) is pure and tested; drawing is the
 //! thin edge.
 
+use crate::adaptive::{AdaptiveRow, PAPER_TTL};
 use crate::sweep::{optimum_of, Row, SeriesInfo, Source, POLICIES};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -318,6 +319,142 @@ fn pareto_plot(path: &Path, info: &SeriesInfo, rows: &[Row]) -> PlotResult<()> {
         .draw()
         .map_err(err(path))?;
     root.present().map_err(err(path))
+}
+
+/// `adaptive.svg`: MemDays against Q, the fixed-TTL curves of Figure 12 (unconditional and
+/// conditional, a point per TTL, a few labelled) and each adaptive setting beside them, with the
+/// paper's recommended point (conditional, TTL 15) and the region the goal asks for (Q no higher,
+/// MemDays at most half) marked.
+pub fn write_adaptive_plot(
+    dir: &Path,
+    info: &SeriesInfo,
+    rows: &[Row],
+    adaptive: &[AdaptiveRow],
+) -> PlotResult<PathBuf> {
+    let path = dir.join("adaptive.svg");
+    let path = path.as_path();
+    let days = info.days;
+    let paper = rows
+        .iter()
+        .find(|r| r.kind == PolicyKind::Conditional && r.ttl == Some(PAPER_TTL))
+        .map(|r| (r.measures.q, r.measures.memdays));
+    // The axes span the paper's point's neighbourhood (up to 4× its Q and MemDays), where the
+    // adaptive settings compete; the TTL-0 and ∞ ends of the curves run off the plot.
+    let (pq, pm) = paper.unwrap_or((1, 1));
+    let max_q = adaptive
+        .iter()
+        .map(|r| r.measures.q)
+        .chain([pq])
+        .max()
+        .unwrap_or(1)
+        .min(4 * pq)
+        .max(1);
+    let max_m = adaptive
+        .iter()
+        .map(|r| r.measures.memdays)
+        .chain([pm])
+        .max()
+        .unwrap_or(1)
+        .min(4 * pm)
+        .max(1);
+    let x_range = 0u64..max_q + max_q / 10;
+    let y_range = 0u64..max_m + max_m / 10;
+    let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
+    root.fill(&WHITE).map_err(err(path))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "MemDays against Q: fixed TTLs and adaptive TTLs{}",
+                title_suffix(info)
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x_range.clone(), y_range.clone())
+        .map_err(err(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("Q (fetches)")
+        .y_desc("MemDays")
+        .draw()
+        .map_err(err(path))?;
+    let inside = |&(q, m): &(u64, u64)| x_range.contains(&q) && y_range.contains(&m);
+    if let Some((q, m)) = paper {
+        let goal = RGBColor(255, 221, 87);
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0, 0), (q, m / 2)],
+                goal.mix(0.35).filled(),
+            )))
+            .map_err(err(path))?
+            .label("goal: Q ≤ TTL 15's, MemDays ≤ half")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], goal.filled()));
+    }
+    for kind in [PolicyKind::Unconditional, PolicyKind::Conditional] {
+        let color = policy_color(kind);
+        let c: Vec<(u32, (u64, u64))> = curve(rows, kind, days)
+            .into_iter()
+            .map(|(x, m, q)| (x, (q, m)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(
+                c.iter().map(|p| p.1).filter(inside),
+                color.stroke_width(1),
+            ))
+            .map_err(err(path))?
+            .label(format!("{kind}, fixed TTL"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart
+            .draw_series(
+                c.iter()
+                    .filter(|p| inside(&p.1))
+                    .map(|p| Circle::new(p.1, 2, color.filled())),
+            )
+            .map_err(err(path))?;
+        for (x, p) in c.iter().filter(|p| inside(&p.1)) {
+            if [1, 2, 4, 8, 15, 30].contains(x) {
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("TTL {}", x_label(days)(x)),
+                        *p,
+                        ("sans-serif", 12).into_font().color(&color),
+                    )))
+                    .map_err(err(path))?;
+            }
+        }
+    }
+    let green = policy_color(PolicyKind::Merge);
+    let pts: Vec<(u64, u64)> = adaptive
+        .iter()
+        .map(|r| (r.measures.q, r.measures.memdays))
+        .filter(inside)
+        .collect();
+    chart
+        .draw_series(
+            pts.iter()
+                .map(|&p| TriangleMarker::new(p, 6, green.filled())),
+        )
+        .map_err(err(path))?
+        .label("conditional, adaptive TTL (each setting)")
+        .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, green.filled()));
+    if let Some(p) = paper {
+        chart
+            .draw_series(std::iter::once(Circle::new(p, 7, BLACK.stroke_width(2))))
+            .map_err(err(path))?
+            .label("paper's point: conditional, TTL 15")
+            .legend(|(x, y)| Circle::new((x + 10, y), 6, BLACK.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err(path))?;
+    root.present().map_err(err(path))?;
+    Ok(path.to_path_buf())
 }
 
 /// Which (policy, TTL) cells are on the Pareto front, for the summary.

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use tmproxy_core::policy::entry::Entry;
-use tmproxy_core::policy::{Action, Freshness, Match, Policy, PolicyKind, Serve};
+use tmproxy_core::policy::{
+    Action, Adaptive, Freshness, Match, Policy, PolicyKind, Serve, TtlMode,
+};
 use tmproxy_core::timemap::answer::{
     ArchiveAnswer, ArchiveStatus, Contribution, Fetch, ListedMemento,
 };
@@ -31,6 +33,18 @@ pub fn policy(kind: PolicyKind, matching: Match, ttl_days: Option<i64>) -> Polic
         kind,
         matching,
         ttl: ttl_days.map(Duration::days),
+        ..Policy::default()
+    }
+}
+
+/// The same policy with each entry's own TTL (`[cache] ttl_mode = "adaptive"`): `rule` in place
+/// of a fixed TTL.
+pub fn adaptive_policy(kind: PolicyKind, matching: Match, rule: Adaptive) -> Policy {
+    Policy {
+        kind,
+        matching,
+        ttl: None,
+        ttl_mode: TtlMode::Adaptive(rule),
         ..Policy::default()
     }
 }

@@ -6,6 +6,7 @@
 //! caches nothing, so its rows are the same at every TTL (Q = N·D), and they are the no-cache
 //! baseline: it serves every dip of the live TimeMap, which the running-max reference counts.
 
+use crate::adaptive::{AdaptiveRow, Setting};
 use crate::replay::{live_steps, policy, serve_day, LiveStep, Measures};
 use crate::series::LiveDay;
 use std::collections::HashSet;
@@ -101,6 +102,8 @@ pub fn grid(days: u32) -> Vec<(PolicyKind, Option<i64>)> {
 pub struct SweepAcc {
     /// Per policy (in [`POLICIES`] order): measures at TTL 0, 1, … and at ∞.
     cells: Vec<(Vec<Measures>, Measures)>,
+    /// `--ttl-mode adaptive`: each adaptive setting's measures (none in a fixed-only sweep).
+    adaptive: Vec<AdaptiveRow>,
     pub uri_rs: u64,
 }
 
@@ -111,8 +114,28 @@ impl SweepAcc {
                 .iter()
                 .map(|_| (Vec::new(), Measures::default()))
                 .collect(),
+            adaptive: Vec::new(),
             uri_rs: 0,
         }
+    }
+
+    /// An accumulator that also replays each of `settings` (the adaptive TTL rule).
+    pub fn with_adaptive(settings: &[Setting]) -> Self {
+        SweepAcc {
+            adaptive: settings
+                .iter()
+                .map(|&setting| AdaptiveRow {
+                    setting,
+                    measures: Measures::default(),
+                })
+                .collect(),
+            ..SweepAcc::new()
+        }
+    }
+
+    /// The adaptive settings' rows, in the order they were given.
+    pub fn adaptive_rows(&self) -> Vec<AdaptiveRow> {
+        self.adaptive.clone()
     }
 
     /// D: the longest URI-R's number of days so far.
@@ -163,6 +186,9 @@ impl SweepAcc {
             }
             *inf += m;
         }
+        for row in &mut self.adaptive {
+            row.measures += replay_steps(&steps, &row.setting.policy());
+        }
     }
 
     /// Adds another accumulator's sums (a thread's share of the URI-Rs).
@@ -175,6 +201,13 @@ impl SweepAcc {
                 *a += b;
             }
             *i += oi;
+        }
+        if self.adaptive.is_empty() {
+            self.adaptive = other.adaptive;
+        } else {
+            for (a, b) in self.adaptive.iter_mut().zip(other.adaptive) {
+                a.measures += b.measures;
+            }
         }
         self.uri_rs += other.uri_rs;
     }
@@ -250,6 +283,14 @@ pub fn sweep(series: &[LiveDay], days: u32) -> Vec<Row> {
 pub fn sweep_stream<E>(
     groups: impl Iterator<Item = Result<Vec<LiveDay>, E>>,
 ) -> Result<SweepAcc, E> {
+    sweep_stream_with(groups, &[])
+}
+
+/// [`sweep_stream`] replaying the adaptive `settings` too.
+pub fn sweep_stream_with<E>(
+    groups: impl Iterator<Item = Result<Vec<LiveDay>, E>>,
+    settings: &[Setting],
+) -> Result<SweepAcc, E> {
     const WORKERS: usize = 2;
     std::thread::scope(|s| {
         let mut senders = Vec::new();
@@ -258,7 +299,7 @@ pub fn sweep_stream<E>(
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<LiveDay>>(64);
             senders.push(tx);
             handles.push(s.spawn(move || {
-                let mut acc = SweepAcc::new();
+                let mut acc = SweepAcc::with_adaptive(settings);
                 for g in rx {
                     acc.push_uri(&g);
                 }
@@ -365,7 +406,7 @@ pub fn optimum_of(rows: &[Row], kind: PolicyKind) -> Option<i64> {
     optimum(&points, inf).and_then(|i| finite.get(i as usize).and_then(|r| r.ttl))
 }
 
-fn find(rows: &[Row], kind: PolicyKind, ttl: Option<i64>) -> Option<&Measures> {
+pub fn find(rows: &[Row], kind: PolicyKind, ttl: Option<i64>) -> Option<&Measures> {
     rows.iter()
         .find(|r| r.kind == kind && r.ttl == ttl)
         .map(|r| &r.measures)

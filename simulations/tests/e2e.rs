@@ -1,7 +1,8 @@
 //! `memsim e2e`: the server, run in-process on a simulated clock against fake archives serving a
 //! SYNTHETIC series day by day, serves exactly what `replay` computes for the same policy.
 
-use simulations::e2e::run;
+use simulations::adaptive::Setting;
+use simulations::e2e::{run, run_with};
 use simulations::generate::{live_groups, Preset};
 use simulations::replay::{policy, replay_days, Measures};
 use simulations::series::LiveDay;
@@ -31,6 +32,31 @@ fn the_server_serves_what_replay_computes_on_small() {
         let got = run(g.clone(), kind, ttl, None).expect("e2e run");
         assert_eq!(got.measures, want, "{kind} TTL {ttl:?}");
         assert_eq!((got.uri_rs, got.requests), (200, 200 * 30));
+    }
+}
+
+#[test]
+fn the_server_serves_what_replay_computes_with_adaptive_ttls() {
+    // Each entry's own TTL, chosen by the server from its history and by replay from the same
+    // fetches: equal measures mean equal decisions, day by day. A budget small enough that
+    // TTLs differ between URI-Rs and refetches happen within the 30 days.
+    let g = groups("small", 1);
+    for (kind, budget, min_days) in [
+        (PolicyKind::Conditional, 0.5, 0.0),
+        (PolicyKind::Merge, 2.0, 1.0),
+    ] {
+        let setting = Setting {
+            kind,
+            budget,
+            min_days,
+            max_days: 20.0,
+        };
+        let want = replay_days(g.iter().flatten(), &setting.policy()).measures;
+        let got = run_with(g.clone(), kind, None, Some(setting.rule()), None).expect("e2e run");
+        assert_eq!(got.measures, want, "{kind} {}", setting.label());
+        // Neither a fixed TTL's measures nor asking every day: the TTLs really vary.
+        assert!(want.q > 200 && want.q < 200 * 30, "{want:?}");
+        assert_ne!(want, replayed(&g, kind, Some(15)));
     }
 }
 

@@ -184,3 +184,50 @@ fn memsim_sweep_writes_csv_and_summary() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn memsim_sweep_adaptive_writes_its_settings_beside_the_fixed_grid() {
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("memsim-sweep-adaptive-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_memsim"))
+        .args([
+            "sweep",
+            "--preset",
+            "small",
+            "--seed",
+            "2",
+            "--ttl-mode",
+            "adaptive",
+            "--budget",
+            "0.5,4",
+            "--ttl-min",
+            "0,1",
+            "--ttl-max",
+            "20",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("run memsim");
+    let csv = std::fs::read_to_string(dir.join("adaptive.csv"));
+    let md = std::fs::read_to_string(dir.join("summary.md"));
+    let svg = std::fs::read_to_string(dir.join("adaptive.svg"));
+    let fixed = std::fs::read_to_string(dir.join("sweep.csv"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{out:?}");
+    let csv = csv.expect("adaptive.csv written");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], simulations::adaptive::CSV_HEADER);
+    // 2 budgets × 2 floors × 1 ceiling.
+    assert_eq!(lines.len(), 1 + 4, "{csv}");
+    assert!(lines[1].starts_with("conditional,0.5,0,20,"), "{csv}");
+    // A larger budget asks the archives less.
+    let q = |l: &str| l.split(',').nth(7).and_then(|q| q.parse::<u64>().ok());
+    assert!(q(lines[2]) < q(lines[1]), "{csv}");
+    let md = md.expect("summary.md written");
+    assert!(md.contains("## Adaptive TTL"), "{md}");
+    assert!(md.contains("conditional TTL 15"), "{md}");
+    assert!(svg.expect("adaptive.svg written").contains("<svg"));
+    // The fixed grid is still all there.
+    assert_eq!(fixed.expect("sweep.csv").lines().count(), 1 + 5 * 31);
+}

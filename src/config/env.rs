@@ -23,6 +23,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("TMPROXY_ARCHIVES", "archives.enabled"),
     ("TMPROXY_ARCHIVES_FILE", "upstream.archives_file"),
     ("TMPROXY_CACHE_POLICY", "cache.policy"),
+    ("TMPROXY_CACHE_TTL_MODE", "cache.ttl_mode"),
     ("TMPROXY_CACHE_PATH", "cache.path"),
     ("TMPROXY_CACHE_SHARED", "cache.shared"),
     ("TMPROXY_ADMIN_TOKEN", "admin.token"),
@@ -118,6 +119,14 @@ impl Config {
             super::fields::policy_field::parse,
         )? {
             self.cache.policy = v;
+        }
+        if let Some(v) = env_override(
+            &get,
+            "TMPROXY_CACHE_TTL_MODE",
+            "cache.ttl_mode",
+            super::fields::ttl_mode_field::parse,
+        )? {
+            self.cache.ttl_mode = v;
         }
         if let Some(v) = env_override(
             &get,

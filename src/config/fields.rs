@@ -304,6 +304,51 @@ pub(super) mod policy_field {
     }
 }
 
+/// `[cache] ttl_mode`: one TTL for all entries, or each entry's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TtlModeName {
+    #[default]
+    Fixed,
+    Adaptive,
+}
+
+impl TtlModeName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TtlModeName::Fixed => "fixed",
+            TtlModeName::Adaptive => "adaptive",
+        }
+    }
+}
+
+/// The values `[cache] ttl_mode` accepts.
+pub const CACHE_TTL_MODES: &[&str] = &["fixed", "adaptive"];
+
+/// `[cache] ttl_mode`: `fixed` or `adaptive`, named in the refusal.
+pub(super) mod ttl_mode_field {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(m: &TtlModeName, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<TtlModeName, D::Error> {
+        parse(&String::deserialize(d)?).map_err(value_error)
+    }
+
+    /// The mode `text` names, or why it names none.
+    pub fn parse(text: &str) -> Result<TtlModeName, String> {
+        match text {
+            "fixed" => Ok(TtlModeName::Fixed),
+            "adaptive" => Ok(TtlModeName::Adaptive),
+            _ => Err(format!(
+                "{text:?} is not a TTL mode: use {}",
+                CACHE_TTL_MODES.join(" or ")
+            )),
+        }
+    }
+}
+
 /// `[cache] match`: `loose` or `strict`.
 pub(super) mod match_field {
     use super::*;

@@ -29,7 +29,7 @@ pub use env::{
     check_variable_names, CONFIG_ENV, ENV_OVERRIDES, OTHER_VARIABLES, PROGRESS_SECS_ENV,
 };
 pub use error::{ConfigError, BUILTIN_ORIGIN};
-pub use fields::{CACHE_MATCHES, CACHE_POLICIES};
+pub use fields::{TtlModeName, CACHE_MATCHES, CACHE_POLICIES, CACHE_TTL_MODES};
 pub use http_url::HttpUrl;
 pub use load::DEFAULT_FILE;
 pub use redirect_host::RedirectHost;

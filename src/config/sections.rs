@@ -158,8 +158,20 @@ pub struct CacheConfig {
     /// One of [`super::CACHE_MATCHES`], read once, with the file.
     #[serde(rename = "match", with = "super::fields::match_field")]
     pub matching: Match,
+    /// The TTL of every entry in `fixed` mode (unused in `adaptive`).
     #[serde(with = "duration_field")]
     pub ttl: Duration,
+    /// `fixed`: `ttl` for every entry; `adaptive`: each entry its own (docs/cache-policy.md).
+    #[serde(with = "super::fields::ttl_mode_field")]
+    pub ttl_mode: super::fields::TtlModeName,
+    /// `adaptive`: the shortest TTL an entry gets.
+    #[serde(with = "duration_field")]
+    pub ttl_min: Duration,
+    /// `adaptive`: the longest.
+    #[serde(with = "duration_field")]
+    pub ttl_max: Duration,
+    /// `adaptive`: expected memento-days missed per refetch of an entry.
+    pub ttl_budget: f64,
     #[serde(with = "size_field")]
     pub hot_capacity: u64,
     /// sled's page cache bound: what the persistent tier may keep in memory of what it holds.
@@ -204,6 +216,10 @@ impl Default for CacheConfig {
             policy: PolicyKind::Conditional,
             matching: Match::Loose,
             ttl: Duration::from_secs(15 * 86_400),
+            ttl_mode: super::fields::TtlModeName::Fixed,
+            ttl_min: Duration::from_secs(86_400),
+            ttl_max: Duration::from_secs(90 * 86_400),
+            ttl_budget: 0.5,
             hot_capacity: 256 * 1024 * 1024,
             persistent_cache: SLED_CACHE_BYTES,
             renderings_capacity: 2 * 1024 * 1024 * 1024,

@@ -887,6 +887,91 @@ fn cache_policy_and_match_are_checked() {
 }
 
 #[test]
+fn adaptive_ttl_keys_parse_default_and_are_checked() {
+    let c = Config::default().cache;
+    assert_eq!(c.ttl_mode, crate::config::TtlModeName::Fixed);
+    assert_eq!(
+        (c.ttl_min, c.ttl_max),
+        (
+            Duration::from_secs(86_400),
+            Duration::from_secs(90 * 86_400)
+        )
+    );
+    let cfg = parse(
+        "[cache]\nttl_mode = \"adaptive\"\nttl_min = \"6h\"\nttl_max = \"30d\"\nttl_budget = 0.5\n",
+    )
+    .expect("parses");
+    cfg.validate().expect("validates");
+    assert_eq!(cfg.cache.ttl_mode, crate::config::TtlModeName::Adaptive);
+    assert_eq!(cfg.cache.ttl_min, Duration::from_secs(6 * 3600));
+    assert_eq!(cfg.cache.ttl_budget, 0.5);
+    // The policy the server builds from it.
+    let p = crate::app::policy_of(&cfg).expect("a policy");
+    assert_eq!(
+        p.ttl_mode,
+        tmproxy_core::policy::TtlMode::Adaptive(tmproxy_core::policy::Adaptive {
+            min: chrono::Duration::hours(6),
+            max: chrono::Duration::days(30),
+            budget: 0.5,
+        })
+    );
+
+    let e = parse("[cache]\nttl_mode = \"smart\"\n").unwrap_err();
+    assert_eq!(e.key, "cache.ttl_mode");
+    assert!(
+        e.reason
+            .contains("\"smart\" is not a TTL mode: use fixed or adaptive"),
+        "{e}"
+    );
+    let refused = |text: &str, key: &str, says: &str| {
+        let e = parse(text)
+            .and_then(|c| c.validate().map(|()| c))
+            .expect_err(text);
+        assert_eq!(e.key, key, "{text}");
+        assert!(e.reason.contains(says), "{text}: {e}");
+    };
+    refused(
+        "[cache]\nttl_min = \"10d\"\nttl_max = \"5d\"\n",
+        "cache.ttl_min",
+        "10d is longer than cache.ttl_max (5d)",
+    );
+    refused(
+        "[cache]\nttl_max = \"0s\"\n",
+        "cache.ttl_max",
+        "must be greater than 0s",
+    );
+    refused(
+        "[cache]\nttl_max = \"40000d\"\n",
+        "cache.ttl_max",
+        "at most",
+    );
+    for bad in ["0", "-1.5", "nan", "inf"] {
+        refused(
+            &format!("[cache]\nttl_budget = {bad}\n"),
+            "cache.ttl_budget",
+            "must be a number greater than 0",
+        );
+    }
+    // A budget is a number, not text.
+    assert_eq!(
+        parse("[cache]\nttl_budget = \"1\"\n").unwrap_err().key,
+        "cache.ttl_budget"
+    );
+    // The mode from the environment, named when bad.
+    let mut c = Config::default();
+    c.apply_env(vars(&[("TMPROXY_CACHE_TTL_MODE", "adaptive")]))
+        .expect("applies");
+    assert_eq!(c.cache.ttl_mode, crate::config::TtlModeName::Adaptive);
+    let e = c
+        .apply_env(vars(&[("TMPROXY_CACHE_TTL_MODE", "often")]))
+        .unwrap_err();
+    assert_eq!(
+        (e.origin.as_str(), e.key.as_str()),
+        ("env TMPROXY_CACHE_TTL_MODE", "cache.ttl_mode")
+    );
+}
+
+#[test]
 fn admin_token_and_observe_log_from_env() {
     let mut cfg = Config::default();
     cfg.apply_env(|k| match k {

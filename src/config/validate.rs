@@ -205,6 +205,34 @@ impl Config {
                 "must be greater than 0s (every write would be abandoned)".into(),
             );
         }
+        if c.ttl_max.is_zero() {
+            return fail(
+                "cache.ttl_max",
+                "must be greater than 0s (use ttl_mode = \"fixed\" with ttl = \"0s\" to ask on every request)".into(),
+            );
+        }
+        if c.ttl_max > MAX_TTL {
+            return fail(
+                "cache.ttl_max",
+                format!("must be at most {} (a century)", format_duration(MAX_TTL)),
+            );
+        }
+        if c.ttl_min > c.ttl_max {
+            return fail(
+                "cache.ttl_min",
+                format!(
+                    "{} is longer than cache.ttl_max ({}): the adaptive TTL lies between them",
+                    format_duration(c.ttl_min),
+                    format_duration(c.ttl_max)
+                ),
+            );
+        }
+        if !(c.ttl_budget.is_finite() && c.ttl_budget > 0.0) {
+            return fail(
+                "cache.ttl_budget",
+                "must be a number greater than 0 (expected memento-days missed per refetch)".into(),
+            );
+        }
         if c.redaction_confirmations == 0 {
             return fail(
                 "cache.redaction_confirmations",
@@ -317,6 +345,9 @@ impl Config {
         Ok(())
     }
 }
+
+/// The longest `[cache] ttl_max`: a century, well inside what the clock's durations hold.
+const MAX_TTL: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
 
 /// The slowest `[[archives]] rate` other than 0 (unlimited): one request every 1000 s.
 const MIN_RATE: f64 = 0.001;

@@ -178,6 +178,12 @@ async fn inspect(State(state): State<SharedState>, uri: Uri) -> Result<Response,
         crate::cache::policy::Freshness::Fresh
     );
     let mut described = describe(&cached.entry, fresh);
+    // The TTL the entry is judged by now (adaptive: its own, within the current bounds).
+    let ttl = state
+        .cache
+        .policy()
+        .effective_ttl(cached.entry.checked_at, cached.entry.fresh_until);
+    described["ttl_seconds"] = json!(ttl.map(|d| d.num_seconds()));
     // What the entry is stored under: every spelling of the URI-R with this key finds it.
     described["key"] = json!(state.cache.key_of(&uri_r));
     Ok(JsonBody(described).into_response())

@@ -342,6 +342,44 @@ async fn admin_routes_want_the_token() {
         .contains("TMPROXY_ADMIN_TOKEN"));
 }
 
+/// `ttl_mode = "adaptive"`: the entry's own TTL, from its mementos (2001, 2003, 2005 on day 0:
+/// 2.5 captures in 4,138 days, T = √(2 · 0.5 · 4138/2.5) ≈ 40.7 days), stored and obeyed.
+#[tokio::test]
+async fn an_adaptive_ttl_is_the_entrys_own_and_is_obeyed() {
+    let a = archive(tm(&["20010101000000", "20050101000000"])).await;
+    let b = archive(tm(&["20030101000000"])).await;
+    let mut config = config_for(&[("a", &a), ("b", &b)]);
+    config.cache.ttl_mode = tmproxy::config::TtlModeName::Adaptive;
+    let proxy = sim_proxy(config).await;
+    fetch(&proxy, URI_R, &[]).await;
+    let entry_url = format!("{}/admin/cache/{URI_R}", proxy.base);
+    let body = client()
+        .get(&entry_url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("request")
+        .text()
+        .await
+        .expect("body");
+    let e: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let ttl = e["ttl_seconds"].as_i64().expect("a TTL");
+    assert!((40 * 86_400..41 * 86_400).contains(&ttl), "{e}");
+    assert!(
+        e["fresh_until"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2012-06-10T")),
+        "{e}"
+    );
+    // Day 40 is a hit; day 41 asks the archives again.
+    set_day(&proxy, 40).await;
+    let (status, x_cache, ..) = fetch(&proxy, URI_R, &[]).await;
+    assert_eq!((status, x_cache.as_str()), (200, "HIT"));
+    set_day(&proxy, 41).await;
+    let (_, x_cache, ..) = fetch(&proxy, URI_R, &[]).await;
+    assert_eq!(x_cache, "REFRESH");
+}
+
 #[tokio::test]
 async fn admin_inspects_refreshes_and_purges_an_entry() {
     let a = archive(tm(&["20010101000000", "20050101000000"])).await;
@@ -362,6 +400,7 @@ async fn admin_inspects_refreshes_and_purges_an_entry() {
     assert_eq!(e["archives"], 2);
     assert_eq!(e["fetched_at"], "2012-05-01T00:00:00Z");
     assert_eq!(e["fresh_until"], "2012-05-16T00:00:00Z");
+    assert_eq!(e["ttl_seconds"], 15 * 86_400);
     assert_eq!(e["per_archive"][0]["archive"], "a");
     assert_eq!(e["per_archive"][0]["mementos"], 2);
     assert_eq!(e["history"][0]["action"], "stored");

@@ -61,6 +61,7 @@ impl Policy {
             action,
             same_set: case.and_then(|(_, s)| s),
         });
+        e.fresh_until = self.entry_fresh_until(&e, now);
         e
     }
 
@@ -119,7 +120,6 @@ impl Policy {
         let mut e = cached.clone();
         e.contributions = contributions;
         e.checked_at = now;
-        e.fresh_until = self.fresh_until(now);
         e.recount(&self.credits);
         let action = if same_served_keys(&cached.timemap(), &e.timemap()) {
             Action::Kept
@@ -133,6 +133,7 @@ impl Policy {
             action,
             same_set,
         });
+        e.fresh_until = self.entry_fresh_until(&e, now);
         (action, e)
     }
 

@@ -11,6 +11,7 @@ pub mod entry;
 mod names;
 mod revision;
 mod tally;
+mod ttl;
 
 pub use case::{classify, ChangeCase};
 pub use config::Policy;
@@ -18,6 +19,7 @@ pub use decision::{Decision, Freshness, Serve};
 pub use names::{Action, Match, ParseNameError, PolicyKind};
 pub use revision::revision;
 pub use tally::counts;
+pub use ttl::{gain_rate, Adaptive, TtlMode, RECENT};
 
 use crate::timemap::answer::Fetch;
 use build::{same_loose_set, with_skipped_kept};
@@ -29,29 +31,30 @@ use tally::{fetch_keys, tally};
 impl Policy {
     /// Can `entry` answer a request at `now`? TTL n: fresh while `now <= checked_at + n` (the
     /// TTL restarts at every refetch), so with daily requests an entry fetched on day d serves
-    /// days d+1 … d+n. Judged with this policy's TTL rather than the stored `fresh_until`, so a
-    /// changed configuration applies to entries already cached.
+    /// days d+1 … d+n. A fixed TTL is this policy's rather than the stored `fresh_until`, so a
+    /// changed configuration applies to entries already cached; an adaptive one is the stored
+    /// TTL within the current bounds ([`Policy::effective_ttl`]).
     /// Past the TTL, an entry within `stale_while_revalidate` of it is [`Freshness::Stale`].
     pub fn freshness(&self, entry: Option<&Entry>, now: DateTime<Utc>) -> Freshness {
-        self.freshness_checked(entry.map(|e| e.checked_at), now)
+        self.freshness_checked(entry.map(|e| (e.checked_at, e.fresh_until)), now)
     }
 
-    /// [`Policy::freshness`] of an entry last checked at `checked_at` (None: no entry), the
-    /// one fact it reads: for an answer kept without its entry (a huge entry's head).
+    /// [`Policy::freshness`] of an entry last checked at `checked_at` with its stored
+    /// `fresh_until` (None: no entry), the two facts it reads: for an answer kept without its
+    /// entry (a huge entry's head).
     pub fn freshness_checked(
         &self,
-        checked_at: Option<DateTime<Utc>>,
+        checked: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>,
         now: DateTime<Utc>,
     ) -> Freshness {
-        let Some(checked_at) = checked_at else {
+        let Some((checked_at, fresh_until)) = checked else {
             return Freshness::Miss;
         };
         if !self.caches() {
             return Freshness::Miss;
         }
-        let ttl = match (self.kind, self.ttl) {
-            (PolicyKind::Forever, _) | (_, None) => return Freshness::Fresh,
-            (_, Some(ttl)) => ttl.max(Duration::zero()),
+        let Some(ttl) = self.effective_ttl(checked_at, fresh_until) else {
+            return Freshness::Fresh;
         };
         // Past the end of representable time counts as forever.
         let Some(until) = checked_at.checked_add_signed(ttl) else {
@@ -115,13 +118,13 @@ impl Policy {
                 // kept answer must not claim an archive is fine when its refetch just failed.
                 e.note_answers(answers);
                 e.checked_at = now;
-                e.fresh_until = self.fresh_until(now);
                 e.push_history(HistoryItem {
                     at: now,
                     case: Some(case),
                     action: Action::Kept,
                     same_set,
                 });
+                e.fresh_until = self.entry_fresh_until(&e, now);
                 (Action::Kept, e)
             }
         };

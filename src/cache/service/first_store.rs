@@ -49,7 +49,14 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             let view = view.clone();
             tokio::task::spawn_blocking(move || view.prepare(format))
         });
-        let fresh_until = self.policy.fresh_until(now);
+        // What the entry will say: an adaptive TTL reads the fetch's datetimes, as `decide` will.
+        let datetimes = fetch
+            .archives
+            .iter()
+            .flat_map(|c| c.mementos.iter().map(|m| m.datetime));
+        let fresh_until = self
+            .policy
+            .fresh_until_for(datetimes, &Default::default(), now);
         let settle = {
             let (this, key, view) = (self.clone(), key.to_string(), view.clone());
             // Until the entry is stored, a request gets this answer: nothing durable yet.

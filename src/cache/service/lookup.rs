@@ -137,13 +137,21 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
         served
     }
 
-    /// Whether an entry last checked at `checked_at` may be answered as a HIT now without
-    /// reading it (a huge entry's head, kept by the serving layer); false sends the request
-    /// the ordinary way (stale, expired, or no store). Count it with [`Self::count_head_hit`].
-    pub fn head_is_fresh(&self, checked_at: MementoDatetime) -> bool {
+    /// Whether an entry last checked at `checked_at`, stored fresh until `fresh_until`, may be
+    /// answered as a HIT now without reading it (a huge entry's head, kept by the serving
+    /// layer); false sends the request the ordinary way (stale, expired, or no store). Count
+    /// it with [`Self::count_head_hit`].
+    pub fn head_is_fresh(
+        &self,
+        checked_at: MementoDatetime,
+        fresh_until: Option<MementoDatetime>,
+    ) -> bool {
         let now = self.clock.now();
         self.store.is_some()
-            && self.policy.freshness_checked(Some(checked_at), now) == Freshness::Fresh
+            && self
+                .policy
+                .freshness_checked(Some((checked_at, fresh_until)), now)
+                == Freshness::Fresh
     }
 
     /// Counts a HIT answered from a head ([`Self::head_is_fresh`]).

@@ -30,7 +30,7 @@ pub(super) async fn answer(
     // None while the renderings are being written: the entry is then served from memory.
     let head = tier.head(&key)?;
     // The bodies name the URI-R as stored; another spelling's are made from the entry.
-    if head.uri_r != uri_r || !state.cache.head_is_fresh(head.checked_at) {
+    if head.uri_r != uri_r || !state.cache.head_is_fresh(head.checked_at, head.fresh_until) {
         return None;
     }
     let rendering = head.formats.get(format.index())?;
