@@ -1,4 +1,4 @@
-//! A body too big to code whole in memory ([`crate::view::MAX_CODED`]), coded on the way: a
+//! A body too big to code whole in memory (the view's `MAX_CODED`), coded on the way: a
 //! client that accepts a coding gets a coded stream of a huge TimeMap even before its coded
 //! renderings are on disk, never the plain body it would take seconds longer to download.
 //!
@@ -10,7 +10,6 @@
 //! renderings' (another level), so the answer's ETag is weak ([`weak_etag`]).
 
 use super::Coding;
-use crate::view::Pieces;
 use axum::body::Body;
 use bytes::Bytes;
 use std::io::Write;
@@ -40,7 +39,8 @@ pub fn weak_etag(coding: Coding, plain: &str) -> Option<axum::http::HeaderValue>
 }
 
 /// `body` coded in `coding` as it is sent. Waits for a turn first (see the module's words).
-pub async fn coded_on_the_way(coding: Coding, body: Pieces) -> Body {
+/// `body` is the plain body's pieces, in order.
+pub async fn coded_on_the_way(coding: Coding, body: Vec<Bytes>) -> Body {
     let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(IN_FLIGHT);
     // A closed semaphore never happens (it is never closed); then code without a turn.
     let turn = turns().clone().acquire_owned().await.ok();
@@ -63,9 +63,9 @@ pub async fn coded_on_the_way(coding: Coding, body: Pieces) -> Body {
     Body::from_stream(stream)
 }
 
-fn code(coding: Coding, body: &Pieces, out: Sender) -> std::io::Result<()> {
+fn code(coding: Coding, body: &[Bytes], out: Sender) -> std::io::Result<()> {
     let mut w = coding.fast_encoder(out)?;
-    for piece in body.iter() {
+    for piece in body {
         for chunk in piece.chunks(FEED) {
             w.write_all(chunk)?;
         }
@@ -111,15 +111,15 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    fn body() -> (Pieces, Vec<u8>) {
+    fn body() -> (Vec<Bytes>, Vec<u8>) {
         let list: Vec<u8> = (0..200_000u32)
             .flat_map(|i| format!("<http://a.test/web/{i:014}/x>; rel=\"memento\",\n").into_bytes())
             .collect();
-        let pieces = Pieces::three(
+        let pieces = vec![
             Bytes::from_static(b"head\n"),
             Bytes::from(list.clone()),
             Bytes::from_static(b"tail\n"),
-        );
+        ];
         let whole = [&b"head\n"[..], &list, b"tail\n"].concat();
         (pieces, whole)
     }

@@ -179,7 +179,7 @@ pub async fn timemap(
                 header::CONTENT_ENCODING,
                 HeaderValue::from_static(c.token()),
             );
-            encoding::coded_on_the_way(c, rendered.body).await
+            encoding::coded_on_the_way(c, rendered.body.iter().cloned().collect()).await
         }
         (None, None) => Body::from(rendered.body),
     };
