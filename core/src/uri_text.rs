@@ -16,7 +16,7 @@ const NOT_RAW_IN_LINKS: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(
 pub fn escape_uri(uri: &str) -> Cow<'_, str> {
     // Every URI of every answer passes here: the common case in one tight pass over the bytes,
     // the encoder's iterator only when something is to be escaped.
-    if uri.bytes().all(raw_in_links) {
+    if uri.bytes().fold(true, |raw, b| raw & raw_in_links(b)) {
         return Cow::Borrowed(uri);
     }
     utf8_percent_encode(uri, NOT_RAW_IN_LINKS).into()
@@ -30,7 +30,12 @@ fn raw_in_links(b: u8) -> bool {
 
 /// Whether `s` holds a control character: C0, DEL, or (in non-ASCII text) C1.
 pub fn has_control(s: &str) -> bool {
-    s.bytes().any(|b| b < 0x20 || b == 0x7f) || (!s.is_ascii() && s.chars().any(char::is_control))
+    // One pass without an early exit (which the compiler vectorises) for what may be one: a C0
+    // byte, DEL or any non-ASCII byte; only then the chars, for C1. It runs on every URI-M.
+    let suspect = s
+        .bytes()
+        .fold(false, |acc, b| acc | (b < 0x20) | (b >= 0x7f));
+    suspect && s.chars().any(char::is_control)
 }
 
 /// Whether `uri_m` may be served (as a `Location`, a link, a JSON `uri`): an absolute `http://` or
@@ -213,6 +218,18 @@ pub fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_control_is_c0_del_or_c1_and_nothing_else() {
+        for b in 0u8..0x80 {
+            let s = format!("http://a.test/{}", b as char);
+            assert_eq!(has_control(&s), b < 0x20 || b == 0x7f, "{b:#x}");
+        }
+        assert!(has_control("http://a.test/\u{85}"), "C1 NEL");
+        assert!(has_control("http://a.test/\u{9f}"));
+        assert!(!has_control("http://a.test/é\u{a0}日本"));
+        assert!(!has_control(""));
+    }
 
     #[test]
     fn the_fast_path_escapes_exactly_what_the_encoder_does() {
