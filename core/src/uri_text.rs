@@ -34,7 +34,7 @@ pub fn has_control(s: &str) -> bool {
     // byte, DEL or any non-ASCII byte; only then the chars, for C1. It runs on every URI-M.
     let suspect = s
         .bytes()
-        .fold(false, |acc, b| acc | (b < 0x20) | (b >= 0x7f));
+        .fold(false, |acc, b| acc | !(0x20..0x7f).contains(&b));
     suspect && s.chars().any(char::is_control)
 }
 
