@@ -63,7 +63,11 @@ pub struct RouteArgs {
     )]
     pub min_share: Vec<f64>,
     /// The explore values swept.
-    #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,0.01,0.02,0.05,0.07,0.1"
+    )]
     pub explore: Vec<f64>,
     /// The min_evidence values swept.
     #[arg(long, value_delimiter = ',', default_value = "5,20")]

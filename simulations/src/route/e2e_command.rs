@@ -10,9 +10,9 @@ pub struct RouteE2eArgs {
     #[arg(long)]
     pub misses: Option<usize>,
     /// The min_share values tried (every combination runs on its own fresh server, after `all`).
-    #[arg(long, value_delimiter = ',', default_value = "0.02")]
+    #[arg(long, value_delimiter = ',', default_value = "0.01")]
     pub min_share: Vec<f64>,
-    #[arg(long, value_delimiter = ',', default_value = "0.05")]
+    #[arg(long, value_delimiter = ',', default_value = "0.07")]
     pub explore: Vec<f64>,
     #[arg(long, value_delimiter = ',', default_value = "20")]
     pub min_evidence: Vec<u32>,
