@@ -189,7 +189,9 @@ async fn run_async(
 }
 
 /// The server's config: our archives only, the policy under test, nothing that would make the
-/// server ask the archives other than once per fetch.
+/// server ask the archives other than once per fetch, and every archive asked on every fetch
+/// (`[routing] mode = "all"`: `replay` models the cache policy alone, and a routing skip of the
+/// `notfound` archive would change the requests it counts as Q).
 fn config_for(
     archives: &[String],
     base: &str,
@@ -214,6 +216,7 @@ fn config_for(
          [upstream]\nfailures_before_dormant = 0\ntimeout = \"60s\"\ndeadline = \"120s\"\n\
          [cache]\npolicy = \"{kind}\"\nmatch = \"loose\"\nttl = \"{ttl}d\"\npath = {path:?}\n\
          stale_while_revalidate = \"0s\"\n{mode}\
+         [routing]\nmode = \"all\"\n\
          [admin]\ntoken = \"{ADMIN_TOKEN}\"\n\
          [observe]\nlog = {log:?}\n",
         path = cache_path.display().to_string(),

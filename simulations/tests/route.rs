@@ -12,7 +12,7 @@ fn sweep_small(seed: u64) -> Vec<RunResult> {
     let stream = generate(&Preset::SMALL, seed);
     let misses = stream.misses(Preset::SMALL.ttl);
     let settings = sim::grid(&[0.02, 0.1], &[0.0, 0.05], &[5, 20]);
-    sim::sweep(&stream, &misses, &settings, sim::MAX_KEYS, 2, &|| ())
+    sim::sweep(&stream, &misses, &settings, sim::Limits::SERVER, 2, &|| ())
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn a_hand_built_trace_gives_the_numbers_computed_by_hand() {
         &stream,
         &misses,
         &Settings::learned(3, 0.5, 0.0),
-        sim::MAX_KEYS,
+        sim::Limits::SERVER,
     );
     // Misses 1-3 ask all three; from miss 4 `b` is skipped (0 of 3 at host one.example).
     assert_eq!((r.requests, r.requests_all), (3 * 3 + 5 * 2, 24));
@@ -94,7 +94,7 @@ fn a_hand_built_trace_gives_the_numbers_computed_by_hand() {
     assert_eq!(r.median_latency_ms, None, "a trace has no latencies");
     // Exploring every miss is `all` again; `all` loses nothing.
     for s in [Settings::learned(3, 0.5, 1.0), sim::all()] {
-        let r = sim::run(&stream, &misses, &s, sim::MAX_KEYS);
+        let r = sim::run(&stream, &misses, &s, sim::Limits::SERVER);
         assert_eq!((r.requests, r.mementos, r.uris_found), (24, 28, 8));
     }
     // min_evidence 4: `b` is asked one more time (on miss 4) before it is skipped.
@@ -102,7 +102,7 @@ fn a_hand_built_trace_gives_the_numbers_computed_by_hand() {
         &stream,
         &misses,
         &Settings::learned(4, 0.5, 0.0),
-        sim::MAX_KEYS,
+        sim::Limits::SERVER,
     );
     assert_eq!(r.requests, 4 * 3 + 4 * 2);
     // `b` always asked: nothing skipped but nothing to skip from ia either.
@@ -111,9 +111,48 @@ fn a_hand_built_trace_gives_the_numbers_computed_by_hand() {
         &always_b,
         &misses,
         &Settings::learned(3, 0.5, 0.0),
-        sim::MAX_KEYS,
+        sim::Limits::SERVER,
     );
     assert_eq!((r.requests, r.mementos), (24, 28));
+}
+
+/// [`HAND`] with every line from one client, then the same from a client per line.
+fn with_clients(one: bool) -> String {
+    HAND.lines()
+        .enumerate()
+        .map(|(i, l)| match l.strip_suffix('}') {
+            Some(head) => {
+                let ip = if one { 1 } else { i + 1 };
+                format!("{head}, \"client\": \"2001:db8:{ip}::7\"}}\n")
+            }
+            None => "\n".to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn one_client_teaches_a_key_at_most_max_per_client_times() {
+    // One client (an IPv6 /64) asks all eight: with max_per_client 2 it teaches one.example,
+    // its domain and TLD twice, below min_evidence 3, so `b` is never skipped.
+    let one = read(&with_clients(true), &["ia"]).expect("a good trace");
+    let misses = one.misses(0);
+    assert!(misses.iter().all(|m| m.client.is_some()));
+    let s = Settings::learned(3, 0.5, 0.0);
+    let bounded = sim::Limits {
+        max_per_client: 2,
+        ..sim::Limits::SERVER
+    };
+    assert_eq!(sim::run(&one, &misses, &s, bounded).requests, 24);
+    // Up to 3 (at least min_evidence), it is the unbounded count again.
+    let three = sim::Limits {
+        max_per_client: 3,
+        ..sim::Limits::SERVER
+    };
+    assert_eq!(sim::run(&one, &misses, &s, three).requests, 3 * 3 + 5 * 2);
+    // A client per line, each in its own /64: nothing is bounded.
+    let many = read(&with_clients(false), &["ia"]).expect("a good trace");
+    let r = sim::run(&many, &many.misses(0), &s, bounded);
+    assert_eq!(r.requests, 3 * 3 + 5 * 2);
 }
 
 #[test]
@@ -132,8 +171,8 @@ fn a_presets_written_trace_replays_its_run_exactly() {
         Settings::learned(5, 0.1, 0.0),
     ] {
         let (a, b) = (
-            sim::run(&stream, &misses, &s, sim::MAX_KEYS),
-            sim::run(&replayed, &again, &s, sim::MAX_KEYS),
+            sim::run(&stream, &misses, &s, sim::Limits::SERVER),
+            sim::run(&replayed, &again, &s, sim::Limits::SERVER),
         );
         // Latencies are the model's; everything else is the stream's.
         let strip = |r: RunResult| RunResult {
@@ -197,6 +236,11 @@ fn bad_trace_lines_are_refused_with_their_line_number() {
             "named twice",
         ),
         (many, trace::MAX_ARCHIVES as u64 + 1, "archives"),
+        (
+            r#"{"uri_r": "x", "holdings": {"ia": 1}, "client": "not an address"}"#.to_string(),
+            1,
+            "expected",
+        ),
     ];
     for (text, line, why) in cases {
         match read(&text, &["ia"]) {

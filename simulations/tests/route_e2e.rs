@@ -20,7 +20,7 @@ fn small(seed: u64) -> (Stream, Vec<Request>) {
 }
 
 fn assert_same(stream: &Stream, misses: &[Request], row: &E2eRow, s: &Settings) {
-    let want = sim::run(stream, misses, s, sim::MAX_KEYS);
+    let want = sim::run(stream, misses, s, sim::Limits::SERVER);
     assert_eq!(row.requests_by_archive, want.requests_by_archive, "{s:?}");
     assert_eq!(
         (
@@ -55,17 +55,27 @@ fn the_server_over_http_asks_and_serves_what_memsim_route_counts() {
         Settings::learned(5, 0.02, 0.05),
         Settings::learned(20, 0.1, 0.0),
     ];
-    let rows = run(&stream, &misses, &settings, sim::MAX_KEYS, None).expect("e2e run");
+    let rows = run(&stream, &misses, &settings, sim::Limits::SERVER, None).expect("e2e run");
     assert_eq!(rows.len(), 3, "all, then each setting");
     assert_eq!(rows[0].mode, "all");
     assert_same(&stream, &misses, &rows[0], &sim::all());
+    let mut bound_mattered = false;
     for (row, s) in rows[1..].iter().zip(&settings) {
         assert_eq!(row.mode, "learned");
         assert_same(&stream, &misses, row, s);
+        // Each miss came from its SYNTHETIC client: without the per-client bound the replay
+        // routes otherwise, so the server did bound what each client taught.
+        let unbounded = sim::Limits {
+            max_per_client: 4096,
+            ..sim::Limits::SERVER
+        };
+        bound_mattered |=
+            sim::run(&stream, &misses, s, unbounded).requests_by_archive != row.requests_by_archive;
         // Routing did skip, and lost something: the comparison is not of two `all` runs.
         assert!(row.requests < row.requests_all, "{row:?}");
         assert!(row.memento_recall < 1.0 || row.uri_recall < 1.0, "{row:?}");
     }
+    assert!(bound_mattered, "max_per_client changed no route");
     // The slow archive holds nothing, and the mementos served are the holdings' own.
     let slow = stream
         .archives
@@ -82,7 +92,7 @@ fn a_server_one_setting_off_from_memsim_is_told_apart() {
     // each parameter one step off does not.
     let (stream, misses) = small(2);
     let at = Settings::learned(5, 0.05, 0.05);
-    let rows = run(&stream, &misses, &[at], sim::MAX_KEYS, None).expect("e2e run");
+    let rows = run(&stream, &misses, &[at], sim::Limits::SERVER, None).expect("e2e run");
     let row = &rows[1];
     assert_same(&stream, &misses, row, &at);
     for off in [
@@ -90,7 +100,7 @@ fn a_server_one_setting_off_from_memsim_is_told_apart() {
         Settings::learned(5, 0.06, 0.05),
         Settings::learned(5, 0.05, 0.06),
     ] {
-        let want = sim::run(&stream, &misses, &off, sim::MAX_KEYS);
+        let want = sim::run(&stream, &misses, &off, sim::Limits::SERVER);
         let diff = differences(&stream, &misses, row, &want);
         assert!(!diff.is_empty(), "{off:?} not told apart from {at:?}");
     }

@@ -8,7 +8,7 @@ use crate::error::AppError;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -96,17 +96,9 @@ impl Rate {
     }
 }
 
-/// The key a client is counted under: its IPv4 address, or its IPv6 /64 (one host usually holds
-/// a whole /64, and would otherwise get a fresh bucket per address it picks).
-pub fn client_key(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(Ipv6Addr::from(bits))
-        }
-    }
-}
+/// The key a client is counted under: its IPv4 address, or its IPv6 /64 (the core's, which
+/// routing's per-client bound counts by too).
+pub use tmproxy_core::routing::client_key;
 
 struct Table {
     buckets: HashMap<IpAddr, Bucket>,

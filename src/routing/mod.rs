@@ -125,7 +125,16 @@ impl Routing {
         uri_r: &UriR,
         client: Option<IpAddr>,
     ) {
-        let mut lesson = Observation::of_fetch(fetch, uri_r.routing_keys().clone());
+        self.observe_for(
+            Observation::of_fetch(fetch, uri_r.routing_keys().clone()),
+            client,
+        );
+    }
+
+    /// [`Routing::observe`] of a fan-out's lesson made for `client` (already its
+    /// [`core::client_key`]), through the per-client bound: what [`Routing::observe_fetch`]
+    /// does once it has the lesson, and what `memsim route` replays.
+    pub fn observe_for(&self, mut lesson: Observation, client: Option<IpAddr>) {
         // Before the bound: a lesson that teaches nothing spends none of its client's share.
         if !lesson.holds_any() {
             return;

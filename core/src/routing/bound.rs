@@ -6,8 +6,21 @@
 
 use super::keys::{Key, UriKeys};
 use lru::LruCache;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroUsize;
+
+/// The key a client is counted under, by the rate limit and by [`PerClient`]: its IPv4 address,
+/// or its IPv6 /64 (one host usually holds a whole /64, and would otherwise get a fresh count
+/// per address it picks).
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(Ipv6Addr::from(bits))
+        }
+    }
+}
 
 /// Observations counted per (client address, key).
 #[derive(Debug)]

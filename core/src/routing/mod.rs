@@ -10,7 +10,7 @@ pub mod import;
 pub mod keys;
 pub mod profile;
 
-pub use bound::PerClient;
+pub use bound::{client_key, PerClient};
 pub use decide::{decide, draw_for, Candidate, Decision, Mode, Route, Settings, Skip};
 pub use import::{Format, ImportReport, Importer};
 pub use keys::{Key, Level, UriKeys};

@@ -16,6 +16,10 @@ pub struct Source {
     pub preset: Option<model::Preset>,
     #[arg(long, requires = "preset")]
     pub seed: Option<u64>,
+    /// With --preset: the SYNTHETIC client addresses its requests come from, instead of the
+    /// preset's own count (0: no clients, so nothing is bounded per client; at most 131072).
+    #[arg(long, requires = "preset")]
+    pub clients: Option<u32>,
     /// Or a trace: one {"uri_r": "...", "holdings": {"ARCHIVE_ID": COUNT, ...}} per line.
     #[arg(long, conflicts_with = "preset")]
     pub trace: Option<PathBuf>,
@@ -32,7 +36,14 @@ impl Source {
     /// The stream and the TTL its misses are made with.
     pub fn stream(&self) -> Result<(Stream, u64), String> {
         match (&self.preset, self.seed, &self.trace) {
-            (Some(p), Some(seed), _) => Ok((model::generate(p, seed), self.ttl.unwrap_or(p.ttl))),
+            (Some(p), Some(seed), _) => {
+                let clients = self.clients.unwrap_or(p.clients);
+                if clients > model::MAX_CLIENTS {
+                    return Err(format!("--clients takes 0 to {}", model::MAX_CLIENTS));
+                }
+                let stream = model::generate_with_clients(p, seed, clients);
+                Ok((stream, self.ttl.unwrap_or(p.ttl)))
+            }
             (_, _, Some(path)) => Ok((trace_stream(path, &self.always)?, self.ttl.unwrap_or(0))),
             _ => Err("give --preset NAME --seed N, or --trace FILE".to_string()),
         }
@@ -52,7 +63,11 @@ pub struct RouteArgs {
     )]
     pub min_share: Vec<f64>,
     /// The explore values swept.
-    #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,0.01,0.02,0.05,0.07,0.1"
+    )]
     pub explore: Vec<f64>,
     /// The min_evidence values swept.
     #[arg(long, value_delimiter = ',', default_value = "5,20")]
@@ -60,6 +75,9 @@ pub struct RouteArgs {
     /// `[routing] max_keys` of the profiles.
     #[arg(long, default_value_t = sim::MAX_KEYS)]
     pub max_keys: usize,
+    /// `[routing] max_per_client`: observations one client address may add at one key.
+    #[arg(long, default_value_t = sim::MAX_PER_CLIENT)]
+    pub max_per_client: u32,
     /// Print one JSON object per setting tried, one a line (nothing else on stdout).
     #[arg(long)]
     pub json: bool,
@@ -87,11 +105,19 @@ fn check_settings(a: &RouteArgs) -> Result<(), String> {
     if a.max_keys == 0 {
         return Err("--max-keys must be at least 1".to_string());
     }
+    check_max_per_client(a.max_per_client)
+}
+
+/// `[routing] max_per_client`'s range in the server.
+pub fn check_max_per_client(n: u32) -> Result<(), String> {
+    if n == 0 || n > 4096 {
+        return Err("--max-per-client takes 1 to 4096".to_string());
+    }
     Ok(())
 }
 
 /// What a preset's stream is: the summary's first lines.
-fn preset_intro(p: &model::Preset, stream: &Stream, ttl: u64) -> Vec<String> {
+fn preset_intro(p: &model::Preset, stream: &Stream, ttl: u64, max_per_client: u32) -> Vec<String> {
     let shares = model::held_shares(stream);
     let held: Vec<String> = stream
         .archives
@@ -107,7 +133,30 @@ fn preset_intro(p: &model::Preset, stream: &Stream, ttl: u64) -> Vec<String> {
             p.hosts, p.uri_rs, p.requests
         ),
         format!("URI-Rs held per archive: {}.", held.join(", ")),
+        clients_line(stream, max_per_client),
     ]
+}
+
+/// Who the requests come from, and what that bounds.
+fn clients_line(stream: &Stream, max_per_client: u32) -> String {
+    let mut per: std::collections::HashMap<std::net::IpAddr, u64> = Default::default();
+    for r in &stream.requests {
+        if let Some(c) = r.client {
+            *per.entry(tmproxy_core::routing::client_key(c)).or_default() += 1;
+        }
+    }
+    let with: u64 = per.values().sum();
+    if with == 0 {
+        return "Requests from no client address: nothing is bounded per client.".to_string();
+    }
+    let busiest = per.values().copied().max().unwrap_or(0);
+    format!(
+        "Requests from {} client addresses (SYNTHETIC for a preset; the busiest makes {:.1}% of \
+         them), one address teaching any key at most {max_per_client} observations \
+         (`max_per_client`).",
+        per.len(),
+        100.0 * busiest as f64 / with as f64
+    )
 }
 
 /// A trace file's stream, refused whole at its first bad line.
@@ -134,8 +183,8 @@ pub fn run(a: RouteArgs) -> Result<(), String> {
     check_settings(&a)?;
     let (stream, ttl) = a.source.stream()?;
     let intro = match &a.source.preset {
-        Some(p) => preset_intro(p, &stream, ttl),
-        None => Vec::new(),
+        Some(p) => preset_intro(p, &stream, ttl, a.max_per_client),
+        None => vec![clients_line(&stream, a.max_per_client)],
     };
     let misses = stream.misses(ttl);
     if let Some(path) = &a.write_trace {
@@ -153,7 +202,19 @@ pub fn run(a: RouteArgs) -> Result<(), String> {
     }
     let settings: Vec<Settings> = sim::grid(&a.min_share, &a.explore, &a.min_evidence);
     let bar = crate::progress::bar(settings.len() as u64, "settings");
-    let rows = sim::sweep(&stream, &misses, &settings, a.max_keys, 2, &|| bar.inc(1));
+    let limits = sim::Limits {
+        max_keys: a.max_keys,
+        max_per_client: a.max_per_client,
+    };
+    let started = std::time::Instant::now();
+    let rows = sim::sweep(&stream, &misses, &settings, limits, 2, &|| bar.inc(1));
+    eprintln!(
+        "{}: {} settings over {} misses in {:.1} s",
+        stream.source,
+        settings.len(),
+        misses.len(),
+        started.elapsed().as_secs_f64()
+    );
     bar.finish_and_clear();
     if a.json {
         for r in &rows {

@@ -10,15 +10,18 @@ pub struct RouteE2eArgs {
     #[arg(long)]
     pub misses: Option<usize>,
     /// The min_share values tried (every combination runs on its own fresh server, after `all`).
-    #[arg(long, value_delimiter = ',', default_value = "0.02")]
+    #[arg(long, value_delimiter = ',', default_value = "0.01")]
     pub min_share: Vec<f64>,
-    #[arg(long, value_delimiter = ',', default_value = "0.05")]
+    #[arg(long, value_delimiter = ',', default_value = "0.07")]
     pub explore: Vec<f64>,
     #[arg(long, value_delimiter = ',', default_value = "20")]
     pub min_evidence: Vec<u32>,
     /// `[routing] max_keys`.
     #[arg(long, default_value_t = super::sim::MAX_KEYS)]
     pub max_keys: usize,
+    /// `[routing] max_per_client` (each miss is sent as from its client, `X-Forwarded-For`).
+    #[arg(long, default_value_t = super::sim::MAX_PER_CLIENT)]
+    pub max_per_client: u32,
     /// Make one archive answer slowly: `ID=MS` (at most 10,000 ms), for the miss latency.
     #[arg(long, value_parser = parse_slow)]
     pub slow: Option<(String, u64)>,
@@ -70,14 +73,19 @@ pub fn run(a: RouteE2eArgs) -> Result<(), String> {
     if !a.min_share.iter().all(share) || !a.explore.iter().all(share) {
         return Err("--min-share and --explore take shares between 0 and 1".to_string());
     }
+    super::command::check_max_per_client(a.max_per_client)?;
     let (stream, misses) = stream_of(&a)?;
     let settings = sim::grid(&a.min_share, &a.explore, &a.min_evidence);
+    let limits = sim::Limits {
+        max_keys: a.max_keys,
+        max_per_client: a.max_per_client,
+    };
     let slow = a.slow.as_ref().map(|(id, ms)| e2e::Slow {
         archive: id.clone(),
         delay: std::time::Duration::from_millis(*ms),
         from: a.timed_from,
     });
-    let rows = e2e::run(&stream, &misses, &settings, a.max_keys, slow.as_ref())?;
+    let rows = e2e::run(&stream, &misses, &settings, limits, slow.as_ref())?;
     let mut equal = true;
     if !a.json {
         println!(
@@ -87,7 +95,7 @@ pub fn run(a: RouteE2eArgs) -> Result<(), String> {
         );
     }
     for (row, s) in rows.iter().zip(&settings) {
-        let replayed = sim::run(&stream, &misses, s, a.max_keys);
+        let replayed = sim::run(&stream, &misses, s, limits);
         let diff = e2e::differences(&stream, &misses, row, &replayed);
         equal &= diff.is_empty();
         if a.json {

@@ -16,6 +16,7 @@ pub mod report;
 pub mod sim;
 pub mod trace;
 
+use std::net::IpAddr;
 use tmproxy_core::routing::UriKeys;
 
 /// One archive of a stream.
@@ -40,13 +41,17 @@ pub struct Uri {
 /// one memento, in archive order.
 pub type Holdings = Vec<(u16, u32)>;
 
-/// One client request: a URI-R and what the archives hold for it when it is asked.
+/// One client request: a URI-R, what the archives hold for it when it is asked, and who asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     /// Index into [`Stream::uris`].
     pub uri: u32,
     /// Index into [`Stream::holdings`].
     pub holdings: u32,
+    /// The client's address: what a fan-out it starts teaches is bounded per client
+    /// (`[routing] max_per_client`). None: no client (a trace without one), nothing bounded,
+    /// as for the server's own refreshes.
+    pub client: Option<IpAddr>,
 }
 
 /// What is replayed.

@@ -15,10 +15,17 @@
 //!   holds nothing;
 //! - memento counts per (archive, URI-R) Pareto-distributed (heavy-tailed), the most asked
 //!   URI-Rs captured more often;
-//! - per-archive median response times (the slow one 5 s), for the latency measure.
+//! - per-archive median response times (the slow one 5 s), for the latency measure;
+//! - clients: each request comes from one of [`Preset::clients`] SYNTHETIC addresses (in
+//!   198.18.0.0/15, the range set aside for benchmarks), drawn with a Zipf popularity
+//!   ([`ZIPF_CLIENTS`]; client 0 the busiest, as a crawler or a heavy user is) independently of
+//!   the URI-R, so the server's per-client bound on what one address teaches
+//!   (`[routing] max_per_client`) is replayed. The draws come from their own generator: the
+//!   URI-Rs, holdings and requests of a seed are those of a model without clients.
 
 use super::{Archive, Request, Stream, Uri};
 use crate::rng::Rng;
+use std::net::{IpAddr, Ipv4Addr};
 use tmproxy_core::routing::UriKeys;
 
 /// A preset: the model's sizes.
@@ -31,6 +38,8 @@ pub struct Preset {
     pub requests: u32,
     /// The cache's TTL in requests (see [`Stream::misses`]).
     pub ttl: u64,
+    /// Client addresses the requests come from (0: none, nothing bounded per client).
+    pub clients: u32,
 }
 
 impl Preset {
@@ -41,15 +50,17 @@ impl Preset {
         uri_rs: 5_000,
         requests: 20_000,
         ttl: 4_000,
+        clients: 500,
     };
-    /// The default: 20,000 hosts, 300,000 URI-Rs, 1,000,000 requests. The TTL is a fifth of
-    /// the stream: read as 75 days of requests, the cache's 15-day default TTL.
+    /// The default: 20,000 hosts, 300,000 URI-Rs, 1,000,000 requests from 10,000 clients. The
+    /// TTL is a fifth of the stream: read as 75 days of requests, the cache's 15-day default TTL.
     pub const WEB: Preset = Preset {
         name: "web",
         hosts: 20_000,
         uri_rs: 300_000,
         requests: 1_000_000,
         ttl: 200_000,
+        clients: 10_000,
     };
 
     pub const ALL: [Preset; 2] = [Preset::SMALL, Preset::WEB];
@@ -66,6 +77,20 @@ impl Preset {
 /// Zipf exponents: over hosts (pages per site) and over URI-Rs (how often each is asked).
 pub const ZIPF_HOSTS: f64 = 1.0;
 pub const ZIPF_URIS: f64 = 0.9;
+/// Over clients (requests per address): with 10,000 clients the busiest makes about 10% of the
+/// requests and the ten busiest about 30%.
+pub const ZIPF_CLIENTS: f64 = 1.0;
+/// The most client addresses a stream may have: 198.18.0.0/15 holds 131,072.
+pub const MAX_CLIENTS: u32 = 1 << 17;
+/// Mixed into the seed for the clients' own generator.
+const CLIENT_SEED: u64 = 0xC11E_47AD_D12E_5500;
+
+/// Client `k`'s SYNTHETIC address: 198.18.0.0 + k (RFC 2544's benchmarking range).
+pub fn client_address(k: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::from(
+        u32::from(Ipv4Addr::new(198, 18, 0, 0)) + k.min(MAX_CLIENTS - 1),
+    ))
+}
 /// The share of hosts that are subdomains of an earlier host's registrable domain.
 pub const SUBDOMAINS: f64 = 0.25;
 /// Memento counts: Pareto with this shape (a heavy tail), scaled per archive, capped.
@@ -248,6 +273,13 @@ fn hosts(preset: &Preset, rng: &mut Rng) -> Vec<Host> {
 
 /// The preset's stream for a seed: the same seed gives the same stream on every machine.
 pub fn generate(preset: &Preset, seed: u64) -> Stream {
+    generate_with_clients(preset, seed, preset.clients)
+}
+
+/// The preset's stream for a seed with `clients` client addresses instead of its own count (0:
+/// requests from no client; at most [`MAX_CLIENTS`]): the URI-Rs, holdings and requests are the
+/// same whatever the count.
+pub fn generate_with_clients(preset: &Preset, seed: u64, clients: u32) -> Stream {
     let mut rng = Rng::new(seed);
     let hosts = hosts(preset, &mut rng);
     // Per (host, archive): the share of the host's URI-Rs the archive holds (0: not crawled).
@@ -305,12 +337,15 @@ pub fn generate(preset: &Preset, seed: u64) -> Stream {
         holdings.push(held);
     }
     let by_uri = Zipf::new(preset.uri_rs, ZIPF_URIS);
+    let by_client = Zipf::new(clients.min(MAX_CLIENTS), ZIPF_CLIENTS);
+    let mut client_rng = Rng::new(seed ^ CLIENT_SEED);
     let requests = (0..preset.requests)
         .map(|_| {
             let u = by_uri.sample(&mut rng);
             Request {
                 uri: u,
                 holdings: u,
+                client: (clients > 0).then(|| client_address(by_client.sample(&mut client_rng))),
             }
         })
         .collect();

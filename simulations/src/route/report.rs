@@ -164,7 +164,7 @@ pub fn summary(source: &str, archives: &[String], intro: &[String], rows: &[RunR
 }
 
 /// The server's `[routing]` defaults (min_share, explore, min_evidence), marked on the plot.
-pub const DEFAULTS: (f64, f64, u32) = (0.02, 0.05, 20);
+pub const DEFAULTS: (f64, f64, u32) = (0.01, 0.07, 20);
 
 /// A published result to mark on the plot: (memento recall, requests avoided, label).
 pub const PUBLISHED: &[(f64, f64, &str)] = &[
@@ -281,7 +281,10 @@ pub fn plot(path: &Path, source: &str, rows: &[RunResult], zoom: bool) -> Result
             }),
         )
         .map_err(|x| e(&x))?
-        .label("[routing] defaults: min_share 0.02, explore 0.05, min_evidence 20")
+        .label(format!(
+            "[routing] defaults: min_share {}, explore {}, min_evidence {}",
+            DEFAULTS.0, DEFAULTS.1, DEFAULTS.2
+        ))
         .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, BLACK.stroke_width(2)));
     if let Some(b) = best(rows) {
         chart

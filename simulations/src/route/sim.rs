@@ -1,17 +1,38 @@
 //! The replay: each miss routed by `tmproxy_core::routing::decide` over the profiles learned so
 //! far, and the answers of the archives asked fed back through `Profiles::observe`, as the
 //! server's fan-out does (`src/routing`): the exploration draw of the n-th miss (from 0) is
-//! `draw_for(uri_r, n)`, an archive asked teaches held / held none, a skipped one nothing.
+//! `draw_for(uri_r, n)`, an archive asked teaches held / held none, a skipped one nothing, a
+//! miss no archive holds anything for teaches nothing, and a lesson teaches only the keys its
+//! client (`client_key` of its address) has not yet taught `max_per_client` times, counted by
+//! the server's own `PerClient`.
 
 use super::{Request, Stream};
 use crate::rng::Rng;
 use serde::Serialize;
 use tmproxy_core::routing::{
-    decide, draw_for, Candidate, Mode, Observation, Outcome, Profiles, Settings,
+    client_key, decide, draw_for, Candidate, Mode, Observation, Outcome, PerClient, Profiles,
+    Settings,
 };
 
 /// `[routing] max_keys`'s default in the server (src/config/routing.rs).
 pub const MAX_KEYS: usize = 100_000;
+/// `[routing] max_per_client`'s default in the server (src/config/routing.rs).
+pub const MAX_PER_CLIENT: u32 = 5;
+
+/// The bounds of what is learned: `[routing] max_keys` and `max_per_client`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_keys: usize,
+    pub max_per_client: u32,
+}
+
+impl Limits {
+    /// The server's defaults.
+    pub const SERVER: Limits = Limits {
+        max_keys: MAX_KEYS,
+        max_per_client: MAX_PER_CLIENT,
+    };
+}
 
 /// What one routing setting did over a stream of misses.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -21,6 +42,8 @@ pub struct RunResult {
     pub min_share: f64,
     pub explore: f64,
     pub min_evidence: u32,
+    /// `[routing] max_per_client` (it bounds only requests with a client).
+    pub max_per_client: u32,
     pub misses: u64,
     /// Archive requests made.
     pub requests: u64,
@@ -63,14 +86,16 @@ pub fn all() -> Settings {
     }
 }
 
-/// Replays `misses` of `stream` under `settings`, profiles starting blank.
-pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: usize) -> RunResult {
+/// Replays `misses` of `stream` under `settings`, profiles (and per-client counts) starting
+/// blank.
+pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, limits: Limits) -> RunResult {
     let candidates: Vec<Candidate<'_>> = stream
         .archives
         .iter()
         .map(|a| Candidate::new(&a.id, a.always))
         .collect();
-    let mut profiles = Profiles::new(max_keys);
+    let mut profiles = Profiles::new(limits.max_keys);
+    let mut per_client = PerClient::new(limits.max_per_client);
     let (mut requests, mut mementos, mut mementos_all) = (0u64, 0u64, 0u64);
     let (mut found, mut found_all, mut explored) = (0u64, 0u64, 0u64);
     let timed = stream.archives.iter().all(|a| a.latency_ms.is_some());
@@ -126,13 +151,17 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
             waits.push(wait);
             waits_all.push(wait_all);
         }
-        // As the server learns: a miss no archive holds anything for (a URL made up, or
-        // gone everywhere) teaches nothing.
-        let lesson = Observation {
+        // As the server learns (`Routing::observe_for`): a miss no archive holds anything for
+        // (a URL made up, or gone everywhere) teaches nothing and spends none of its client's
+        // share; one client teaches a key at most `max_per_client` times.
+        let mut lesson = Observation {
             keys: uri.keys.clone(),
             outcomes,
         };
         if lesson.holds_any() {
+            if let Some(client) = m.client {
+                per_client.admit(client_key(client), &mut lesson.keys);
+            }
             profiles.observe(&lesson);
         }
     }
@@ -142,6 +171,7 @@ pub fn run(stream: &Stream, misses: &[Request], settings: &Settings, max_keys: u
         min_share: settings.min_share,
         explore: settings.explore,
         min_evidence: settings.min_evidence,
+        max_per_client: limits.max_per_client,
         misses: misses.len() as u64,
         requests,
         requests_all,
@@ -230,7 +260,7 @@ pub fn sweep(
     stream: &Stream,
     misses: &[Request],
     settings: &[Settings],
-    max_keys: usize,
+    limits: Limits,
     threads: usize,
     done: &(dyn Fn() + Sync),
 ) -> Vec<RunResult> {
@@ -243,7 +273,7 @@ pub fn sweep(
                     (t..settings.len())
                         .step_by(threads)
                         .map(|i| {
-                            let result = run(stream, misses, &settings[i], max_keys);
+                            let result = run(stream, misses, &settings[i], limits);
                             done();
                             (i, result)
                         })

@@ -1,5 +1,7 @@
 //! Trace files for `memsim route --trace`: one JSON object per line, in request order,
-//! `{"uri_r": "...", "holdings": {"ARCHIVE_ID": MEMENTO_COUNT, ...}}`. An archive not listed
+//! `{"uri_r": "...", "holdings": {"ARCHIVE_ID": MEMENTO_COUNT, ...}, "client": "ADDRESS"}`
+//! (`client` optional: the address whose request it was, for `[routing] max_per_client`; a line
+//! without one is bounded by no client, as the server's own refreshes are). An archive not listed
 //! holds nothing for that URI-R; the archives are those named anywhere in the trace, in the
 //! order first named (an id named twice on a line is refused). Other fields are ignored; blank
 //! lines are skipped.
@@ -28,6 +30,8 @@ pub const MAX_ARCHIVES: usize = 4096;
 struct Line {
     uri_r: String,
     holdings: Named,
+    #[serde(default)]
+    client: Option<std::net::IpAddr>,
 }
 
 /// A JSON object's `(name, count)` pairs in the order written (a map would sort them, and the
@@ -114,7 +118,8 @@ pub fn read<R: BufRead>(
             TraceError::Line(
                 n,
                 format!(
-                    "expected {{\"uri_r\": \"...\", \"holdings\": {{\"ARCHIVE_ID\": COUNT}}}}: {e}"
+                    "expected {{\"uri_r\": \"...\", \"holdings\": {{\"ARCHIVE_ID\": COUNT}}, \
+                     \"client\": \"ADDRESS\" (optional)}}: {e}"
                 ),
             )
         })?;
@@ -168,6 +173,7 @@ pub fn read<R: BufRead>(
         stream.requests.push(Request {
             uri,
             holdings: (stream.holdings.len() - 1) as u32,
+            client: line.client,
         });
     }
     let unknown = always
@@ -195,9 +201,13 @@ pub fn write<W: Write>(stream: &Stream, requests: &[Request], mut out: W) -> std
             }
         }
         let uri = json(&stream.uris[r.uri as usize].uri_r)?;
+        let client = match r.client {
+            Some(ip) => format!(", \"client\": \"{ip}\""),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "{{\"uri_r\": {uri}, \"holdings\": {{{}}}}}",
+            "{{\"uri_r\": {uri}, \"holdings\": {{{}}}{client}}}",
             pairs.join(", ")
         )?;
     }

@@ -12,17 +12,22 @@
 //! itself is `memsim e2e`'s to check. Each setting runs on a fresh server (blank profiles); the
 //! fake archives and what they hold are shared. `all` runs first: its mementos and URI-Rs found
 //! are the references of recall, measured over HTTP too.
+//!
+//! A miss with a client is sent with `X-Forwarded-For: <its address>` to a server that trusts
+//! loopback as its proxy (`[server] trusted_proxies`), so the server bounds what each client
+//! teaches (`[routing] max_per_client`) by the same addresses the replay does.
 
 mod archives;
 mod row;
 
+use super::sim::Limits;
 use super::{Request, Stream};
 use archives::{answer, Fake};
 pub use row::{differences, E2eRow};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tmproxy::app::{build_with_clock, ClockChoice};
+use tmproxy::app::{build_with_clock, serve_with, ClockChoice, ServeOptions};
 use tmproxy::config::Config;
 use tmproxy_core::routing::{Mode, Settings};
 
@@ -51,7 +56,7 @@ pub fn run(
     stream: &Stream,
     misses: &[Request],
     settings: &[Settings],
-    max_keys: usize,
+    limits: Limits,
     slow: Option<&Slow>,
 ) -> Result<Vec<E2eRow>, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -59,14 +64,14 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
-    runtime.block_on(run_async(stream, misses, settings, max_keys, slow))
+    runtime.block_on(run_async(stream, misses, settings, limits, slow))
 }
 
 async fn run_async(
     stream: &Stream,
     misses: &[Request],
     settings: &[Settings],
-    max_keys: usize,
+    limits: Limits,
     slow: Option<&Slow>,
 ) -> Result<Vec<E2eRow>, String> {
     let (slow, timed_from) = match slow {
@@ -103,7 +108,7 @@ async fn run_async(
     let mut result = Ok(());
     let runs = std::iter::once(&all).chain(settings.iter().filter(|s| s.mode == Mode::Learned));
     for s in runs {
-        match one_setting(&fake, stream, misses, s, max_keys, timed_from).await {
+        match one_setting(&fake, stream, misses, s, limits, timed_from).await {
             Ok(counted) => {
                 let reference = reference.get_or_insert_with(|| Counted {
                     requests_by_archive: counted.requests_by_archive.clone(),
@@ -111,7 +116,7 @@ async fn run_async(
                     uris_found: counted.uris_found,
                     latencies_ms: Vec::new(),
                 });
-                rows.push(row(s, misses.len() as u64, counted, reference));
+                rows.push(row(s, limits, misses.len() as u64, counted, reference));
             }
             Err(e) => {
                 result = Err(e);
@@ -123,7 +128,7 @@ async fn run_async(
     result.map(|()| rows)
 }
 
-fn row(s: &Settings, misses: u64, mut c: Counted, reference: &Counted) -> E2eRow {
+fn row(s: &Settings, limits: Limits, misses: u64, mut c: Counted, reference: &Counted) -> E2eRow {
     let requests: u64 = c.requests_by_archive.iter().sum();
     let mementos: u64 = c.mementos_by_archive.iter().sum();
     let requests_all: u64 = reference.requests_by_archive.iter().sum();
@@ -134,6 +139,7 @@ fn row(s: &Settings, misses: u64, mut c: Counted, reference: &Counted) -> E2eRow
         min_share: s.min_share,
         explore: s.explore,
         min_evidence: s.min_evidence,
+        max_per_client: limits.max_per_client,
         misses,
         requests,
         requests_all,
@@ -161,21 +167,24 @@ async fn one_setting(
     stream: &Stream,
     misses: &[Request],
     s: &Settings,
-    max_keys: usize,
+    limits: Limits,
     timed_from: usize,
 ) -> Result<Counted, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-    let config = config_for(stream, &fake.base, s, max_keys, &dir.path().join("cache"))?;
+    let config = config_for(stream, &fake.base, s, limits, &dir.path().join("cache"))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("bind the proxy: {e}"))?;
     let addr = listener.local_addr().map_err(|e| format!("proxy: {e}"))?;
     let base = format!("http://{addr}");
-    let (_state, router) = build_with_clock(&config, Some(base.clone()), ClockChoice::System)
+    let (state, router) = build_with_clock(&config, Some(base.clone()), ClockChoice::System)
         .await
         .map_err(|e| format!("the server: {e}"))?;
+    // The server's own accept loop, not axum's: it is what puts each request's client address
+    // (from `X-Forwarded-For`, loopback being trusted) where the per-client bound reads it.
+    let options = ServeOptions::from_config(&config, &state);
     let proxy_task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
+        let _ = serve_with(listener, router, std::future::pending(), options).await;
     });
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
@@ -216,7 +225,7 @@ async fn ask_each(
         fake.slow_now.store(i >= timed_from, Ordering::SeqCst);
         let before = counts_now();
         let started = Instant::now();
-        let served = ask(client, base, uri_r).await?;
+        let served = ask(client, base, uri_r, m.client).await?;
         if i >= timed_from {
             c.latencies_ms
                 .push(started.elapsed().as_secs_f64() * 1000.0);
@@ -252,19 +261,20 @@ async fn ask_each(
     Ok(c)
 }
 
-/// The server's answer for one miss: per archive of `X-Memento-Archives`, (id, skipped,
-/// mementos), checked against `X-Memento-Count`.
+/// The server's answer for one miss asked as from `from` (none: loopback itself): per archive
+/// of `X-Memento-Archives`, (id, skipped, mementos), checked against `X-Memento-Count`.
 async fn ask(
     client: &reqwest::Client,
     base: &str,
     uri_r: &str,
+    from: Option<std::net::IpAddr>,
 ) -> Result<Vec<(String, bool, u64)>, String> {
     let url = format!("{base}/timemap/link/{uri_r}");
-    let r = client
-        .get(&url)
-        .send()
-        .await
-        .map_err(|e| format!("GET {url}: {e}"))?;
+    let mut get = client.get(&url);
+    if let Some(ip) = from {
+        get = get.header("x-forwarded-for", ip.to_string());
+    }
+    let r = get.send().await.map_err(|e| format!("GET {url}: {e}"))?;
     let status = r.status();
     let header = |name: &str| {
         r.headers()
@@ -316,28 +326,44 @@ fn parse_archives(text: &str) -> Result<Vec<(String, bool, u64)>, String> {
 }
 
 /// The server's config: the stream's archives in its order (`always` kept), routing at `s`,
-/// no cache (each request one fan-out), no dormancy, deadlines above any slow archive's delay.
-/// Every miss comes from this one address, as no client's would: the per-client bound on what
-/// one address may teach is set to its highest, past any key's count here, so the server
-/// learns every lesson memsim does.
+/// no cache (each request one fan-out), no dormancy, deadlines above any slow archive's delay,
+/// loopback trusted as a proxy so `X-Forwarded-For` names each miss's client. A miss without a
+/// client comes from loopback itself, as the replay's does not (it bounds nothing there):
+/// without clients in the stream, the per-client bound is set to its highest, past any key's
+/// count here, so the server learns every lesson memsim does.
 fn config_for(
     stream: &Stream,
     base: &str,
     s: &Settings,
-    max_keys: usize,
+    limits: Limits,
     cache_path: &std::path::Path,
 ) -> Result<Config, String> {
+    let max_keys = limits.max_keys;
+    let with_client = stream
+        .requests
+        .iter()
+        .filter(|r| r.client.is_some())
+        .count();
+    let max_per_client = match with_client {
+        0 => tmproxy_core::routing::Tally::AGE_AT,
+        n if n == stream.requests.len() => limits.max_per_client,
+        _ => {
+            return Err(
+                "some requests name a client and some do not: over HTTP every request has one"
+                    .to_string(),
+            )
+        }
+    };
     let mode = super::sim::mode_name(s.mode);
     let mut toml = format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n\
+        "[server]\nlisten = \"127.0.0.1:0\"\ntrusted_proxies = [\"127.0.0.1/32\"]\n\
          [upstream]\nfailures_before_dormant = 0\ntimeout = \"60s\"\ndeadline = \"90s\"\n\
          [cache]\npolicy = \"none\"\npath = {path:?}\n\
          [routing]\nmode = \"{mode}\"\nmax_keys = {max_keys}\nmin_evidence = {}\n\
-         min_share = {:?}\nexplore = {:?}\nmax_per_client = {}\n",
+         min_share = {:?}\nexplore = {:?}\nmax_per_client = {max_per_client}\n",
         s.min_evidence,
         s.min_share,
         s.explore,
-        tmproxy_core::routing::Tally::AGE_AT,
         path = cache_path.display().to_string(),
     );
     for (i, a) in stream.archives.iter().enumerate() {

@@ -12,6 +12,7 @@ pub struct E2eRow {
     pub min_share: f64,
     pub explore: f64,
     pub min_evidence: u32,
+    pub max_per_client: u32,
     pub misses: u64,
     pub requests: u64,
     /// The archive requests of the `all` run, counted at the fake archives.
