@@ -48,37 +48,29 @@ impl Coding {
     /// A writer coding what it is given into `out`, piece by piece ([`Encoder::finish`] ends
     /// the coded stream), at the levels of [`Coding::encode`].
     pub fn encoder<W: Write>(self, out: W) -> std::io::Result<Encoder<W>> {
-        Ok(match self {
-            Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
-                out,
-                64 * 1024,
-                5,
-                22,
-            ))),
-            Coding::Zstd => Encoder::Zstd(zstd::stream::Encoder::new(out, 3)?),
-            Coding::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
-                out,
-                flate2::Compression::new(6),
-            )),
-        })
+        self.encoder_at(out, [5, 3, 6])
     }
-}
 
-impl Coding {
     /// A writer at each coding's fastest level (brotli 1, zstd 1, gzip 1): for a body coded
     /// on the way, where a client waits for every byte (`super::streamed`).
     pub fn fast_encoder<W: Write>(self, out: W) -> std::io::Result<Encoder<W>> {
+        self.encoder_at(out, [1, 1, 1])
+    }
+
+    /// A writer at `levels`, by [`Coding::index`]: brotli's quality, zstd's and gzip's level.
+    fn encoder_at<W: Write>(self, out: W, levels: [u32; 3]) -> std::io::Result<Encoder<W>> {
+        let level = levels[self.index()];
         Ok(match self {
             Coding::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
                 out,
                 64 * 1024,
-                1,
+                level,
                 22,
             ))),
-            Coding::Zstd => Encoder::Zstd(zstd::stream::Encoder::new(out, 1)?),
+            Coding::Zstd => Encoder::Zstd(zstd::stream::Encoder::new(out, level as i32)?),
             Coding::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
                 out,
-                flate2::Compression::new(1),
+                flate2::Compression::new(level),
             )),
         })
     }

@@ -76,6 +76,28 @@ async fn bytes(proxy: &Proxy, archive: &str) -> f64 {
     metric_value(&proxy.base, &series).await.unwrap_or(-1.0)
 }
 
+/// A fake archive on loopback whose handler knows its own base URL (its pages link each other):
+/// the fake, the base and the server's task.
+async fn knowing_its_base(
+    path: &str,
+    handler: axum::routing::MethodRouter<(Arc<Fake>, String)>,
+) -> (
+    Arc<Fake>,
+    String,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let fake = Arc::new(Fake::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = axum::Router::new()
+        .route(path, handler)
+        .with_state((fake.clone(), base.clone()));
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    (fake, base, task)
+}
+
 // --- A CDX archive (the Internet Archive's dialect) honouring `from=` ---
 
 async fn cdx(State(fake): State<Arc<Fake>>, Query(q): Query<HashMap<String, String>>) -> Response {
@@ -283,15 +305,7 @@ async fn paged(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paged_timemap_is_read_from_the_page_that_held_the_newest_memento() {
-    let fake = Arc::new(Fake::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = axum::Router::new()
-        .route("/tm/{page}/{*uri}", axum::routing::get(paged))
-        .with_state((fake.clone(), base.clone()));
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (fake, base, task) = knowing_its_base("/tm/{page}/{*uri}", axum::routing::get(paged)).await;
     let mut config = base_config(vec![archive_config(
         "p",
         &format!("{base}/tm/1/"),
@@ -355,15 +369,7 @@ async fn etagged(State((fake, base)): State<(Arc<Fake>, String)>, headers: Heade
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_with_an_etag_is_asked_conditionally_and_a_304_keeps_what_is_stored() {
-    let fake = Arc::new(Fake::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = axum::Router::new()
-        .route("/tm/{*uri}", axum::routing::get(etagged))
-        .with_state((fake.clone(), base.clone()));
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (fake, base, task) = knowing_its_base("/tm/{*uri}", axum::routing::get(etagged)).await;
     let mut config = base_config(vec![archive_config(
         "e",
         &format!("{base}/tm/"),
