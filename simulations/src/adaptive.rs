@@ -80,18 +80,12 @@ pub fn write_csv<W: Write>(rows: &[AdaptiveRow], mut out: W) -> io::Result<()> {
         let (s, m) = (r.setting, r.measures);
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{}",
             s.kind,
             s.budget,
             s.min_days,
             s.max_days,
-            m.memdays,
-            m.memdays_live,
-            m.memdays_union,
-            m.q,
-            m.missed_days,
-            m.false_zero_days,
-            m.worse_replacements
+            m.csv_fields()
         )?;
     }
     out.flush()

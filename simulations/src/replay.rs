@@ -68,6 +68,22 @@ pub struct Measures {
     pub worse_replacements: u64,
 }
 
+impl Measures {
+    /// The seven measures as CSV fields, in the field order above (every CSV's last columns).
+    pub fn csv_fields(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{}",
+            self.memdays,
+            self.memdays_live,
+            self.memdays_union,
+            self.q,
+            self.missed_days,
+            self.false_zero_days,
+            self.worse_replacements
+        )
+    }
+}
+
 impl std::ops::AddAssign for Measures {
     fn add_assign(&mut self, o: Measures) {
         self.memdays += o.memdays;

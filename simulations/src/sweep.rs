@@ -342,20 +342,8 @@ fn ttl_text(ttl: Option<i64>) -> String {
 pub fn write_csv<W: Write>(rows: &[Row], mut out: W) -> io::Result<()> {
     writeln!(out, "{CSV_HEADER}")?;
     for r in rows {
-        let m = r.measures;
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{}",
-            r.kind,
-            ttl_text(r.ttl),
-            m.memdays,
-            m.memdays_live,
-            m.memdays_union,
-            m.q,
-            m.missed_days,
-            m.false_zero_days,
-            m.worse_replacements
-        )?;
+        let (kind, ttl) = (r.kind, ttl_text(r.ttl));
+        writeln!(out, "{kind},{ttl},{}", r.measures.csv_fields())?;
     }
     out.flush()
 }

@@ -83,7 +83,17 @@ pub async fn fetch_cdx(
         Ok(u) => u,
         Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
     };
-    let page = match fetch_page(link, turn, &first, limits.max_body, budget, ACCEPT_JSON).await {
+    let page = match fetch_page(
+        link,
+        turn,
+        &first,
+        limits.max_body,
+        budget,
+        ACCEPT_JSON,
+        &[],
+    )
+    .await
+    {
         Ok(page) => page,
         Err(failure) => return failure,
     };
@@ -125,7 +135,7 @@ pub async fn fetch_cdx(
             Err(why) => return ArchiveFetch::failed(FailureKind::Other, None, why),
         };
         let cap = limits.max_body.saturating_sub(body_bytes);
-        let page = match fetch_page(link, turn, &uri, cap, budget, ACCEPT_JSON).await {
+        let page = match fetch_page(link, turn, &uri, cap, budget, ACCEPT_JSON, &[]).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if i == 0 || failure.failure == Some(FailureKind::RefusedRedirect) => {

@@ -233,12 +233,14 @@ pub async fn fetch_archive(
         // Never sent: the URL would reach outside what this archive is configured as.
         Err(why) => return ArchiveFetch::failed(FailureKind::RefusedRedirect, None, why),
     };
-    let paged = since.and_then(|s| s.page.as_ref().map(|page| (s, page)));
+    // Read incrementally from the page that held the newest stored memento, or (one page)
+    // asked conditionally.
+    let paged = since.filter(|s| s.page.is_some());
     let conditional = since
         .filter(|_| paged.is_none())
         .map(conditions)
         .unwrap_or_default();
-    let mut queue = vec![paged.map_or(first, |(_, page)| page.clone())];
+    let mut queue = vec![paged.and_then(|s| s.page.clone()).unwrap_or(first)];
     let mut seen: HashSet<String> = HashSet::new();
     let mut result =
         ArchiveFetch::answered(ArchiveAnswer::failed(ArchiveStatus::Empty, None, None));
@@ -273,7 +275,7 @@ pub async fn fetch_archive(
             &[]
         };
         let accept = ACCEPT_LINK_FORMAT;
-        let page = match fetch_page_asking(link, turn, &uri_t, cap, budget, accept, asking).await {
+        let page = match fetch_page(link, turn, &uri_t, cap, budget, accept, asking).await {
             Ok(page) => page,
             // A refused hop is the archive sending us where it must not: nothing it gave counts.
             Err(failure) if result.answer.pages == 0 || failure.refused_hop() => return failure,
@@ -339,10 +341,8 @@ pub async fn fetch_archive(
             }
             // Read incrementally, a page that ends before the newest stored memento holds
             // nothing new.
-            if let Some((since, _)) = paged {
-                if next_page.until.is_some_and(|until| until < since.newest) {
-                    continue;
-                }
+            if paged.is_some_and(|s| next_page.until.is_some_and(|until| until < s.newest)) {
+                continue;
             }
             match Url::parse(&next_page.uri)
                 .map_err(|_| format!("{} refused: not a URL", clip(&next_page.uri)))
@@ -430,20 +430,10 @@ fn validator(resp: &reqwest::Response, name: HeaderName) -> Option<String> {
 /// One GET, following redirects hop by hop where `hops` allows, its body read up to the cap and
 /// charged to `budget` as it grows. Non-2xx bodies are never read: an HTML 404 page is not a
 /// TimeMap (nor a CDX answer).
+///
+/// With `conditions` (`If-None-Match`, `If-Modified-Since`), a 304 to them is a page of its
+/// own, without a body.
 pub(super) async fn fetch_page(
-    link: &ArchiveLink,
-    turn: &Turn<'_>,
-    uri_t: &str,
-    max_body: u64,
-    budget: &Arc<Budget>,
-    accept: &'static str,
-) -> Result<Page, ArchiveFetch> {
-    fetch_page_asking(link, turn, uri_t, max_body, budget, accept, &[]).await
-}
-
-/// [`fetch_page`] with `conditions` (`If-None-Match`, `If-Modified-Since`): a 304 to them is
-/// a page of its own, without a body.
-pub(super) async fn fetch_page_asking(
     link: &ArchiveLink,
     turn: &Turn<'_>,
     uri_t: &str,

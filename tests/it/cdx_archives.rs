@@ -145,7 +145,7 @@ fn replay(template: &str) -> tmproxy_core::cdx::replay::Replay {
     tmproxy_core::cdx::replay::Replay::parse(template).expect("a replay template")
 }
 
-fn cdx_archive(id: &str, base: &str, path: &str, dialect: CdxDialect) -> ArchiveConfig {
+pub(crate) fn cdx_archive(id: &str, base: &str, path: &str, dialect: CdxDialect) -> ArchiveConfig {
     ArchiveConfig {
         kind: ArchiveKind::Cdx,
         cdx: Some(format!("{base}/{path}/cdx").parse().expect("an http URL")),
@@ -155,7 +155,7 @@ fn cdx_archive(id: &str, base: &str, path: &str, dialect: CdxDialect) -> Archive
     }
 }
 
-fn config(archives: Vec<ArchiveConfig>) -> Config {
+pub(crate) fn config(archives: Vec<ArchiveConfig>) -> Config {
     let mut config = Config::default();
     config.upstream.connect_timeout = Duration::from_secs(2);
     config.upstream.timeout = Duration::from_secs(10);

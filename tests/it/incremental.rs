@@ -4,6 +4,7 @@
 //! simulated clock, and the byte and refresh counters on `/metrics`.
 
 use crate::cache::{set_day, sim_proxy};
+use crate::cdx_archives::{cdx_archive, config};
 use crate::support::{archive_config, get_json, memento_uris, metric_value, serve_fake, Proxy};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -11,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tmproxy::config::{parse_duration, ArchiveConfig, ArchiveKind, CdxDialect, Config};
+use tmproxy::config::{parse_duration, CdxDialect};
 use tmproxy_core::timemap::datetime::{format_rfc1123, parse_14digit};
 
 const URI_R: &str = "http://example.com/";
@@ -39,15 +40,6 @@ impl Fake {
     fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.asked.lock().expect("lock"))
     }
-}
-
-fn base_config(archives: Vec<ArchiveConfig>) -> Config {
-    let mut config = Config::default();
-    config.upstream.connect_timeout = Duration::from_secs(2);
-    config.upstream.timeout = Duration::from_secs(10);
-    config.upstream.deadline = Duration::from_secs(10);
-    config.archives = archives;
-    config
 }
 
 /// The mementos served for `URI_R`, by their stamps (the path segment before the URI-R).
@@ -129,24 +121,15 @@ async fn cdx(State(fake): State<Arc<Fake>>, Query(q): Query<HashMap<String, Stri
     body.into_response()
 }
 
-async fn cdx_archive(policy: &str, full_refresh: &str) -> (Proxy, Arc<Fake>) {
+async fn cdx_proxy(policy: &str, full_refresh: &str) -> (Proxy, Arc<Fake>) {
     let fake = Arc::new(Fake::default());
     let app = axum::Router::new()
         .route("/ia/cdx", axum::routing::get(cdx))
         .with_state(fake.clone());
     let (addr, _task) = serve_fake(app).await;
     let base = format!("http://{addr}");
-    let archive = ArchiveConfig {
-        kind: ArchiveKind::Cdx,
-        cdx: Some(format!("{base}/ia/cdx").parse().expect("URL")),
-        dialect: CdxDialect::Ia,
-        replay: Some(
-            tmproxy_core::cdx::replay::Replay::parse(&format!("{base}/ia/{{timestamp}}/{{url}}"))
-                .expect("template"),
-        ),
-        ..archive_config("ia", "", &format!("{base}/ia/gate/"))
-    };
-    let mut config = base_config(vec![archive]);
+    let archive = cdx_archive("ia", &base, "ia", CdxDialect::Ia);
+    let mut config = config(vec![archive]);
     config.cache.policy = policy.parse().expect("policy");
     config.cache.full_refresh = parse_duration(full_refresh).expect("duration");
     (sim_proxy(config).await, fake)
@@ -154,7 +137,7 @@ async fn cdx_archive(policy: &str, full_refresh: &str) -> (Proxy, Arc<Fake>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cdx_archive_is_asked_from_the_newest_memento_and_read_whole_when_it_is_gone() {
-    let (proxy, fake) = cdx_archive("conditional", "40d").await;
+    let (proxy, fake) = cdx_proxy("conditional", "40d").await;
     let old = [
         "20010101000000",
         "20020101000000",
@@ -211,7 +194,7 @@ async fn a_cdx_archive_is_asked_from_the_newest_memento_and_read_whole_when_it_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_refresh_after_full_refresh_sees_a_memento_removed() {
     // `unconditional` serves each refresh as it came, so what the archive is seen to hold shows.
-    let (proxy, fake) = cdx_archive("unconditional", "40d").await;
+    let (proxy, fake) = cdx_proxy("unconditional", "40d").await;
     fake.set(&["20010101000000", "20050101000000"]);
     assert_eq!(served(&proxy).await.len(), 2);
     fake.take();
@@ -238,7 +221,7 @@ async fn a_full_refresh_after_full_refresh_sees_a_memento_removed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_refresh_zero_asks_in_full_every_time() {
-    let (proxy, fake) = cdx_archive("conditional", "0s").await;
+    let (proxy, fake) = cdx_proxy("conditional", "0s").await;
     fake.set(&["20010101000000"]);
     served(&proxy).await;
     set_day(&proxy, 16).await;
@@ -306,7 +289,7 @@ async fn paged(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paged_timemap_is_read_from_the_page_that_held_the_newest_memento() {
     let (fake, base, task) = knowing_its_base("/tm/{page}/{*uri}", axum::routing::get(paged)).await;
-    let mut config = base_config(vec![archive_config(
+    let mut config = config(vec![archive_config(
         "p",
         &format!("{base}/tm/1/"),
         &format!("{base}/gate/"),
@@ -370,7 +353,7 @@ async fn etagged(State((fake, base)): State<(Arc<Fake>, String)>, headers: Heade
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_with_an_etag_is_asked_conditionally_and_a_304_keeps_what_is_stored() {
     let (fake, base, task) = knowing_its_base("/tm/{*uri}", axum::routing::get(etagged)).await;
-    let mut config = base_config(vec![archive_config(
+    let mut config = config(vec![archive_config(
         "e",
         &format!("{base}/tm/"),
         &format!("{base}/gate/"),
