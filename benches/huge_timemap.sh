@@ -8,6 +8,10 @@
 #    renderings are written, or from disk: never plain), then HITS hits, each with its first-byte
 #    and whole-body time; RSS after the hits from /proc, peak RSS from /usr/bin/time -v, and the
 #    rendering pass's time as it logs it.
+# 3. the default cache on another empty directory: two first requests one after the other, for
+#    two URI-Rs (each a MISS that builds and stores a huge entry), their peak RSS (VmHWM) against
+#    the anchor's, then at once HITS hits alternating between the two, each with its first-byte
+#    time, and the peak RSS of it all.
 # The archive is the simulated one of e2e_bench (synthetic, newest first) on loopback; curl
 # writes bodies to /dev/null. Every process is stopped by its PID at the end.
 set -euo pipefail
@@ -39,8 +43,10 @@ $1
 TOML
 }
 URL="http://127.0.0.1:18202/timemap/link/http://example.com/"
+URL2="http://127.0.0.1:18202/timemap/link/http://example.org/"
 BROWSER='Accept-Encoding: gzip, deflate, br, zstd' # what browsers send
-ask() { curl -s -o /dev/null -D "$WORK/headers" -w '%{http_code} first_byte=%{time_starttransfer}s total=%{time_total}s bytes=%{size_download}' "$URL" "$@"
+ask() { ask_at "$URL" "$@"; }
+ask_at() { curl -s -o /dev/null -D "$WORK/headers" -w '%{http_code} first_byte=%{time_starttransfer}s total=%{time_total}s bytes=%{size_download}' "$@"
         echo " $(grep -iE '^(x-cache(-action)?|content-encoding):' "$WORK/headers" | tr -d '\r' | tr '\n' ' ')"; }
 serve() { # $1: config file; starts tmproxy under time -v, sets SERVE (time's pid) and TM (tmproxy's)
     /usr/bin/time -v target/release/tmproxy serve --config "$1" --listen 127.0.0.1:18202 \
@@ -78,4 +84,18 @@ echo -n "  hit, br only: "; ask -H 'Accept-Encoding: br'
 echo "  RSS after $HITS hits: $(rss)"
 # The one rendering pass (all formats, each as it is and zstd-, gzip- and br-coded), as it logs.
 grep -o 'renderings written.*' "$WORK/serve.err" | tr -d '"' | sed 's/^/  /' || true
+stop
+
+config "path = \"$WORK/cache2\"" >"$WORK/cached2.toml"
+serve "$WORK/cached2.toml"
+echo "default cache, another empty directory: two huge first requests back to back"
+echo -n "  first request, URI-R 1: "; ask_at "$URL"
+echo -n "  first request, URI-R 2: "; ask_at "$URL2"
+# At once: the hits come while the entries' writes and renderings are still under way.
+echo "  peak RSS after both: $(hwm)"
+for i in $(seq "$HITS"); do
+    if [ $((i % 2)) = 1 ]; then u=$URL; else u=$URL2; fi
+    echo -n "  hit $i: "; ask_at "$u"
+done
+echo "  RSS after $HITS hits: $(rss), peak RSS of the two first requests and the hits: $(hwm)"
 stop

@@ -140,6 +140,11 @@ pub async fn build_with_lookup(
         ),
         _ => None,
     };
+    if let Some(renderings) = &renderings {
+        // A fan-out reading a huge body waits while a huge entry's renderings are written: two
+        // huge TimeMaps are never built and held for writing at once.
+        upstream.budget().yield_to(renderings.runs());
+    }
     let store = match &renderings {
         Some(renderings) => store
             .map(|s| s.with_overflow(Arc::new(store::renderings::Overflowing(renderings.clone())))),

@@ -8,8 +8,13 @@
 //! charges a share of half the budget ([`Budget::share`]), so clients that stop reading its
 //! answers can never leave the fan-outs without room.
 
+use crate::cache::store::renderings::RenderingRuns;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// A body past this many bytes waits while a huge entry's renderings are written
+/// ([`Budget::heavy_turn`]): a TimeMap this big parses and renders to several times its bytes.
+pub const HEAVY_BODY: u64 = 16 << 20;
 
 /// The budget and its gauges. Share it behind an `Arc`.
 #[derive(Debug)]
@@ -19,6 +24,8 @@ pub struct Budget {
     high_water: AtomicU64,
     /// A share's whole budget: every charge to the share is a charge to it too.
     parent: Option<Arc<Budget>>,
+    /// The huge entries' rendering runs a heavy body waits for (none without a renderings tier).
+    runs: OnceLock<Arc<RenderingRuns>>,
 }
 
 /// Over budget: what was asked, and the limit.
@@ -45,6 +52,7 @@ impl Budget {
             used: AtomicU64::new(0),
             high_water: AtomicU64::new(0),
             parent: None,
+            runs: OnceLock::new(),
         })
     }
 
@@ -57,7 +65,29 @@ impl Budget {
             used: AtomicU64::new(0),
             high_water: AtomicU64::new(0),
             parent: Some(Arc::clone(self)),
+            runs: OnceLock::new(),
         })
+    }
+
+    /// Makes heavy bodies (and those of its shares) wait for `runs` ([`Budget::heavy_turn`]).
+    pub fn yield_to(&self, runs: Arc<RenderingRuns>) {
+        let _ = self.runs.set(runs);
+    }
+
+    /// Waits, when `bytes` of a body are past [`HEAVY_BODY`], until no huge entry's renderings
+    /// are being written: each holds a whole huge TimeMap in memory, and this body would
+    /// become another beside it. At once otherwise. The fetch's deadline bounds the wait.
+    pub async fn heavy_turn(&self, bytes: u64) {
+        if bytes <= HEAVY_BODY {
+            return;
+        }
+        let mut budget = Some(self);
+        while let Some(b) = budget {
+            if let Some(runs) = b.runs.get() {
+                runs.none_under_way().await;
+            }
+            budget = b.parent.as_deref();
+        }
     }
 
     /// An empty charge against this budget, to grow with [`Held::grow`].
@@ -193,5 +223,34 @@ mod tests {
         assert_eq!((share.buffered(), whole.buffered()), (40, 100));
         drop(s);
         assert_eq!((share.buffered(), whole.buffered()), (0, 60));
+    }
+
+    #[tokio::test]
+    async fn a_heavy_body_waits_for_the_rendering_runs_and_a_light_one_does_not() {
+        use std::time::Duration;
+        let budget = Budget::new(1 << 30);
+        let proxy = budget.share(1 << 29);
+        let runs = RenderingRuns::new();
+        budget.yield_to(runs.clone());
+        let run = runs.begin();
+        let quick = Duration::from_millis(50);
+        // Light bodies, and heavy ones while nothing is written, go on at once.
+        tokio::time::timeout(quick, budget.heavy_turn(HEAVY_BODY))
+            .await
+            .expect("a light body does not wait");
+        for b in [&budget, &proxy] {
+            assert!(
+                tokio::time::timeout(quick, b.heavy_turn(HEAVY_BODY + 1))
+                    .await
+                    .is_err(),
+                "a heavy body waits while a run is under way (a share too)"
+            );
+        }
+        drop(run);
+        for b in [&budget, &proxy] {
+            tokio::time::timeout(Duration::from_secs(5), b.heavy_turn(HEAVY_BODY + 1))
+                .await
+                .expect("goes on once the run ended");
+        }
     }
 }

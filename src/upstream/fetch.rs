@@ -1,6 +1,6 @@
 //! Asking one archive for its TimeMap: one request per page, a body cap, no parse of error bodies.
 
-use super::budget::{Budget, Held};
+use super::budget::{Budget, Held, HEAVY_BODY};
 use super::failure::{classify, FailureKind};
 use super::guard::HopRules;
 use super::registry::Archive;
@@ -570,12 +570,19 @@ pub(crate) async fn read_capped(
         }
     }
     let ceiling = announced.unwrap_or(max_body).min(max_body) as usize;
+    // A heavy body announced waits before any of it is read; one not announced, once it is.
+    budget.heavy_turn(announced.unwrap_or(0)).await;
+    let mut waited = announced.is_some_and(|len| len > HEAVY_BODY);
     let mut body: Vec<u8> = Vec::new();
     let mut held = budget.hold();
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
                 let need = body.len() + chunk.len();
+                if !waited && need as u64 > HEAVY_BODY {
+                    budget.heavy_turn(need as u64).await;
+                    waited = true;
+                }
                 if need as u64 > max_body {
                     return Err(ArchiveFetch::failed(
                         FailureKind::TooLarge,

@@ -11,10 +11,12 @@
 //! (its bodies written out, what the answer's headers need) is the view's to give ([`Renders`]).
 
 mod head;
+mod runs;
 mod stream;
 mod tier;
 mod write;
 
 pub use head::{Head, Rendering, RenderingFile, Renders};
+pub use runs::{RenderingRuns, Run};
 pub use stream::{body, BodyStream};
 pub use tier::{Overflowing, Renderings, DIR};

@@ -3,6 +3,7 @@
 //! ([`Overflowing`]).
 
 use super::head::{Head, Rendering, RenderingFile, Renders};
+use super::runs::{RenderingRuns, Run};
 use super::write;
 use crate::cache::cached::CachedTimeMap;
 use crate::cache::store::Overflow;
@@ -39,6 +40,8 @@ pub struct Renderings<V: Renders> {
     next_rev: AtomicU64,
     /// One rendering run at a time: each holds a whole huge entry in memory while it renders.
     busy: AtomicBool,
+    /// The runs under way, lingering included, for the fan-outs to wait on.
+    runs: Arc<RenderingRuns>,
     capacity: u64,
     /// Bodies streamed from files so far (tests, operators).
     pub(super) streamed: AtomicU64,
@@ -59,6 +62,8 @@ struct Pending<V> {
 /// How long a rendering run's value stays held once its head is kept: a request that looked for the
 /// head just before it came finds the value in memory rather than reading it from disk.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often a lingering value looks whether a fan-out waits for it to go.
+const LINGER_STEP: std::time::Duration = std::time::Duration::from_millis(20);
 
 impl<V: Renders> Renderings<V> {
     /// The renderings directory under `cache_path`, emptied: heads live in memory only, so
@@ -99,9 +104,15 @@ impl<V: Renders> Renderings<V> {
             stamps: (0..STAMP_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             next_rev: AtomicU64::new(1),
             busy: AtomicBool::new(false),
+            runs: RenderingRuns::new(),
             capacity,
             streamed: AtomicU64::new(0),
         }))
+    }
+
+    /// The runs under way: a fan-out reading a huge body waits for them ([`RenderingRuns`]).
+    pub fn runs(&self) -> Arc<RenderingRuns> {
+        self.runs.clone()
     }
 
     pub fn dir(&self) -> &Path {
@@ -149,6 +160,7 @@ impl<V: Renders> Renderings<V> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        let run: Run;
         let rev = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(stamp) = stamp {
@@ -164,6 +176,7 @@ impl<V: Renders> Renderings<V> {
             if self.busy.swap(true, Ordering::AcqRel) {
                 return;
             }
+            run = self.runs.begin();
             let rev = self.next_rev.fetch_add(1, Ordering::Relaxed);
             let value = value.clone();
             pending.insert(
@@ -181,7 +194,7 @@ impl<V: Renders> Renderings<V> {
             let made = this.make(&key, &value, rev);
             drop(value);
             this.busy.store(false, Ordering::Release);
-            this.settle(&key, rev, made);
+            this.settle(&key, rev, made, run);
         });
     }
 
@@ -226,7 +239,7 @@ impl<V: Renders> Renderings<V> {
     }
 
     /// Keeps `made` as `key`'s head if `rev` is still the one awaited; else its files go.
-    fn settle(self: &Arc<Self>, key: &str, rev: u64, made: Option<Head<V>>) {
+    fn settle(self: &Arc<Self>, key: &str, rev: u64, made: Option<Head<V>>, run: Run) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         let taken = match pending.get(key) {
             Some(p) if p.rev == rev && !p.done => pending.remove(key),
@@ -249,7 +262,7 @@ impl<V: Renders> Renderings<V> {
                 // Counted before it is in: the count is never below what `heads` holds.
                 self.kept.fetch_add(1, Ordering::AcqRel);
                 self.heads.insert(key.to_owned(), Arc::new(head));
-                self.linger(&mut pending, key, taken);
+                self.linger(&mut pending, key, taken, run);
             }
             // Not servable from files, or the disk refused them: not tried again on every read
             // (seconds of rendering each), only once the key changes.
@@ -258,12 +271,14 @@ impl<V: Renders> Renderings<V> {
         }
     }
 
-    /// Holds `taken`'s value for [`LINGER`] more, then lets it go (unless `key` changed).
+    /// Holds `taken`'s value for [`LINGER`] more (still a run under way), then lets it go
+    /// (unless `key` changed); at once when a fan-out waits for the runs.
     fn linger(
         self: &Arc<Self>,
         pending: &mut HashMap<String, Pending<V>>,
         key: &str,
         taken: Pending<V>,
+        run: Run,
     ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -278,11 +293,16 @@ impl<V: Renders> Renderings<V> {
         );
         let (this, key) = (self.clone(), key.to_owned());
         runtime.spawn(async move {
-            tokio::time::sleep(LINGER).await;
+            let until = tokio::time::Instant::now() + LINGER;
+            while tokio::time::Instant::now() < until && !this.runs.awaited() {
+                tokio::time::sleep(LINGER_STEP).await;
+            }
             let mut pending = this.pending.lock().unwrap_or_else(|p| p.into_inner());
             if pending.get(&key).is_some_and(|p| p.rev == rev) {
                 pending.remove(&key);
             }
+            drop(pending);
+            drop(run);
         });
     }
 }
