@@ -119,9 +119,13 @@ mod tests {
         assert_eq!(old.location(), None);
         let half = line(r#"{"file":"000001.ndjson","url":"u","pack":"pack-0000.zst","offset":4}"#);
         assert_eq!(half.location(), None);
-        let new =
-            line(r#"{"file":"000001.ndjson","url":"u","pack":"pack-0000.zst","offset":4,"length":9}"#);
+        let new = line(
+            r#"{"file":"000001.ndjson","url":"u","pack":"pack-0000.zst","offset":4,"length":9}"#,
+        );
         let at = new.location().expect("a location");
-        assert_eq!((at.pack.as_str(), at.offset, at.length), ("pack-0000.zst", 4, 9));
+        assert_eq!(
+            (at.pack.as_str(), at.offset, at.length),
+            ("pack-0000.zst", 4, 9)
+        );
     }
 }

@@ -116,15 +116,22 @@ impl Read for Frame {
 /// The frame `at` points to in `pack`, checked whole before it is handed out: its span inside
 /// the pack, one frame that decodes with its checksum and fills the span exactly.
 pub fn open_frame(pack: File, at: &Location) -> Result<Frame, String> {
-    let size = pack.metadata().map_err(|e| format!("{}: {e}", at.pack))?.len();
-    let inside = at.offset.checked_add(at.length).is_some_and(|end| end <= size);
+    let size = pack
+        .metadata()
+        .map_err(|e| format!("{}: {e}", at.pack))?
+        .len();
+    let inside = at
+        .offset
+        .checked_add(at.length)
+        .is_some_and(|end| end <= size);
     if at.length == 0 || !inside {
         return Err(format!(
             "{} bytes from byte {} is outside {} ({size} bytes)",
             at.length, at.offset, at.pack
         ));
     }
-    let damaged = |e: std::io::Error| format!("the frame at byte {} of {}: {e}", at.offset, at.pack);
+    let damaged =
+        |e: std::io::Error| format!("the frame at byte {} of {}: {e}", at.offset, at.pack);
     let mut check = decoder(&pack, at).map_err(damaged)?;
     std::io::copy(&mut check, &mut std::io::sink()).map_err(damaged)?;
     let rest = check.finish();
@@ -155,7 +162,9 @@ pub fn open_timemap<E>(
     };
     if pack_number(&at.pack).is_none() {
         let shown: String = at.pack.chars().take(64).collect();
-        return Err(damaged(format!("{name}: its index line names no pack ({shown:?})")));
+        return Err(damaged(format!(
+            "{name}: its index line names no pack ({shown:?})"
+        )));
     }
     let Some(pack) = open(&at.pack)? else {
         return Err(damaged(format!("{name}: {} is missing", at.pack)));

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::engine::ndjson::write_ndjson;
-use crate::pack::PackWriter;
 use crate::engine::SampledUrl;
+use crate::pack::PackWriter;
 
 fn sampled(url: &str) -> SampledUrl {
     SampledUrl {

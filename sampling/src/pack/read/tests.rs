@@ -25,7 +25,9 @@ fn write_all(d: &Path, n: usize, limit: u64) -> Vec<IndexLine> {
     let mut lines = Vec::new();
     for i in 0..n {
         let text = timemap(i, 1 + i % 40);
-        let at = w.append(&compress(text.as_bytes()).expect("zstd")).expect("append");
+        let at = w
+            .append(&compress(text.as_bytes()).expect("zstd"))
+            .expect("append");
         let mut e = IndexLine {
             file: Some(file_name(i)),
             url: format!("https://h{i}/"),
@@ -58,7 +60,11 @@ fn timemaps_read_back_from_rotated_packs_and_from_their_own_files() {
         lines.iter().filter_map(|e| e.pack.clone()).collect();
     assert!(packs.len() > 3, "rotated: {packs:?}");
     for i in 0..60 {
-        assert_eq!(read(d, &file_name(i)), Ok(Some(timemap(i, 1 + i % 40))), "{i}");
+        assert_eq!(
+            read(d, &file_name(i)),
+            Ok(Some(timemap(i, 1 + i % 40))),
+            "{i}"
+        );
     }
     // A pack is one zstd stream of every TimeMap in the order written.
     let first = std::fs::File::open(d.join("pack-0000.zst")).expect("pack");
@@ -98,11 +104,19 @@ fn a_frame_cut_short_by_a_kill_is_an_error_and_the_ones_before_it_read() {
         .write(true)
         .open(d.join(&last.pack))
         .expect("pack");
-    pack.set_len(last.offset + last.length / 2).expect("truncate");
+    pack.set_len(last.offset + last.length / 2)
+        .expect("truncate");
     let err = read(d, &file_name(9)).expect_err("cut short");
-    assert!(err.contains("000009.ndjson") && err.contains("outside"), "{err}");
+    assert!(
+        err.contains("000009.ndjson") && err.contains("outside"),
+        "{err}"
+    );
     for i in 0..9 {
-        assert_eq!(read(d, &file_name(i)), Ok(Some(timemap(i, 1 + i % 40))), "{i}");
+        assert_eq!(
+            read(d, &file_name(i)),
+            Ok(Some(timemap(i, 1 + i % 40))),
+            "{i}"
+        );
     }
 }
 
@@ -123,10 +137,16 @@ fn tamper(d: &Path, lines: &[IndexLine], f: impl Fn(&mut IndexLine)) {
 #[test]
 fn a_hostile_index_or_pack_is_an_error_never_a_read_outside_the_pack() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let d = dir.path();
+    let d = &dir.path().join("timemaps");
+    std::fs::create_dir(d).expect("mkdir");
     let lines = write_all(d, 6, 1 << 20);
-    std::fs::write(dir.path().join("secret"), "secret\n").expect("write");
-    let size = std::fs::metadata(d.join("pack-0000.zst")).expect("pack").len();
+    // Outside the TimeMaps' directory, a frame that would decode: never to be read.
+    let secret = compress(b"secret\n").expect("zstd");
+    let secret_len = secret.len() as u64;
+    std::fs::write(dir.path().join("pack-0009.zst"), &secret).expect("write");
+    let size = std::fs::metadata(d.join("pack-0000.zst"))
+        .expect("pack")
+        .len();
     let at3 = lines[3].location().expect("a location");
     let at4 = lines[4].location().expect("a location");
     let cases: Vec<(&str, Box<dyn Fn(&mut IndexLine)>)> = vec![
@@ -134,13 +154,35 @@ fn a_hostile_index_or_pack_is_an_error_never_a_read_outside_the_pack() {
         ("offset overflows", Box::new(|e| e.offset = Some(u64::MAX))),
         ("length overflows", Box::new(|e| e.length = Some(u64::MAX))),
         ("empty span", Box::new(|e| e.length = Some(0))),
-        ("one byte late", Box::new(|e| e.offset = e.offset.map(|o| o + 1))),
-        ("cut short", Box::new(|e| e.length = e.length.map(|l| l - 1))),
+        (
+            "one byte late",
+            Box::new(|e| e.offset = e.offset.map(|o| o + 1)),
+        ),
+        (
+            "cut short",
+            Box::new(|e| e.length = e.length.map(|l| l - 1)),
+        ),
         // Two frames in one span: the second is never part of this TimeMap.
-        ("two frames", Box::new(move |e| e.length = Some(at3.length + at4.length))),
-        ("a path", Box::new(|e| e.pack = Some("../secret".into()))),
-        ("not a pack", Box::new(|e| e.pack = Some("index.ndjson".into()))),
-        ("a missing pack", Box::new(|e| e.pack = Some("pack-0042.zst".into()))),
+        (
+            "two frames",
+            Box::new(move |e| e.length = Some(at3.length + at4.length)),
+        ),
+        (
+            "a path",
+            Box::new(move |e| {
+                e.pack = Some("../pack-0009.zst".into());
+                e.offset = Some(0);
+                e.length = Some(secret_len);
+            }),
+        ),
+        (
+            "not a pack",
+            Box::new(|e| e.pack = Some("index.ndjson".into())),
+        ),
+        (
+            "a missing pack",
+            Box::new(|e| e.pack = Some("pack-0042.zst".into())),
+        ),
     ];
     for (what, f) in cases {
         tamper(d, &lines, f);
@@ -168,7 +210,11 @@ fn torn_and_over_long_index_lines_are_passed_over() {
     // A later line for the same name wins, whatever lies between.
     let mut again = lines[0].clone();
     again.set_location(lines[1].location().expect("a location"));
-    text += &format!("{{\"file\":\"{}\",\"url\":\"{}\n", file_name(1), "x".repeat(MAX_LINE + 10));
+    text += &format!(
+        "{{\"file\":\"{}\",\"url\":\"{}\n",
+        file_name(1),
+        "x".repeat(MAX_LINE + 10)
+    );
     text += &serde_json::to_string(&again).expect("JSON");
     text += "\n{\"file\":\"000002.ndjson\",\"url\":\"https://h2/\",\"pack\":\"pack-00";
     std::fs::write(d.join("index.ndjson"), text).expect("index");
