@@ -134,6 +134,9 @@ fn tamper(d: &Path, lines: &[IndexLine], f: impl Fn(&mut IndexLine)) {
     std::fs::write(d.join("index.ndjson"), text).expect("index");
 }
 
+/// A change made to an index line.
+type Change = Box<dyn Fn(&mut IndexLine)>;
+
 #[test]
 fn a_hostile_index_or_pack_is_an_error_never_a_read_outside_the_pack() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -149,7 +152,7 @@ fn a_hostile_index_or_pack_is_an_error_never_a_read_outside_the_pack() {
         .len();
     let at3 = lines[3].location().expect("a location");
     let at4 = lines[4].location().expect("a location");
-    let cases: Vec<(&str, Box<dyn Fn(&mut IndexLine)>)> = vec![
+    let cases: Vec<(&str, Change)> = vec![
         ("past the end", Box::new(move |e| e.offset = Some(size - 2))),
         ("offset overflows", Box::new(|e| e.offset = Some(u64::MAX))),
         ("length overflows", Box::new(|e| e.length = Some(u64::MAX))),
