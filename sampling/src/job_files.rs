@@ -89,11 +89,12 @@ pub fn timemap_file(name: &str) -> Option<Served> {
         .then(|| served(Some("timemaps"), name))
 }
 
-/// A file of `out/timemaps/` the API reads TimeMaps from: one it serves, or a pack
-/// (`pack-NNNN.zst`, never served as it is).
+/// A file of `out/timemaps/` the API reads TimeMaps from: one it serves, a pack
+/// (`pack-NNNN.zst`) or `index.offsets`, the last two never served as they are.
 pub fn stored_timemaps(name: &str) -> Option<Served> {
     timemap_file(name).or_else(|| {
-        crate::pack::pack_number(name).map(|_| Served {
+        let stored = crate::pack::pack_number(name).is_some() || name == crate::pack::OFFSETS;
+        stored.then(|| Served {
             dir: Some("timemaps"),
             name: name.to_string(),
             content_type: "application/zstd",

@@ -20,7 +20,8 @@ use super::ndjson::{write_lines, Log};
 use super::progress::TIMEMAPS;
 use super::Progress;
 use crate::external_sort::ExternalSort;
-use crate::pack::{compress, file_name, Hydration, IndexLine, PackWriter, PACK_BYTES};
+use crate::pack::{compress, file_name, offset_record, Hydration, IndexLine, PackWriter};
+use crate::pack::{OFFSETS, PACK_BYTES};
 use crate::revisit::{Hydrator, Row, LRU_SIZE};
 use crate::{Counters, SetAside};
 use index::{failures, Failed, Ledger};
@@ -64,6 +65,13 @@ pub(super) async fn collect_timemaps(
     progress.set_total(TIMEMAPS, lines);
     progress.add_done(TIMEMAPS, done);
     progress.add_reused(TIMEMAPS, done);
+    // The offsets describe the index as rewritten; lines are about to be appended to it.
+    match std::fs::remove_file(dir.join(OFFSETS)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", dir.join(OFFSETS).display()))
+        }
+        _ => {}
+    }
     let index = Log {
         write_through: true,
         ..Log::open(&dir.join("index.ndjson"), true)?
@@ -164,10 +172,16 @@ fn rewrite_index(
     let mut w =
         AtomicFile::create_with_suffix(&dir.join("index.ndjson"), ".part", Durability::Unsynced)
             .map_err(|e| e.to_string())?;
+    let mut offsets =
+        AtomicFile::create_with_suffix(&dir.join(OFFSETS), ".part", Durability::Unsynced)
+            .map_err(|e| e.to_string())?;
     let mut sum = Hydration::default();
     let mut line = Vec::new();
+    // Bytes of the new index so far: where the next line starts.
+    let mut written = 0u64;
     for row in ledger.join(sample)? {
         let (i, s, at) = row?;
+        let start = written;
         if let Some(at) = at {
             appended.seek(SeekFrom::Start(at)).map_err(err)?;
             line.clear();
@@ -181,8 +195,10 @@ fn rewrite_index(
                     *sum.distances.entry(*d).or_default() += n;
                 }
             }
-            w.write_all(line.trim_ascii_end()).map_err(err)?;
+            let kept = line.trim_ascii_end();
+            w.write_all(kept).map_err(err)?;
             w.write_all(b"\n").map_err(err)?;
+            written += kept.len() as u64 + 1;
         }
         while let Some(f) = next_failed.take_if(|f| f.line <= i as u64) {
             next_failed = failed.next().transpose()?;
@@ -196,10 +212,15 @@ fn rewrite_index(
                 };
                 let text = serde_json::to_string(&e).map_err(|e| e.to_string())?;
                 writeln!(w, "{text}").map_err(err)?;
+                written += text.len() as u64 + 1;
             }
         }
+        let wrote = (written > start).then_some(start);
+        offsets.write_all(&offset_record(wrote)).map_err(err)?;
     }
     w.commit().map_err(|e| e.to_string())?;
+    // After the index: offsets never describe an index not yet in place.
+    offsets.commit().map_err(|e| e.to_string())?;
     if hydrate {
         let text = serde_json::to_string(&sum).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("hydration.json"), text).map_err(|e| e.to_string())?;

@@ -5,6 +5,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// An index line longer than this is passed over (a real one is a URL and a few numbers).
+pub const MAX_LINE: usize = 1 << 20;
+
 /// What hydration did over one TimeMap (summed into `hydration.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hydration {

@@ -1,18 +1,17 @@
-//! Reading a TimeMap back by its served name: its last line in `index.ndjson` (read a line at
-//! a time, each at most [`MAX_LINE`] bytes), then its frame, decoded once to check it (size,
+//! Reading a TimeMap back by its served name: its line in `index.ndjson` (found through
+//! `index.offsets` when that holds, else the last line naming it, read a line at a time, each
+//! at most [`MAX_LINE`] bytes), then its frame, decoded once to check it (size,
 //! checksum, nothing after it inside its span) and decoded again as it is streamed. Everything
 //! read is taken as hostile: a pack name not of the pattern, a span outside the pack, a frame
 //! cut short or changed are errors naming the TimeMap, and nothing outside the span is read.
 
-use super::entry::{pack_number, IndexLine, Location};
+use super::entry::{pack_number, IndexLine, Location, MAX_LINE};
+use super::offsets::{lookup, OFFSETS};
 use std::borrow::Borrow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-
-/// An index line longer than this is passed over (a real one is a URL and a few numbers).
-pub const MAX_LINE: usize = 1 << 20;
 
 /// The largest window a frame may ask for (8 MiB): what the writer's level uses with room to
 /// spare, and the most the decoder allocates whatever a frame's header claims.
@@ -154,7 +153,16 @@ pub fn open_timemap<E>(
     damaged: impl Fn(String) -> E,
 ) -> Result<Option<Box<dyn Read + Send>>, E> {
     let entry = match open("index.ndjson")? {
-        Some(index) => find(index, name).map_err(&damaged)?,
+        Some(index) => {
+            let quick = match open(OFFSETS)? {
+                Some(offsets) => lookup(&offsets, &index, name),
+                None => None,
+            };
+            match quick {
+                Some(entry) => entry,
+                None => find(&index, name).map_err(&damaged)?,
+            }
+        }
         None => None,
     };
     let Some(at) = entry.and_then(|e| e.location()) else {

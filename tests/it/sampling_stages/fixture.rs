@@ -285,8 +285,9 @@ pub(super) async fn timemap_case() -> TimemapCase {
 
 /// What a run's `timemaps/` holds, whatever order its TimeMaps were written in: the index's
 /// lines without where each TimeMap is stored (packs fill in the order answers arrive), each
-/// TimeMap read back by its name, `hydration.json`; and no file but those, the packs and the
-/// TimeMaps of their own files an earlier version wrote (no `.part` left over).
+/// TimeMap read back by its name, `hydration.json`; and no file but those, the packs, the
+/// index's offsets and the TimeMaps of their own files an earlier version wrote (no `.part`
+/// left over).
 pub(super) fn timemaps_of(out: &Path) -> Vec<(String, String)> {
     let dir = out.join("timemaps");
     let Ok(index) = std::fs::read_to_string(dir.join("index.ndjson")) else {
@@ -321,7 +322,8 @@ pub(super) fn timemaps_of(out: &Path) -> Vec<(String, String)> {
             .strip_suffix(".ndjson")
             .is_some_and(|d| d.len() >= 6 && d.bytes().all(|b| b.is_ascii_digit()));
         assert!(
-            pack || own || name == "index.ndjson" || name == "hydration.json",
+            pack || own
+                || ["index.ndjson", "index.offsets", "hydration.json"].contains(&name.as_str()),
             "{name} left in timemaps/"
         );
     }

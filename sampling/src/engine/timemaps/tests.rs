@@ -63,9 +63,27 @@ fn rewrite(d: &Path, sample: &Path, failures: &[(u64, &str)]) -> Vec<serde_json:
     failed.remove();
     let left = std::fs::read_dir(&spill).expect("spill dir").count();
     assert_eq!(left, 0, "the runs are removed");
-    std::fs::read_to_string(d.join("index.ndjson"))
-        .expect("index")
-        .lines()
+    let index = std::fs::read_to_string(d.join("index.ndjson")).expect("index");
+    // index.offsets: each sample line's record is where its line starts, in order, every
+    // line of the index having one.
+    let offsets = std::fs::read(d.join(crate::pack::OFFSETS)).expect("offsets");
+    let lines: Vec<&str> = index.lines().collect();
+    let starts: Vec<u64> = lines
+        .iter()
+        .scan(0u64, |at, l| {
+            let start = *at;
+            *at += l.len() as u64 + 1;
+            Some(start)
+        })
+        .collect();
+    let recorded: Vec<u64> = offsets
+        .chunks(8)
+        .map(|r| u64::from_le_bytes(r.try_into().expect("8 bytes")))
+        .filter(|&o| o != u64::MAX)
+        .collect();
+    assert_eq!(recorded, starts);
+    lines
+        .iter()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect()
 }

@@ -225,3 +225,64 @@ fn torn_and_over_long_index_lines_are_passed_over() {
     assert_eq!(read(d, &file_name(1)), Ok(Some(timemap(1, 2))));
     assert_eq!(read(d, &file_name(2)), Ok(Some(timemap(2, 3))));
 }
+
+#[test]
+fn index_offsets_find_a_line_at_once_and_a_hostile_one_falls_back_to_the_scan() {
+    use super::super::offsets::{offset_record, OFFSETS};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    write_all(d, 5, 1 << 20);
+    let index = std::fs::read_to_string(d.join("index.ndjson")).expect("index");
+    let mut starts = Vec::new();
+    let mut at = 0u64;
+    for l in index.lines() {
+        starts.push(at);
+        at += l.len() as u64 + 1;
+    }
+    let offsets = |records: &[Option<u64>]| {
+        let bytes: Vec<u8> = records.iter().flat_map(|&o| offset_record(o)).collect();
+        std::fs::write(d.join(OFFSETS), bytes).expect("offsets");
+    };
+    let whole: Vec<Option<u64>> = starts.iter().map(|&o| Some(o)).collect();
+    offsets(&whole);
+    for i in 0..5 {
+        assert_eq!(
+            read(d, &file_name(i)),
+            Ok(Some(timemap(i, 1 + i % 40))),
+            "{i}"
+        );
+    }
+    // The offsets alone find line 2, no scan.
+    let found = std::fs::File::open(d.join("index.ndjson")).expect("index");
+    let offsets_file = std::fs::File::open(d.join(OFFSETS)).expect("offsets");
+    let quick = super::lookup(&offsets_file, &found, &file_name(2));
+    assert_eq!(quick.flatten().and_then(|e| e.file), Some(file_name(2)));
+    // Mid-line, past the end, another line, a record past the file, a sample line with none:
+    // the scan answers, or nothing is written; never an error or a read outside.
+    let hostile = [
+        vec![
+            Some(3),
+            Some(starts[1]),
+            Some(at + 100),
+            Some(starts[0]),
+            None,
+        ],
+        vec![Some(u64::MAX - 1)],
+    ];
+    for records in hostile {
+        offsets(&records);
+        for i in 0..4 {
+            assert_eq!(
+                read(d, &file_name(i)),
+                Ok(Some(timemap(i, 1 + i % 40))),
+                "{i}"
+            );
+        }
+    }
+    offsets(&[None, None, None, None, None]);
+    assert_eq!(
+        read(d, &file_name(4)),
+        Ok(None),
+        "the offsets say none was written"
+    );
+}
