@@ -8,7 +8,8 @@
 # 3. samples VmRSS from /proc/PID/status once a second with the stage the log last named;
 # 4. runs it again over the same directory: every first capture and TimeMap comes from the
 #    checkpoint (the resume path, and its memory);
-# 5. prints seconds and peak RSS per stage, and /usr/bin/time's peak RSS, per run.
+# 5. prints seconds and peak RSS per stage, /usr/bin/time's peak RSS, and the TimeMaps' disk
+#    use (blocks, apparent bytes, files), per run.
 # Every process is stopped by its PID; the temp dir is deleted at the end (KEEP=1 keeps it).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,7 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-BIN=${BIN:-target/release/tmproxy}; EX=target/release/examples/sampling_scale
+T=${CARGO_TARGET_DIR:-target}
+BIN=${BIN:-$T/release/tmproxy}; EX=${EX:-$T/release/examples/sampling_scale}
 [ -x "$BIN" ] && [ -x "$EX" ] || { echo "build first: cargo build --release --bin tmproxy --example sampling_scale" >&2; exit 1; }
 
 t0=$(date +%s.%N)
@@ -81,6 +83,10 @@ run() { # $1: label
                  printf "%-16s %8.0f %12.1f\n", s, end-first[s], peak[s]/1024 } }' "$rss"
     grep -E 'Maximum resident|Elapsed|User time|System time' "$WORK/$label.time" | sed 's/^\s*/  /'
     echo "  sample: $(wc -l <"$out/sample.ndjson") URLs; checkpoint $(du -sh "$out/first_captures.ndjson" | cut -f1); timemaps $(du -sh "$out/timemaps" 2>/dev/null | cut -f1)"
+    if [ -d "$out/timemaps" ]; then
+        # Blocks on disk and bytes written, and how many files (inodes) they take.
+        echo "  timemaps: $(du -sB1 "$out/timemaps" | cut -f1) bytes on disk, $(du -sB1 --apparent-size "$out/timemaps" | cut -f1) apparent, $(find "$out/timemaps" -type f | wc -l) files, $(grep -c '"pack"' "$out/timemaps/index.ndjson" || true) TimeMaps, index $(stat -c %s "$out/timemaps/index.ndjson") bytes"
+    fi
 }
 run fresh
 python3 - "$WORK/out/funnel.json" <<'PY'

@@ -131,7 +131,8 @@ impl AppError {
             }
             AppError::MementoProxy(_) => StatusCode::BAD_GATEWAY,
             AppError::LoopDetected(_) => StatusCode::LOOP_DETECTED,
-            AppError::Internal(_) | AppError::Sampling(JobError::Io(_)) => {
+            AppError::Internal(_)
+            | AppError::Sampling(JobError::Io(_) | JobError::FileDamaged { .. }) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         }
@@ -237,6 +238,9 @@ impl AppError {
                     clip(id),
                     state.name()
                 )
+            }
+            AppError::Sampling(JobError::FileDamaged { file, why }) => {
+                format!("job file {file} is damaged: {}", clip(why))
             }
             AppError::Sampling(JobError::FileRefused(why)) => {
                 format!("job file refused: {why} (the API serves regular files only, no symlinks)")

@@ -5,7 +5,9 @@
 //! `..`, `/`, NUL or over-long name reaches the file system. The file is then opened with
 //! `openat(2)` and `O_NOFOLLOW` from the job's directory down (`<id>`, `out`, `timemaps`, the
 //! file): a symlink anywhere below the jobs directory is refused, even one swapped in after the
-//! job was written, and so is anything not a regular file (a FIFO would block the reader).
+//! job was written, and so is anything not a regular file (a FIFO would block the reader). A
+//! TimeMap's name is served through the index and the pack it names (`jobs`, [`crate::pack`]),
+//! a pack's name checked against its own strict pattern.
 
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -85,6 +87,19 @@ pub fn timemap_file(name: &str) -> Option<Served> {
     });
     (numbered || name == "index.ndjson" || name == "hydration.json")
         .then(|| served(Some("timemaps"), name))
+}
+
+/// A file of `out/timemaps/` the API reads TimeMaps from: one it serves, a pack
+/// (`pack-NNNN.zst`) or `index.offsets`, the last two never served as they are.
+pub fn stored_timemaps(name: &str) -> Option<Served> {
+    timemap_file(name).or_else(|| {
+        let stored = crate::pack::pack_number(name).is_some() || name == crate::pack::OFFSETS;
+        stored.then(|| Served {
+            dir: Some("timemaps"),
+            name: name.to_string(),
+            content_type: "application/zstd",
+        })
+    })
 }
 
 /// Why a file could not be opened.

@@ -15,6 +15,7 @@ pub mod index;
 pub mod job_files;
 pub mod jobs;
 pub mod offline;
+pub mod pack;
 pub mod reading;
 pub(crate) mod report;
 pub(crate) mod revisit;

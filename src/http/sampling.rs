@@ -154,13 +154,45 @@ async fn file(
     output(&state, id, file, false).await
 }
 
-/// A file of the job's `out/timemaps/`.
+/// A file of the job's `out/timemaps/`: a TimeMap by its name, decoded from its pack as it is
+/// sent (the client sees the plain NDJSON, whichever way the job stored it).
 async fn timemap(
     State(state): State<SharedState>,
     JobFile(id, name): JobFile,
 ) -> Result<Response, AppError> {
     let file = job_files::timemap_file(&name).ok_or(JobError::NoSuchFile(name))?;
-    output(&state, id, file, false).await
+    let jobs = jobs(&state)?.clone();
+    let content_type = file.content_type;
+    // Finding the index line and checking the frame read files: off the async workers.
+    let reader = tokio::task::spawn_blocking(move || jobs.open_timemap(&id, &file))
+        .await
+        .map_err(|e| AppError::Internal(format!("opening a TimeMap: {e}")))??;
+    let body = Body::from_stream(blocking_stream(reader));
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// A blocking reader as a stream of chunks, read on a blocking thread two chunks ahead at most;
+/// the thread ends when the reader does or the client goes.
+fn blocking_stream(
+    mut reader: Box<dyn std::io::Read + Send>,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    tokio::task::spawn_blocking(move || loop {
+        let mut buf = vec![0u8; 64 * 1024];
+        let chunk = match reader.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(Bytes::from(buf))
+            }
+            Err(e) => Err(e),
+        };
+        let failed = chunk.is_err();
+        if tx.blocking_send(chunk).is_err() || failed {
+            return;
+        }
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) })
 }
 
 /// `{"warm": true, "observe": "1d"}`: both optional (warm defaults to true, no observe = warm

@@ -53,6 +53,7 @@ mod sampling_crashes;
 mod sampling_files;
 mod sampling_hostile;
 mod sampling_job;
+mod sampling_packs;
 mod sampling_progress;
 mod sampling_report;
 mod sampling_scale;

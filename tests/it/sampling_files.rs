@@ -16,8 +16,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SECRET: &str = "SECRET-OUTSIDE-THE-JOB";
 
+/// TimeMap `name` of a job's `out/`, read from its pack.
+pub(crate) fn plain_timemap(out: &Path, name: &str) -> String {
+    let mut text = String::new();
+    let mut r = tmproxy::sampling::pack::open_in(&out.join("timemaps"), name)
+        .expect("readable")
+        .expect("written");
+    std::io::Read::read_to_string(&mut r, &mut text).expect("a whole TimeMap");
+    text
+}
+
 /// GET with the token: status, Content-Type, body.
-async fn fetch(url: &str) -> (u16, String, String) {
+pub(crate) async fn fetch(url: &str) -> (u16, String, String) {
     let r = client()
         .get(url)
         .bearer_auth(TOKEN)
@@ -57,7 +67,7 @@ async fn raw_get(base: &str, path: &str) -> (u16, String) {
 
 /// The shared fake CDX server behind one that also answers `showNumPages` (one page), so the
 /// TimeMap stage writes TimeMap files: each page query is passed on to the shared fake.
-async fn paged_cdx(inner: String) -> (String, tokio::task::JoinHandle<()>) {
+pub(crate) async fn paged_cdx(inner: String) -> (String, tokio::task::JoinHandle<()>) {
     use axum::extract::RawQuery;
     use axum::response::IntoResponse;
     let app = axum::Router::new().route(
@@ -84,7 +94,7 @@ async fn paged_cdx(inner: String) -> (String, tokio::task::JoinHandle<()>) {
     (format!("http://{addr}/cdx"), task)
 }
 
-fn job_out(data: &Path, id: &str) -> std::path::PathBuf {
+pub(crate) fn job_out(data: &Path, id: &str) -> std::path::PathBuf {
     data.join("sampling/jobs").join(id).join("out")
 }
 
@@ -122,7 +132,8 @@ async fn a_jobs_files_and_timemaps_are_served_and_nothing_else() {
         .expect("a TimeMap file");
     let first = format!("timemaps/{first}");
 
-    // Served byte for byte, with their types.
+    // Served byte for byte, with their types; a TimeMap as its plain lines, decoded from its
+    // pack.
     for (path, ct) in [
         ("files/report.md", "text/markdown; charset=utf-8"),
         ("files/set_aside.ndjson", "application/x-ndjson"),
@@ -132,7 +143,10 @@ async fn a_jobs_files_and_timemaps_are_served_and_nothing_else() {
         ("timemaps/hydration.json", "application/json"),
     ] {
         let on_disk = path.replace("files/", "");
-        let want = std::fs::read_to_string(out.join(&on_disk)).expect(path);
+        let want = match on_disk.strip_prefix("timemaps/") {
+            Some(name) if name.starts_with('0') => plain_timemap(&out, name),
+            _ => std::fs::read_to_string(out.join(&on_disk)).expect(path),
+        };
         let (status, got_ct, body) = fetch(&format!("{jobs}/{path}")).await;
         assert_eq!((status, got_ct.as_str()), (200, ct), "{path}: {body}");
         assert_eq!(body, want, "{path}");

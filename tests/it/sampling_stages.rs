@@ -12,7 +12,8 @@ mod fixture;
 mod stops;
 
 use fixture::{
-    check_chain, fake_cdx, funnel, lines, sample_of, spec, timemap_case, trap_index, TimemapCase,
+    check_chain, fake_cdx, funnel, lines, sample_of, spec, timemap_case, timemaps_of, trap_index,
+    TimemapCase,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -230,8 +231,7 @@ async fn the_quota_roots_and_timemaps_ask_several_at_once_with_the_same_result()
         assert!(peak > 1, "{k}: at most {peak} at once ({peaks:?})");
     }
     assert_eq!(sample_of(&parallel), sample_of(&serial));
-    let index = |d: &Path| std::fs::read_to_string(d.join("timemaps/index.ndjson")).expect("index");
-    assert_eq!(index(&parallel), index(&serial));
+    assert_eq!(timemaps_of(&parallel), timemaps_of(&serial));
     task.abort();
 }
 
@@ -268,16 +268,12 @@ async fn a_stopped_timemap_stage_resumes_asking_only_the_missing_ones() {
         .lines()
         .count() as u64;
     assert!(written >= 10 && written < n, "{written} of {n}");
-    // A TimeMap killed half-written: its file is there, torn, with no index line.
-    let missing = (0..n as usize)
-        .map(|i| format!("{i:06}.ndjson"))
-        .find(|f| !part.join("timemaps").join(f).exists())
-        .expect("one not written");
-    std::fs::write(
-        part.join("timemaps").join(&missing),
-        "{\"urlkey\":\"k\",\"tim",
-    )
-    .expect("torn");
+    // A TimeMap killed half-written: its frame torn at the end of the pack, with no index line.
+    let mut pack = std::fs::OpenOptions::new()
+        .append(true)
+        .open(part.join("timemaps/pack-0000.zst"))
+        .expect("the pack");
+    std::io::Write::write_all(&mut pack, &[0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x0c]).expect("torn");
 
     fake.timemaps.store(0, Ordering::Relaxed);
     fake.latency_ms.store(0, Ordering::Relaxed);
@@ -290,23 +286,87 @@ async fn a_stopped_timemap_stage_resumes_asking_only_the_missing_ones() {
         n - written,
         "only the missing TimeMaps are asked"
     );
-    let files = |d: &Path| {
-        let mut v: Vec<(String, String)> = std::fs::read_dir(d.join("timemaps"))
-            .expect("dir")
-            .map(|e| {
-                let e = e.expect("entry");
-                let name = e.file_name().to_string_lossy().to_string();
-                (name, std::fs::read_to_string(e.path()).expect("read"))
-            })
-            .collect();
-        v.sort();
-        v
-    };
     assert_eq!(
-        files(&part),
-        files(&whole),
+        timemaps_of(&part),
+        timemaps_of(&whole),
         "the same TimeMaps, index and hydration"
     );
+    task.abort();
+}
+
+/// A directory a version writing one file per TimeMap stopped in, its TimeMaps kept and the
+/// rest written to packs; and a frame whose index line was written but whose bytes were cut
+/// off the pack (a power cut): asked again, and only it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_one_file_per_timemap_resumes_into_packs() {
+    let TimemapCase {
+        fake,
+        task,
+        dir,
+        spec: s,
+        whole,
+    } = timemap_case().await;
+    let n = fake.timemaps.swap(0, Ordering::Relaxed);
+    fake.latency_ms.store(5, Ordering::Relaxed);
+    let part = dir.path().join("part");
+    let progress = Arc::new(Progress::default());
+    let watcher = {
+        let p = progress.clone();
+        tokio::spawn(async move {
+            while p.timemaps.load(Ordering::Relaxed) < 10 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            p.cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    assert!(run(&s, &part, progress).await.expect("stopped").cancelled);
+    let _ = watcher.await;
+    let tm = part.join("timemaps");
+    let index = std::fs::read_to_string(tm.join("index.ndjson")).expect("index");
+    let lines: Vec<serde_json::Value> = index
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a line"))
+        .collect();
+    let written = lines.len() as u64;
+    assert!(written >= 10 && written < n, "{written} of {n}");
+    // Every line but the last as the earlier version wrote it: a file, no pack.
+    let mut old = String::new();
+    for v in &lines[..lines.len() - 1] {
+        let name = v["file"].as_str().expect("a file");
+        let mut text = Vec::new();
+        let mut r = tmproxy::sampling::pack::open_in(&tm, name)
+            .expect("readable")
+            .expect("written");
+        std::io::Read::read_to_end(&mut r, &mut text).expect("whole");
+        std::fs::write(tm.join(name), text).expect("its own file");
+        let mut v = v.clone();
+        for k in ["pack", "offset", "length"] {
+            v.as_object_mut().expect("an object").remove(k);
+        }
+        old += &format!("{v}\n");
+    }
+    let last = &lines[lines.len() - 1];
+    old += &format!("{last}\n");
+    std::fs::write(tm.join("index.ndjson"), old).expect("index");
+    let cut =
+        last["offset"].as_u64().expect("offset") + last["length"].as_u64().expect("length") - 1;
+    let pack = std::fs::OpenOptions::new()
+        .write(true)
+        .open(tm.join(last["pack"].as_str().expect("pack")))
+        .expect("pack");
+    pack.set_len(cut).expect("cut");
+
+    fake.timemaps.store(0, Ordering::Relaxed);
+    fake.latency_ms.store(0, Ordering::Relaxed);
+    run(&s, &part, Arc::new(Progress::default()))
+        .await
+        .expect("resumed run");
+    assert_eq!(
+        fake.timemaps.load(Ordering::Relaxed),
+        n - written + 1,
+        "the missing TimeMaps and the one cut off its pack"
+    );
+    assert_eq!(timemaps_of(&part), timemaps_of(&whole));
     task.abort();
 }
 
@@ -477,20 +537,9 @@ async fn a_tmproxy_sample_killed_during_timemaps_resumes_to_the_same_files() {
         .await
         .expect("resumed run");
     assert_eq!(fake.timemaps.load(Ordering::Relaxed), n - k);
-    let files = |d: &Path| {
-        let mut v: Vec<(String, String)> = std::fs::read_dir(d.join("timemaps"))
-            .expect("dir")
-            .filter_map(Result::ok)
-            .map(|e| {
-                let name = e.file_name().to_string_lossy().to_string();
-                (name, std::fs::read_to_string(e.path()).unwrap_or_default())
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    // The same files, and no `.part` left over: each was finished and renamed on resume.
-    assert_eq!(files(&part), files(&whole));
+    // The same TimeMaps, each read back whole (the frame the kill tore is never pointed at),
+    // and no `.part` left over.
+    assert_eq!(timemaps_of(&part), timemaps_of(&whole));
     assert_eq!(
         std::fs::read_to_string(part.join("sample.ndjson")).expect("sample"),
         std::fs::read_to_string(whole.join("sample.ndjson")).expect("sample")

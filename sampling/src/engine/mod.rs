@@ -17,7 +17,7 @@
 //! `ccdf.svg`, `progress.json` (the counters, see [`progress`], saved at each stage change and every
 //! few seconds), `timemaps/` when collected, and the checkpoints: `first_captures.ndjson` (a header
 //! with the spec's result hash, then each CDX answer appended as it arrives) and
-//! `timemaps/index.ndjson` (each TimeMap once its file is complete). A run that stops (killed,
+//! `timemaps/index.ndjson` (each TimeMap once its frame is whole in its pack, [`crate::pack`]). A run that stops (killed,
 //! cancelled) and starts again over the same directory reuses them instead of asking again, and
 //! ends with the uninterrupted run's sample; a directory checkpointed for another spec is
 //! refused.

@@ -1,11 +1,13 @@
 //! The sampled URLs' TimeMaps through CDX pagination, revisits hydrated when the spec asks,
 //! `concurrency` at a time, checkpointed.
 //!
-//! TimeMap `i` (the sample's line `i`) is written to `timemaps/NNNNNN.ndjson.part`, renamed to
-//! `NNNNNN.ndjson` once complete, and only then gets its line in `timemaps/index.ndjson`
-//! (appended, written through): a file killed half-written is never renamed, a renamed one
-//! without its index line is fetched again, so a run started again over the directory asks
-//! only the TimeMaps that have no index line. At the end the index is rewritten whole in
+//! TimeMap `i` (the sample's line `i`, served as `NNNNNN.ndjson`) is compressed into one zstd
+//! frame, appended whole to the current pack (`timemaps/pack-NNNN.zst`, [`crate::pack`]), and
+//! only then gets its line in `timemaps/index.ndjson` (appended, written through) saying where
+//! it is: a frame killed half-written has no line and is never read, a whole one without its
+//! line is fetched again (its bytes left unused), so a run started again over the directory
+//! asks only the TimeMaps that have no index line. Lines of a run that wrote one file per
+//! TimeMap (no `pack`) count as written while their file is there. At the end the index is rewritten whole in
 //! sample order (failures included, as `{url, error}`: they are asked again on the next run),
 //! each line copied from the appended index by its byte offset. The sample is read from
 //! `sample.ndjson` as the stage goes, never held, and so are the index's finished entries and
@@ -18,9 +20,11 @@ use super::ndjson::{write_lines, Log};
 use super::progress::TIMEMAPS;
 use super::Progress;
 use crate::external_sort::ExternalSort;
+use crate::pack::{compress, file_name, offset_record, Hydration, IndexLine, PackWriter};
+use crate::pack::{OFFSETS, PACK_BYTES};
 use crate::revisit::{Hydrator, Row, LRU_SIZE};
 use crate::{Counters, SetAside};
-use index::{failures, file_name, Failed, Hydration, IndexLine, Ledger};
+use index::{failures, Failed, Ledger};
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -61,10 +65,18 @@ pub(super) async fn collect_timemaps(
     progress.set_total(TIMEMAPS, lines);
     progress.add_done(TIMEMAPS, done);
     progress.add_reused(TIMEMAPS, done);
+    // The offsets describe the index as rewritten; lines are about to be appended to it.
+    match std::fs::remove_file(dir.join(OFFSETS)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", dir.join(OFFSETS).display()))
+        }
+        _ => {}
+    }
     let index = Log {
         write_through: true,
         ..Log::open(&dir.join("index.ndjson"), true)?
     };
+    let mut pack = PackWriter::open(&dir, PACK_BYTES)?;
     // Failures go into the final index, in sample order: asked again next run.
     let mut failed = failures(spill.dir, spill.max_held)?;
     let mut errors_n = 0u64;
@@ -76,14 +88,13 @@ pub(super) async fn collect_timemaps(
         Ok((_, _, Some(_))) => None,
         Err(e) => Some(Err(e)),
     });
-    let dir_ref = &dir;
     let mut fetched = futures::stream::iter(todo)
         .map(|row| async move {
             let (i, url) = row?;
             let entry = {
                 let note = captures.note(&url, STAGE);
                 let rows = captures.client.timemap_noting(&url, &note).await;
-                rows.and_then(|rows| save(dir_ref, i, &url, rows, hydrate))
+                rows.and_then(|rows| encode(i, &url, rows, hydrate))
             };
             Ok::<_, String>((i, url, entry))
         })
@@ -93,7 +104,12 @@ pub(super) async fn collect_timemaps(
         progress.timemaps.fetch_add(1, Ordering::Relaxed);
         progress.add_done(TIMEMAPS, 1);
         progress.answer(STAGE, true);
-        match entry {
+        // The frame, then its line: only a whole frame is ever pointed at.
+        let stored = entry.and_then(|(mut e, frame)| {
+            e.set_location(pack.append(&frame)?);
+            Ok(e)
+        });
+        match stored {
             Ok(e) => {
                 index.write(&e);
                 done += 1;
@@ -156,10 +172,16 @@ fn rewrite_index(
     let mut w =
         AtomicFile::create_with_suffix(&dir.join("index.ndjson"), ".part", Durability::Unsynced)
             .map_err(|e| e.to_string())?;
+    let mut offsets =
+        AtomicFile::create_with_suffix(&dir.join(OFFSETS), ".part", Durability::Unsynced)
+            .map_err(|e| e.to_string())?;
     let mut sum = Hydration::default();
     let mut line = Vec::new();
+    // Bytes of the new index so far: where the next line starts.
+    let mut written = 0u64;
     for row in ledger.join(sample)? {
         let (i, s, at) = row?;
+        let start = written;
         if let Some(at) = at {
             appended.seek(SeekFrom::Start(at)).map_err(err)?;
             line.clear();
@@ -173,8 +195,10 @@ fn rewrite_index(
                     *sum.distances.entry(*d).or_default() += n;
                 }
             }
-            w.write_all(line.trim_ascii_end()).map_err(err)?;
+            let kept = line.trim_ascii_end();
+            w.write_all(kept).map_err(err)?;
             w.write_all(b"\n").map_err(err)?;
+            written += kept.len() as u64 + 1;
         }
         while let Some(f) = next_failed.take_if(|f| f.line <= i as u64) {
             next_failed = failed.next().transpose()?;
@@ -182,18 +206,21 @@ fn rewrite_index(
             // is asked twice, so there is at most one of the two.
             if f.line == i as u64 && at.is_none() {
                 let e = IndexLine {
-                    file: None,
                     url: s.url.clone(),
-                    mementos: None,
-                    hydration: None,
                     error: Some(f.reason),
+                    ..IndexLine::default()
                 };
                 let text = serde_json::to_string(&e).map_err(|e| e.to_string())?;
                 writeln!(w, "{text}").map_err(err)?;
+                written += text.len() as u64 + 1;
             }
         }
+        let wrote = (written > start).then_some(start);
+        offsets.write_all(&offset_record(wrote)).map_err(err)?;
     }
     w.commit().map_err(|e| e.to_string())?;
+    // After the index: offsets never describe an index not yet in place.
+    offsets.commit().map_err(|e| e.to_string())?;
     if hydrate {
         let text = serde_json::to_string(&sum).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("hydration.json"), text).map_err(|e| e.to_string())?;
@@ -201,14 +228,14 @@ fn rewrite_index(
     Ok(())
 }
 
-/// Hydrates (when asked) and writes TimeMap `i`: to a `.part` file, renamed once complete.
-fn save(
-    dir: &Path,
+/// Hydrates (when asked) and compresses TimeMap `i`: its index line, not yet saying where it
+/// is stored, and its frame.
+fn encode(
     i: usize,
     url: &str,
     mut rows: Vec<crate::cdx::CdxRow>,
     hydrate: bool,
-) -> Result<IndexLine, String> {
+) -> Result<(IndexLine, Vec<u8>), String> {
     let hydration = hydrate.then(|| {
         let mut h = Hydrator::new(LRU_SIZE);
         for r in &mut rows {
@@ -228,19 +255,17 @@ fn save(
             distances: h.report.distances,
         }
     });
-    let name = file_name(i);
-    // Not synced: thousands a run, and one lost to a power cut is asked again on resume.
-    let mut part = AtomicFile::create_with_suffix(&dir.join(&name), ".part", Durability::Unsynced)
-        .map_err(|e| e.to_string())?;
-    write_lines(&mut part, &rows).map_err(|e| format!("{}: {e}", part.temp_path().display()))?;
-    part.commit().map_err(|e| e.to_string())?;
-    Ok(IndexLine {
-        file: Some(name),
+    let mut text = Vec::new();
+    write_lines(&mut text, &rows).map_err(|e| e.to_string())?;
+    let frame = compress(&text)?;
+    let line = IndexLine {
+        file: Some(file_name(i)),
         url: url.to_string(),
         mementos: Some(rows.len()),
         hydration,
-        error: None,
-    })
+        ..IndexLine::default()
+    };
+    Ok((line, frame))
 }
 
 #[cfg(test)]

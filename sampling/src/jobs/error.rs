@@ -28,6 +28,9 @@ pub enum JobError {
     },
     /// A job file that is a symlink, a FIFO or another non-regular file: refused, and why.
     FileRefused(String),
+    /// A TimeMap whose index line or stored frame does not hold (a span outside its pack, a
+    /// frame cut short or changed): the file as served, and what is wrong.
+    FileDamaged { file: String, why: String },
     /// No jobs run: the jobs directory could not be opened.
     Unavailable,
     /// Any other failure reading a job's files (permissions, I/O): ours, not the client's.

@@ -24,13 +24,13 @@ pub(super) fn marker_path(job_dir: &Path) -> PathBuf {
     job_dir.join("running.marker")
 }
 
-/// The work a run has checkpointed: the bytes of its first-capture answers and the TimeMaps it
-/// has written. A run that died after adding to either made progress.
+/// The work a run has checkpointed: the bytes of its first-capture answers and of its TimeMaps'
+/// index (a line appended for each TimeMap written, whether to a pack or, by earlier versions,
+/// to a file of its own). A run that died after adding to either made progress.
 pub(super) fn work_done(job_dir: &Path) -> u64 {
     let out = job_dir.join("out");
-    let answers = std::fs::metadata(out.join("first_captures.ndjson")).map_or(0, |m| m.len());
-    let timemaps = std::fs::read_dir(out.join("timemaps")).map_or(0, |d| d.count() as u64);
-    answers + timemaps
+    let size = |p: &str| std::fs::metadata(out.join(p)).map_or(0, |m| m.len());
+    size("first_captures.ndjson") + size("timemaps/index.ndjson")
 }
 
 /// Replaces the marker (renamed into place, not synced: a killed process loses nothing the

@@ -17,6 +17,7 @@ mod resume;
 mod status;
 #[cfg(test)]
 mod tests;
+mod timemap;
 
 // A façade: the types the jobs' files share (bounds, record, feed state, marker) and the jobs
 // themselves (registry) are files of their own, so no file imports the one that calls it.

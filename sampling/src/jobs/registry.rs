@@ -23,6 +23,22 @@ pub(super) struct Job {
     pub(super) progress: Arc<Progress>,
 }
 
+/// Why job `id`'s `file` could not be opened, as the API says it.
+pub(super) fn refusal(id: &str, file: &Served, state: JobState, e: OpenError) -> JobError {
+    match e {
+        OpenError::Missing => JobError::FileMissing {
+            id: id.to_string(),
+            file: file.shown(),
+            state,
+        },
+        OpenError::Refused(why) => {
+            tracing::warn!(job = %id, %why, "job file refused");
+            JobError::FileRefused(why)
+        }
+        OpenError::Io(e) => JobError::Io(e),
+    }
+}
+
 /// Job `dir`'s progress as its last run saved it (none saved: nothing yet). `starting`: a run
 /// is about to resume it, so its stage is "" (not started) until the run moves on, while its
 /// stages show the work done so far.
@@ -353,7 +369,7 @@ impl Jobs {
     }
 
     /// Job `id`'s directory (its output is `out/` in it) and its state.
-    fn output(&self, id: &str) -> Result<(PathBuf, JobState), JobError> {
+    pub(super) fn output(&self, id: &str) -> Result<(PathBuf, JobState), JobError> {
         let state = self
             .jobs
             .lock()
@@ -380,19 +396,7 @@ impl Jobs {
                 state,
             });
         }
-        match job_files::open(&dir, file) {
-            Ok(f) => Ok(f),
-            Err(OpenError::Missing) => Err(JobError::FileMissing {
-                id: id.to_string(),
-                file: file.shown(),
-                state,
-            }),
-            Err(OpenError::Refused(why)) => {
-                tracing::warn!(job = %id, %why, "job file refused");
-                Err(JobError::FileRefused(why))
-            }
-            Err(OpenError::Io(e)) => Err(JobError::Io(e)),
-        }
+        job_files::open(&dir, file).map_err(|e| refusal(id, file, state, e))
     }
 
     /// Ok when job `id` has finished, else why not (no such job, or its state).

@@ -282,3 +282,50 @@ pub(super) async fn timemap_case() -> TimemapCase {
         whole,
     }
 }
+
+/// What a run's `timemaps/` holds, whatever order its TimeMaps were written in: the index's
+/// lines without where each TimeMap is stored (packs fill in the order answers arrive), each
+/// TimeMap read back by its name, `hydration.json`; and no file but those, the packs, the
+/// index's offsets and the TimeMaps of their own files an earlier version wrote (no `.part`
+/// left over).
+pub(super) fn timemaps_of(out: &Path) -> Vec<(String, String)> {
+    let dir = out.join("timemaps");
+    let Ok(index) = std::fs::read_to_string(dir.join("index.ndjson")) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for line in index.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(line).expect("an index line");
+        let e = v.as_object_mut().expect("an object");
+        for k in ["pack", "offset", "length"] {
+            e.remove(k);
+        }
+        files.push(("index.ndjson".to_string(), v.to_string()));
+        if let Some(name) = v["file"].as_str() {
+            let mut text = String::new();
+            let mut r = tmproxy::sampling::pack::open_in(&dir, name)
+                .expect("readable")
+                .expect("written");
+            std::io::Read::read_to_string(&mut r, &mut text).expect("a whole TimeMap");
+            files.push((name.to_string(), text));
+        }
+    }
+    let hydration = std::fs::read_to_string(dir.join("hydration.json")).unwrap_or_default();
+    files.push(("hydration.json".to_string(), hydration));
+    for e in std::fs::read_dir(&dir)
+        .expect("timemaps/")
+        .filter_map(Result::ok)
+    {
+        let name = e.file_name().to_string_lossy().to_string();
+        let pack = tmproxy::sampling::pack::pack_number(&name).is_some();
+        let own = name
+            .strip_suffix(".ndjson")
+            .is_some_and(|d| d.len() >= 6 && d.bytes().all(|b| b.is_ascii_digit()));
+        assert!(
+            pack || own
+                || ["index.ndjson", "index.offsets", "hydration.json"].contains(&name.as_str()),
+            "{name} left in timemaps/"
+        );
+    }
+    files
+}

@@ -2,7 +2,7 @@
 //! upsampling, the TimeMaps) and started again over its directory ends with the files of a run
 //! never stopped: the same sample, funnel, set-aside and error records, and TimeMaps.
 
-use super::fixture::{timemap_case, Fake, TimemapCase};
+use super::fixture::{timemap_case, timemaps_of, Fake, TimemapCase};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -26,17 +26,7 @@ fn outcome(dir: &Path) -> Vec<(String, String)> {
         ("set_aside".to_string(), sorted(read("set_aside.ndjson"))),
         ("errors".to_string(), sorted(read("errors.ndjson"))),
     ];
-    if let Ok(entries) = std::fs::read_dir(dir.join("timemaps")) {
-        let mut tm: Vec<(String, String)> = entries
-            .filter_map(Result::ok)
-            .map(|e| {
-                let name = e.file_name().to_string_lossy().to_string();
-                (name, std::fs::read_to_string(e.path()).unwrap_or_default())
-            })
-            .collect();
-        tm.sort();
-        files.extend(tm);
-    }
+    files.extend(timemaps_of(dir));
     files
 }
 

@@ -9,37 +9,10 @@ use crate::engine::sample_file::read_sample;
 use crate::engine::sample_file::SampledUrl;
 use crate::external_sort::bytes::{put_str, Cursor};
 use crate::external_sort::{ExternalSort, Merge, Record};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::pack::{file_name, pack_number, IndexLine};
+use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
-
-/// What hydration did over one TimeMap (summed into `hydration.json`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct Hydration {
-    pub(super) revisits: u64,
-    pub(super) hydrated: u64,
-    pub(super) misses: u64,
-    pub(super) distances: BTreeMap<usize, u64>,
-}
-
-/// A line of `timemaps/index.ndjson`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct IndexLine {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) file: Option<String>,
-    pub(super) url: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) mementos: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) hydration: Option<Hydration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) error: Option<String>,
-}
-
-pub(super) fn file_name(i: usize) -> String {
-    format!("{i:06}.ndjson")
-}
 
 /// The hash each sample line's URL is compared by.
 fn url_hash(url: &str) -> u64 {
@@ -112,8 +85,9 @@ pub(super) fn failures(spill_dir: &Path, max_held: usize) -> Result<ExternalSort
 }
 
 /// The finished entries of `dir/index.ndjson`, sorted. Only lines naming the file sample line
-/// `i` gets, with the file there, count here; the URL is matched against the sample's when
-/// joined. Torn lines, failures and other sample's entries are left out: asked again.
+/// `i` gets, stored where the line says (its span inside its pack, or its own file for a line
+/// with no pack), count here; the URL is matched against the sample's when joined. Torn lines,
+/// failures, frames cut off their pack and other samples' entries are left out: asked again.
 pub(super) struct Ledger {
     spill: ExternalSort<Done>,
 }
@@ -125,6 +99,7 @@ impl Ledger {
             return Ok(Ledger { spill });
         };
         let mut offset = 0u64;
+        let mut packs = PackSizes::default();
         for line in std::io::BufReader::new(file)
             .split(b'\n')
             .map_while(Result::ok)
@@ -141,7 +116,7 @@ impl Ledger {
             else {
                 continue;
             };
-            if *name == file_name(i) && dir.join(name).is_file() {
+            if *name == file_name(i) && packs.stored(dir, &e) {
                 spill.push(Done {
                     line: i as u64,
                     offset: at,
@@ -166,6 +141,29 @@ impl Ledger {
     /// Deletes the sort's runs.
     pub(super) fn remove(self) {
         self.spill.remove();
+    }
+}
+
+/// The packs' sizes, each read once a scan (a few dozen packs at most).
+#[derive(Default)]
+struct PackSizes(HashMap<String, Option<u64>>);
+
+impl PackSizes {
+    /// Whether the TimeMap `e` names is there: its frame's span inside a pack of the pattern
+    /// (what is in the span is checked when it is read), or its own file.
+    fn stored(&mut self, dir: &Path, e: &IndexLine) -> bool {
+        let Some(at) = e.location() else {
+            return e.pack.is_none() && e.file.as_ref().is_some_and(|f| dir.join(f).is_file());
+        };
+        if pack_number(&at.pack).is_none() {
+            return false;
+        }
+        let size = *self
+            .0
+            .entry(at.pack.clone())
+            .or_insert_with(|| std::fs::metadata(dir.join(&at.pack)).ok().map(|m| m.len()));
+        let end = at.offset.checked_add(at.length);
+        at.length > 0 && end.is_some_and(|end| size.is_some_and(|size| end <= size))
     }
 }
 

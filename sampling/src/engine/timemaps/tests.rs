@@ -4,6 +4,7 @@
 use super::*;
 use crate::engine::ndjson::write_ndjson;
 use crate::engine::SampledUrl;
+use crate::pack::PackWriter;
 
 fn sampled(url: &str) -> SampledUrl {
     SampledUrl {
@@ -24,7 +25,7 @@ fn done(i: usize, url: &str, revisits: u64) -> String {
             revisits,
             ..Hydration::default()
         }),
-        error: None,
+        ..IndexLine::default()
     };
     serde_json::to_string(&e).expect("JSON")
 }
@@ -62,9 +63,27 @@ fn rewrite(d: &Path, sample: &Path, failures: &[(u64, &str)]) -> Vec<serde_json:
     failed.remove();
     let left = std::fs::read_dir(&spill).expect("spill dir").count();
     assert_eq!(left, 0, "the runs are removed");
-    std::fs::read_to_string(d.join("index.ndjson"))
-        .expect("index")
-        .lines()
+    let index = std::fs::read_to_string(d.join("index.ndjson")).expect("index");
+    // index.offsets: each sample line's record is where its line starts, in order, every
+    // line of the index having one.
+    let offsets = std::fs::read(d.join(crate::pack::OFFSETS)).expect("offsets");
+    let lines: Vec<&str> = index.lines().collect();
+    let starts: Vec<u64> = lines
+        .iter()
+        .scan(0u64, |at, l| {
+            let start = *at;
+            *at += l.len() as u64 + 1;
+            Some(start)
+        })
+        .collect();
+    let recorded: Vec<u64> = offsets
+        .chunks(8)
+        .map(|r| u64::from_le_bytes(r.try_into().expect("8 bytes")))
+        .filter(|&o| o != u64::MAX)
+        .collect();
+    assert_eq!(recorded, starts);
+    lines
+        .iter()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect()
 }
@@ -175,4 +194,75 @@ fn many_runs_merge_to_what_a_map_of_every_entry_says() {
             None => assert_eq!(r["error"], "HTTP 500", "line {i}"),
         }
     }
+}
+
+/// Sample lines `0..n` written to packs as the stage writes them (frame, then line), packs
+/// rotated every `limit` bytes.
+fn packed(d: &Path, urls: &[String], limit: u64) -> Vec<IndexLine> {
+    let mut w = PackWriter::open(d, limit).expect("open");
+    let index = Log {
+        write_through: true,
+        ..Log::open(&d.join("index.ndjson"), true).expect("index")
+    };
+    let mut lines = Vec::new();
+    for (i, url) in urls.iter().enumerate() {
+        let (mut e, frame) = encode(i, url, Vec::new(), false).expect("encode");
+        e.set_location(w.append(&frame).expect("append"));
+        index.write(&e);
+        lines.push(e);
+    }
+    lines
+}
+
+#[test]
+fn a_pack_cut_mid_frame_leaves_only_that_timemap_to_ask_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let urls: Vec<String> = (0..40).map(|i| format!("https://h{i}.example/")).collect();
+    let sample = sample_file(d, &urls);
+    let lines = packed(d, &urls, 200);
+    assert!(offsets(d, &sample).iter().all(Option::is_some));
+    // Killed mid-frame: the last frame of a pack (its line written: a power cut) cut short, and
+    // a frame torn at the end of the newest pack with no line at all.
+    let k = (0..39)
+        .find(|&i| lines[i].pack != lines[i + 1].pack)
+        .expect("rotated");
+    let at = lines[k].location().expect("a location");
+    let pack = std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.join(&at.pack))
+        .expect("pack");
+    pack.set_len(at.offset + at.length - 1).expect("truncate");
+    let newest = lines[39].location().expect("a location").pack;
+    let mut torn = std::fs::OpenOptions::new()
+        .append(true)
+        .open(d.join(&newest))
+        .expect("pack");
+    std::io::Write::write_all(&mut torn, &[0x28, 0xb5, 0x2f, 0xfd, 0x20]).expect("torn");
+    let found = offsets(d, &sample);
+    let missing: Vec<usize> = (0..40).filter(|&i| found[i].is_none()).collect();
+    assert_eq!(missing, [k], "only the cut TimeMap is asked again");
+    // Asked again, it goes after the torn bytes, and the rewritten index keeps where.
+    packed_again(d, &urls[k], k);
+    assert!(offsets(d, &sample).iter().all(Option::is_some));
+    let rows = rewrite(d, &sample, &[]);
+    assert_eq!(rows.len(), 40);
+    assert_eq!(rows[k]["pack"], newest.as_str());
+    for i in 0..40 {
+        let name = file_name(i);
+        let read = crate::pack::open_in(d, &name).expect(&name);
+        assert!(read.is_some(), "{name}");
+    }
+}
+
+/// TimeMap `i` fetched again and appended, as a resumed run does.
+fn packed_again(d: &Path, url: &str, i: usize) {
+    let mut w = PackWriter::open(d, 1 << 20).expect("open");
+    let index = Log {
+        write_through: true,
+        ..Log::open(&d.join("index.ndjson"), true).expect("index")
+    };
+    let (mut e, frame) = encode(i, url, Vec::new(), false).expect("encode");
+    e.set_location(w.append(&frame).expect("append"));
+    index.write(&e);
 }
