@@ -18,6 +18,9 @@
 # tmproxy's. The last lines give the median over rounds. wrk's non-2xx and socket errors must be
 # 0, and each aggregator's answer is checked for status 200 and all 102 mementos first.
 # MemGator uses its default flags (its archive list from a file, its own logs discarded).
+# With BASE=path/to/another/tmproxy a third row, `base`, serves the same from that binary (same
+# config, its own port) in the same rounds: a change to tmproxy measured against the build
+# before it, beside the anchor.
 # Needs go, nginx and wrk (Debian: apt-get install golang-go nginx-light wrk). Everything binds
 # 127.0.0.1 and is stopped by its PID at exit; every wrk run lasts SECONDS.
 set -euo pipefail
@@ -29,7 +32,7 @@ WORK=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-MEMENTOS=34; PORTS=(18411 18412 18413); TM_PORT=18414; MG_PORT=18415
+MEMENTOS=34; PORTS=(18411 18412 18413); TM_PORT=18414; MG_PORT=18415; BASE_PORT=18416
 
 # --- the two aggregators' binaries ---------------------------------------------------------------
 cp -r "$SRC" "$WORK/memgator-src"
@@ -91,6 +94,11 @@ for i in 0 1 2; do archive "$i" "${PORTS[$i]}"; done
   echo ']'; } >"$WORK/archives.json"
 "$TMPROXY" serve --config "$WORK/tmproxy.toml" --listen "127.0.0.1:$TM_PORT" >"$WORK/tmproxy.log" 2>&1 &
 TM=$!; pids+=("$TM")
+if [ -n "${BASE:-}" ]; then
+    sed "s|$WORK/cache|$WORK/cache-base|" "$WORK/tmproxy.toml" >"$WORK/base.toml"
+    "$BASE" serve --config "$WORK/base.toml" --listen "127.0.0.1:$BASE_PORT" >"$WORK/base.log" 2>&1 &
+    BASE_PID=$!; pids+=("$BASE_PID")
+fi
 "$WORK/memgator" --arcs "$WORK/archives.json" --port "$MG_PORT" --contact benchmark server >"$WORK/memgator.log" 2>&1 &
 MG=$!; pids+=("$MG")
 URL_TM="http://127.0.0.1:$TM_PORT/timemap/link/http://example.com/"
@@ -103,7 +111,8 @@ check() { # NAME URL: status 200 and every archive's mementos in the answer
     [ "$n" = $((3 * MEMENTOS)) ] || { echo "$1: $n mementos, not $((3 * MEMENTOS))" >&2; exit 1; }
     echo "$1: 200, $n mementos, $(wc -c <"$WORK/body-$1") bytes"
 }
-check tmproxy "$URL_TM"; check memgator "$URL_MG"
+URL_BASE="http://127.0.0.1:$BASE_PORT/timemap/link/http://example.com/"
+check tmproxy "$URL_TM"; check memgator "$URL_MG"; if [ -n "${BASE:-}" ]; then check base "$URL_BASE"; fi
 curl -s -D - -o /dev/null "$URL_TM" | grep -i '^x-cache' # MISS: no cache
 
 # CPU time (user + system, clock ticks) of a process: /proc/PID/stat counts all its threads,
@@ -126,6 +135,7 @@ for round in $(seq "$ROUNDS"); do
     for c in 8 64; do
         if ((round % 2)); then run tmproxy "$TM" "$URL_TM" "$c" "$round"; run memgator "$MG" "$URL_MG" "$c" "$round"
         else run memgator "$MG" "$URL_MG" "$c" "$round"; run tmproxy "$TM" "$URL_TM" "$c" "$round"; fi
+        if [ -n "${BASE:-}" ]; then run base "$BASE_PID" "$URL_BASE" "$c" "$round"; fi
     done
 done
 # Per round and connection count: MemGator's CPU per request over tmproxy's, and tmproxy's
@@ -141,9 +151,13 @@ awk -v rounds="$ROUNDS" '
         t = rps["tmproxy", c, r]; m = rps["memgator", c, r]; tc = cpu["tmproxy", c, r]; mc = cpu["memgator", c, r]
         printf "round %d c=%-3d req/s %8.1f / %7.1f (%.2fx)  CPU us/req %6.1f / %7.1f (MemGator %.2fx)\n",
           r, c, t, m, t / m, tc, mc, mc / tc
-        a1[r] = t; a2[r] = m; a3[r] = t / m; a4[r] = tc; a5[r] = mc; a6[r] = mc / tc }
+        a1[r] = t; a2[r] = m; a3[r] = t / m; a4[r] = tc; a5[r] = mc; a6[r] = mc / tc
+        if (("base", c, r) in cpu) { b[r] = cpu["base", c, r] / tc; bm[r] = mc / cpu["base", c, r]; nb++
+          printf "round %d c=%-3d base %8.1f req/s  CPU us/req %6.1f: base %.2fx tmproxy (MemGator %.2fx base)\n",
+            r, c, rps["base", c, r], cpu["base", c, r], b[r], bm[r] } }
       lo = a6[1]; for (r = 2; r <= rounds; r++) if (a6[r] < lo) lo = a6[r]
       printf "median c=%-3d req/s %8.1f / %7.1f (%.2fx)  CPU us/req %6.1f / %7.1f (MemGator %.2fx, lowest %.2fx)\n",
         c, median(a1, rounds), median(a2, rounds), median(a3, rounds), median(a4, rounds), median(a5, rounds),
-        median(a6, rounds), lo } }' "$WORK/rows"
+        median(a6, rounds), lo
+      if (nb) { printf "median c=%-3d CPU per request: base %.2fx tmproxy, MemGator %.2fx base\n", c, median(b, rounds), median(bm, rounds); nb = 0 } } }' "$WORK/rows"
 echo "(req/s and CPU: tmproxy / MemGator; the ratio in brackets after CPU is MemGator's CPU per request over tmproxy's)"
