@@ -2,9 +2,11 @@
 //! when stderr is a terminal, levels from `RUST_LOG` (default `info`), written by a thread of
 //! its own so a slow stderr never holds up a request.
 
+mod queue;
+
 use crate::config::LogFormat;
+pub use queue::Guard;
 use std::io::IsTerminal;
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
 /// Log lines queued for the writer thread at most.
@@ -12,15 +14,11 @@ pub const QUEUED_LINES: usize = 16_384;
 
 /// Installs the log for the whole process, at `default_level` unless `RUST_LOG` says otherwise.
 /// Keep the guard until the end of `main`: dropping it writes out the lines still queued.
-pub fn init(format: LogFormat, default_level: &str) -> WorkerGuard {
+pub fn init(format: LogFormat, default_level: &str) -> std::io::Result<Guard> {
     // Lossy: past its queue a line is dropped rather than waited for, since a request must
-    // never wait on its log. 16k lines, not the crate's 128k: the queue is allocated whole at
-    // start (128k slots measured 5.6 MiB of RSS), and the writer drains it as lines come.
-    let (writer, guard) = NonBlockingBuilder::default()
-        .buffered_lines_limit(QUEUED_LINES)
-        .lossy(true)
-        .thread_name("tmproxy-log")
-        .finish(std::io::stderr());
+    // never wait on its log. 16k lines: the queue's slots are allocated whole at start (128k
+    // measured 5.6 MiB of RSS), and the writer drains it every few milliseconds.
+    let (writer, guard) = queue::start(QUEUED_LINES, std::io::stderr(), "tmproxy-log")?;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_level.into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -35,5 +33,5 @@ pub fn init(format: LogFormat, default_level: &str) -> WorkerGuard {
             .with_span_list(false)
             .init(),
     }
-    guard
+    Ok(guard)
 }

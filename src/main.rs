@@ -181,7 +181,13 @@ fn main() -> ExitCode {
         _ => "info",
     };
     // Held to the end: dropping it writes out the log lines still queued.
-    let log = tmproxy::logs::init(log_format(&cli.command), level);
+    let log = match tmproxy::logs::init(log_format(&cli.command), level) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("tmproxy: cannot start the log's writer thread: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(tmproxy::app::MAX_BLOCKING_THREADS)
