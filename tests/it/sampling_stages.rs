@@ -247,22 +247,8 @@ async fn a_stopped_timemap_stage_resumes_asking_only_the_missing_ones() {
     let n = fake.timemaps.swap(0, Ordering::Relaxed);
     assert_eq!(n as usize, sample_of(&whole).len());
 
-    // Stopped once 10 TimeMaps are through.
-    fake.latency_ms.store(5, Ordering::Relaxed);
     let part = dir.path().join("part");
-    let progress = Arc::new(Progress::default());
-    let watcher = {
-        let p = progress.clone();
-        tokio::spawn(async move {
-            while p.timemaps.load(Ordering::Relaxed) < 10 {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            p.cancel.store(true, Ordering::Relaxed);
-        })
-    };
-    let first = run(&s, &part, progress).await.expect("stopped run");
-    let _ = watcher.await;
-    assert!(first.cancelled);
+    assert!(stopped_after_timemaps(&fake, &s, &part, 10).await);
     let written = std::fs::read_to_string(part.join("timemaps/index.ndjson"))
         .expect("index")
         .lines()
@@ -294,6 +280,25 @@ async fn a_stopped_timemap_stage_resumes_asking_only_the_missing_ones() {
     task.abort();
 }
 
+/// Runs `spec` into `dir` with every answer slowed (5 ms) and stops it once `n` TimeMaps are
+/// through; says whether it was stopped. The answers stay slowed for the caller to restore.
+async fn stopped_after_timemaps(fake: &fixture::Fake, spec: &Spec, dir: &Path, n: u64) -> bool {
+    fake.latency_ms.store(5, Ordering::Relaxed);
+    let progress = Arc::new(Progress::default());
+    let watcher = {
+        let p = progress.clone();
+        tokio::spawn(async move {
+            while p.timemaps.load(Ordering::Relaxed) < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            p.cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    let stopped = run(spec, dir, progress).await.expect("a run").cancelled;
+    let _ = watcher.await;
+    stopped
+}
+
 /// A directory a version writing one file per TimeMap stopped in, its TimeMaps kept and the
 /// rest written to packs; and a frame whose index line was written but whose bytes were cut
 /// off the pack (a power cut): asked again, and only it.
@@ -307,20 +312,8 @@ async fn a_run_of_one_file_per_timemap_resumes_into_packs() {
         whole,
     } = timemap_case().await;
     let n = fake.timemaps.swap(0, Ordering::Relaxed);
-    fake.latency_ms.store(5, Ordering::Relaxed);
     let part = dir.path().join("part");
-    let progress = Arc::new(Progress::default());
-    let watcher = {
-        let p = progress.clone();
-        tokio::spawn(async move {
-            while p.timemaps.load(Ordering::Relaxed) < 10 {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            p.cancel.store(true, Ordering::Relaxed);
-        })
-    };
-    assert!(run(&s, &part, progress).await.expect("stopped").cancelled);
-    let _ = watcher.await;
+    assert!(stopped_after_timemaps(&fake, &s, &part, 10).await);
     let tm = part.join("timemaps");
     let index = std::fs::read_to_string(tm.join("index.ndjson")).expect("index");
     let lines: Vec<serde_json::Value> = index
