@@ -17,6 +17,6 @@ mod tier;
 mod write;
 
 pub use head::{Head, Rendering, RenderingFile, Renders};
-pub use runs::{RenderingRuns, Run};
+pub use runs::RenderingRuns;
 pub use stream::{body, BodyStream};
 pub use tier::{Overflowing, Renderings, DIR};
