@@ -10,7 +10,9 @@
 # once, on the first such request, and kept). With BASE=path/to/an/older/tmproxy a fourth row,
 # `base`, serves the same from that binary (its own cache, port 18104): before/after in one run.
 # With FLOOR=1 a row `floor` serves the same bytes from plain hyper (examples/hyper_floor.rs, port
-# 18105): what is left of the gap to nginx once our router, layers and cache are taken away.
+# 18105): what is left of the gap to nginx once our router, layers and cache are taken away; and
+# a row `floor-hd` (port 18107), the same plain hyper sending tmproxy's whole head with them (its
+# headers as a hit carries them, taken with curl -D): what the head's size costs on its own.
 # With AA=1 a row `nginx-2` serves the same file from a second, identical nginx (port 18106): an
 # A/A check of how often a server's p99 lands above nginx's by chance alone.
 # Each row also says the server's CPU time (user + system, from /proc) per request.
@@ -56,6 +58,11 @@ if [ -n "${FLOOR:-}" ]; then
     FLOOR_PID=$!; pids+=("$FLOOR_PID")
     for _ in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:18105/ && break; sleep 0.2; done
     cmp "$WORK/body" <(curl -sf http://127.0.0.1:18105/) && echo "hyper_floor serves the same bytes"
+    curl -s -D "$WORK/head" -o /dev/null "$URL_T"
+    target/release/examples/hyper_floor "$WORK/body" 18107 "$(nproc)" "$WORK/head" >"$WORK/floor-hd.log" 2>&1 &
+    FLOOR_HD_PID=$!; pids+=("$FLOOR_HD_PID")
+    for _ in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:18107/ && break; sleep 0.2; done
+    echo "head bytes: tmproxy $(curl -s -D - -o /dev/null "$URL_T" | wc -c), floor-hd $(curl -s -D - -o /dev/null http://127.0.0.1:18107/ | wc -c)"
 fi
 if [ -n "${AA:-}" ]; then
     serve_with_nginx "$WORK/aa" "$WORK/body" 18106
@@ -82,7 +89,10 @@ for round in $(seq "${ROUNDS:-2}"); do
     run nginx "$NGINX" "$URL_N"; run tmproxy "$TMPROXY" "$URL_T"
     run tm-br "$TMPROXY" "$URL_T" "Accept-Encoding: br"
     if [ -n "${BASE:-}" ]; then run base "$BASE_PID" "${URL_T/18102/18104}"; fi
-    if [ -n "${FLOOR:-}" ]; then run floor "$FLOOR_PID" http://127.0.0.1:18105/; fi
+    if [ -n "${FLOOR:-}" ]; then
+        run floor "$FLOOR_PID" http://127.0.0.1:18105/
+        run floor-hd "$FLOOR_HD_PID" http://127.0.0.1:18107/
+    fi
     if [ -n "${AA:-}" ]; then run nginx-2 "$NGINX2" http://127.0.0.1:18106/timemap; fi
 done
 # Per row over the rounds: each round's req/s and p99 against nginx's in that round.

@@ -3,7 +3,11 @@
 //! nothing else: no router, no layers, no cache. `benches/hit_vs_nginx.sh` runs it with FLOOR=1
 //! to tell how much of the gap to nginx is hyper's and how much is ours.
 //!
-//!   hyper_floor FILE PORT [THREADS=nproc]
+//!   hyper_floor FILE PORT [THREADS=nproc] [HEAD_FILE]
+//!
+//! With HEAD_FILE (lines of `name: value`, as `curl -D` writes them; a status line, `date`
+//! and `content-length` are skipped, hyper writes its own), every answer carries those headers
+//! too: the same head as a tmproxy hit, to tell what its size costs hyper and the kernel.
 
 use axum::body::Body;
 use bytes::Bytes;
@@ -13,13 +17,21 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(file), Some(port)) = (args.get(1), args.get(2).and_then(|p| p.parse::<u16>().ok()))
     else {
-        eprintln!("usage: hyper_floor FILE PORT [THREADS]");
+        eprintln!("usage: hyper_floor FILE PORT [THREADS] [HEAD_FILE]");
         return ExitCode::from(2);
     };
     let threads = args
         .get(3)
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let head = match args.get(4).map(std::fs::read_to_string) {
+        None => std::sync::Arc::default(),
+        Some(Ok(text)) => std::sync::Arc::new(head_lines(&text)),
+        Some(Err(e)) => {
+            eprintln!("head file: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let body = match std::fs::read(file) {
         Ok(b) => Bytes::from(b),
         Err(e) => {
@@ -38,7 +50,8 @@ fn main() -> ExitCode {
         .filter_map(|_| {
             let listener = listener.try_clone().ok()?;
             let body = body.clone();
-            Some(std::thread::spawn(move || serve(listener, body)))
+            let head = head.clone();
+            Some(std::thread::spawn(move || serve(listener, body, head)))
         })
         .collect();
     for h in handles {
@@ -48,7 +61,7 @@ fn main() -> ExitCode {
 }
 
 /// Accepts on this thread's copy of the listener and serves each connection on this thread.
-fn serve(listener: std::net::TcpListener, body: Bytes) -> std::io::Result<()> {
+fn serve(listener: std::net::TcpListener, body: Bytes, head: Head) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -58,15 +71,20 @@ fn serve(listener: std::net::TcpListener, body: Bytes) -> std::io::Result<()> {
         loop {
             let (stream, _) = listener.accept().await?;
             let body = body.clone();
+            let head = head.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |_req| {
                     let body = body.clone();
+                    let head = head.clone();
                     async move {
                         let mut answer = http::Response::new(Body::from(body));
                         answer.headers_mut().insert(
                             http::header::CONTENT_TYPE,
                             http::HeaderValue::from_static("application/link-format"),
                         );
+                        for (name, value) in head.iter() {
+                            answer.headers_mut().insert(name.clone(), value.clone());
+                        }
                         Ok::<_, std::convert::Infallible>(answer)
                     }
                 });
@@ -77,4 +95,19 @@ fn serve(listener: std::net::TcpListener, body: Bytes) -> std::io::Result<()> {
             });
         }
     })
+}
+
+type Head = std::sync::Arc<Vec<(http::HeaderName, http::HeaderValue)>>;
+
+/// The headers of a `curl -D` dump, less those hyper writes itself.
+fn head_lines(text: &str) -> Vec<(http::HeaderName, http::HeaderValue)> {
+    text.lines()
+        .filter_map(|line| line.split_once(':'))
+        .filter_map(|(name, value)| {
+            let name = http::HeaderName::from_bytes(name.trim().as_bytes()).ok()?;
+            let value = http::HeaderValue::from_str(value.trim()).ok()?;
+            let own = [http::header::DATE, http::header::CONTENT_LENGTH];
+            (!own.contains(&name)).then_some((name, value))
+        })
+        .collect()
 }

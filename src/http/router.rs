@@ -71,10 +71,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/api/{*rest}", get(memento::api))
         .route_layer(
             ServiceBuilder::new()
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    loops::refuse_loops,
-                ))
+                .layer(GateLayer(loops::RefuseLoops(state.clone())))
                 .option_layer(limit)
                 .layer(choices::MarkPreferencesLayer)
                 .layer(client::ClientScopeLayer),

@@ -9,8 +9,8 @@ use crate::error::AppError;
 use crate::timemap::serialize::TimeMapFormat;
 use crate::view::{Pieces, MAX_CODED};
 use axum::body::Body;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::extract::{Request, State};
+use axum::http::{self as http, header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
@@ -50,12 +50,18 @@ pub fn split_page(rest: &str) -> (Option<(&str, usize)>, &str) {
     }
 }
 
-pub async fn timemap(
-    State(state): State<SharedState>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
+pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<Response, AppError> {
+    // The request's own parts, moved: axum's `HeaderMap` extractor would clone every header
+    // of every hit.
+    let (
+        http::request::Parts {
+            method,
+            uri,
+            headers,
+            ..
+        },
+        _,
+    ) = req.into_parts();
     let path = raw_after(&uri, "/timemap/");
     let (format, raw) = split_format(path)?;
     // Only after a format segment that was written (`raw` is then shorter than the path).
@@ -195,6 +201,7 @@ fn coded_page(coding: encoding::Coding, body: &Pieces) -> Option<Pieces> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderMap;
 
     #[test]
     fn format_segment_or_bare_uri_r() {
