@@ -98,27 +98,62 @@ pub(crate) fn job_out(data: &Path, id: &str) -> std::path::PathBuf {
     data.join("sampling/jobs").join(id).join("out")
 }
 
+/// A proxy whose jobs read an index among its inputs and ask a fake CDX API behind a paging
+/// one, and one job run to its end: seed 5, TimeMaps collected, and `more` of the spec.
+pub(crate) struct DoneJob {
+    pub dir: tempfile::TempDir,
+    pub proxy: crate::support::Proxy,
+    pub base: String,
+    pub id: String,
+    /// The job's output directory.
+    pub out: std::path::PathBuf,
+    servers: [tokio::task::JoinHandle<()>; 2],
+}
+
+impl DoneJob {
+    pub(crate) async fn run(more: serde_json::Value) -> DoneJob {
+        let (inner, _fake, inner_task) = fake_cdx().await;
+        let (cdx, task) = paged_cdx(inner).await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let inputs = dir.path().join("inputs");
+        std::fs::create_dir_all(&inputs).expect("mkdir");
+        index_file(&inputs);
+        let data = dir.path().join("data");
+        let proxy = start_proxy(config(&inputs, &cdx, &data.join("cache"))).await;
+        let base = proxy.base.clone();
+        let mut spec = json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 5,
+                              "collect_timemaps": true});
+        if let (Some(spec), Some(more)) = (spec.as_object_mut(), more.as_object()) {
+            spec.extend(more.clone());
+        }
+        let (status, v) = post(&base, &spec).await;
+        assert_eq!(status, 201, "{v}");
+        let id = v["id"].as_str().expect("an id").to_string();
+        wait_for(&base, &id, "done").await;
+        let out = job_out(&data, &id);
+        let servers = [task, inner_task];
+        DoneJob {
+            dir,
+            proxy,
+            base,
+            id,
+            out,
+            servers,
+        }
+    }
+
+    pub(crate) async fn stop(self) {
+        self.proxy.stop().await;
+        for task in self.servers {
+            task.abort();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_files_and_timemaps_are_served_and_nothing_else() {
-    let (inner, _fake, inner_task) = fake_cdx().await;
-    let (cdx, task) = paged_cdx(inner).await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inputs = dir.path().join("inputs");
-    std::fs::create_dir_all(&inputs).expect("mkdir");
-    index_file(&inputs);
-    let data = dir.path().join("data");
-    let proxy = start_proxy(config(&inputs, &cdx, &data.join("cache"))).await;
-    let base = proxy.base.clone();
-    let (status, v) = post(
-        &base,
-        &json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 5,
-                "collect_timemaps": true, "hydrate_revisits": true}),
-    )
-    .await;
-    assert_eq!(status, 201, "{v}");
-    let id = v["id"].as_str().expect("an id").to_string();
-    wait_for(&base, &id, "done").await;
-    let out = job_out(&data, &id);
+    let job = DoneJob::run(json!({"hydrate_revisits": true})).await;
+    let (dir, base, id, out) = (&job.dir, &job.base, &job.id, &job.out);
     let jobs = format!("{base}/admin/sampling/jobs/{id}");
     // A version of the engine without retries.ndjson: it is simply not there.
     let _ = std::fs::remove_file(out.join("retries.ndjson"));
@@ -144,7 +179,7 @@ async fn a_jobs_files_and_timemaps_are_served_and_nothing_else() {
     ] {
         let on_disk = path.replace("files/", "");
         let want = match on_disk.strip_prefix("timemaps/") {
-            Some(name) if name.starts_with('0') => plain_timemap(&out, name),
+            Some(name) if name.starts_with('0') => plain_timemap(out, name),
             _ => std::fs::read_to_string(out.join(&on_disk)).expect(path),
         };
         let (status, got_ct, body) = fetch(&format!("{jobs}/{path}")).await;
@@ -234,7 +269,7 @@ async fn a_jobs_files_and_timemaps_are_served_and_nothing_else() {
         .map(String::from),
     );
     for path in &refused {
-        let (status, text) = raw_get(&base, &format!("/admin/sampling/jobs/{id}/{path}")).await;
+        let (status, text) = raw_get(base, &format!("/admin/sampling/jobs/{id}/{path}")).await;
         assert_eq!(status, 404, "{path}: {text}");
         assert!(!text.contains(SECRET), "{path}");
         assert!(!text.contains("\"cdx_api\""), "{path}: the spec leaked");
@@ -268,9 +303,7 @@ async fn a_jobs_files_and_timemaps_are_served_and_nothing_else() {
         assert!(body.contains("refused"), "{path}: {body}");
         assert!(!body.contains(SECRET), "{path}");
     }
-    proxy.stop().await;
-    task.abort();
-    inner_task.abort();
+    job.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,10 +5,7 @@
 //! damaged TimeMap, never a panic or a byte from outside the pack, the other TimeMaps still
 //! served.
 
-use crate::sampling_api::{config, post, wait_for};
-use crate::sampling_files::{fetch, job_out, paged_cdx, plain_timemap};
-use crate::sampling_job::{fake_cdx, index_file};
-use crate::support::start_proxy;
+use crate::sampling_files::{fetch, plain_timemap, DoneJob};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -29,25 +26,8 @@ fn write_index(out: &Path, lines: &[Value]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packed_timemaps_are_served_plain_by_name_and_a_hostile_index_is_a_clear_error() {
-    let (inner, _fake, inner_task) = fake_cdx().await;
-    let (cdx, task) = paged_cdx(inner).await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inputs = dir.path().join("inputs");
-    std::fs::create_dir_all(&inputs).expect("mkdir");
-    index_file(&inputs);
-    let data = dir.path().join("data");
-    let proxy = start_proxy(config(&inputs, &cdx, &data.join("cache"))).await;
-    let base = proxy.base.clone();
-    let (status, v) = post(
-        &base,
-        &json!({"input": "index.txt", "cdx_api": cdx, "dialect": "ia", "seed": 5,
-                "collect_timemaps": true}),
-    )
-    .await;
-    assert_eq!(status, 201, "{v}");
-    let id = v["id"].as_str().expect("an id").to_string();
-    wait_for(&base, &id, "done").await;
-    let out = job_out(&data, &id);
+    let job = DoneJob::run(json!({})).await;
+    let (dir, base, id, out) = (&job.dir, &job.base, &job.id, &job.out);
     let jobs = format!("{base}/admin/sampling/jobs/{id}/timemaps");
 
     // No file per TimeMap: packs, the index and the hydration summary only.
@@ -62,7 +42,7 @@ async fn packed_timemaps_are_served_plain_by_name_and_a_hostile_index_is_a_clear
             .all(|n| !n.ends_with(".ndjson") || n == "index.ndjson"),
         "{names:?}"
     );
-    let lines = index_lines(&out);
+    let lines = index_lines(out);
     let written: Vec<&Value> = lines.iter().filter(|v| v["pack"].is_string()).collect();
     assert!(written.len() >= 3, "{lines:?}");
     for v in &written {
@@ -73,7 +53,7 @@ async fn packed_timemaps_are_served_plain_by_name_and_a_hostile_index_is_a_clear
             (200, "application/x-ndjson"),
             "{name}: {body}"
         );
-        assert_eq!(body, plain_timemap(&out, name), "{name}");
+        assert_eq!(body, plain_timemap(out, name), "{name}");
         let rows = body.lines().count();
         assert_eq!(Some(rows as u64), v["mementos"].as_u64(), "{name}");
         assert!(body.contains("\"timestamp\""), "{name}: {body}");
@@ -81,7 +61,7 @@ async fn packed_timemaps_are_served_plain_by_name_and_a_hostile_index_is_a_clear
 
     // A TimeMap of an earlier version's layout: its own file, a line with no pack.
     let name0 = written[0]["file"].as_str().expect("a name").to_string();
-    let plain0 = plain_timemap(&out, &name0);
+    let plain0 = plain_timemap(out, &name0);
     std::fs::write(out.join("timemaps").join(&name0), &plain0).expect("its own file");
     let mut old = lines.clone();
     for v in old.iter_mut().filter(|v| v["file"] == name0.as_str()) {
@@ -89,10 +69,10 @@ async fn packed_timemaps_are_served_plain_by_name_and_a_hostile_index_is_a_clear
             v.as_object_mut().expect("an object").remove(k);
         }
     }
-    write_index(&out, &old);
+    write_index(out, &old);
     assert_eq!(fetch(&format!("{jobs}/{name0}")).await.2, plain0);
     std::fs::remove_file(out.join("timemaps").join(&name0)).expect("rm");
-    write_index(&out, &lines);
+    write_index(out, &lines);
 
     // Hostile index lines for the second TimeMap.
     std::fs::write(out.join("timemaps/secret.zst"), SECRET).expect("write");
@@ -123,7 +103,7 @@ async fn packed_timemaps_are_served_plain_by_name_and_a_hostile_index_is_a_clear
                 v[k] = x.clone();
             }
         }
-        write_index(&out, &bad);
+        write_index(out, &bad);
         let (status, _, body) = fetch(&format!("{jobs}/{name1}")).await;
         assert_eq!(status, 500, "{what}: {body}");
         assert!(
@@ -138,7 +118,5 @@ async fn packed_timemaps_are_served_plain_by_name_and_a_hostile_index_is_a_clear
             "{what}: the others still served"
         );
     }
-    proxy.stop().await;
-    task.abort();
-    inner_task.abort();
+    job.stop().await;
 }
