@@ -222,7 +222,6 @@ async fn ask_timegate(
     uri_r: &str,
 ) -> Result<Gate, GateFailed> {
     let url = archive.timegate_for(uri_r)?;
-    let url = Url::parse(&url).map_err(|_| format!("{} refused: not a URL", clip(&url)))?;
     link.hops.check(&url)?;
     turn.pace().await.map_err(|late| late.0)?;
     let resp = link

@@ -240,8 +240,19 @@ pub async fn fetch_archive(
         .filter(|_| paged.is_none())
         .map(conditions)
         .unwrap_or_default();
-    let mut queue = vec![paged.and_then(|s| s.page.clone()).unwrap_or(first)];
-    let mut seen: HashSet<String> = HashSet::new();
+    // A stored page's URL is read back from the store: parsed and checked as any other.
+    let start = match paged.and_then(|s| s.page.as_deref()) {
+        None => first,
+        Some(page) => match Url::parse(page) {
+            Ok(url) => url,
+            Err(_) => {
+                let why = format!("{} refused: not a URL", clip(page));
+                return ArchiveFetch::failed(FailureKind::RefusedRedirect, None, why);
+            }
+        },
+    };
+    let mut queue = vec![start];
+    let mut seen: HashSet<Url> = HashSet::new();
     let mut result =
         ArchiveFetch::answered(ArchiveAnswer::failed(ArchiveStatus::Empty, None, None));
     // What every page read so far still holds against the budget (its parsed mementos).
@@ -320,7 +331,7 @@ pub async fn fetch_archive(
             continue;
         }
         let blank = page.body.iter().all(u8::is_ascii_whitespace);
-        let (parsed, page_held) = parse_body(page.body, page.held, uri_t.clone()).await;
+        let (parsed, page_held) = parse_body(page.body, page.held, uri_t.as_str().to_owned()).await;
         held.absorb(page_held);
         let has_links = parsed.original.is_some()
             || parsed.self_uri.is_some()
@@ -331,24 +342,22 @@ pub async fn fetch_archive(
         result.answer.skipped += parsed.skipped;
         if let Some(top) = parsed.mementos.iter().map(|m| m.datetime).max() {
             if newest.as_ref().is_none_or(|(at, _)| top > *at) {
-                newest = Some((top, uri_t.clone()));
+                newest = Some((top, uri_t.as_str().to_owned()));
             }
         }
         result.mementos.extend(parsed.mementos);
         for next_page in parsed.pages {
-            if seen.contains(&next_page.uri) {
-                continue;
-            }
             // Read incrementally, a page that ends before the newest stored memento holds
             // nothing new.
             if paged.is_some_and(|s| next_page.until.is_some_and(|until| until < s.newest)) {
                 continue;
             }
-            match Url::parse(&next_page.uri)
+            let checked = Url::parse(&next_page.uri)
                 .map_err(|_| format!("{} refused: not a URL", clip(&next_page.uri)))
-                .and_then(|u| link.hops.check(&u))
-            {
-                Ok(()) => queue.push(next_page.uri),
+                .and_then(|u| link.hops.check(&u).map(|()| u));
+            match checked {
+                Ok(url) if seen.contains(&url) => {}
+                Ok(url) => queue.push(url),
                 Err(why) => notes.push(format!("ignored a page link: {why}")),
             }
         }
@@ -436,7 +445,7 @@ fn validator(resp: &reqwest::Response, name: HeaderName) -> Option<String> {
 pub(super) async fn fetch_page(
     link: &ArchiveLink,
     turn: &Turn<'_>,
-    uri_t: &str,
+    uri_t: &Url,
     max_body: u64,
     budget: &Arc<Budget>,
     accept: &'static str,
@@ -449,7 +458,7 @@ pub(super) async fn fetch_page(
             .map(|(name, value)| (name.clone(), value.as_str())),
     );
     let get = reqwest::Method::GET;
-    let resp = send_within(&link.client, &link.hops, turn, get, uri_t, &headers).await?;
+    let resp = send_within(&link.client, &link.hops, turn, get, uri_t.clone(), &headers).await?;
     let http_status = resp.status().as_u16();
     let empty = |http_status| Page {
         http_status,
@@ -498,14 +507,13 @@ pub(crate) async fn send_within(
     hops: &HopRules,
     turn: &Turn<'_>,
     method: reqwest::Method,
-    target: &str,
+    target: Url,
     headers: &[(reqwest::header::HeaderName, &str)],
 ) -> Result<reqwest::Response, ArchiveFetch> {
     let refused = |http_status: Option<u16>, why: String| {
         ArchiveFetch::failed(FailureKind::RefusedRedirect, http_status, why)
     };
-    let mut url = Url::parse(target)
-        .map_err(|_| refused(None, format!("{} refused: not a URL", clip(target))))?;
+    let mut url = target;
     // The first URL too: a prefix without a trailing slash could let a URI-R change the host.
     hops.check(&url).map_err(|why| refused(None, why))?;
     let mut redirects = 0;

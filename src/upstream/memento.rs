@@ -211,15 +211,8 @@ impl Ask<'_> {
             };
             let headers = [(ACCEPT, "*/*")];
             let (client, rules) = (&self.link.client, &self.link.mementos);
-            let resp = send_within(
-                client,
-                rules,
-                self.turn,
-                method,
-                self.url.as_str(),
-                &headers,
-            )
-            .await?;
+            let resp =
+                send_within(client, rules, self.turn, method, self.url.clone(), &headers).await?;
             let code = resp.status();
             if let Some(wait) = retry_after_of(&resp) {
                 if let Some(until) = self.upstream.hold(self.i, wait) {

@@ -146,11 +146,12 @@ impl Archive {
     }
 
     /// The TimeGate URL for a URI-R, checked as [`Archive::timemap_for`] checks a URI-T.
-    pub fn timegate_for(&self, uri_r: &str) -> Result<String, String> {
+    pub fn timegate_for(&self, uri_r: &str) -> Result<Url, String> {
         uri_t_under(&self.timegate, uri_r)
     }
 
-    /// The URI-T for a URI-R, as the exact URL to send. Because the prefix carries the scheme
+    /// The URI-T for a URI-R, as the exact URL to send (parsed once, here: it is sent as it is).
+    /// Because the prefix carries the scheme
     /// and host, the URI-R can only ever land in this archive's path: it never chooses the host
     /// we connect to. The URI-R's dot segments are resolved inside it first (a [`UriR`] already
     /// is; an old cache key may not be), and the URL is checked as `url` (and so reqwest) parses
@@ -158,7 +159,7 @@ impl Archive {
     /// (and a query with its query). Anything else is refused, never sent.
     ///
     /// [`UriR`]: crate::uri_r::UriR
-    pub fn timemap_for(&self, uri_r: &str) -> Result<String, String> {
+    pub fn timemap_for(&self, uri_r: &str) -> Result<Url, String> {
         match &self.timemap {
             Some(prefix) => uri_t_under(prefix, uri_r),
             None => Err("the archive has no timemap prefix (kind = \"cdx\")".into()),
@@ -179,7 +180,7 @@ fn common_directory<'a>(a: &'a str, b: &str) -> &'a str {
 
 /// `prefix` + `uri_r` (dot segments resolved), or why that URL would leave the prefix: the
 /// prefix's text is what the URI-R is appended to, its parsed URL what the result must stay in.
-pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<String, String> {
+pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<Url, String> {
     let base = prefix.url();
     let refused = || format!("refused: the URI-R would leave the archive's prefix {prefix}");
     let resolved = resolve_uri_r_path(uri_r);
@@ -188,7 +189,7 @@ pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<String, String> {
         return Err(refused());
     }
     let joined = format!("{prefix}{resolved}");
-    let url = url::Url::parse(&joined).map_err(|_| refused())?;
+    let url = Url::parse(&joined).map_err(|_| refused())?;
     let query_kept = match base.query() {
         Some(q) => url.query().is_some_and(|got| got.starts_with(q)),
         None => true,
@@ -199,7 +200,7 @@ pub fn uri_t_under(prefix: &HttpUrl, uri_r: &str) -> Result<String, String> {
         && url.path().starts_with(base.path())
         && query_kept;
     if inside {
-        Ok(url.into())
+        Ok(url)
     } else {
         Err(refused())
     }
@@ -292,7 +293,7 @@ mod tests {
     fn uri_t_within(prefix: &str, uri_r: &str) -> Result<String, String> {
         let prefix = HttpUrl::parse(prefix)
             .map_err(|e| format!("the archive's timemap prefix {prefix:?} is not a URL: {e}"))?;
-        uri_t_under(&prefix, uri_r)
+        uri_t_under(&prefix, uri_r).map(String::from)
     }
 
     fn t(secs: i64) -> DateTime<Utc> {
@@ -416,7 +417,9 @@ mod tests {
             raw: RawForm::Id,
         };
         assert_eq!(
-            a.timemap_for("http://evil.example@other.host/").as_deref(),
+            a.timemap_for("http://evil.example@other.host/")
+                .as_ref()
+                .map(Url::as_str),
             Ok("https://web.archive.org/web/timemap/link/http://evil.example@other.host/")
         );
     }

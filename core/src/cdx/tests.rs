@@ -148,7 +148,7 @@ fn the_uri_r_stays_in_the_query() {
     )
     .expect("url");
     assert_eq!(
-        u,
+        u.as_str(),
         "http://cdx.example/coll/cdx?src=a&url=http%3A%2F%2Fx.com%2Fa%3Fb%3Dc%26d%3De%23f&output=json"
     );
     assert!(query_url("not a url", "http://x.com/", &[]).is_err());
