@@ -10,7 +10,7 @@ use std::borrow::Cow;
 const NOT_RAW_IN_LINKS: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>');
 
 /// `uri` as one link-format `<URI>` can hold it, and as a header value accepts it: the bytes of
-/// [`NOT_RAW_IN_LINKS`] and non-ASCII percent-encoded (UTF-8), everything else as it was. A `>`
+/// `NOT_RAW_IN_LINKS` and non-ASCII percent-encoded (UTF-8), everything else as it was. A `>`
 /// or `"` can then never end the URI early, so one URI is always one link. Borrows when there is
 /// nothing to escape, which is almost always.
 pub fn escape_uri(uri: &str) -> Cow<'_, str> {
@@ -95,7 +95,7 @@ fn dot_segment(seg: &str) -> u8 {
     dots
 }
 
-/// RFC 3986 §5.2.4 remove_dot_segments, with `%2e` read as `.` (see [`dot_segment`]). A `..`
+/// RFC 3986 §5.2.4 remove_dot_segments, with `%2e` read as `.` (see `dot_segment`). A `..`
 /// above the root is dropped, so the result never climbs: `/a/../../b` is `/b`.
 pub fn remove_dot_segments(path: &str) -> String {
     let absolute = path.starts_with('/');

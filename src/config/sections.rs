@@ -113,7 +113,7 @@ pub struct UpstreamConfig {
     pub max_pages: usize,
     pub user_agent: String,
     /// A URL or an email address where archive operators can reach whoever runs this proxy,
-    /// added to `user_agent` as crawlers do; empty = none ([`super::contact`]).
+    /// added to `user_agent` as crawlers do; empty = none (checked in `config::contact`).
     pub contact: String,
     /// Consecutive failures before an archive is skipped for `dormant_for`; 0 = never dormant.
     pub failures_before_dormant: u32,

@@ -33,7 +33,7 @@ pub struct Queue {
 }
 
 /// Held to the end of `main`: dropping it writes out the lines still queued (for at most
-/// [`DRAIN_AT_EXIT`]).
+/// `DRAIN_AT_EXIT`).
 pub struct Guard {
     tx: SyncSender<Msg>,
     done: Receiver<()>,

@@ -89,7 +89,7 @@ impl ListenerConnections {
         })
     }
 
-    /// Tells the connection idle the longest (see [`Idle`]) to close, unless [`MAX_CLOSING`]
+    /// Tells the connection idle the longest (see `Idle`) to close, unless [`MAX_CLOSING`]
     /// told already have not gone yet; whether one was told.
     pub fn close_oldest_idle(&self) -> bool {
         if self.closing() >= MAX_CLOSING {

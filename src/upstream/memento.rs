@@ -3,7 +3,7 @@
 //! resolver's address rules), its hop rules for every redirect, its timeout, and a byte cap on
 //! what is passed on, inflated size included. Its raw form (`core::raw_memento`: the capture as
 //! archived, not the replay page) is asked first under the same rules, and the listed URI-M
-//! only when that is not a 2xx. The body streams ([`Streamed`]); what it may hold is charged to
+//! only when that is not a 2xx. The body streams (`Streamed`); what it may hold is charged to
 //! the same budget as TimeMap bodies. The fetch takes one of that archive's turns, as a fan-out
 //! does, held until the head and first bytes are read: not while the rest streams to a client
 //! that may never read it. An archive holding us off (`Retry-After`) is not asked.

@@ -2,7 +2,7 @@
 //! before any connection, and the connection goes to exactly the addresses checked.
 //!
 //! reqwest connects to what its resolver returns and resolves nothing itself (IP literals skip
-//! the resolver; [`super::guard::HopRules::check`] judges those), so refusing here leaves no
+//! the resolver; `guard::HopRules::check` judges those), so refusing here leaves no
 //! second lookup for a rebinding name to change its answer in.
 
 use super::guard::forbidden_kind;
@@ -53,7 +53,7 @@ pub struct AddressRefused {
 }
 
 /// A name the lookup could not resolve: the detail an operator needs ("dns: failed to resolve
-/// web.archive.org: …"), found in reqwest's error chain by [`super::failure::classify`].
+/// web.archive.org: …"), found in reqwest's error chain by `failure::classify`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("failed to resolve {name}: {cause}")]
 pub struct NameNotResolved {

@@ -20,7 +20,7 @@ pub enum Freshness {
     Expired,
 }
 
-/// The outcome of [`Policy::decide`]: what to write and what to answer with.
+/// The outcome of [`Policy::decide`](super::Policy::decide): what to write and what to answer with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// No archive answered, which tells nothing about the TimeMap: the cache is untouched.

@@ -16,7 +16,7 @@ pub struct DomainStats {
     /// Domains per URL count, before and after downsampling.
     pub before: BTreeMap<u64, u64>,
     pub after: BTreeMap<u64, u64>,
-    /// The [`TOP`] domains by URLs before and after, most first, ties by name; a count of 0
+    /// The `TOP` domains by URLs before and after, most first, ties by name; a count of 0
     /// is never listed.
     pub top_before: Vec<(String, u64)>,
     pub top_after: Vec<(String, u64)>,

@@ -106,7 +106,7 @@ impl Progress {
         p
     }
 
-    /// `progress.json` in `out`, if there is a readable one (read up to [`MAX_SAVED`]: a file
+    /// `progress.json` in `out`, if there is a readable one (read up to `MAX_SAVED`: a file
     /// on disk after a crash is not trusted to be what was written).
     pub fn read_saved(out: &Path) -> Option<Snapshot> {
         use std::io::Read;

@@ -35,7 +35,7 @@ pub struct RunSummary {
 
 /// Runs `spec` into `out`. A previous run's checkpoint in `out` is reused if it was written
 /// for the same spec (its result hash), refused otherwise. The progress is saved to
-/// `out/progress.json` at every stage change, every [`live::SAVE_EVERY`] and at the end.
+/// `out/progress.json` at every stage change, every `live::SAVE_EVERY` and at the end.
 pub async fn run(spec: &Spec, out: &Path, progress: Arc<Progress>) -> Result<RunSummary, String> {
     run_with(spec, out, progress, Limits::default()).await
 }

@@ -179,7 +179,7 @@ const TABLE: &[Row] = &[
     ("slow",          5000, &[],                    0.0,  0.0,   0.0,  1.0, 0.0),
 ];
 
-/// The model's archives, from [`TABLE`].
+/// The model's archives, from `TABLE`.
 pub fn archives() -> Vec<ArchiveModel> {
     TABLE
         .iter()

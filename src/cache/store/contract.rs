@@ -25,7 +25,7 @@ pub trait Cacheable: Serialize + DeserializeOwned + Send + Sync + 'static {
 
 /// One tier, or the tiered pair. `get` never fails: anything unreadable is a miss, because a
 /// cache that errors is worse than one that asks the archives again. Storage only: who fans out
-/// for a key across replicas is a [`FanOutLock`]'s to say.
+/// for a key across replicas is a [`FanOutLock`](super::lock::FanOutLock)'s to say.
 ///
 /// The futures are spelled `impl Future + Send` (not `async fn`) so callers may hold them across
 /// `tokio::spawn`. That makes the trait generic-only (not `dyn`), which is all we need.
