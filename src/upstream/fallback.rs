@@ -14,7 +14,9 @@
 use super::budget::Budget;
 use super::cdx::fetch_cdx;
 use super::failure::{classify, FailureKind};
-use super::fetch::{fetch_archive, retry_after_of, ArchiveFetch, ArchiveLink, FetchLimits};
+use super::fetch::{
+    fetch_archive, parse_url, retry_after_of, ArchiveFetch, ArchiveLink, FetchLimits,
+};
 use super::guard::HopRules;
 use super::registry::Archive;
 use super::turns::{Standing, Turn};
@@ -289,9 +291,7 @@ pub fn timegate_mementos(
 ) -> Gate {
     let mut notes = Vec::new();
     let allowed = |uri: &str, notes: &mut Vec<String>| -> bool {
-        let checked = Url::parse(uri)
-            .map_err(|_| format!("{} refused: not a URL", clip(uri)))
-            .and_then(|u| hops.check(&u));
+        let checked = parse_url(uri).and_then(|u| hops.check(&u));
         match checked {
             Ok(()) if is_servable_uri_m(uri) => true,
             Ok(()) => {

@@ -243,12 +243,9 @@ pub async fn fetch_archive(
     // A stored page's URL is read back from the store: parsed and checked as any other.
     let start = match paged.and_then(|s| s.page.as_deref()) {
         None => first,
-        Some(page) => match Url::parse(page) {
+        Some(page) => match parse_url(page) {
             Ok(url) => url,
-            Err(_) => {
-                let why = format!("{} refused: not a URL", clip(page));
-                return ArchiveFetch::failed(FailureKind::RefusedRedirect, None, why);
-            }
+            Err(why) => return ArchiveFetch::failed(FailureKind::RefusedRedirect, None, why),
         },
     };
     let mut queue = vec![start];
@@ -352,9 +349,7 @@ pub async fn fetch_archive(
             if paged.is_some_and(|s| next_page.until.is_some_and(|until| until < s.newest)) {
                 continue;
             }
-            let checked = Url::parse(&next_page.uri)
-                .map_err(|_| format!("{} refused: not a URL", clip(&next_page.uri)))
-                .and_then(|u| link.hops.check(&u).map(|()| u));
+            let checked = parse_url(&next_page.uri).and_then(|u| link.hops.check(&u).map(|()| u));
             match checked {
                 Ok(url) if seen.contains(&url) => {}
                 Ok(url) => queue.push(url),
@@ -393,6 +388,12 @@ pub async fn fetch_archive(
         None => Refresh::Full,
     };
     result
+}
+
+/// `text` as a URL, or why it is refused: what an archive or the store hands us is never sent
+/// unparsed.
+pub(super) fn parse_url(text: &str) -> Result<Url, String> {
+    Url::parse(text).map_err(|_| format!("{} refused: not a URL", clip(text)))
 }
 
 /// A conditional ask's headers, from the validators an archive sent with the stored listing.
