@@ -227,7 +227,8 @@ async fn ask_timegate(
     link.hops.check(&url)?;
     turn.pace().await.map_err(|late| late.0)?;
     let resp = link
-        .client
+        .clients
+        .get()
         .get(url.clone())
         .send()
         .await

@@ -1,6 +1,7 @@
 //! Asking one archive for its TimeMap: one request per page, a body cap, no parse of error bodies.
 
 use super::budget::{Budget, Held, HEAVY_BODY};
+use super::clients::Clients;
 use super::failure::{classify, FailureKind};
 use super::guard::HopRules;
 use super::registry::Archive;
@@ -147,9 +148,10 @@ impl ArchiveFetch {
     }
 }
 
-/// How one archive is reached: its own client (and resolver), its hop rules and its turns.
+/// How one archive is reached: its own clients (and resolver), its hop rules and its turns.
 pub struct ArchiveLink {
-    pub client: reqwest::Client,
+    /// [`Clients::get`] is the one for the calling thread.
+    pub clients: Clients,
     pub hops: HopRules,
     /// Where its mementos may be fetched and redirect to (`/memento/proxy`): under its
     /// [`Archive::memento_prefixes`] or on its `redirect_hosts`.
@@ -173,7 +175,7 @@ impl ArchiveLink {
         let hops = HopRules::new(prefixes, redirect_hosts);
         let resolver = GuardedResolver::new(lookup, hops.own_names());
         Ok(ArchiveLink {
-            client: build_client(connect_timeout, user_agent, via, resolver)?,
+            clients: Clients::new(connect_timeout, user_agent, via, resolver)?,
             hops,
             mementos: HopRules::under(memento_prefixes, redirect_hosts),
             turns: Turns::new(crate::config::DEFAULT_MAX_CONCURRENCY, 0.0),
@@ -184,31 +186,6 @@ impl ArchiveLink {
     pub fn limited(self, turns: Turns) -> ArchiveLink {
         ArchiveLink { turns, ..self }
     }
-}
-
-/// Builds one archive's client. Each archive has its own, because its resolver applies that
-/// archive's rules (which names may resolve to a private address), and its pooled connections
-/// then serve that archive only. Every request names us in `via` (`super::via`).
-pub fn build_client(
-    connect_timeout: Duration,
-    user_agent: &str,
-    via: &HeaderValue,
-    resolver: GuardedResolver,
-) -> Result<reqwest::Client, reqwest::Error> {
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(reqwest::header::VIA, via.clone());
-    reqwest::Client::builder()
-        .connect_timeout(connect_timeout)
-        .user_agent(user_agent)
-        .default_headers(headers)
-        // fetch_page follows redirects itself, each hop checked against the archive's rules.
-        .redirect(reqwest::redirect::Policy::none())
-        // Straight to the archive: through an HTTP(S)_PROXY the proxy would resolve the name and
-        // connect wherever it points, past the address check.
-        .no_proxy()
-        .dns_resolver(Arc::new(resolver))
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build()
 }
 
 /// Fetches an archive's TimeMap for `uri_r`, following `rel="timemap"` pages up to
@@ -459,7 +436,15 @@ pub(super) async fn fetch_page(
             .map(|(name, value)| (name.clone(), value.as_str())),
     );
     let get = reqwest::Method::GET;
-    let resp = send_within(&link.client, &link.hops, turn, get, uri_t.clone(), &headers).await?;
+    let resp = send_within(
+        link.clients.get(),
+        &link.hops,
+        turn,
+        get,
+        uri_t.clone(),
+        &headers,
+    )
+    .await?;
     let http_status = resp.status().as_u16();
     let empty = |http_status| Page {
         http_status,

@@ -210,7 +210,7 @@ impl Ask<'_> {
                 reqwest::Method::GET
             };
             let headers = [(ACCEPT, "*/*")];
-            let (client, rules) = (&self.link.client, &self.link.mementos);
+            let (client, rules) = (self.link.clients.get(), &self.link.mementos);
             let resp =
                 send_within(client, rules, self.turn, method, self.url.clone(), &headers).await?;
             let code = resp.status();

@@ -2,6 +2,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod cdx;
+pub mod clients;
 pub(crate) mod decode;
 pub(crate) mod failure;
 pub(crate) mod fallback;

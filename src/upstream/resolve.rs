@@ -64,6 +64,7 @@ pub struct NameNotResolved {
 /// The resolver of one archive's client: `lookup`, then refuse a name other than the archive's
 /// own configured hosts when any of its addresses is forbidden (one bad address is enough: a
 /// name pointing at both a public and a private address is not trusted with either).
+#[derive(Clone)]
 pub struct GuardedResolver {
     lookup: HostLookup,
     own_names: Vec<String>,

@@ -1,0 +1,151 @@
+//! An archive's HTTP clients, one per connection thread, so that a request and the pooled
+//! connection it goes out on are driven by the same runtime.
+//!
+//! Why: a pooled connection's task lives on the runtime that opened it. With one pool for
+//! every connection thread, a request made on one thread was often sent on a connection opened
+//! by another: the request crossed to that thread's task and the answer crossed back, each
+//! crossing an eventfd write and a wake-up of the other thread (three of each per aggregated
+//! miss with three archives; BENCHMARKS.md, "Aggregated misses against MemGator"). With a
+//! client per thread, a miss's archive requests stay on the thread that serves it.
+
+use super::resolve::GuardedResolver;
+use reqwest::header::HeaderValue;
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Connection threads with a client of their own; any further ones share one (more threads
+/// than this means more cores than any machine we serve on has).
+const SLOTS: usize = 64;
+
+thread_local! {
+    /// This thread's connection-thread index, when it is one.
+    static SLOT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Marks the calling thread as connection thread `slot`: requests made on it use that slot's
+/// client of each archive.
+pub fn bind_thread(slot: usize) {
+    SLOT.with(|s| s.set(Some(slot)));
+}
+
+/// What one archive's clients are made of: each is built the same way, with its own pool.
+struct Recipe {
+    connect_timeout: Duration,
+    user_agent: String,
+    via: HeaderValue,
+    resolver: GuardedResolver,
+}
+
+/// One archive's clients: one per connection thread, made on that thread's first request,
+/// and one for every other thread (background work, blocking pools).
+pub struct Clients {
+    recipe: Recipe,
+    shared: reqwest::Client,
+    slots: Box<[OnceLock<reqwest::Client>]>,
+}
+
+impl Clients {
+    pub fn new(
+        connect_timeout: Duration,
+        user_agent: &str,
+        via: &HeaderValue,
+        resolver: GuardedResolver,
+    ) -> Result<Clients, reqwest::Error> {
+        let recipe = Recipe {
+            connect_timeout,
+            user_agent: user_agent.to_owned(),
+            via: via.clone(),
+            resolver,
+        };
+        Ok(Clients {
+            shared: recipe.build()?,
+            recipe,
+            slots: (0..SLOTS).map(|_| OnceLock::new()).collect(),
+        })
+    }
+
+    /// The client for a request made on this thread.
+    pub fn get(&self) -> &reqwest::Client {
+        let slot = SLOT.with(Cell::get).and_then(|i| self.slots.get(i));
+        match slot {
+            // A client that cannot be built a second time (it was built once, with the same
+            // settings) falls back to the shared one: same rules, another pool.
+            Some(slot) => {
+                slot.get_or_init(|| self.recipe.build().unwrap_or_else(|_| self.shared.clone()))
+            }
+            None => &self.shared,
+        }
+    }
+}
+
+impl Recipe {
+    /// Each archive has its own clients, because their resolver applies that archive's rules
+    /// (which names may resolve to a private address), and their pooled connections then serve
+    /// that archive only. Every request names us in `via` (`super::via`).
+    fn build(&self) -> Result<reqwest::Client, reqwest::Error> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::VIA, self.via.clone());
+        reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .user_agent(&self.user_agent)
+            .default_headers(headers)
+            // fetch_page follows redirects itself, each hop checked against the archive's rules.
+            .redirect(reqwest::redirect::Policy::none())
+            // Straight to the archive: through an HTTP(S)_PROXY the proxy would resolve the
+            // name and connect wherever it points, past the address check.
+            .no_proxy()
+            .dns_resolver(std::sync::Arc::new(self.resolver.clone()))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upstream::resolve::fixed_lookup;
+
+    fn address(client: &reqwest::Client) -> usize {
+        client as *const reqwest::Client as usize
+    }
+
+    #[test]
+    fn each_connection_thread_has_its_own_client_and_other_threads_share_one() {
+        let via = HeaderValue::from_static("1.1 tmproxy");
+        let resolver = GuardedResolver::new(fixed_lookup(Default::default()), Vec::new());
+        let clients =
+            Clients::new(Duration::from_secs(1), "tmproxy-test", &via, resolver).expect("clients");
+        let shared = address(clients.get());
+        let on = |slot: Option<usize>| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    if let Some(slot) = slot {
+                        bind_thread(slot);
+                    }
+                    (address(clients.get()), address(clients.get()))
+                })
+                .join()
+                .expect("thread")
+            })
+        };
+        let (first, again) = on(Some(0));
+        assert_eq!(first, again, "a thread keeps its client");
+        assert_ne!(first, shared);
+        let (second, _) = on(Some(1));
+        assert_ne!(second, first);
+        assert_ne!(second, shared);
+        // Slot 0 on another thread is slot 0's client: a restarted connection thread reuses it.
+        assert_eq!(on(Some(0)).0, first);
+        assert_eq!(
+            on(None).0,
+            shared,
+            "a thread that is no connection thread shares one"
+        );
+        assert_eq!(
+            on(Some(SLOTS)).0,
+            shared,
+            "slots beyond the last share one too"
+        );
+    }
+}
