@@ -206,7 +206,7 @@ async fn read_page(
 ) -> (Result<PageRows, String>, Held) {
     let inline = body.len() <= PARSE_INLINE_LIMIT;
     let read = move || {
-        let text = String::from_utf8_lossy(&body);
+        let text = super::fetch::body_text(&body);
         let rows = match dialect.or_else(|| detect_dialect(&text)) {
             None if text.trim().is_empty() => Ok(PageRows {
                 mementos: Vec::new(),

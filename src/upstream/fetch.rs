@@ -614,6 +614,16 @@ fn request_failure(e: &reqwest::Error, http_status: Option<u16>) -> ArchiveFetch
     ArchiveFetch::failed(kind, http_status, detail)
 }
 
+/// An archive's body as text. Invalid UTF-8 is replaced, not fatal: the entries around it are
+/// still readable. The strict check comes first because it is several times faster than the
+/// lossy one on the valid text archives nearly always send.
+pub(super) fn body_text(body: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(body) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(body),
+    }
+}
+
 /// Parses a body, off the async workers when it is large. The body's charge travels with it and
 /// comes back with the result, so a parse that outlives a cancelled fetch keeps its bytes
 /// counted until it has freed them.
@@ -624,8 +634,7 @@ async fn parse_body(
 ) -> (crate::timemap::model::LinkTimeMap, Held) {
     let inline = body.len() <= PARSE_INLINE_LIMIT;
     let parse = move || {
-        // Invalid UTF-8 is replaced, not fatal: the entries around it are still readable.
-        let text = String::from_utf8_lossy(&body);
+        let text = body_text(&body);
         let parsed = parse_link_format(&text, &base);
         drop(text);
         drop(body);
@@ -639,5 +648,27 @@ async fn parse_body(
             // The parse panicked: its charge was given back when it unwound.
             Err(_) => (Default::default(), Budget::new(0).hold()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::body_text;
+    use std::borrow::Cow;
+
+    #[test]
+    fn a_body_is_read_as_text_whole_and_invalid_utf8_is_replaced_not_fatal() {
+        let valid = "<http://a.example/web/1/x>; rel=\"memento\", ä".as_bytes();
+        assert!(matches!(body_text(valid), Cow::Borrowed(t) if t.as_bytes() == valid));
+        let mut broken = b"<http://a.example/1>; rel=\"memento\",\n".to_vec();
+        broken.extend([0xff, 0xfe]);
+        broken.extend(b"\n<http://a.example/2>; rel=\"memento\"");
+        let text = body_text(&broken);
+        assert!(text.starts_with("<http://a.example/1>"), "{text}");
+        assert!(text.contains("\u{fffd}"), "{text}");
+        assert!(
+            text.ends_with("<http://a.example/2>; rel=\"memento\""),
+            "{text}"
+        );
     }
 }
