@@ -5,7 +5,7 @@
 //! every connection thread, a request made on one thread was often sent on a connection opened
 //! by another: the request crossed to that thread's task and the answer crossed back, each
 //! crossing an eventfd write and a wake-up of the other thread (three of each per aggregated
-//! miss with three archives; BENCHMARKS.md, "Aggregated misses against MemGator"). With a
+//! miss with three archives; BENCHMARKS.md, "Misses against MemGator"). With a
 //! client per thread, a miss's archive requests stay on the thread that serves it.
 
 use super::resolve::GuardedResolver;
