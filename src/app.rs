@@ -6,10 +6,9 @@ use crate::cache::service::{Settings, TimeMapCache};
 use crate::cache::store;
 use crate::clock::{Clock, SimClock, SystemClock};
 use crate::config::Config;
-use crate::http::{router, AppState, SharedState};
+use crate::http::{AppState, SharedState};
 use crate::upstream::resolve::{system_lookup, HostLookup};
 use crate::upstream::Upstream;
-use axum::Router;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +34,7 @@ pub enum ClockChoice {
 pub async fn build(
     config: &Config,
     public_url: Option<String>,
-) -> Result<(SharedState, Router), String> {
+) -> Result<(SharedState, crate::http::Front), String> {
     build_with_clock(config, public_url, ClockChoice::System).await
 }
 
@@ -74,7 +73,7 @@ pub async fn build_with_clock(
     config: &Config,
     public_url: Option<String>,
     clock: ClockChoice,
-) -> Result<(SharedState, Router), String> {
+) -> Result<(SharedState, crate::http::Front), String> {
     build_with_lookup(config, public_url, clock, system_lookup()).await
 }
 
@@ -84,7 +83,7 @@ pub async fn build_with_lookup(
     public_url: Option<String>,
     clock: ClockChoice,
     lookup: HostLookup,
-) -> Result<(SharedState, Router), String> {
+) -> Result<(SharedState, crate::http::Front), String> {
     let (clock, sim_clock): (Arc<dyn Clock>, Option<Arc<SimClock>>) = match clock {
         ClockChoice::System => (Arc::new(SystemClock), None),
         ClockChoice::Simulated(sim) => (sim.clone(), Some(sim)),
@@ -274,7 +273,7 @@ pub async fn build_with_lookup(
         uri_rs: crate::memo::Memo::new(crate::memo::URI_R_SLOTS),
         routing,
     });
-    let public = router(state.clone());
+    let public = crate::http::front(state.clone());
     Ok((state, public))
 }
 

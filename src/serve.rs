@@ -13,14 +13,17 @@ use crate::http::client::TrustedProxies;
 use crate::http::AppState;
 use crate::metrics::connections::Connections;
 use activity::{decide, Activity, Limits, Phase, Step, TrackedBody, WatchdogPlan};
-use axum::Router;
+use axum::extract::Request;
+use axum::response::Response;
 use connections::{ListenerConnections, OpenConnection};
 use futures::FutureExt;
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use threads::ConnectionThreads;
 use tokio::net::{TcpListener, TcpStream};
+use tower::Service;
 
 /// HTTP/2 streams one connection may have open at once; the peer is told in its SETTINGS and a
 /// stream past it is refused (RST_STREAM REFUSED_STREAM). RFC 9113 advises no less than 100,
@@ -35,6 +38,27 @@ pub const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 /// After a graceful close began (idle, or the server stopping) and nothing is in flight: how
 /// long the peer has to finish it before the connection is dropped.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// What a listener serves: an axum `Router`, or the public listener's `http::Front`.
+pub trait Server:
+    Service<Request, Response = Response, Error = Infallible, Future: Send + Unpin>
+    + Clone
+    + Send
+    + Sync
+    + Unpin
+    + 'static
+{
+}
+
+impl<S> Server for S where
+    S: Service<Request, Response = Response, Error = Infallible, Future: Send + Unpin>
+        + Clone
+        + Send
+        + Sync
+        + Unpin
+        + 'static
+{
+}
 
 /// How connections are served: what `axum::serve` leaves at hyper's defaults.
 #[derive(Debug, Clone)]
@@ -90,9 +114,9 @@ impl ServeOptions {
 
 /// Serves `router` on `listener` until `shutdown` resolves, with the default configuration's
 /// options (and connection counts of its own); requests in flight then finish.
-pub async fn serve(
+pub async fn serve<S: Server>(
     listener: TcpListener,
-    router: Router,
+    router: S,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let options = ServeOptions::unshared(&Config::default());
@@ -102,9 +126,9 @@ pub async fn serve(
 /// Serves the public router and, when given, the admin router on its own listener, until
 /// `shutdown` resolves; both then finish their requests in flight. If one listener fails the
 /// other is stopped too (a half-up server is harder to notice than a stopped one).
-pub async fn serve_both(
-    public: (TcpListener, Router),
-    admin: Option<(TcpListener, Router)>,
+pub async fn serve_both<S: Server, A: Server>(
+    public: (TcpListener, S),
+    admin: Option<(TcpListener, A)>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     options: ServeOptions,
 ) -> std::io::Result<()> {
@@ -132,9 +156,9 @@ pub async fn serve_both(
 /// [`serve`] on the public listener with these options: an accept loop over hyper's auto
 /// (HTTP/1 and HTTP/2) connection builder, and a graceful shutdown that stops accepting, lets
 /// requests in flight finish and closes idle connections.
-pub async fn serve_with(
+pub async fn serve_with<S: Server>(
     listener: TcpListener,
-    router: Router,
+    router: S,
     shutdown: impl Future<Output = ()> + Send + 'static,
     options: ServeOptions,
 ) -> std::io::Result<()> {
@@ -142,9 +166,9 @@ pub async fn serve_with(
     serve_listener(listener, router, shutdown, options, counts).await
 }
 
-async fn serve_listener(
+async fn serve_listener<S: Server>(
     listener: TcpListener,
-    router: Router,
+    router: S,
     shutdown: impl Future<Output = ()> + Send + 'static,
     options: ServeOptions,
     counts: Arc<ListenerConnections>,
@@ -266,16 +290,17 @@ struct Held {
 
 /// Serves one connection until it ends, is dropped by its watchdog, is told to make room for a
 /// new one, or the server stops.
-async fn connection(
+async fn connection<S: Server>(
     stream: TcpStream,
     peer: std::net::SocketAddr,
-    router: Router,
+    router: S,
     builder: Arc<hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>>,
     options: ServeOptions,
     stopping: tokio_util::sync::CancellationToken,
     held: Held,
 ) {
     use hyper_util::rt::TokioIo;
+
     use tower::ServiceExt;
 
     let activity = held.activity.clone();

@@ -158,7 +158,7 @@ async fn run_async(
     )
     .await?;
     let proxy_task = tokio::spawn(async move {
-        let _ = axum::serve(proxy_listener, router).await;
+        let _ = tmproxy::app::serve(proxy_listener, router, std::future::pending()).await;
     });
 
     let client = reqwest::Client::builder()

@@ -31,10 +31,11 @@ pub const TARGET: &str = "tmproxy::request";
 
 /// A client's own `X-Request-Id` is kept when it is short and plain (a load balancer's id ties
 /// its log to ours); anything else gets ours, so no header can forge a log line.
-fn client_id(req: &Request) -> Option<String> {
-    let v = req.headers().get(X_REQUEST_ID)?.to_str().ok()?;
-    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
-    (!v.is_empty() && v.len() <= 64 && v.chars().all(plain)).then(|| v.to_owned())
+fn client_id(req: &Request) -> Option<HeaderValue> {
+    let v = req.headers().get(X_REQUEST_ID)?;
+    let plain = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b':');
+    let bytes = v.as_bytes();
+    (!bytes.is_empty() && bytes.len() <= 64 && bytes.iter().all(plain)).then(|| v.clone())
 }
 
 /// A client address for the log, or `-`.
@@ -72,9 +73,12 @@ impl Ids {
         }
     }
 
-    fn next(&self) -> String {
+    /// The next id, made as the header it is sent in (its text moved in, not copied).
+    fn next(&self) -> HeaderValue {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        format!("{:08x}-{n:x}", self.prefix)
+        let id = format!("{:08x}-{n:x}", self.prefix);
+        // Hex digits and a dash: always a valid header value.
+        HeaderValue::try_from(id).unwrap_or_else(|_| HeaderValue::from_static("-"))
     }
 }
 
@@ -134,7 +138,9 @@ where
         let client = tracing::field::display(ClientShown(client));
         // The URI-R is recorded by the route once it has read one (`super::read_lookup`). Only
         // the path goes to an ERROR line: a query is the URI-R's or the client's.
-        let span = tracing::info_span!(target: TARGET, "request", %id, client, method = %req.method(), route = route.name(), uri_r = tracing::field::Empty);
+        // Always ASCII: ours is hex, a client's passed `client_id`.
+        let shown = id.to_str().unwrap_or("-");
+        let span = tracing::info_span!(target: TARGET, "request", id = %shown, client, method = %req.method(), route = route.name(), uri_r = tracing::field::Empty);
         // Cheap to keep (shared bytes); only an internal error reads them.
         let (method, uri) = (req.method().clone(), req.uri().clone());
         let inner = {
@@ -161,7 +167,7 @@ pin_project_lite::pin_project! {
         inner: F,
         span: Span,
         started: Instant,
-        id: String,
+        id: HeaderValue,
         route: RouteId,
         method: Method,
         uri: Uri,
@@ -194,9 +200,10 @@ where
         let ms = elapsed.as_secs_f64() * 1000.0;
         tracing::info!(target: TARGET, status, cache, ms = format_args!("{ms:.2}"), "answered");
         this.metrics.observe(*this.route, status, elapsed);
-        if let Ok(v) = HeaderValue::from_str(this.id) {
-            response.headers_mut().insert(X_REQUEST_ID, v);
-        }
+        // Moved out: polled to here once. A clone of a header made from a String would make
+        // its bytes shared, an allocation.
+        let id = std::mem::replace(this.id, HeaderValue::from_static("-"));
+        response.headers_mut().insert(X_REQUEST_ID, id);
         response.headers_mut().insert(
             axum::http::header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),

@@ -8,7 +8,9 @@ pub(crate) mod archives;
 mod captured_log;
 mod choices;
 pub mod client;
+mod cors;
 mod errors;
+mod front;
 pub(crate) mod gate;
 mod headers;
 pub(crate) mod json;
@@ -26,6 +28,8 @@ pub(crate) mod timemap;
 mod trace;
 pub(crate) mod ui;
 
+pub use cors::EXPOSED_HEADERS;
+pub use front::{front, Front};
 pub use headers::{
     answer, PREFERENCE_APPLIED, X_CACHE, X_CACHE_ACTION, X_CACHE_CASE, X_REQUEST_ID,
 };
@@ -33,7 +37,7 @@ pub use lookup::{
     accept_datetime, cache_headers, check_found, freshness_headers, raw_after, read_lookup,
     serve_lookup, TimeMapRequest,
 };
-pub use router::{admin_router, router, EXPOSED_HEADERS};
+pub use router::{admin_router, router};
 pub use state::{AppState, Cache, SharedState};
 // The view the routes serve, under the path the tests, examples and benches know.
 pub use crate::view;

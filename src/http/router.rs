@@ -1,6 +1,7 @@
 //! The routers: every route on the public listener and on the admin one, with CORS, the request
 //! log, the error format and the header size limit around them, and our 404 and 405.
 
+use super::cors::CorsLayer;
 use super::gate::{Gate, GateLayer};
 use super::state::SharedState;
 use super::trace::traced;
@@ -9,57 +10,21 @@ use super::{
 };
 use crate::error::AppError;
 use axum::extract::Request as HttpRequest;
-use axum::http::{header, HeaderName, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use std::time::Duration;
 use tower::ServiceBuilder;
-use tower_http::cors::{Any, CorsLayer};
-
-/// The headers browsers may read: docs/api.md's CORS list, kept equal to it by a test.
-pub const EXPOSED_HEADERS: &[&str] = &[
-    "link",
-    "location",
-    "x-memento-count",
-    "memento-datetime",
-    "x-memento-archives",
-    "etag",
-    "x-cache",
-    "x-memento-partial",
-    "preference-applied",
-    "x-memento-raw",
-];
-
-fn cors() -> CorsLayer {
-    CorsLayer::new()
-        .allow_origin(Any)
-        .allow_methods([Method::GET, Method::HEAD, Method::OPTIONS])
-        .allow_headers([
-            HeaderName::from_static("accept-datetime"),
-            header::ACCEPT,
-            header::IF_NONE_MATCH,
-            header::CACHE_CONTROL,
-            HeaderName::from_static("prefer"),
-        ])
-        .expose_headers(
-            EXPOSED_HEADERS
-                .iter()
-                .map(|h| HeaderName::from_static(h))
-                .collect::<Vec<_>>(),
-        )
-        .max_age(Duration::from_secs(86400))
-        // tower-http adds `Vary: origin, access-control-request-method,
-        // access-control-request-headers` by default, for answers that depend on them; every
-        // answer here is the same whatever they say (any origin, fixed lists), so none is sent:
-        // 80 bytes less on every answer, cache hits included.
-        .vary(Vec::<HeaderName>::new())
-}
 
 /// The public router: the Memento routes, `/healthz`, the web pages (`/`, `/ui/…`), plus `/admin/*` and `/metrics` unless
 /// `[admin] listen` puts them on their own listener. Tests call it directly; `app::serve` puts it
 /// on a listener.
 pub fn router(state: SharedState) -> Router {
+    let log = log::RequestLog::new(state.metrics.clone());
+    logged_router(state, log)
+}
+
+/// [`router`], its requests logged by `log` (its request ids from `log`'s).
+pub(super) fn logged_router(state: SharedState, log: log::RequestLog) -> Router {
     // Only the routes that can fan out are limited: /healthz must answer a load balancer however
     // busy a client is, and the admin API has its token. One `route_layer` call: each call boxes
     // every route again, and every box is cloned for every request.
@@ -86,7 +51,7 @@ pub fn router(state: SharedState) -> Router {
     }
     // The CORS layer answers every OPTIONS itself, preflight or not, so no route sees one and no
     // archive is asked (MemGator aggregates on OPTIONS and its preflights fail).
-    traced(finish(routes, state, Some(cors())))
+    traced(finish(routes, state, log, Some(CorsLayer)))
 }
 
 /// The admin listener's router (`[admin] listen`): `/admin/*`, `/metrics`, `/healthz` and the
@@ -97,7 +62,8 @@ pub fn admin_router(state: SharedState) -> Router {
         .route("/healthz", get(healthz))
         .merge(admin_api(&state))
         .merge(ui::admin_routes());
-    traced(finish(routes, state, None))
+    let log = log::RequestLog::new(state.metrics.clone());
+    traced(finish(routes, state, log, None))
 }
 
 /// The admin API: every `/admin/*` route (the cache's, the stats, the simulated clock, the
@@ -120,9 +86,13 @@ fn admin_api(state: &SharedState) -> Router<SharedState> {
 /// What every listener's router ends with: our 404 and 405, and around every route, from the
 /// outside in, the request log (so every answer is logged), CORS when given, errors in the
 /// route's format and the header size limit.
-fn finish(routes: Router<SharedState>, state: SharedState, cors: Option<CorsLayer>) -> Router {
+fn finish(
+    routes: Router<SharedState>,
+    state: SharedState,
+    log: log::RequestLog,
+    cors: Option<CorsLayer>,
+) -> Router {
     let limit = state.max_header_bytes;
-    let log = log::RequestLog::new(state.metrics.clone());
     routes
         .fallback(fallback)
         // After every route is in: axum applies this to the routes present when it is called.
@@ -147,7 +117,7 @@ async fn method_not_allowed() -> AppError {
 /// 431 when the request's header names and values add up to more than this many bytes. hyper
 /// already refuses a head over its buffer (~400 KiB) with a bare 431; this says why, and sooner.
 #[derive(Clone, Copy)]
-struct HeaderLimit(usize);
+pub struct HeaderLimit(pub(super) usize);
 
 impl Gate for HeaderLimit {
     fn refuse(&self, req: &HttpRequest) -> Option<Response> {

@@ -8,6 +8,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Upper bounds (seconds) of the request-duration buckets: a hit takes well under a
@@ -39,6 +40,10 @@ pub struct Metrics {
     /// One histogram per route, made up front: a request finds its own by index, with no
     /// lookup in the family's map on the hit path.
     durations: Vec<AtomicHistogram>,
+    /// Each route's counter of `200` answers (nearly every request's), kept from the family
+    /// once it has one: the family's map is read under a lock whose count every connection
+    /// thread writes, and a cache hit has no other shared write.
+    ok: Vec<OnceLock<Counter>>,
 }
 
 impl Metrics {
@@ -73,18 +78,26 @@ impl Metrics {
             registry,
             requests,
             durations,
+            ok: ROUTES.iter().map(|_| OnceLock::new()).collect(),
         }
     }
 
     /// One answered request.
     pub fn observe(&self, route: RouteId, status: u16, elapsed: Duration) {
-        let route_name = route.name();
-        self.requests
-            .get_or_create(&RouteStatus {
-                route: route_name,
-                status,
-            })
-            .inc();
+        let label = RouteStatus {
+            route: route.name(),
+            status,
+        };
+        match self.ok.get(route.index()) {
+            // Made in the family on the first: a route that never answered 200 shows none.
+            Some(ok) if status == 200 => {
+                ok.get_or_init(|| self.requests.get_or_create(&label).clone())
+                    .inc();
+            }
+            _ => {
+                self.requests.get_or_create(&label).inc();
+            }
+        }
         if let Some(h) = self.durations.get(route.index()) {
             h.observe(elapsed);
         }
@@ -95,5 +108,42 @@ impl Metrics {
         // Writing to a String cannot fail; an encoder error would leave a partial text.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::route::route_of;
+
+    #[test]
+    fn answers_are_counted_by_route_and_status_and_only_those_given() {
+        let metrics = Metrics::requests_only();
+        let timemap = route_of("/timemap/link/http://example.com/");
+        for _ in 0..3 {
+            metrics.observe(timemap, 200, Duration::from_millis(1));
+        }
+        metrics.observe(timemap, 404, Duration::from_millis(1));
+        metrics.observe(
+            route_of("/timegate/http://example.com/"),
+            302,
+            Duration::ZERO,
+        );
+        let text = metrics.render();
+        let line = |route: &str, status: u16| {
+            format!("tmproxy_http_requests_total{{route=\"{route}\",status=\"{status}\"}}")
+        };
+        let count = |route: &str, status: u16| {
+            let wanted = line(route, status);
+            text.lines()
+                .find_map(|l| l.strip_prefix(&wanted))
+                .map(|n| n.trim().to_owned())
+        };
+        let (tm, tg) = (timemap.name(), route_of("/timegate/x").name());
+        assert_eq!(count(tm, 200).as_deref(), Some("3"), "{text}");
+        assert_eq!(count(tm, 404).as_deref(), Some("1"), "{text}");
+        assert_eq!(count(tg, 302).as_deref(), Some("1"), "{text}");
+        // No route's 200 counter is there before it answered one.
+        assert_eq!(count(tg, 200), None, "{text}");
     }
 }

@@ -23,6 +23,7 @@ mod disk_faults;
 mod encoded_separators;
 mod endpoints;
 mod faults;
+mod front;
 mod fuzz_corpus;
 mod honest_answers;
 mod incremental;

@@ -5,4 +5,4 @@ mod address;
 mod scope;
 
 pub use address::{ClientAddr, TrustedProxies};
-pub use scope::{client_of, current, ClientScopeLayer};
+pub use scope::{client_of, current, scoped, ClientScopeLayer};

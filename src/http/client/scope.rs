@@ -59,3 +59,13 @@ impl<S: Service<Request>> Service<Request> for ClientScope<S> {
         CLIENT.scope(client, self.inner.call(req))
     }
 }
+
+/// `answer`, the answer to a request from `client` ([`client_of`]), run with `client` readable
+/// through [`current`]: what [`ClientScopeLayer`] does, for a route that boxes its answer anyway
+/// (the scope is not `Unpin`).
+pub fn scoped<F: std::future::Future>(
+    client: Option<IpAddr>,
+    answer: F,
+) -> TaskLocalFuture<Option<IpAddr>, F> {
+    CLIENT.scope(client, answer)
+}
