@@ -288,6 +288,25 @@ struct Held {
     _running: tokio::sync::mpsc::Sender<()>,
 }
 
+/// `router`'s answer to `req`: asked in place when it is ready, as every service served here
+/// always is. A copy per request (what `oneshot` needs) would copy every shared handle the
+/// service holds, and count each up and down again from every connection thread: a cache
+/// hit's most contended writes (BENCHMARKS.md, "Small cache hits against nginx").
+fn ask<S: Server>(
+    router: &std::cell::RefCell<S>,
+    req: Request,
+) -> futures::future::Either<S::Future, tower::util::Oneshot<S, Request>> {
+    use futures::future::Either;
+    use std::task::{Context, Poll, Waker};
+    use tower::ServiceExt;
+    let mut router = router.borrow_mut();
+    match router.poll_ready(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(Ok(())) => Either::Left(router.call(req)),
+        // Not ready: a copy of its own waits until it is.
+        _ => Either::Right(router.clone().oneshot(req)),
+    }
+}
+
 /// Serves one connection until it ends, is dropped by its watchdog, is told to make room for a
 /// new one, or the server stops.
 async fn connection<S: Server>(
@@ -301,12 +320,13 @@ async fn connection<S: Server>(
 ) {
     use hyper_util::rt::TokioIo;
 
-    use tower::ServiceExt;
-
     let activity = held.activity.clone();
     let limits = options.limits();
     let trusted = options.trusted_proxies.clone();
     let requests = activity.clone();
+    // This connection's own copy, asked in place: hyper calls it from this connection's task
+    // alone, one request at a time.
+    let router = std::cell::RefCell::new(router);
     let service =
         hyper::service::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
             let in_flight = requests.begin();
@@ -315,7 +335,7 @@ async fn connection<S: Server>(
             // per-client bound (`http::client::client_of`).
             let client = trusted.client(peer.ip(), req.headers());
             req.extensions_mut().insert(client);
-            let answer = early::poll_now(router.clone().oneshot(req));
+            let answer = early::poll_now(ask(&router, req));
             async move {
                 let response = answer.await?;
                 Ok::<_, std::convert::Infallible>(
