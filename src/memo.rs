@@ -6,7 +6,10 @@
 //! CPU (BENCHMARKS.md, "Small cache hits against nginx"). The memo is bounded whatever clients send: a fixed number of
 //! slots, inputs over [`MAX_INPUT`] bytes not kept, a colliding input simply taking the slot.
 //! Only successes are kept, so a refused input is refused afresh each time. A slot another
-//! thread is using is passed by, never waited for.
+//! thread is using is passed by, never waited for; and each thread asks slots of its own (the
+//! slots are striped by thread, `crate::stripe`), so two connection threads asking for the same
+//! popular URI-R neither take turns at one slot's lock nor count one result up and down (its
+//! cache lines moved between cores on every request).
 
 use std::hash::Hasher;
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -23,8 +26,13 @@ type Kept<V> = Option<(Box<str>, V)>;
 type Slot<V> = Mutex<Kept<V>>;
 
 pub struct Memo<V> {
-    slots: Box<[Slot<V>]>,
+    /// By stripe, then by the input's hash.
+    stripes: Box<[Box<[Slot<V>]>]>,
 }
+
+/// Stripes of a memo: a server's connection threads, one per core, each have one of their own
+/// up to this many.
+const STRIPES: usize = 4;
 
 /// The slot's content, unless another thread holds it: then the caller computes without the
 /// memo rather than wait. Every connection thread asks the same slot for a popular URI-R, and
@@ -40,11 +48,13 @@ fn try_hold<V>(slot: &Slot<V>) -> Option<MutexGuard<'_, Kept<V>>> {
 }
 
 impl<V: Clone> Memo<V> {
-    /// A memo of `slots` slots (rounded up to a power of two, at least one).
+    /// A memo of about `slots` slots in all, shared out between the stripes (each a power of
+    /// two, at least one).
     pub fn new(slots: usize) -> Memo<V> {
-        let n = slots.max(1).next_power_of_two();
+        let n = (slots / STRIPES).max(1).next_power_of_two();
+        let stripe = || (0..n).map(|_| Mutex::new(None)).collect();
         Memo {
-            slots: (0..n).map(|_| Mutex::new(None)).collect(),
+            stripes: (0..STRIPES).map(|_| stripe()).collect(),
         }
     }
 
@@ -69,12 +79,14 @@ impl<V: Clone> Memo<V> {
         Ok(value)
     }
 
+    /// The calling thread's slot for `input`.
     fn slot(&self, input: &str) -> &Slot<V> {
+        let slots = &self.stripes[crate::stripe::of_this_thread(self.stripes.len())];
         let mut h = rustc_hash::FxHasher::default();
         h.write(input.as_bytes());
         // The length is a power of two: the mask keeps the index in range.
-        let i = (h.finish() as usize) & (self.slots.len() - 1);
-        &self.slots[i]
+        let i = (h.finish() as usize) & (slots.len() - 1);
+        &slots[i]
     }
 }
 
@@ -113,7 +125,7 @@ mod tests {
         assert_eq!(memo.get_or_try("abc", |s| Ok::<_, ()>(s.len())), Ok(3));
         // Another thread is using the only slot: the answer is computed, not waited for (this
         // thread would otherwise block here for good) and the slot is left as it was.
-        let held = memo.slots[0].lock().expect("slot");
+        let held = memo.slot("abc").lock().expect("slot");
         let calls = Cell::new(0);
         let f = |s: &str| -> Result<usize, ()> {
             calls.set(calls.get() + 1);

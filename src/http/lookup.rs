@@ -231,7 +231,12 @@ pub fn freshness_headers(
         Some(_) if stale => 0,
         Some(until) => (until - now).num_seconds().max(0),
     };
-    if let Ok(v) = HeaderValue::from_str(&format!("max-age={max_age}")) {
-        h.insert(header::CACHE_CONTROL, v);
+    // Written on the stack: the header value is the one allocation.
+    let mut text = std::io::Cursor::new([0u8; 32]);
+    if std::io::Write::write_fmt(&mut text, format_args!("max-age={max_age}")).is_ok() {
+        let n = usize::try_from(text.position()).unwrap_or(0);
+        if let Ok(v) = HeaderValue::from_bytes(&text.get_ref()[..n]) {
+            h.insert(header::CACHE_CONTROL, v);
+        }
     }
 }

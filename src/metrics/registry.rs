@@ -28,6 +28,8 @@ struct RouteLabel {
     route: &'static str,
 }
 
+const _: () = assert!(REQUEST_BUCKETS.len() <= super::histogram::MAX_BOUNDS);
+
 fn request_histogram() -> AtomicHistogram {
     AtomicHistogram::new(&REQUEST_BUCKETS)
 }

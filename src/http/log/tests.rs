@@ -145,3 +145,27 @@ async fn the_line_names_the_client_the_connection_found() {
     assert!(logged.contains(" client=203.0.113.5 "), "{logged}");
     assert!(!logged.contains("198.51.100.1"), "{logged}");
 }
+
+#[test]
+fn ids_are_unique_across_threads_and_logs() {
+    let (a, b) = (Arc::new(super::Ids::new()), Arc::new(super::Ids::new()));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (a, b) = (a.clone(), b.clone());
+            // Each thread switches between the two: a block is never used for the other.
+            std::thread::spawn(move || {
+                (0..3000)
+                    .map(|i| if i % 3 == 0 { a.next() } else { b.next() })
+                    .map(|v| v.to_str().expect("ascii").to_owned())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for t in threads {
+        for id in t.join().expect("thread") {
+            assert!(seen.insert(id.clone()), "{id} given twice");
+        }
+    }
+    assert_eq!(seen.len(), 12_000);
+}
