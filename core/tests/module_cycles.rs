@@ -472,7 +472,7 @@ fn an_import_out_of_the_cache_is_found() {
 /// other modules or from layers below it, so a request walks down from `cli` and `serve` to the
 /// leaves and nothing reaches back up.
 const LAYERS: [&[&str]; 10] = [
-    &["clock", "encoding", "memo", "uri_r"],
+    &["clock", "encoding", "memo", "stripe", "uri_r"],
     &["config", "logs"],
     &["cache"],
     &["routing", "upstream"],
