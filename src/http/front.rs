@@ -72,10 +72,12 @@ pub fn front(state: SharedState) -> Front {
 
 impl Front {
     /// Whether the TimeMap route's own stack takes `req`: a `GET` or `HEAD` under `/timemap/`
-    /// (the router's `/timemap/{*rest}` with its method router's methods).
+    /// with something after it (the router's `/timemap/{*rest}`, whose `rest` is never empty,
+    /// with its method router's methods).
     fn is_timemap(req: &Request) -> bool {
+        let under = req.uri().path().strip_prefix("/timemap/");
         (req.method() == Method::GET || req.method() == Method::HEAD)
-            && req.uri().path().starts_with("/timemap/")
+            && under.is_some_and(|rest| !rest.is_empty())
     }
 }
 

@@ -16,8 +16,8 @@ use axum::Router;
 use tower::ServiceBuilder;
 
 /// The public router: the Memento routes, `/healthz`, the web pages (`/`, `/ui/…`), plus `/admin/*` and `/metrics` unless
-/// `[admin] listen` puts them on their own listener. Tests call it directly; `app::serve` puts it
-/// on a listener.
+/// `[admin] listen` puts them on their own listener. Tests call it directly; the public
+/// listener serves it through `front::Front`, which takes the TimeMap route past it.
 pub fn router(state: SharedState) -> Router {
     let log = log::RequestLog::new(state.metrics.clone());
     logged_router(state, log)
