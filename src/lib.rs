@@ -17,7 +17,7 @@ pub mod memo;
 pub(crate) mod metrics;
 pub mod routing;
 pub mod serve;
-mod stripe;
+pub(crate) mod stripe;
 pub mod upstream;
 pub mod uri_r;
 pub mod view;

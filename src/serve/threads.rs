@@ -48,7 +48,7 @@ impl ConnectionThreads {
             std::thread::Builder::new()
                 .name(format!("tmproxy-conn-{index}"))
                 .spawn(move || {
-                    crate::upstream::clients::bind_thread(index);
+                    crate::stripe::bind_connection_thread(index);
                     runtime.block_on(async move {
                         while let Some(start) = taken.recv().await {
                             tokio::spawn(start());

@@ -10,24 +10,12 @@
 
 use super::resolve::GuardedResolver;
 use reqwest::header::HeaderValue;
-use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Connection threads with a client of their own; any further ones share one (more threads
 /// than this means more cores than any machine we serve on has).
 const SLOTS: usize = 64;
-
-thread_local! {
-    /// This thread's connection-thread index, when it is one.
-    static SLOT: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-/// Marks the calling thread as connection thread `slot`: requests made on it use that slot's
-/// client of each archive.
-pub fn bind_thread(slot: usize) {
-    SLOT.with(|s| s.set(Some(slot)));
-}
 
 /// What one archive's clients are made of: each is built the same way, with its own pool.
 struct Recipe {
@@ -65,9 +53,10 @@ impl Clients {
         })
     }
 
-    /// The client for a request made on this thread.
+    /// The client for a request made on this thread: its connection thread's
+    /// (`crate::stripe::connection_thread`), else the shared one.
     pub fn get(&self) -> &reqwest::Client {
-        let slot = SLOT.with(Cell::get).and_then(|i| self.slots.get(i));
+        let slot = crate::stripe::connection_thread().and_then(|i| self.slots.get(i));
         match slot {
             // A client that cannot be built a second time (it was built once, with the same
             // settings) falls back to the shared one: same rules, another pool.
@@ -121,7 +110,7 @@ mod tests {
             std::thread::scope(|s| {
                 s.spawn(|| {
                     if let Some(slot) = slot {
-                        bind_thread(slot);
+                        crate::stripe::bind_connection_thread(slot);
                     }
                     (address(clients.get()), address(clients.get()))
                 })
