@@ -25,8 +25,7 @@ use http_body::Body as _;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use tower::util::{Oneshot, ServiceExt};
-use tower::{Layer, Service};
+use tower::{Service, ServiceBuilder};
 
 /// The public listener's service: [`router`](super::router), with the TimeMap route's
 /// `GET` and `HEAD` taken straight to it, unless the log shows each request's trace (which the
@@ -54,16 +53,17 @@ type Inner = choices::MarkPreferences<TimeMapRoute>;
 
 /// The public service for `state`: what `app::build` serves.
 pub fn front(state: SharedState) -> Front {
-    let inner = choices::MarkPreferencesLayer.layer(TimeMapRoute(state.clone()));
-    let limited = match state.rate_limiter.clone() {
-        Some(limiter) => tower::util::Either::Left(GateLayer(limiter).layer(inner)),
-        None => tower::util::Either::Right(inner),
-    };
-    let gated = GateLayer(loops::RefuseLoops(state.clone())).layer(limited);
-    let gated = GateLayer(HeaderLimit(state.max_header_bytes)).layer(gated);
     // One log for both: request ids from one sequence.
     let log = RequestLog::new(state.metrics.clone());
-    let timemaps = log.layer(CorsLayer.layer(errors::ErrorFormatLayer.layer(gated)));
+    let timemaps = ServiceBuilder::new()
+        .layer(log.clone())
+        .layer(CorsLayer)
+        .layer(errors::ErrorFormatLayer)
+        .layer(GateLayer(HeaderLimit(state.max_header_bytes)))
+        .layer(GateLayer(loops::RefuseLoops(state.clone())))
+        .option_layer(state.rate_limiter.clone().map(GateLayer))
+        .layer(choices::MarkPreferencesLayer)
+        .service(TimeMapRoute(state.clone()));
     Front {
         timemaps: (!super::trace::tracing_on()).then_some(timemaps),
         router: super::router::logged_router(state, log),
@@ -84,7 +84,8 @@ impl Front {
 impl Service<Request> for Front {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<<Direct as Service<Request>>::Future, Oneshot<Router, Request>>;
+    type Future =
+        Either<<Direct as Service<Request>>::Future, <Router as Service<Request>>::Future>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // Both are always ready: the router says so, and every layer here passes its inner's.
@@ -94,7 +95,7 @@ impl Service<Request> for Front {
     fn call(&mut self, req: Request) -> Self::Future {
         match &mut self.timemaps {
             Some(timemaps) if Front::is_timemap(&req) => Either::Left(timemaps.call(req)),
-            _ => Either::Right(self.router.clone().oneshot(req)),
+            _ => Either::Right(self.router.call(req)),
         }
     }
 }
