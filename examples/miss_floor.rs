@@ -1,0 +1,157 @@
+//! The floor under tmproxy's aggregated misses: plain hyper, one single-threaded runtime per
+//! thread (as `tmproxy serve`'s connection threads), asking every archive URL given for each
+//! request, over a hyper client per thread with pooled keep-alive connections, and answering
+//! with what they sent. No router, no layers, no cache, no fan-out bookkeeping, no log.
+//! `benches/vs_memgator.sh` runs it with FLOOR=1 to tell how much of a miss's CPU any
+//! aggregator on hyper pays (the four loopback exchanges and hyper's own work) and how much is
+//! tmproxy's.
+//!
+//!   miss_floor PORT MODE URL...
+//!
+//! MODE `bytes` answers with the archives' bodies one after the other (no parse at all); MODE
+//! `core` runs them through tmproxy's core as a miss does (each body parsed as link format,
+//! its mementos listed, the aggregate merged and rendered in link format): what parsing,
+//! merging and rendering add to the transport.
+
+use axum::body::Body;
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use std::process::ExitCode;
+use std::sync::Arc;
+use tmproxy_core::timemap::aggregate::Aggregate;
+use tmproxy_core::timemap::answer::{ArchiveAnswer, ArchiveStatus, Contribution};
+use tmproxy_core::timemap::credit::Credits;
+use tmproxy_core::timemap::parse::parse_link_format;
+use tmproxy_core::timemap::serialize::{render, SelfLinks, TimeMapFormat};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Bytes,
+    Core,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let port = args.get(1).and_then(|p| p.parse::<u16>().ok());
+    let mode = match args.get(2).map(String::as_str) {
+        Some("bytes") => Some(Mode::Bytes),
+        Some("core") => Some(Mode::Core),
+        _ => None,
+    };
+    let urls: Vec<http::Uri> = args.iter().skip(3).filter_map(|u| u.parse().ok()).collect();
+    let (Some(port), Some(mode)) = (port, mode) else {
+        eprintln!("usage: miss_floor PORT bytes|core URL...");
+        return ExitCode::from(2);
+    };
+    if urls.is_empty() || urls.len() != args.len() - 3 {
+        eprintln!("miss_floor: one or more archive URLs, each absolute http://");
+        return ExitCode::from(2);
+    }
+    let listener = match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("127.0.0.1:{port}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let urls = Arc::new(urls);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let handles: Vec<_> = (0..threads)
+        .filter_map(|_| {
+            let listener = listener.try_clone().ok()?;
+            let urls = urls.clone();
+            Some(std::thread::spawn(move || serve(listener, urls, mode)))
+        })
+        .collect();
+    for h in handles {
+        let _ = h.join();
+    }
+    ExitCode::SUCCESS
+}
+
+/// Accepts on this thread's copy of the listener and serves each connection on this thread,
+/// asking the archives through this thread's own client.
+fn serve(
+    listener: std::net::TcpListener,
+    urls: Arc<Vec<http::Uri>>,
+    mode: Mode,
+) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let client: Client<HttpConnector, http_body_util::Empty<Bytes>> =
+            Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let (client, urls) = (client.clone(), urls.clone());
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |_req| {
+                    let (client, urls) = (client.clone(), urls.clone());
+                    async move {
+                        let body = aggregate(&client, &urls, mode).await;
+                        let mut answer = http::Response::new(Body::from(body));
+                        answer.headers_mut().insert(
+                            http::header::CONTENT_TYPE,
+                            http::HeaderValue::from_static("application/link-format"),
+                        );
+                        Ok::<_, std::convert::Infallible>(answer)
+                    }
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    })
+}
+
+/// Every archive asked at once; their bodies as they are, or through the core.
+async fn aggregate(
+    client: &Client<HttpConnector, http_body_util::Empty<Bytes>>,
+    urls: &[http::Uri],
+    mode: Mode,
+) -> Vec<u8> {
+    let asks = urls.iter().map(|u| async move {
+        let answer = client.get(u.clone()).await.ok()?;
+        let bytes = answer.into_body().collect().await.ok()?.to_bytes();
+        Some((u, bytes))
+    });
+    let bodies: Vec<_> = futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    if mode == Mode::Bytes {
+        return bodies.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+    }
+    let now = chrono::Utc::now();
+    let contributions: Vec<Contribution> = bodies
+        .iter()
+        .map(|(u, b)| {
+            let text = String::from_utf8_lossy(b);
+            let listed = parse_link_format(&text, &u.to_string());
+            let answer = ArchiveAnswer {
+                status: ArchiveStatus::Ok,
+                http_status: Some(200),
+                detail: None,
+                skipped: listed.skipped,
+                pages: 1,
+                elapsed_ms: 0,
+                fallback: None,
+            };
+            Contribution::listed(&u.to_string(), answer, now, listed.mementos)
+        })
+        .collect();
+    let uri_r = "http://example.com/";
+    let agg = Aggregate::of(uri_r, now, &contributions, &Credits::default());
+    render(
+        TimeMapFormat::LINK,
+        &agg,
+        &SelfLinks::new("http://127.0.0.1", uri_r),
+    )
+}
