@@ -20,6 +20,8 @@ pub mod json_text;
 pub mod observation_log;
 pub mod pacing;
 pub mod policy;
+#[cfg(test)]
+mod prop_tests;
 pub mod raw_memento;
 pub mod retry_after;
 pub mod routing;

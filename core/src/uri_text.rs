@@ -50,15 +50,30 @@ pub fn is_servable_uri_m(uri_m: &str) -> bool {
     else {
         return false;
     };
+    // Byte loops, not `str::find`: this runs on every memento merged, and the searchers'
+    // set-up costs more than a search through a few dozen bytes.
+    let rest = rest.as_bytes();
     // WHATWG ends the authority at `\` too, for http(s).
-    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if host_port.starts_with('[') {
-        &host_port[..host_port.find(']').map_or(0, |i| i + 1)]
-    } else {
-        host_port.split(':').next().unwrap_or("")
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#' | b'\\'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host_port = &authority[authority
+        .iter()
+        .rposition(|&b| b == b'@')
+        .map_or(0, |i| i + 1)..];
+    let host_len = match host_port.first() {
+        Some(b'[') => host_port
+            .iter()
+            .position(|&b| b == b']')
+            .map_or(0, |i| i + 1),
+        _ => host_port
+            .iter()
+            .position(|&b| b == b':')
+            .unwrap_or(host_port.len()),
     };
-    !host.is_empty()
+    host_len > 0
 }
 
 /// `s` without `prefix`, matched ignoring ASCII case; None when `s` does not start with it.
@@ -218,6 +233,38 @@ pub fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`is_servable_uri_m`] as `str::find` and `split` read it: what its byte loops must
+    /// answer, on any text.
+    fn servable_by_find(uri_m: &str) -> bool {
+        if has_control(uri_m) {
+            return false;
+        }
+        let Some(rest) =
+            strip_prefix_ci(uri_m, "http://").or_else(|| strip_prefix_ci(uri_m, "https://"))
+        else {
+            return false;
+        };
+        let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = if host_port.starts_with('[') {
+            &host_port[..host_port.find(']').map_or(0, |i| i + 1)]
+        } else {
+            host_port.split(':').next().unwrap_or("")
+        };
+        !host.is_empty()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::prop_tests::config())]
+
+        #[test]
+        fn servable_by_byte_loops_is_servable_by_str_find(
+            uri_m in "(HTtp|https?|ftp)?(://)?[aB@:\\[\\]]{0,8}[/?#\\\\a@:.é\t]{0,8}",
+        ) {
+            proptest::prop_assert_eq!(is_servable_uri_m(&uri_m), servable_by_find(&uri_m));
+        }
+    }
 
     #[test]
     fn a_control_is_c0_del_or_c1_and_nothing_else() {

@@ -114,6 +114,8 @@ pub fn format_rfc1123(dt: MementoDatetime) -> String {
 /// Appends the RFC 1123 form to `out`, without allocating or going through `fmt`: the
 /// serialisers call it once per memento, a million times for the largest TimeMaps.
 pub fn write_rfc1123(out: &mut String, dt: MementoDatetime) {
+    // Read from the naive form: each accessor of a `DateTime` converts to it again.
+    let dt = dt.naive_utc();
     out.push_str(WEEKDAYS[dt.weekday().num_days_from_monday() as usize]);
     out.push_str(", ");
     push_2(out, dt.day());
@@ -172,6 +174,7 @@ pub fn format_14digit(dt: MementoDatetime) -> String {
 
 /// Appends `YYYYMMDDhhmmss` to `out` (per memento in CDXJ, so no `fmt`).
 pub fn write_14digit(out: &mut String, dt: MementoDatetime) {
+    let dt = dt.naive_utc();
     push_year(out, dt.year());
     for v in [dt.month(), dt.day(), dt.hour(), dt.minute(), dt.second()] {
         push_2(out, v);
@@ -180,6 +183,7 @@ pub fn write_14digit(out: &mut String, dt: MementoDatetime) {
 
 /// Formats as RFC 3339 with a `Z` and second precision (`2007-05-31T20:35:00Z`).
 pub fn format_rfc3339(dt: MementoDatetime) -> String {
+    let dt = dt.naive_utc();
     let mut out = String::with_capacity(20);
     push_year(&mut out, dt.year());
     out.push('-');

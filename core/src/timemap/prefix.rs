@@ -89,34 +89,8 @@ mod tests {
         assert_eq!(expand_all(&[(1, "b")]), None, "the first shares nothing");
     }
 
-    /// Each run draws new cases from a seed printed with any failure (`TMPROXY_PROP_SEED=<seed>`
-    /// replays it); a failing case is kept in `core/proptest-regressions/` (commit it) and tried
-    /// first on every later run.
-    fn config() -> ProptestConfig {
-        let seed = match std::env::var("TMPROXY_PROP_SEED") {
-            Ok(v) => v
-                .trim()
-                .parse()
-                .unwrap_or_else(|_| panic!("TMPROXY_PROP_SEED={v:?} is not a whole number")),
-            Err(_) => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64),
-        };
-        // Shown by the test harness only when the test fails.
-        eprintln!("proptest seed {seed}: TMPROXY_PROP_SEED={seed} replays this run");
-        ProptestConfig {
-            rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
-            failure_persistence: Some(Box::new(
-                proptest::test_runner::FileFailurePersistence::SourceParallel(
-                    "proptest-regressions",
-                ),
-            )),
-            ..ProptestConfig::default()
-        }
-    }
-
     proptest! {
-        #![proptest_config(config())]
+        #![proptest_config(crate::prop_tests::config())]
 
         #[test]
         fn any_list_round_trips(uris in proptest::collection::vec(".{0,12}", 0..20)) {
