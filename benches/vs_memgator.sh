@@ -23,11 +23,12 @@
 # With BASE=path/to/another/tmproxy a third row, `base`, serves the same from that binary (same
 # config, its own port) in the same rounds: a change to tmproxy measured against the build
 # before it, beside the anchor.
-# With FLOOR=1 two more rows serve the same from examples/miss_floor.rs, plain hyper asking the
+# With FLOOR=1 three more rows serve the same from examples/miss_floor.rs, plain hyper asking the
 # three archives through a hyper client per thread: `floor` answers with their bodies as they are
 # (the transport alone: what any aggregator on hyper pays), `floor-core` runs them through
-# tmproxy's core as a miss does (parse, list, merge, render); the last lines give tmproxy's CPU
-# per request over each's.
+# tmproxy's core as a miss does (parse, list, merge, render), `floor-reqwest` is `floor-core`
+# asking through reqwest instead of hyper's client; the last lines give tmproxy's CPU per request
+# over each's.
 # Needs go, nginx and wrk (Debian: apt-get install golang-go nginx-light wrk). Everything binds
 # 127.0.0.1 and is stopped by its PID at exit; every wrk run lasts SECONDS.
 set -euo pipefail
@@ -40,7 +41,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 MEMENTOS=34; PORTS=(18411 18412 18413); TM_PORT=18414; MG_PORT=18415; BASE_PORT=18416
-FLOOR_PORT=18417; FLOOR_CORE_PORT=18418
+FLOOR_PORT=18417; FLOOR_CORE_PORT=18418; FLOOR_REQWEST_PORT=18419
 
 # --- the two aggregators' binaries ---------------------------------------------------------------
 cp -r "$SRC" "$WORK/memgator-src"
@@ -115,8 +116,11 @@ if [ -n "${FLOOR:-}" ]; then
     FLOOR_PID=$!; pids+=("$FLOOR_PID")
     "$TARGET/release/examples/miss_floor" "$FLOOR_CORE_PORT" core "${ARCHIVE_URLS[@]}" >"$WORK/floor-core.log" 2>&1 &
     FLOOR_CORE_PID=$!; pids+=("$FLOOR_CORE_PID")
+    "$TARGET/release/examples/miss_floor" "$FLOOR_REQWEST_PORT" reqwest "${ARCHIVE_URLS[@]}" >"$WORK/floor-reqwest.log" 2>&1 &
+    FLOOR_REQWEST_PID=$!; pids+=("$FLOOR_REQWEST_PID")
 fi
 URL_FLOOR="http://127.0.0.1:$FLOOR_PORT/"; URL_FLOOR_CORE="http://127.0.0.1:$FLOOR_CORE_PORT/"
+URL_FLOOR_REQWEST="http://127.0.0.1:$FLOOR_REQWEST_PORT/"
 URL_TM="http://127.0.0.1:$TM_PORT/timemap/link/http://example.com/"
 URL_MG="http://127.0.0.1:$MG_PORT/timemap/link/http://example.com/"
 check() { # NAME URL: status 200 and every archive's mementos in the answer
@@ -129,7 +133,8 @@ check() { # NAME URL: status 200 and every archive's mementos in the answer
 }
 URL_BASE="http://127.0.0.1:$BASE_PORT/timemap/link/http://example.com/"
 check tmproxy "$URL_TM"; check memgator "$URL_MG"; if [ -n "${BASE:-}" ]; then check base "$URL_BASE"; fi
-if [ -n "${FLOOR:-}" ]; then check floor "$URL_FLOOR"; check floor-core "$URL_FLOOR_CORE"; fi
+if [ -n "${FLOOR:-}" ]; then check floor "$URL_FLOOR"; check floor-core "$URL_FLOOR_CORE"
+    check floor-reqwest "$URL_FLOOR_REQWEST"; fi
 curl -s -D - -o /dev/null "$URL_TM" | grep -i '^x-cache' # MISS: no cache
 
 # CPU time (user + system, clock ticks) of a process: /proc/PID/stat counts all its threads,
@@ -156,6 +161,7 @@ for round in $(seq "$ROUNDS"); do
         if [ -n "${FLOOR:-}" ]; then
             run floor "$FLOOR_PID" "$URL_FLOOR" "$c" "$round"
             run floor-core "$FLOOR_CORE_PID" "$URL_FLOOR_CORE" "$c" "$round"
+            run floor-reqwest "$FLOOR_REQWEST_PID" "$URL_FLOOR_REQWEST" "$c" "$round"
         fi
     done
 done
@@ -181,8 +187,8 @@ awk -v rounds="$ROUNDS" '
         c, median(a1, rounds), median(a2, rounds), median(a3, rounds), median(a4, rounds), median(a5, rounds),
         median(a6, rounds), lo
       if (nb) { printf "median c=%-3d CPU per request: base %.2fx tmproxy, MemGator %.2fx base\n", c, median(b, rounds), median(bm, rounds); nb = 0 }
-      split("floor floor-core", fl, " ")
-      for (f = 1; f <= 2; f++) { w = fl[f]; nf = 0
+      split("floor floor-core floor-reqwest", fl, " ")
+      for (f = 1; f <= 3; f++) { w = fl[f]; nf = 0
         for (r = 1; r <= rounds; r++) if ((w, c, r) in cpu) { fc[++nf] = cpu[w, c, r]; ft[nf] = cpu["tmproxy", c, r] / cpu[w, c, r]
           fm[nf] = cpu["memgator", c, r] / cpu[w, c, r] }
         if (nf) printf "median c=%-3d %-10s CPU %6.1f us/req: tmproxy %.2fx it, MemGator %.2fx it\n", c, w, median(fc, nf), median(ft, nf), median(fm, nf) } } }' "$WORK/rows"

@@ -11,7 +11,9 @@
 //! MODE `bytes` answers with the archives' bodies one after the other (no parse at all); MODE
 //! `core` runs them through tmproxy's core as a miss does (each body parsed as link format,
 //! its mementos listed, the aggregate merged and rendered in link format): what parsing,
-//! merging and rendering add to the transport.
+//! merging and rendering add to the transport. MODE `reqwest` is `core` with the archives asked
+//! through reqwest (a client per thread, redirects off, no proxy, as tmproxy builds its own)
+//! instead of hyper's client: what reqwest's layers add.
 
 use axum::body::Body;
 use bytes::Bytes;
@@ -29,6 +31,7 @@ use tmproxy_core::timemap::serialize::{render, SelfLinks, TimeMapFormat};
 enum Mode {
     Bytes,
     Core,
+    Reqwest,
 }
 
 fn main() -> ExitCode {
@@ -37,11 +40,12 @@ fn main() -> ExitCode {
     let mode = match args.get(2).map(String::as_str) {
         Some("bytes") => Some(Mode::Bytes),
         Some("core") => Some(Mode::Core),
+        Some("reqwest") => Some(Mode::Reqwest),
         _ => None,
     };
     let urls: Vec<http::Uri> = args.iter().skip(3).filter_map(|u| u.parse().ok()).collect();
     let (Some(port), Some(mode)) = (port, mode) else {
-        eprintln!("usage: miss_floor PORT bytes|core URL...");
+        eprintln!("usage: miss_floor PORT bytes|core|reqwest URL...");
         return ExitCode::from(2);
     };
     if urls.is_empty() || urls.len() != args.len() - 3 {
@@ -85,14 +89,23 @@ fn serve(
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let client: Client<HttpConnector, http_body_util::Empty<Bytes>> =
             Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+        let reqwest = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .build()
+            .map_err(std::io::Error::other)?;
         loop {
             let (stream, _) = listener.accept().await?;
-            let (client, urls) = (client.clone(), urls.clone());
+            let (client, reqwest, urls) = (client.clone(), reqwest.clone(), urls.clone());
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |_req| {
-                    let (client, urls) = (client.clone(), urls.clone());
+                    let (client, reqwest, urls) = (client.clone(), reqwest.clone(), urls.clone());
                     async move {
-                        let body = aggregate(&client, &urls, mode).await;
+                        let bodies = match mode {
+                            Mode::Reqwest => ask_reqwest(&reqwest, &urls).await,
+                            _ => ask(&client, &urls).await,
+                        };
+                        let body = aggregate(bodies, mode);
                         let mut answer = http::Response::new(Body::from(body));
                         answer.headers_mut().insert(
                             http::header::CONTENT_TYPE,
@@ -110,22 +123,41 @@ fn serve(
     })
 }
 
-/// Every archive asked at once; their bodies as they are, or through the core.
-async fn aggregate(
+/// Every archive asked at once through hyper's client: each one's URL and body.
+async fn ask<'u>(
     client: &Client<HttpConnector, http_body_util::Empty<Bytes>>,
-    urls: &[http::Uri],
-    mode: Mode,
-) -> Vec<u8> {
+    urls: &'u [http::Uri],
+) -> Vec<(&'u http::Uri, Bytes)> {
     let asks = urls.iter().map(|u| async move {
         let answer = client.get(u.clone()).await.ok()?;
         let bytes = answer.into_body().collect().await.ok()?.to_bytes();
         Some((u, bytes))
     });
-    let bodies: Vec<_> = futures::future::join_all(asks)
+    futures::future::join_all(asks)
         .await
         .into_iter()
         .flatten()
-        .collect();
+        .collect()
+}
+
+/// [`ask`] through reqwest.
+async fn ask_reqwest<'u>(
+    client: &reqwest::Client,
+    urls: &'u [http::Uri],
+) -> Vec<(&'u http::Uri, Bytes)> {
+    let asks = urls.iter().map(|u| async move {
+        let answer = client.get(u.to_string()).send().await.ok()?;
+        Some((u, answer.bytes().await.ok()?))
+    });
+    futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The archives' bodies as they are, or through the core.
+fn aggregate(bodies: Vec<(&http::Uri, Bytes)>, mode: Mode) -> Vec<u8> {
     if mode == Mode::Bytes {
         return bodies.iter().flat_map(|(_, b)| b.iter().copied()).collect();
     }
