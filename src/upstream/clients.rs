@@ -9,7 +9,8 @@
 //! client per thread, a miss's archive requests stay on the thread that serves it.
 
 use super::resolve::GuardedResolver;
-use reqwest::header::HeaderValue;
+use super::transport::{ArchiveClient, BuildError};
+use http::header::HeaderValue;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -29,8 +30,8 @@ struct Recipe {
 /// and one for every other thread (background work, blocking pools).
 pub struct Clients {
     recipe: Recipe,
-    shared: reqwest::Client,
-    slots: Box<[OnceLock<reqwest::Client>]>,
+    shared: ArchiveClient,
+    slots: Box<[OnceLock<ArchiveClient>]>,
 }
 
 impl Clients {
@@ -39,7 +40,7 @@ impl Clients {
         user_agent: &str,
         via: &HeaderValue,
         resolver: GuardedResolver,
-    ) -> Result<Clients, reqwest::Error> {
+    ) -> Result<Clients, BuildError> {
         let recipe = Recipe {
             connect_timeout,
             user_agent: user_agent.to_owned(),
@@ -55,7 +56,7 @@ impl Clients {
 
     /// The client for a request made on this thread: its connection thread's
     /// (`crate::stripe::connection_thread`), else the shared one.
-    pub fn get(&self) -> &reqwest::Client {
+    pub fn get(&self) -> &ArchiveClient {
         let slot = crate::stripe::connection_thread().and_then(|i| self.slots.get(i));
         match slot {
             // A client that cannot be built a second time (it was built once, with the same
@@ -71,22 +72,15 @@ impl Clients {
 impl Recipe {
     /// Each archive has its own clients, because their resolver applies that archive's rules
     /// (which names may resolve to a private address), and their pooled connections then serve
-    /// that archive only. Every request names us in `via` (`super::via`).
-    fn build(&self) -> Result<reqwest::Client, reqwest::Error> {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(reqwest::header::VIA, self.via.clone());
-        reqwest::Client::builder()
-            .connect_timeout(self.connect_timeout)
-            .user_agent(&self.user_agent)
-            .default_headers(headers)
-            // fetch_page follows redirects itself, each hop checked against the archive's rules.
-            .redirect(reqwest::redirect::Policy::none())
-            // Straight to the archive: through an HTTP(S)_PROXY the proxy would resolve the
-            // name and connect wherever it points, past the address check.
-            .no_proxy()
-            .dns_resolver(std::sync::Arc::new(self.resolver.clone()))
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build()
+    /// that archive only. Every request names us in `via` (`super::via`); redirects are
+    /// followed by `fetch::send_within`, each hop checked against the archive's rules.
+    fn build(&self) -> Result<ArchiveClient, BuildError> {
+        ArchiveClient::new(
+            self.connect_timeout,
+            &self.user_agent,
+            &self.via,
+            self.resolver.clone(),
+        )
     }
 }
 
@@ -95,8 +89,8 @@ mod tests {
     use super::*;
     use crate::upstream::resolve::fixed_lookup;
 
-    fn address(client: &reqwest::Client) -> usize {
-        client as *const reqwest::Client as usize
+    fn address(client: &ArchiveClient) -> usize {
+        client as *const ArchiveClient as usize
     }
 
     #[test]

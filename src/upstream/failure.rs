@@ -1,6 +1,6 @@
-//! A transport error from reqwest read at the edge: its signs for the core's one
+//! A transport error from the archives' client read at the edge: its signs for the core's one
 //! classification ([`tmproxy_core::failure`]), and the root cause to report rather than
-//! reqwest's outermost "client error (Connect)".
+//! hyper's outermost "client error (Connect)".
 
 use super::resolve::{AddressRefused, NameNotResolved};
 use crate::uri_r::clip;
@@ -32,20 +32,31 @@ pub fn none_reached(outcomes: &[tmproxy_core::timemap::aggregate::ArchiveOutcome
         })
 }
 
+/// Where a request failed: sending it and waiting for the answer's head, or reading its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Send,
+    Body,
+}
+
 /// The kind of a failed request and the detail to report: the kind first, then what failed and
 /// the innermost cause, e.g. `dns: failed to resolve web.archive.org: …`. The chain holds no
 /// secret of ours (archive URLs are configured, not confidential), and the text is clipped.
-pub fn classify(e: &reqwest::Error) -> (FailureKind, String) {
+pub fn classify(e: &(dyn StdError + 'static), stage: Stage) -> (FailureKind, String) {
     let refused = find_in_chain::<AddressRefused>(e);
     let dns = find_in_chain::<NameNotResolved>(e);
     let tls = find_in_chain::<rustls::Error>(e);
+    let connect = e
+        .downcast_ref::<hyper_util::client::legacy::Error>()
+        .is_some_and(|e| e.is_connect());
     let kind = of_transport(TransportSigns {
         address_refused: refused.is_some(),
         name_unresolved: dns.is_some(),
         tls: tls.is_some(),
-        timeout: e.is_timeout(),
-        connect: e.is_connect(),
-        body: e.is_body() || e.is_decode(),
+        // The connector's connect timeout: an io error of kind TimedOut in the chain.
+        timeout: timed_out(e),
+        connect,
+        body: stage == Stage::Body,
     });
     // A cause we recognise says it all; otherwise what failed, then the innermost cause.
     let (what, recognised) = match (kind, refused, dns, tls) {
@@ -91,6 +102,19 @@ fn next_in_chain<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a (dyn StdEr
     }
 }
 
+/// Whether an io error of the chain timed out.
+fn timed_out(e: &(dyn StdError + 'static)) -> bool {
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = cur {
+        let io = err.downcast_ref::<std::io::Error>();
+        if io.is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
+            return true;
+        }
+        cur = next_in_chain(err);
+    }
+    false
+}
+
 /// The first error of type `T` in a chain.
 pub fn find_in_chain<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static)) -> Option<&'a T> {
     let mut cur: Option<&'a (dyn StdError + 'static)> = Some(e);
@@ -106,6 +130,27 @@ pub fn find_in_chain<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static))
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_chain_and_the_stage_say_the_kind() {
+        use std::io::{Error, ErrorKind};
+        // The connector's timeout, wrapped as hyper wraps it.
+        let timeout = Error::other(Error::new(ErrorKind::TimedOut, "connect timeout"));
+        assert_eq!(classify(&timeout, Stage::Send).0, FailureKind::Timeout);
+        let reset = Error::new(ErrorKind::ConnectionReset, "reset by peer");
+        assert_eq!(classify(&reset, Stage::Body).0, FailureKind::Body);
+        assert_eq!(classify(&reset, Stage::Send).0, FailureKind::Other);
+        let unresolved = Error::other(NameNotResolved {
+            name: "web.archive.test".into(),
+            cause: "no such host".into(),
+        });
+        let (kind, detail) = classify(&unresolved, Stage::Send);
+        assert_eq!(kind, FailureKind::Dns);
+        assert_eq!(
+            detail,
+            "dns: failed to resolve web.archive.test: no such host"
+        );
+    }
 
     #[test]
     fn an_error_wrapped_in_io_error_is_found() {

@@ -13,12 +13,13 @@
 
 use super::budget::Budget;
 use super::cdx::fetch_cdx;
-use super::failure::{classify, FailureKind};
+use super::failure::{classify, FailureKind, Stage};
 use super::fetch::{
     fetch_archive, parse_url, retry_after_of, ArchiveFetch, ArchiveLink, FetchLimits,
 };
 use super::guard::HopRules;
 use super::registry::Archive;
+use super::transport::SendFailure;
 use super::turns::{Standing, Turn};
 use crate::timemap::answer::Fallback;
 use crate::timemap::datetime::parse_rfc1123;
@@ -229,10 +230,12 @@ async fn ask_timegate(
     let resp = link
         .clients
         .get()
-        .get(url.clone())
-        .send()
+        .send(http::Method::GET, &url, &[])
         .await
-        .map_err(|e| classify(&e).1)?;
+        .map_err(|e| match e {
+            SendFailure::Send(e) => classify(&e, Stage::Send).1,
+            other => other.to_string(),
+        })?;
     let http_status = resp.status().as_u16();
     if !(resp.status().is_success() || resp.status().is_redirection()) {
         return Err(GateFailed {
@@ -241,12 +244,12 @@ async fn ask_timegate(
         });
     }
     let h = resp.headers();
-    let text = |name: reqwest::header::HeaderName| {
+    let text = |name: http::header::HeaderName| {
         h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
     };
     let mut link_header = String::new();
     let mut notes = Vec::new();
-    for v in h.get_all(reqwest::header::LINK) {
+    for v in h.get_all(http::header::LINK) {
         let v = String::from_utf8_lossy(v.as_bytes());
         if link_header.len() + v.len() + 2 > MAX_LINK_BYTES {
             notes.push(format!(
@@ -259,10 +262,9 @@ async fn ask_timegate(
         }
         link_header.push_str(&v);
     }
-    let location =
-        text(reqwest::header::LOCATION).or_else(|| text(reqwest::header::CONTENT_LOCATION));
-    let dated = text(reqwest::header::HeaderName::from_static("memento-datetime"))
-        .and_then(|d| parse_rfc1123(&d));
+    let location = text(http::header::LOCATION).or_else(|| text(http::header::CONTENT_LOCATION));
+    let dated = text(http::header::HeaderName::from_static("memento-datetime"))
+        .and_then(|d| parse_rfc1123(d.as_str()));
     // The body is never read: dropping the answer closes its connection.
     drop(resp);
     // An aggregator's TimeGate names mementos on other archives' hosts: listed, never fetched

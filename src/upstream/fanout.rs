@@ -61,7 +61,7 @@ impl Upstream {
         public_url: &str,
         clock: Arc<dyn Clock>,
         lookup: HostLookup,
-    ) -> Result<Upstream, reqwest::Error> {
+    ) -> Result<Upstream, super::transport::BuildError> {
         let enabled: Vec<_> = config.archives.iter().filter(|a| a.enabled).collect();
         let aggregator_urls = enabled
             .iter()

@@ -2,17 +2,18 @@
 
 use super::budget::{Budget, Held, HEAVY_BODY};
 use super::clients::Clients;
-use super::failure::{classify, FailureKind};
+use super::failure::{classify, FailureKind, Stage};
 use super::guard::HopRules;
 use super::registry::Archive;
 use super::resolve::{GuardedResolver, HostLookup};
+use super::transport::{self, ArchiveClient, BuildError, Response, SendFailure};
 use super::turns::{Turn, Turns};
 use crate::config::RedirectHost;
 use crate::timemap::answer::{ArchiveAnswer, ArchiveStatus};
 use crate::timemap::model::{LinkMemento, MementoDatetime};
 use crate::timemap::parse::parse_link_format;
 use crate::uri_r::clip;
-use reqwest::header::HeaderValue;
+use http::header::HeaderValue;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +27,7 @@ use url::Url;
 /// every other request on the same thread.
 pub(super) const PARSE_INLINE_LIMIT: usize = 1 << 20;
 
-use reqwest::header::{HeaderName, ACCEPT, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED};
+use http::header::{HeaderName, ACCEPT, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED};
 
 /// What a TimeMap request accepts.
 const ACCEPT_LINK_FORMAT: &str = "application/link-format";
@@ -171,7 +172,7 @@ impl ArchiveLink {
         user_agent: &str,
         via: &HeaderValue,
         lookup: HostLookup,
-    ) -> Result<ArchiveLink, reqwest::Error> {
+    ) -> Result<ArchiveLink, BuildError> {
         let hops = HopRules::new(prefixes, redirect_hosts);
         let resolver = GuardedResolver::new(lookup, hops.own_names());
         Ok(ArchiveLink {
@@ -408,7 +409,7 @@ pub(super) struct Page {
 const MAX_VALIDATOR: usize = 256;
 
 /// A validator header as sent, when it is short visible ASCII; else none (asked in full).
-fn validator(resp: &reqwest::Response, name: HeaderName) -> Option<String> {
+fn validator(resp: &Response, name: HeaderName) -> Option<String> {
     let value = resp.headers().get(name)?.to_str().ok()?.trim();
     let usable = !value.is_empty() && value.len() <= MAX_VALIDATOR;
     usable.then(|| value.to_string())
@@ -435,7 +436,7 @@ pub(super) async fn fetch_page(
             .iter()
             .map(|(name, value)| (name.clone(), value.as_str())),
     );
-    let get = reqwest::Method::GET;
+    let get = http::Method::GET;
     let resp = send_within(
         link.clients.get(),
         &link.hops,
@@ -479,8 +480,8 @@ pub(super) async fn fetch_page(
 }
 
 /// What an answer's `Retry-After` asks, on a 429 or a 503.
-pub(crate) fn retry_after_of(resp: &reqwest::Response) -> Option<RetryAfter> {
-    let value = resp.headers().get(reqwest::header::RETRY_AFTER);
+pub(crate) fn retry_after_of(resp: &Response) -> Option<RetryAfter> {
+    let value = resp.headers().get(http::header::RETRY_AFTER);
     RetryAfter::of(resp.status().as_u16(), value.and_then(|v| v.to_str().ok()))
 }
 
@@ -489,13 +490,13 @@ pub(crate) fn retry_after_of(resp: &reqwest::Response) -> Option<RetryAfter> {
 /// not a redirect, unread. A failure says why (refused hop, redirect loop, the request's own
 /// error, no turn in time). Each hop is a request of `turn`, sent in its pace slot.
 pub(crate) async fn send_within(
-    client: &reqwest::Client,
+    client: &ArchiveClient,
     hops: &HopRules,
     turn: &Turn<'_>,
-    method: reqwest::Method,
+    method: http::Method,
     target: Url,
-    headers: &[(reqwest::header::HeaderName, &str)],
-) -> Result<reqwest::Response, ArchiveFetch> {
+    headers: &[(HeaderName, &str)],
+) -> Result<Response, ArchiveFetch> {
     let refused = |http_status: Option<u16>, why: String| {
         ArchiveFetch::failed(FailureKind::RefusedRedirect, http_status, why)
     };
@@ -504,17 +505,13 @@ pub(crate) async fn send_within(
     hops.check(&url).map_err(|why| refused(None, why))?;
     let mut redirects = 0;
     loop {
-        let mut request = client.request(method.clone(), url.clone());
-        for (name, value) in headers {
-            request = request.header(name, *value);
-        }
         turn.pace().await.map_err(ArchiveFetch::late)?;
-        let resp = request
-            .send()
+        let resp = client
+            .send(method.clone(), &url, headers)
             .await
-            .map_err(|e| request_failure(&e, None))?;
+            .map_err(|e| send_failure(&e))?;
         let code = resp.status().as_u16();
-        let location = resp.headers().get(reqwest::header::LOCATION);
+        let location = resp.headers().get(http::header::LOCATION);
         if !resp.status().is_redirection() || code == 304 || location.is_none() {
             return Ok(resp);
         }
@@ -547,13 +544,13 @@ pub(crate) async fn send_within(
 /// length or the cap, and each growth is charged to `budget` first: an archive that announces a
 /// big body and trickles it holds only about twice what it has sent, here and against the budget.
 pub(crate) async fn read_capped(
-    mut resp: reqwest::Response,
+    mut resp: Response,
     max_body: u64,
     limit: &str,
     budget: &Arc<Budget>,
 ) -> Result<(Vec<u8>, Held), ArchiveFetch> {
     let http_status = resp.status().as_u16();
-    let announced = resp.content_length();
+    let announced = transport::content_length(&resp);
     if let Some(len) = announced {
         if len > max_body {
             return Err(ArchiveFetch::failed(
@@ -570,7 +567,7 @@ pub(crate) async fn read_capped(
     let mut body: Vec<u8> = Vec::new();
     let mut held = budget.hold();
     loop {
-        match resp.chunk().await {
+        match transport::chunk(&mut resp).await {
             Ok(Some(chunk)) => {
                 let need = body.len() + chunk.len();
                 if !waited && need as u64 > HEAVY_BODY {
@@ -602,16 +599,22 @@ pub(crate) async fn read_capped(
                 body.extend_from_slice(&chunk);
             }
             Ok(None) => return Ok((body, held)),
-            Err(e) => return Err(request_failure(&e, Some(http_status))),
+            Err(e) => {
+                let (kind, detail) = classify(&e, Stage::Body);
+                return Err(ArchiveFetch::failed(kind, Some(http_status), detail));
+            }
         }
     }
 }
 
-/// A request that failed before an answer was read whole: its kind and root cause (a name
-/// our resolver refused is a refused hop, made before any connection).
-fn request_failure(e: &reqwest::Error, http_status: Option<u16>) -> ArchiveFetch {
-    let (kind, detail) = classify(e);
-    ArchiveFetch::failed(kind, http_status, detail)
+/// A request that got no answer: its kind and root cause (a name our resolver refused is a
+/// refused hop, made before any connection).
+fn send_failure(e: &SendFailure) -> ArchiveFetch {
+    let (kind, detail) = match e {
+        SendFailure::Send(e) => classify(e, Stage::Send),
+        other => (FailureKind::Other, other.to_string()),
+    };
+    ArchiveFetch::failed(kind, None, detail)
 }
 
 /// An archive's body as text. Invalid UTF-8 is replaced, not fatal: the entries around it are

@@ -19,7 +19,7 @@ use super::Upstream;
 use crate::timemap::model::ArchiveId;
 use crate::uri_r::clip;
 use body::{coded_body, coding_of, stream_identity, too_large};
-use reqwest::header::{ACCEPT, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ACCEPT, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use std::time::{Duration, Instant};
 use tmproxy_core::raw_memento::raw_uri_m;
 use url::Url;
@@ -205,9 +205,9 @@ impl Ask<'_> {
         let head = self.asked.head;
         let fetch = async {
             let method = if head {
-                reqwest::Method::HEAD
+                http::Method::HEAD
             } else {
-                reqwest::Method::GET
+                http::Method::GET
             };
             let headers = [(ACCEPT, "*/*")];
             let (client, rules) = (self.link.clients.get(), &self.link.mementos);
@@ -245,7 +245,7 @@ impl Ask<'_> {
                     format!("HTTP {}", code.as_u16()),
                 ));
             }
-            let header = |name: reqwest::header::HeaderName| {
+            let header = |name: http::header::HeaderName| {
                 resp.headers()
                     .get(name)
                     .and_then(|v| v.to_str().ok())

@@ -15,6 +15,7 @@ pub mod memento;
 pub(crate) mod registry;
 pub mod resolve;
 pub(crate) mod streamed;
+pub(crate) mod transport;
 pub(crate) mod turns;
 pub(crate) mod via;
 

@@ -154,9 +154,9 @@ impl Archive {
     /// Because the prefix carries the scheme and host, the URI-R can only ever land in this
     /// archive's path: it never chooses the host we connect to. The URI-R's dot segments are
     /// resolved inside it first (a [`UriR`] already is; an old cache key may not be), and the URL
-    /// is checked as `url` (and so reqwest) parses it: same scheme, host and port as the prefix,
-    /// a path that starts with the prefix's path (and a query with its query). Anything else is
-    /// refused, never sent.
+    /// is checked as `url` parses it (and sent as that parse serialises it): same scheme, host
+    /// and port as the prefix, a path that starts with the prefix's path (and a query with its
+    /// query). Anything else is refused, never sent.
     ///
     /// [`UriR`]: crate::uri_r::UriR
     pub fn timemap_for(&self, uri_r: &str) -> Result<Url, String> {

@@ -1,13 +1,13 @@
 //! Name resolution for one archive's client: every address a name resolves to is checked
 //! before any connection, and the connection goes to exactly the addresses checked.
 //!
-//! reqwest connects to what its resolver returns and resolves nothing itself (IP literals skip
-//! the resolver; `guard::HopRules::check` judges those), so refusing here leaves no
-//! second lookup for a rebinding name to change its answer in.
+//! hyper's connector connects to what its resolver returns and resolves nothing itself (IP
+//! literals skip the resolver; `guard::HopRules::check` judges those), so refusing here leaves
+//! no second lookup for a rebinding name to change its answer in.
 
 use super::guard::forbidden_kind;
 use futures::future::BoxFuture;
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use hyper_util::client::legacy::connect::dns::Name;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use std::sync::Arc;
 pub type HostLookup =
     Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
 
-/// The system resolver (getaddrinfo on tokio's blocking pool, as reqwest's default does).
+/// The system resolver (getaddrinfo on tokio's blocking pool, as hyper's default does).
 pub fn system_lookup() -> HostLookup {
     Arc::new(|name: String| {
         Box::pin(async move {
@@ -53,7 +53,7 @@ pub struct AddressRefused {
 }
 
 /// A name the lookup could not resolve: the detail an operator needs ("dns: failed to resolve
-/// web.archive.org: …"), found in reqwest's error chain by `failure::classify`.
+/// web.archive.org: …"), found in the client's error chain by `failure::classify`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("failed to resolve {name}: {cause}")]
 pub struct NameNotResolved {
@@ -94,9 +94,17 @@ pub fn judge(
     Ok(ips)
 }
 
-impl Resolve for GuardedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let name = name.as_str().to_string();
+/// What the resolver hands the connector: the addresses checked, each with port 0 (the
+/// connector puts the URL's port in).
+pub type Addrs = std::vec::IntoIter<SocketAddr>;
+
+/// Why a name gave no address: [`NameNotResolved`] or [`AddressRefused`].
+pub type ResolveError = Box<dyn std::error::Error + Send + Sync>;
+
+impl GuardedResolver {
+    /// `name`'s addresses, each checked, or why none.
+    pub fn resolve(&self, name: &str) -> BoxFuture<'static, Result<Addrs, ResolveError>> {
+        let name = name.to_string();
         let lookup = (self.lookup)(name.clone());
         let own = self.own_names.clone();
         Box::pin(async move {
@@ -105,10 +113,27 @@ impl Resolve for GuardedResolver {
                 cause: e.to_string(),
             })?;
             let ips = judge(&name, ips, &own)?;
-            // Port 0: reqwest puts the URL's port in.
-            let addrs: Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
-            Ok(addrs)
+            let addrs: Vec<SocketAddr> = ips.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect();
+            Ok(addrs.into_iter())
         })
+    }
+}
+
+/// The resolver as hyper's connector calls it.
+impl tower_service::Service<Name> for GuardedResolver {
+    type Response = Addrs;
+    type Error = ResolveError;
+    type Future = BoxFuture<'static, Result<Addrs, ResolveError>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), ResolveError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        self.resolve(name.as_str())
     }
 }
 
@@ -138,8 +163,7 @@ mod tests {
             vec!["169.254.169.254".parse().expect("ip")],
         )]));
         let r = GuardedResolver::new(lookup, Vec::new());
-        let name: Name = "metadata.test".parse().expect("name");
-        let err = r.resolve(name).await.err().expect("refused");
+        let err = r.resolve("metadata.test").await.expect_err("refused");
         let found = crate::upstream::failure::find_in_chain::<AddressRefused>(&*err);
         assert!(found.is_some(), "{err}");
     }
@@ -147,8 +171,7 @@ mod tests {
     #[tokio::test]
     async fn a_name_that_does_not_resolve_says_which_and_why() {
         let r = GuardedResolver::new(fixed_lookup(HashMap::new()), Vec::new());
-        let name: Name = "web.archive.test".parse().expect("name");
-        let err = r.resolve(name).await.err().expect("unresolved");
+        let err = r.resolve("web.archive.test").await.expect_err("unresolved");
         let found = crate::upstream::failure::find_in_chain::<NameNotResolved>(&*err);
         assert_eq!(found.map(|n| n.name.as_str()), Some("web.archive.test"));
         assert!(err

@@ -28,7 +28,7 @@ pub const IN_FLIGHT: u64 = 1024 * 1024;
 /// Where the bytes come from.
 enum Source {
     /// The archive's body, still arriving (identity coding).
-    Upstream(BoxStream<'static, reqwest::Result<Bytes>>),
+    Upstream(BoxStream<'static, Result<Bytes, crate::upstream::transport::BodyError>>),
     /// A coded body in memory, inflated a frame at a time for a client that does not accept
     /// its coding.
     Inflating(Box<Inflate>),
@@ -53,7 +53,7 @@ impl Streamed {
     /// The archive's identity body: `first` (already read) then the rest of `rest`.
     pub fn upstream(
         first: Vec<Bytes>,
-        rest: Option<BoxStream<'static, reqwest::Result<Bytes>>>,
+        rest: Option<BoxStream<'static, Result<Bytes, crate::upstream::transport::BodyError>>>,
         length: Option<u64>,
         cap: u64,
         held: Held,

@@ -6,7 +6,7 @@
 
 use crate::config::Config;
 use crate::timemap::identity::site;
-use reqwest::header::HeaderValue;
+use http::header::HeaderValue;
 
 /// Who we are in a `Via` header, and whom a request must not come from.
 #[derive(Debug, Clone)]

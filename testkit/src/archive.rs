@@ -66,6 +66,8 @@ pub struct Seen {
     pub path: String,
     /// Its `User-Agent`, empty when it sent none.
     pub user_agent: String,
+    /// Its `Accept`, empty when it sent none.
+    pub accept: String,
 }
 
 /// What an archive counts, shared by its connections.
@@ -219,12 +221,14 @@ async fn handle(
     counts.requests.fetch_add(1, Ordering::SeqCst);
     let head = String::from_utf8_lossy(&head);
     let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let user_agent = head
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .find(|(name, _)| name.trim().eq_ignore_ascii_case("user-agent"))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_default();
+    let header = |wanted: &str| {
+        head.lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(name, _)| name.trim().eq_ignore_ascii_case(wanted))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let (user_agent, accept) = (header("user-agent"), header("accept"));
     counts
         .seen
         .lock()
@@ -233,6 +237,7 @@ async fn handle(
             at,
             path: path.clone(),
             user_agent,
+            accept,
         });
     let sent_bytes = &counts.body_bytes_sent;
 

@@ -374,11 +374,13 @@ async fn the_contact_rides_in_the_user_agent_the_archive_sees() {
     let proxy = start_proxy(config).await;
     let (status, _, json) = timemap_of(&proxy, URI_R).await;
     assert_eq!(status, 200, "{json}");
-    let agents: Vec<String> = a.seen().into_iter().map(|s| s.user_agent).collect();
+    let seen = a.seen();
+    let agents: Vec<&str> = seen.iter().map(|s| s.user_agent.as_str()).collect();
     assert_eq!(
         agents,
         ["tmproxy/0.1 (Memento aggregator; +https://ops.example/contact)"]
     );
+    assert_eq!(seen[0].accept, "application/link-format");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

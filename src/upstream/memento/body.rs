@@ -61,7 +61,7 @@ pub(super) fn coding_of(
 /// [`PREFETCH`] bytes read (a body ending there is held to the cap before anything is sent),
 /// the rest streamed.
 pub(super) async fn stream_identity(
-    resp: reqwest::Response,
+    resp: crate::upstream::transport::Response,
     announced: Option<u64>,
     max_bytes: u64,
     budget: &Arc<Budget>,
@@ -74,7 +74,7 @@ pub(super) async fn stream_identity(
     held.grow(reserve).map_err(|over| {
         ArchiveFetch::failed(FailureKind::Budget, Some(status), over.to_string())
     })?;
-    let mut stream = resp.bytes_stream().boxed();
+    let mut stream = http_body_util::BodyDataStream::new(resp.into_body()).boxed();
     let mut first = Vec::new();
     let mut read = 0u64;
     let mut ended = false;
@@ -85,7 +85,8 @@ pub(super) async fn stream_identity(
                 first.push(chunk);
             }
             Some(Err(e)) => {
-                let (kind, detail) = crate::upstream::failure::classify(&e);
+                let stage = crate::upstream::failure::Stage::Body;
+                let (kind, detail) = crate::upstream::failure::classify(&e, stage);
                 return Err(ArchiveFetch::failed(kind, Some(status), detail));
             }
             None => {
@@ -108,7 +109,7 @@ pub(super) async fn stream_identity(
 /// A coded body: read whole (it is at most the cap), inflated once to hold its inflated size to
 /// the cap, then sent coded (`passed_on`) or inflated a frame at a time.
 pub(super) async fn coded_body(
-    resp: reqwest::Response,
+    resp: crate::upstream::transport::Response,
     codec: Codec,
     passed_on: bool,
     max_bytes: u64,
