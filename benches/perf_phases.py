@@ -23,6 +23,7 @@ PHASES = [
     ("metrics", r"tmproxy::metrics::|prometheus_client"),
     ("log", r"tmproxy::http::log::|tmproxy::logs::|tracing_subscriber::|tracing_core::|tracing::span"),
     ("client", r"reqwest::|hyper::client::|hyper_util::client::|role::Client|dispatch::Client"
+               r"|hyper_rustls::|tmproxy::upstream::transport"
                r"|fetch::send_within|fetch::fetch_page|fetch::read_capped|fetch::fetch_archive"
                r"|registry::uri_t_under|url::parser|Url::parse|upstream::fallback|upstream::guard"),
     ("server", r"hyper::proto::h1|hyper::server::|hyper_util::server|tmproxy::serve::|TrackedBody"),

@@ -7,8 +7,8 @@
 //! and clones its connector per request: 12–16 µs of CPU an aggregated miss of three archives,
 //! a tenth of it (BENCHMARKS.md, "Misses against MemGator"). What reqwest did for us is here:
 //! no proxy (straight to the archive: a proxy would resolve names past the address check),
-//! no redirects followed (`fetch::send_within` follows them hop by hop), a connect timeout, a
-//! `User-Agent` and `Via` on every request, idle connections kept 90 s.
+//! no redirects followed (`fetch::send_within` follows them hop by hop), a connect timeout, TCP
+//! keepalive, a `User-Agent` and `Via` on every request, idle connections kept 90 s.
 
 use super::resolve::GuardedResolver;
 use bytes::Bytes;
@@ -53,6 +53,14 @@ impl ArchiveClient {
         http.enforce_http(false);
         http.set_connect_timeout(Some(connect_timeout));
         http.set_nodelay(true);
+        // A pooled connection to an archive that went away unannounced is found dead by the
+        // kernel, not by the next request's wait: keepalive probes from 15 s idle, every 15 s,
+        // three of them; unacknowledged data gives up after 30 s (reqwest's settings).
+        http.set_keepalive(Some(Duration::from_secs(15)));
+        http.set_keepalive_interval(Some(Duration::from_secs(15)));
+        http.set_keepalive_retries(Some(3));
+        #[cfg(target_os = "linux")]
+        http.set_tcp_user_timeout(Some(Duration::from_secs(30)));
         let roots =
             rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
