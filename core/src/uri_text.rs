@@ -42,9 +42,12 @@ pub fn has_control(s: &str) -> bool {
 /// `https://` URL with a non-empty host and no control character. `javascript:`, `data:`,
 /// relative and host-less URIs are not. Cheap (no URL parse): it runs on every memento read.
 pub fn is_servable_uri_m(uri_m: &str) -> bool {
-    if has_control(uri_m) {
-        return false;
-    }
+    !has_control(uri_m) && is_http_with_host(uri_m)
+}
+
+/// [`is_servable_uri_m`] less its control-character check, for text already checked for
+/// control characters: an absolute `http://` or `https://` URL with a non-empty host.
+pub fn is_http_with_host(uri_m: &str) -> bool {
     let Some(rest) =
         strip_prefix_ci(uri_m, "http://").or_else(|| strip_prefix_ci(uri_m, "https://"))
     else {

@@ -8,7 +8,7 @@
 
 use super::datetime::parse_rfc1123;
 use super::model::{LinkMemento, LinkTimeMap, MementoDatetime, PageLink};
-use crate::uri_text::{escape_uri, has_control, is_servable_uri_m};
+use crate::uri_text::{escape_uri, has_control, is_http_with_host, is_servable_uri_m};
 use std::borrow::Cow;
 use std::sync::Arc;
 use url::Url;
@@ -378,7 +378,13 @@ impl<'a> Parser<'a> {
         let Some(uri) = self.resolve(uri) else {
             return self.fail();
         };
-        if datetime.is_some() && !is_servable_uri_m(&uri) {
+        // Text resolved from a relative reference is new: all of it is checked. An absolute URI
+        // is the text just checked for control characters: only its shape is left.
+        let servable = match &uri {
+            Cow::Borrowed(same) => is_http_with_host(same),
+            Cow::Owned(resolved) => is_servable_uri_m(resolved),
+        };
+        if datetime.is_some() && !servable {
             return self.fail();
         }
         // Kept escaped (`"`, space, non-ASCII percent-encoded; a no-op for almost every URI), so
