@@ -9,6 +9,9 @@
 //! and `content-length` are skipped, hyper writes its own), every answer carries those headers
 //! too: the same head as a tmproxy hit, to tell what its size costs hyper and the kernel.
 
+#[path = "floor/threads.rs"]
+mod threads;
+
 use axum::body::Body;
 use bytes::Bytes;
 use std::process::ExitCode;
@@ -46,55 +49,40 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let handles: Vec<_> = (0..threads)
-        .filter_map(|_| {
-            let listener = listener.try_clone().ok()?;
-            let body = body.clone();
-            let head = head.clone();
-            Some(std::thread::spawn(move || serve(listener, body, head)))
-        })
-        .collect();
-    for h in handles {
-        let _ = h.join();
-    }
+    threads::serve_on_threads(&listener, threads, move |l| {
+        serve(l, body.clone(), head.clone())
+    });
     ExitCode::SUCCESS
 }
 
 /// Accepts on this thread's copy of the listener and serves each connection on this thread.
-fn serve(listener: std::net::TcpListener, body: Bytes, head: Head) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        listener.set_nonblocking(true)?;
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let body = body.clone();
-            let head = head.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |_req| {
-                    let body = body.clone();
-                    let head = head.clone();
-                    async move {
-                        let mut answer = http::Response::new(Body::from(body));
-                        answer.headers_mut().insert(
-                            http::header::CONTENT_TYPE,
-                            http::HeaderValue::from_static("application/link-format"),
-                        );
-                        for (name, value) in head.iter() {
-                            answer.headers_mut().insert(name.clone(), value.clone());
-                        }
-                        Ok::<_, std::convert::Infallible>(answer)
+async fn serve(listener: tokio::net::TcpListener, body: Bytes, head: Head) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let body = body.clone();
+        let head = head.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |_req| {
+                let body = body.clone();
+                let head = head.clone();
+                async move {
+                    let mut answer = http::Response::new(Body::from(body));
+                    answer.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("application/link-format"),
+                    );
+                    for (name, value) in head.iter() {
+                        answer.headers_mut().insert(name.clone(), value.clone());
                     }
-                });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
+                    Ok::<_, std::convert::Infallible>(answer)
+                }
             });
-        }
-    })
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await;
+        });
+    }
 }
 
 type Head = std::sync::Arc<Vec<(http::HeaderName, http::HeaderValue)>>;

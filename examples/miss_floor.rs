@@ -15,6 +15,9 @@
 //! through reqwest (a client per thread, redirects off, no proxy, as tmproxy builds its own)
 //! instead of hyper's client: what reqwest's layers add.
 
+#[path = "floor/threads.rs"]
+mod threads;
+
 use axum::body::Body;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -61,66 +64,50 @@ fn main() -> ExitCode {
     };
     let urls = Arc::new(urls);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let handles: Vec<_> = (0..threads)
-        .filter_map(|_| {
-            let listener = listener.try_clone().ok()?;
-            let urls = urls.clone();
-            Some(std::thread::spawn(move || serve(listener, urls, mode)))
-        })
-        .collect();
-    for h in handles {
-        let _ = h.join();
-    }
+    threads::serve_on_threads(&listener, threads, move |l| serve(l, urls.clone(), mode));
     ExitCode::SUCCESS
 }
 
 /// Accepts on this thread's copy of the listener and serves each connection on this thread,
 /// asking the archives through this thread's own client.
-fn serve(
-    listener: std::net::TcpListener,
+async fn serve(
+    listener: tokio::net::TcpListener,
     urls: Arc<Vec<http::Uri>>,
     mode: Mode,
 ) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        listener.set_nonblocking(true)?;
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        let client: Client<HttpConnector, http_body_util::Empty<Bytes>> =
-            Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
-        let reqwest = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .map_err(std::io::Error::other)?;
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let (client, reqwest, urls) = (client.clone(), reqwest.clone(), urls.clone());
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |_req| {
-                    let (client, reqwest, urls) = (client.clone(), reqwest.clone(), urls.clone());
-                    async move {
-                        let bodies = match mode {
-                            Mode::Reqwest => ask_reqwest(&reqwest, &urls).await,
-                            _ => ask(&client, &urls).await,
-                        };
-                        let body = aggregate(bodies, mode);
-                        let mut answer = http::Response::new(Body::from(body));
-                        answer.headers_mut().insert(
-                            http::header::CONTENT_TYPE,
-                            http::HeaderValue::from_static("application/link-format"),
-                        );
-                        Ok::<_, std::convert::Infallible>(answer)
-                    }
-                });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
+    let client: Client<HttpConnector, http_body_util::Empty<Bytes>> =
+        Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+    let reqwest = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(std::io::Error::other)?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let (client, reqwest, urls) = (client.clone(), reqwest.clone(), urls.clone());
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |_req| {
+                let (client, reqwest, urls) = (client.clone(), reqwest.clone(), urls.clone());
+                async move {
+                    let bodies = match mode {
+                        Mode::Reqwest => ask_reqwest(&reqwest, &urls).await,
+                        _ => ask(&client, &urls).await,
+                    };
+                    let body = aggregate(bodies, mode);
+                    let mut answer = http::Response::new(Body::from(body));
+                    answer.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("application/link-format"),
+                    );
+                    Ok::<_, std::convert::Infallible>(answer)
+                }
             });
-        }
-    })
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await;
+        });
+    }
 }
 
 /// Every archive asked at once through hyper's client: each one's URL and body.
