@@ -3,8 +3,8 @@
 //! status and of a transport error that every caller shares: the fan-out (`src/upstream`) and
 //! the CDX sampler read a status the same way, so an archive's 429 or 503 means one thing.
 //!
-//! Pure: the edge holding the error (reqwest's, with its chain of causes) reads its signs off
-//! it ([`TransportSigns`]); which kind they make is decided here.
+//! Pure: the edge holding the error (the HTTP client's, with its chain of causes) reads its
+//! signs off it ([`TransportSigns`]); which kind they make is decided here.
 
 use crate::timemap::answer::ArchiveStatus;
 use std::fmt;

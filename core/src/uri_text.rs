@@ -92,8 +92,8 @@ pub fn starts_with_ci(s: &str, prefix: &str) -> bool {
 }
 
 /// 1 for a `.` segment, 2 for `..`, 0 otherwise. `%2e` (any case) counts as a dot: RFC 3986
-/// §6.2.2.2 makes it the same unreserved character, and the WHATWG parser behind `url` and
-/// reqwest treats `%2e%2e`, `.%2e` and `%2E.` as `..` when it parses the URL we send.
+/// §6.2.2.2 makes it the same unreserved character, and the WHATWG parser behind `url` treats
+/// `%2e%2e`, `.%2e` and `%2E.` as `..` when it parses the URL we send.
 fn dot_segment(seg: &str) -> u8 {
     let mut rest = seg;
     let mut dots = 0u8;
@@ -183,7 +183,7 @@ pub fn encoded_dot_segment_in(uri: &str) -> Option<&str> {
 /// The first piece of `path` that a front end decoding `%2F` and `%5C` as separators, or
 /// dropping `;` path parameters (Tomcat), would read as a `.` or `..` segment: `..%2f`,
 /// `%2e%2e%5c`, `..;x`, `.;`. Plain dot segments are [`remove_dot_segments`]'s; these survive
-/// it, because to `url`, reqwest and RFC 3986 an encoded slash is data and `..;` is not `..`,
+/// it, because to `url`, `http` and RFC 3986 an encoded slash is data and `..;` is not `..`,
 /// while nginx, IIS or Tomcat in front of an archive resolve them and climb out of its prefix.
 /// Meant for a path already through [`remove_dot_segments`]: a plain `..` is reported too.
 pub fn encoded_dot_segment(path: &str) -> Option<&str> {
