@@ -9,7 +9,7 @@
 //! client per thread, a miss's archive requests stay on the thread that serves it.
 
 use super::resolve::GuardedResolver;
-use super::transport::{ArchiveClient, BuildError};
+use super::transport::{tls_config, ArchiveClient, BuildError};
 use http::header::HeaderValue;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -24,6 +24,7 @@ struct Recipe {
     user_agent: String,
     via: HeaderValue,
     resolver: GuardedResolver,
+    tls: rustls::ClientConfig,
 }
 
 /// One archive's clients: one per connection thread, made on that thread's first request,
@@ -46,6 +47,7 @@ impl Clients {
             user_agent: user_agent.to_owned(),
             via: via.clone(),
             resolver,
+            tls: tls_config()?,
         };
         Ok(Clients {
             shared: recipe.build()?,
@@ -80,6 +82,7 @@ impl Recipe {
             &self.user_agent,
             &self.via,
             self.resolver.clone(),
+            self.tls.clone(),
         )
     }
 }

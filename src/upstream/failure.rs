@@ -3,6 +3,7 @@
 //! hyper's outermost "client error (Connect)".
 
 use super::resolve::{AddressRefused, NameNotResolved};
+use super::transport::SendFailure;
 use crate::uri_r::clip;
 use std::error::Error as StdError;
 pub use tmproxy_core::failure::FailureKind;
@@ -80,13 +81,25 @@ pub fn classify(e: &(dyn StdError + 'static), stage: Stage) -> (FailureKind, Str
     (kind, detail)
 }
 
+/// A request that could not be sent or got no answer: its kind and the detail to report.
+pub fn classify_send(e: &SendFailure) -> (FailureKind, String) {
+    match e {
+        SendFailure::Send(e) => classify(e, Stage::Send),
+        // Ours, before anything was sent: no transport sign to read.
+        other => (FailureKind::Other, other.to_string()),
+    }
+}
+
+/// `e` and the errors under it, outermost first.
+fn chain<'a>(
+    e: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(e), |&err| next_in_chain(err))
+}
+
 /// The innermost error of a chain: what really went wrong.
 fn root_cause<'a>(e: &'a (dyn StdError + 'static)) -> &'a (dyn StdError + 'static) {
-    let mut cur = e;
-    while let Some(next) = next_in_chain(cur) {
-        cur = next;
-    }
-    cur
+    chain(e).last().unwrap_or(e)
 }
 
 /// The error under `err`. An `io::Error` wrapping another is looked inside: its own `source()`
@@ -104,27 +117,15 @@ fn next_in_chain<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a (dyn StdEr
 
 /// Whether an io error of the chain timed out.
 fn timed_out(e: &(dyn StdError + 'static)) -> bool {
-    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(err) = cur {
-        let io = err.downcast_ref::<std::io::Error>();
-        if io.is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
-            return true;
-        }
-        cur = next_in_chain(err);
-    }
-    false
+    chain(e).any(|err| {
+        err.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+    })
 }
 
 /// The first error of type `T` in a chain.
 pub fn find_in_chain<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static)) -> Option<&'a T> {
-    let mut cur: Option<&'a (dyn StdError + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(found) = err.downcast_ref::<T>() {
-            return Some(found);
-        }
-        cur = next_in_chain(err);
-    }
-    None
+    chain(e).find_map(|err| err.downcast_ref::<T>())
 }
 
 #[cfg(test)]

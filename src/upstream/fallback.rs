@@ -13,13 +13,12 @@
 
 use super::budget::Budget;
 use super::cdx::fetch_cdx;
-use super::failure::{classify, FailureKind, Stage};
+use super::failure::{classify_send, FailureKind};
 use super::fetch::{
     fetch_archive, parse_url, retry_after_of, ArchiveFetch, ArchiveLink, FetchLimits,
 };
 use super::guard::HopRules;
 use super::registry::Archive;
-use super::transport::SendFailure;
 use super::turns::{Standing, Turn};
 use crate::timemap::answer::Fallback;
 use crate::timemap::datetime::parse_rfc1123;
@@ -232,10 +231,7 @@ async fn ask_timegate(
         .get()
         .send(http::Method::GET, &url, &[])
         .await
-        .map_err(|e| match e {
-            SendFailure::Send(e) => classify(&e, Stage::Send).1,
-            other => other.to_string(),
-        })?;
+        .map_err(|e| classify_send(&e).1)?;
     let http_status = resp.status().as_u16();
     if !(resp.status().is_success() || resp.status().is_redirection()) {
         return Err(GateFailed {

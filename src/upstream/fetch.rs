@@ -2,7 +2,7 @@
 
 use super::budget::{Budget, Held, HEAVY_BODY};
 use super::clients::Clients;
-use super::failure::{classify, FailureKind, Stage};
+use super::failure::{classify, classify_send, FailureKind, Stage};
 use super::guard::HopRules;
 use super::registry::Archive;
 use super::resolve::{GuardedResolver, HostLookup};
@@ -610,10 +610,7 @@ pub(crate) async fn read_capped(
 /// A request that got no answer: its kind and root cause (a name our resolver refused is a
 /// refused hop, made before any connection).
 fn send_failure(e: &SendFailure) -> ArchiveFetch {
-    let (kind, detail) = match e {
-        SendFailure::Send(e) => classify(e, Stage::Send),
-        other => (FailureKind::Other, other.to_string()),
-    };
+    let (kind, detail) = classify_send(e);
     ArchiveFetch::failed(kind, None, detail)
 }
 

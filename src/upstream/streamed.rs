@@ -11,7 +11,6 @@
 use super::budget::Held;
 use super::decode::Inflate;
 use bytes::Bytes;
-use futures::stream::BoxStream;
 use futures::StreamExt;
 use http_body::{Frame, SizeHint};
 use std::collections::VecDeque;
@@ -28,7 +27,7 @@ pub const IN_FLIGHT: u64 = 1024 * 1024;
 /// Where the bytes come from.
 enum Source {
     /// The archive's body, still arriving (identity coding).
-    Upstream(BoxStream<'static, Result<Bytes, crate::upstream::transport::BodyError>>),
+    Upstream(crate::upstream::transport::BodyStream),
     /// A coded body in memory, inflated a frame at a time for a client that does not accept
     /// its coding.
     Inflating(Box<Inflate>),
@@ -53,7 +52,7 @@ impl Streamed {
     /// The archive's identity body: `first` (already read) then the rest of `rest`.
     pub fn upstream(
         first: Vec<Bytes>,
-        rest: Option<BoxStream<'static, Result<Bytes, crate::upstream::transport::BodyError>>>,
+        rest: Option<crate::upstream::transport::BodyStream>,
         length: Option<u64>,
         cap: u64,
         held: Held,

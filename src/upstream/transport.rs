@@ -31,6 +31,9 @@ pub type SendError = hyper_util::client::legacy::Error;
 /// Why a body could not be read whole.
 pub type BodyError = hyper::Error;
 
+/// A body still arriving, read a piece at a time.
+pub type BodyStream = futures::stream::BoxStream<'static, Result<Bytes, BodyError>>;
+
 /// One archive's client over one connection pool.
 #[derive(Clone)]
 pub struct ArchiveClient {
@@ -41,12 +44,13 @@ pub struct ArchiveClient {
 
 impl ArchiveClient {
     /// A client connecting through `resolver`, giving up on a connection after
-    /// `connect_timeout`.
+    /// `connect_timeout`, with `tls` ([`tls_config`]) for https.
     pub fn new(
         connect_timeout: Duration,
         user_agent: &str,
         via: &HeaderValue,
         resolver: GuardedResolver,
+        tls: rustls::ClientConfig,
     ) -> Result<ArchiveClient, BuildError> {
         let mut http = HttpConnector::new_with_resolver(resolver);
         // https URLs go through rustls below; the TCP connector must let them pass.
@@ -61,14 +65,6 @@ impl ArchiveClient {
         http.set_keepalive_retries(Some(3));
         #[cfg(target_os = "linux")]
         http.set_tcp_user_timeout(Some(Duration::from_secs(30)));
-        let roots =
-            rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
@@ -116,6 +112,17 @@ impl ArchiveClient {
             .await
             .map_err(SendFailure::Send)
     }
+}
+
+/// The TLS settings of the archives' clients: ring, the webpki roots, no client certificate.
+/// Made once per archive and copied into each of its clients (a copy shares the roots).
+pub fn tls_config() -> Result<rustls::ClientConfig, BuildError> {
+    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 /// Why a client could not be made.
@@ -207,8 +214,15 @@ mod tests {
         let (url, mut heads) = recording_server().await;
         let via = HeaderValue::from_static("1.1 tmproxy.test (tmproxy)");
         let resolver = GuardedResolver::new(fixed_lookup(Default::default()), Vec::new());
-        let client = ArchiveClient::new(Duration::from_secs(5), "tmproxy-test/1", &via, resolver)
-            .expect("client");
+        let tls = tls_config().expect("tls");
+        let client = ArchiveClient::new(
+            Duration::from_secs(5),
+            "tmproxy-test/1",
+            &via,
+            resolver,
+            tls,
+        )
+        .expect("client");
         let plain = client.send(Method::GET, &url, &[]).await.expect("answer");
         assert_eq!(plain.status(), 204);
         let head = heads.recv().await.expect("head");
