@@ -19,6 +19,37 @@ use std::hash::BuildHasher;
 /// an http host and `:443` after an https one dropped. Borrowed when `uri_m` is already so
 /// (nearly always), so comparing costs no allocation.
 pub fn memento_key(uri_m: &str) -> Cow<'_, str> {
+    if is_own_key(uri_m) {
+        return Cow::Borrowed(uri_m);
+    }
+    key_by_parts(uri_m)
+}
+
+/// Whether `uri_m` is its own key at a glance, as nearly every URI-M an archive lists is: an
+/// `http://` or `https://` whose authority has no upper case and no `@`, `:` or `[` (no
+/// userinfo, no port, no IPv6 literal). One pass over the authority, where taking it apart
+/// into [`Parts`] makes several (every memento of every listing and merge is keyed).
+fn is_own_key(uri_m: &str) -> bool {
+    let b = uri_m.as_bytes();
+    let authority = match b.strip_prefix(b"http://") {
+        Some(rest) => rest,
+        None => match b.strip_prefix(b"https://") {
+            Some(rest) => rest,
+            None => return false,
+        },
+    };
+    for &c in authority {
+        match c {
+            b'/' | b'?' | b'#' => return true,
+            b'@' | b':' | b'[' | b'A'..=b'Z' => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// [`memento_key`] by taking `uri_m` apart: for any text.
+fn key_by_parts(uri_m: &str) -> Cow<'_, str> {
     let Some(p) = Parts::of(uri_m) else {
         return Cow::Borrowed(uri_m);
     };
@@ -258,6 +289,17 @@ mod tests {
             let got = Parts::of(&uri_m)
                 .map(|p| (p.scheme, p.authority, p.authority_end, p.host_start, p.host, p.port));
             proptest::prop_assert_eq!(got, parts_by_find(&uri_m));
+        }
+
+        #[test]
+        fn a_uri_m_taken_as_its_own_key_is_its_key_by_parts(
+            uri_m in "(https?|HTTP|[a-z:/]{0,3})(://)?[aB:/@\\[\\]?#8.é]{0,20}",
+        ) {
+            if is_own_key(&uri_m) {
+                let by_parts = key_by_parts(&uri_m);
+                proptest::prop_assert!(matches!(by_parts, Cow::Borrowed(_)));
+                proptest::prop_assert_eq!(by_parts, uri_m.as_str());
+            }
         }
     }
 
