@@ -169,3 +169,19 @@ fn ids_are_unique_across_threads_and_logs() {
     }
     assert_eq!(seen.len(), 12_000);
 }
+
+#[test]
+fn an_id_is_spelled_as_format_spells_it() {
+    for (prefix, n) in [
+        (0u32, 0u64),
+        (0x1f1a008b, 0x401),
+        (u32::MAX, u64::MAX),
+        (7, 1 << 60),
+        (0xdeadbeef, 15),
+        (1, 16),
+    ] {
+        let text = super::id_text(prefix, n);
+        let got = std::str::from_utf8(text.as_slice()).expect("ascii");
+        assert_eq!(got, format!("{prefix:08x}-{n:x}"));
+    }
+}
