@@ -19,7 +19,7 @@
 # 0, and each aggregator's answer is checked for status 200 and all 102 mementos first.
 # MemGator uses its default flags (its archive list from a file, its own logs discarded).
 # With PERF=FILE, after the rounds, `perf record --call-graph dwarf` of tmproxy during one more
-# SECONDS of `wrk -t2 -c64` is written to FILE (where a miss's CPU goes; needs linux-perf).
+# SECONDS of `wrk -t2 -c64` (-cPERF_CONNS) is written to FILE (where a miss's CPU goes; needs linux-perf).
 # With BASE=path/to/another/tmproxy a third row, `base`, serves the same from that binary (same
 # config, its own port) in the same rounds: a change to tmproxy measured against the build
 # before it, beside the anchor.
@@ -194,10 +194,10 @@ awk -v rounds="$ROUNDS" '
         if (nf) printf "median c=%-3d %-10s CPU %6.1f us/req: tmproxy %.2fx it, MemGator %.2fx it\n", c, w, median(fc, nf), median(ft, nf), median(fm, nf) } } }' "$WORK/rows"
 echo "(req/s and CPU: tmproxy / MemGator; the ratio in brackets after CPU is MemGator's CPU per request over tmproxy's)"
 if [ -n "${PERF:-}" ]; then
-    wrk -t2 -c64 -d"$((SECS + 2))s" "$URL_TM" >/dev/null &
+    wrk -t2 -c"${PERF_CONNS:-64}" -d"$((SECS + 2))s" "$URL_TM" >/dev/null &
     WRK=$!; pids+=("$WRK")
     sleep 1
     perf record -F 1999 -g --call-graph dwarf,16384 -p "$TM" -o "$PERF" -- sleep "$SECS" 2>/dev/null
     wait "$WRK"
-    echo "perf data of tmproxy under wrk -c64: $PERF"
+    echo "perf data of tmproxy under wrk -c${PERF_CONNS:-64}: $PERF"
 fi
