@@ -137,6 +137,12 @@ impl IdText {
     }
 }
 
+/// The answer's `X-Cache`, or `-`, for its log line.
+fn cache_result(response: &Response) -> &str {
+    let value = response.headers().get(X_CACHE);
+    value.and_then(|v| v.to_str().ok()).unwrap_or("-")
+}
+
 /// Ids a thread takes at once.
 const ID_BLOCK: u64 = 1024;
 
@@ -251,14 +257,7 @@ where
         let elapsed = this.started.elapsed();
         let status = response.status().as_u16();
         // Read inside the macro: only when the line is written.
-        let cache = |r: &Response| {
-            r.headers()
-                .get(X_CACHE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-")
-                .to_owned()
-        };
-        tracing::info!(target: TARGET, status, cache = cache(&response), ms = format_args!("{:.2}", elapsed.as_secs_f64() * 1000.0), "answered");
+        tracing::info!(target: TARGET, status, cache = cache_result(&response), ms = format_args!("{:.2}", elapsed.as_secs_f64() * 1000.0), "answered");
         this.metrics.observe(*this.route, status, elapsed);
         // Moved out: polled to here once. A clone of a header made from a String would make
         // its bytes shared, an allocation.
