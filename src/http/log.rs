@@ -73,9 +73,10 @@ impl Ids {
         }
     }
 
-    /// The next id, made as the header it is sent in (its text moved in, not copied). Each
-    /// thread takes ids from the shared counter a block at a time: one counter written by
-    /// every connection thread on every request moved its cache line between cores each time.
+    /// The next id, made as the header it is sent in (its text written on the stack, then
+    /// copied once into the header). Each thread takes ids from the shared counter a block at a
+    /// time: one counter written by every connection thread on every request moved its cache
+    /// line between cores each time.
     fn next(&self) -> HeaderValue {
         thread_local! {
             /// Whose block this thread holds (the `Ids`' address and prefix), its next id and
