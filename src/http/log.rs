@@ -96,46 +96,26 @@ impl Ids {
             next
         });
         // Hex digits and a dash: always a valid header value.
-        HeaderValue::from_bytes(id_text(self.prefix, n).as_slice())
-            .unwrap_or_else(|_| HeaderValue::from_static("-"))
+        let (text, len) = id_text(self.prefix, n);
+        HeaderValue::from_bytes(&text[..len]).unwrap_or_else(|_| HeaderValue::from_static("-"))
     }
 }
 
-/// An id's text, `{prefix:08x}-{n:x}`, written on the stack: `format!`'s machinery was most
-/// of what a cache hit spent on its id.
-fn id_text(prefix: u32, n: u64) -> IdText {
+/// An id's text, `{prefix:08x}-{n:x}`, written on the stack (its bytes and their length):
+/// `format!`'s machinery was most of what a cache hit spent on its id.
+fn id_text(prefix: u32, n: u64) -> ([u8; 25], usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut text = IdText::default();
-    for shift in (0..8).rev() {
-        text.push(HEX[(prefix >> (shift * 4)) as usize & 0xf]);
+    let mut text = [0u8; 25];
+    for (i, slot) in text[..8].iter_mut().enumerate() {
+        *slot = HEX[(prefix >> (28 - 4 * i)) as usize & 0xf];
     }
-    text.push(b'-');
-    // At least one digit; no leading zeros.
-    let digits = (64 - n.leading_zeros()).div_ceil(4).max(1);
-    for shift in (0..digits).rev() {
-        text.push(HEX[(n >> (shift * 4)) as usize & 0xf]);
+    text[8] = b'-';
+    // At least one digit, no leading zeros: 1 to 16, so the text fits.
+    let digits = (64 - n.leading_zeros() as usize).div_ceil(4).max(1);
+    for (i, slot) in text[9..9 + digits].iter_mut().enumerate() {
+        *slot = HEX[(n >> (4 * (digits - 1 - i))) as usize & 0xf];
     }
-    text
-}
-
-/// An id's text: long enough for any, 8 + 1 + 16 bytes.
-#[derive(Default)]
-struct IdText {
-    bytes: [u8; 25],
-    len: usize,
-}
-
-impl IdText {
-    fn push(&mut self, b: u8) {
-        if let Some(slot) = self.bytes.get_mut(self.len) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
+    (text, 9 + digits)
 }
 
 /// The answer's `X-Cache`, or `-`, for its log line.

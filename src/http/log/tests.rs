@@ -180,8 +180,8 @@ fn an_id_is_spelled_as_format_spells_it() {
         (0xdeadbeef, 15),
         (1, 16),
     ] {
-        let text = super::id_text(prefix, n);
-        let got = std::str::from_utf8(text.as_slice()).expect("ascii");
+        let (text, len) = super::id_text(prefix, n);
+        let got = std::str::from_utf8(&text[..len]).expect("ascii");
         assert_eq!(got, format!("{prefix:08x}-{n:x}"));
     }
 }
