@@ -4,9 +4,9 @@
 //!
 //! Why hyper's client and not reqwest: reqwest parses every request's URL twice more (its
 //! redirect layer runs with redirects off, and the response's `url()`), merges default headers
-//! and clones its connector per request: 15–20 µs of CPU an aggregated miss of three archives,
-//! an eighth of it (BENCHMARKS.md, "Misses against MemGator"). What reqwest did for us is here:
-//! no proxy (straight to the archive: a proxy would resolve names past the address check),
+//! and clones its connector per request: about an eighth of the CPU an aggregated miss of
+//! three archives takes (BENCHMARKS.md, "Misses against MemGator"). What reqwest did for us is
+//! here: no proxy (straight to the archive: a proxy would resolve names past the address check),
 //! no redirects followed (`fetch::send_within` follows them hop by hop), a connect timeout, TCP
 //! keepalive, a `User-Agent` and `Via` on every request, idle connections kept 90 s.
 
