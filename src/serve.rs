@@ -7,6 +7,7 @@ pub mod connections;
 pub mod descriptors;
 mod early;
 pub mod threads;
+mod watch;
 
 use crate::config::Config;
 use crate::http::client::TrustedProxies;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use threads::ConnectionThreads;
 use tokio::net::{TcpListener, TcpStream};
 use tower::Service;
+use watch::First;
 
 /// HTTP/2 streams one connection may have open at once; the peer is told in its SETTINGS and a
 /// stream past it is refused (RST_STREAM REFUSED_STREAM). RFC 9113 advises no less than 100,
@@ -345,52 +347,59 @@ async fn connection<S: Server>(
         });
     let conn = builder.serve_connection(TokioIo::new(stream), service);
     let mut conn = std::pin::pin!(conn);
+    let watch = watch::Watch::new();
     let mut phase = Phase::Open;
     loop {
-        let now = activity.elapsed();
-        let at = match decide(activity.snapshot(), now, phase, &limits) {
-            WatchdogPlan::At(at, step) if at <= now => match step {
-                Step::Drop => return,
-                Step::GoAway => {
-                    conn.as_mut().graceful_shutdown();
-                    phase = Phase::Closing { since: now };
-                    continue;
-                }
-            },
-            WatchdogPlan::At(at, _) | WatchdogPlan::LookAgain(at) => at,
-        };
-        // Woken at that time, or when a request the watchdog has not seen ends (which may set
-        // an idle deadline sooner than the first-request one slept towards).
-        let wake = async {
-            tokio::select! {
-                () = tokio::time::sleep_until(activity.instant(at)) => {},
-                () = activity.changed() => {},
-            }
-        };
-        tokio::select! {
-            ended = conn.as_mut() => {
+        let watchdog = watchdog(&activity, &limits, phase, &stopping, &held.open);
+        match watch.first(conn.as_mut(), watchdog).await {
+            First::Connection(ended) => {
                 if let Err(e) = ended {
                     // A client that went away, timed out or sent garbage: nothing to act on.
                     tracing::trace!(error = %e, "connection ended with an error");
                 }
                 return;
             }
-            () = stopping.cancelled(), if phase == Phase::Open => {
+            First::Watchdog(Step::Drop) => return,
+            First::Watchdog(Step::GoAway) => {
                 conn.as_mut().graceful_shutdown();
-                phase = Phase::Closing { since: activity.elapsed() };
+                phase = Phase::Closing {
+                    since: activity.elapsed(),
+                };
             }
+        }
+    }
+}
+
+/// What to do to a connection in `phase`, once it is due: a deadline [`decide`] gives has
+/// passed, the server is stopping, or the connection is told to close to make room.
+async fn watchdog(
+    activity: &Activity,
+    limits: &Limits,
+    phase: Phase,
+    stopping: &tokio_util::sync::CancellationToken,
+    open: &OpenConnection,
+) -> Step {
+    loop {
+        let now = activity.elapsed();
+        let at = match decide(activity.snapshot(), now, phase, limits) {
+            WatchdogPlan::At(at, step) if at <= now => return step,
+            WatchdogPlan::At(at, _) | WatchdogPlan::LookAgain(at) => at,
+        };
+        // Woken at that time, or when a request the watchdog has not seen ends (which may set
+        // an idle deadline sooner than the first-request one slept towards).
+        tokio::select! {
+            () = tokio::time::sleep_until(activity.instant(at)) => {},
+            () = activity.changed() => {},
+            () = stopping.cancelled(), if phase == Phase::Open => return Step::GoAway,
             // Chosen as idle to make room: nothing in flight, nothing to lose by dropping it
             // now (its descriptor is what the newcomer needs); a request begun since then is
             // let finish, as when the server stops.
-            () = held.open.told_to_close(), if phase == Phase::Open => {
-                if activity.snapshot().in_flight == 0 {
-                    return;
-                }
-                conn.as_mut().graceful_shutdown();
-                phase = Phase::Closing { since: activity.elapsed() };
+            () = open.told_to_close(), if phase == Phase::Open => {
+                return match activity.snapshot().in_flight {
+                    0 => Step::Drop,
+                    _ => Step::GoAway,
+                };
             }
-            // A request may have begun or ended meanwhile: decide again.
-            () = wake => {}
         }
     }
 }

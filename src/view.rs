@@ -33,6 +33,9 @@ pub struct View {
     /// accepts it; None when the body is over [`MAX_CODED`] or could not be coded.
     coded: Box<[[OnceLock<Option<Pieces>>; 3]]>,
     headers: OnceLock<HeaderMap>,
+    /// Per format, the whole TimeMap's head as it is ([0]) and in each coding ([1 +
+    /// `Coding::index`]), made the first time it is answered ([`View::head`]).
+    heads: Box<[[OnceLock<HeaderMap>; 4]]>,
     /// Another spelling's: the view of the stored spelling, whose memento lists (rendered and
     /// coded) this one's bodies are spliced from ([`View::respell`]).
     origin: Option<Arc<View>>,
@@ -89,6 +92,9 @@ impl ServedView for View {
                 .map(|_| Default::default())
                 .collect(),
             headers: OnceLock::new(),
+            heads: (0..TimeMapFormat::count())
+                .map(|_| Default::default())
+                .collect(),
             origin: None,
             skeletons: (0..TimeMapFormat::count())
                 .map(|_| OnceLock::new())
@@ -127,7 +133,9 @@ impl ServedView for View {
         let (mementos, uris) = listed.fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.uri_m.len()));
         // 40 more a memento: the coded bodies clients asked for (a coded TimeMap is about a
         // tenth of its text, and usually one coding of one format is asked).
-        3 * uris + 440 * mementos + 2048
+        // 6 KiB for the rest: 2 KiB of its own, 4 KiB the content headers and the heads of an
+        // answer or two ([`View::head`]).
+        3 * uris + 440 * mementos + 6144
     }
 }
 
@@ -159,6 +167,22 @@ impl View {
                 h
             })
             .clone()
+    }
+
+    /// The head of an answer with the whole TimeMap in `format` and `coding` (None: as it is),
+    /// made by `make` the first time and cloned for every answer after: a map built whole once
+    /// is cloned at its size, where a map filled header by header per answer grew three times
+    /// and hashed each name (BENCHMARKS.md, "Small cache hits against nginx"). `make` puts in
+    /// every header such an answer carries, those set per answer too (with any value: they are
+    /// written over), so that none is added to the clone.
+    pub fn head(
+        &self,
+        format: TimeMapFormat,
+        coding: Option<Coding>,
+        make: impl FnOnce() -> HeaderMap,
+    ) -> HeaderMap {
+        let slot = coding.map_or(0, |c| 1 + c.index());
+        self.heads[format.index()][slot].get_or_init(make).clone()
     }
 
     pub fn rendered(&self, format: TimeMapFormat) -> Rendered {

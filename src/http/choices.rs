@@ -67,7 +67,7 @@ pub fn ids_in_param(value: &str) -> Vec<&str> {
 /// client sent that preference.
 pub fn ids_in_prefer(headers: &HeaderMap) -> Option<Vec<String>> {
     let mut found: Option<Vec<String>> = None;
-    for value in headers.get_all("prefer") {
+    for value in headers.get_all(super::headers::PREFER) {
         let Ok(text) = value.to_str() else { continue };
         for pref in split_preferences(text) {
             let Some((name, v)) = pref.split_once('=') else {

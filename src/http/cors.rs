@@ -13,7 +13,7 @@ use axum::http::header::{
     ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
     ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE,
 };
-use axum::http::{HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::response::Response;
 use futures::future::{Either, FutureExt, Map};
 use std::future::{ready, Ready};
@@ -93,11 +93,15 @@ where
 /// An answer any origin's page may read, with the headers it may read.
 fn readable<E>(answer: Result<Response, E>) -> Result<Response, E> {
     answer.map(|mut response| {
-        let h = response.headers_mut();
-        h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ANY_ORIGIN);
-        h.insert(ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED_VALUE);
+        put_readable(response.headers_mut());
         response
     })
+}
+
+/// The headers that let any origin's page read an answer, and which headers it may read.
+pub fn put_readable(h: &mut HeaderMap) {
+    h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ANY_ORIGIN);
+    h.insert(ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED_VALUE);
 }
 
 /// The answer to any `OPTIONS`: 200, empty, what a cross-origin request may do.

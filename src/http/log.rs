@@ -15,7 +15,7 @@ use crate::error::take_internal_detail;
 use crate::metrics::route::{route_of, RouteId};
 use crate::metrics::Metrics;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, Uri};
 use axum::response::Response;
 use std::future::Future;
 use std::pin::Pin;
@@ -243,13 +243,22 @@ where
         // Moved out: polled to here once. A clone of a header made from a String would make
         // its bytes shared, an allocation.
         let id = std::mem::replace(this.id, HeaderValue::from_static("-"));
-        response.headers_mut().insert(X_REQUEST_ID, id);
-        response.headers_mut().insert(
-            axum::http::header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
+        let h = response.headers_mut();
+        h.insert(X_REQUEST_ID, id);
+        h.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
         Poll::Ready(Ok(response))
     }
+}
+
+/// Made once, at compile time (`from_static` checks its text each time it runs).
+#[allow(clippy::declare_interior_mutable_const)]
+const NOSNIFF: HeaderValue = HeaderValue::from_static("nosniff");
+
+/// The headers this layer sets on every answer, the request id as a placeholder: for a head
+/// made once and cloned per answer, so that setting them adds nothing to it.
+pub fn put_per_answer(h: &mut HeaderMap) {
+    h.insert(X_REQUEST_ID, HeaderValue::from_static("-"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! What the TimeMap routes share: the URI-R and the client's choices read from a request, the
 //! lookup through the cache, and the cache's headers on the answer.
 
-use super::headers::{PREFERENCE_APPLIED, X_CACHE, X_CACHE_ACTION, X_CACHE_CASE};
+use super::headers::{
+    ACCEPT_DATETIME, PREFER, PREFERENCE_APPLIED, X_CACHE, X_CACHE_ACTION, X_CACHE_CASE,
+};
 use super::state::AppState;
 use super::{choices, client, rate};
 use crate::cache::service::{CacheStatus, Request, Served};
@@ -13,6 +15,7 @@ use crate::timemap::serialize::TimeMapFormat;
 use crate::uri_r::{split_archives_param, split_timeout_param, UriR, MAX_URI_LEN};
 use crate::view::View;
 use axum::http::{header, HeaderMap, HeaderValue, Uri};
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,11 +50,16 @@ pub fn read_lookup(
     if raw.len() > MAX_URI_LEN {
         return Err(crate::uri_r::UriRError::TooLong(raw.len()).into());
     }
-    // Ours only when every id in it is an archive we know; else it is the URI-R's parameter.
-    let known = |id: &str| state.archive_list.iter().any(|a| a.id == id);
-    let (raw, param) =
-        split_archives_param(raw, |v| choices::ids_in_param(v).into_iter().all(known));
-    let mut prefer_ids = choices::ids_in_prefer(headers);
+    // Only a query can hold a parameter of ours (or a typo of one), and only a `Prefer` a
+    // preference: nearly every request has neither, and is read without a copy or a list.
+    let (raw, param, timeout) = match raw.contains('?') {
+        true => split_query(state, raw)?,
+        false => (Cow::Borrowed(raw), None, None),
+    };
+    let preferring = headers.contains_key(PREFER);
+    let mut prefer_ids = preferring
+        .then(|| choices::ids_in_prefer(headers))
+        .flatten();
     // `all` is no archive's id (config validation reserves it): every archive, unrouted.
     let ask_all = prefer_ids.as_deref().is_some_and(choices::is_every_archive);
     if ask_all {
@@ -72,14 +80,6 @@ pub fn read_lookup(
             )?
         }
     };
-    let (raw, timeout) = split_timeout_param(&raw, |v| crate::config::parse_duration(v).is_ok());
-    // Only a query can hold a typo of ours: nearly every request builds no list for it.
-    if raw.contains('?') {
-        let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
-        if let Some(typo) = choices::meant_for_us(&raw, &configured) {
-            return Err(typo);
-        }
-    }
     let mut deadline: Option<Duration> = None;
     if let Some(t) = timeout {
         let asked = crate::config::parse_duration(&t).map_err(|_| {
@@ -89,7 +89,11 @@ pub fn read_lookup(
         })?;
         deadline = Some(asked);
     }
-    if let Some(wait) = prefer_wait(headers)? {
+    if let Some(wait) = preferring
+        .then(|| prefer_wait(headers))
+        .transpose()?
+        .flatten()
+    {
         deadline = Some(deadline.map_or(wait, |d| d.min(wait)));
     }
     // No time at all cannot be served: say so rather than answer 504 without asking anyone.
@@ -115,9 +119,29 @@ pub fn read_lookup(
     })
 }
 
+/// A URI-R with our parameters taken off its query: its text, `archives=`, `timeout=`.
+type Split<'a> = (Cow<'a, str>, Option<String>, Option<String>);
+
+/// The URI-R with our parameters (`archives=`, `timeout=`) taken off its query, and their
+/// values; an error for a parameter that looks meant for us but is not one of ours.
+fn split_query<'a>(state: &AppState, raw: &'a str) -> Result<Split<'a>, AppError> {
+    // Ours only when every id in it is an archive we know; else it is the URI-R's parameter.
+    let known = |id: &str| state.archive_list.iter().any(|a| a.id == id);
+    let (raw, param) =
+        split_archives_param(raw, |v| choices::ids_in_param(v).into_iter().all(known));
+    let (raw, timeout) = split_timeout_param(&raw, |v| crate::config::parse_duration(v).is_ok());
+    if raw.contains('?') {
+        let configured: Vec<&str> = state.archive_list.iter().map(|a| a.id.as_str()).collect();
+        if let Some(typo) = choices::meant_for_us(&raw, &configured) {
+            return Err(typo);
+        }
+    }
+    Ok((Cow::Owned(raw), param, timeout))
+}
+
 /// RFC 7240 `Prefer: wait=N` (seconds): the unambiguous way to ask for a shorter deadline.
 fn prefer_wait(headers: &HeaderMap) -> Result<Option<Duration>, AppError> {
-    for value in headers.get_all("prefer") {
+    for value in headers.get_all(PREFER) {
         let Ok(text) = value.to_str() else { continue };
         for pref in text.split(',') {
             let pref = pref.trim();
@@ -139,7 +163,7 @@ pub fn accept_datetime(
     headers: &HeaderMap,
     now: MementoDatetime,
 ) -> Result<MementoDatetime, AppError> {
-    match headers.get("accept-datetime") {
+    match headers.get(ACCEPT_DATETIME) {
         None => Ok(now),
         Some(v) => {
             let text = String::from_utf8_lossy(v.as_bytes()).into_owned();
@@ -196,7 +220,6 @@ pub fn check_found(agg: &Aggregate) -> Result<(), AppError> {
 
 /// `X-Cache` and its companions, `Age`, `Cache-Control` (`Last-Modified` is a content header).
 pub fn cache_headers(h: &mut HeaderMap, served: &Served<View>, now: MementoDatetime) {
-    h.insert(X_CACHE, HeaderValue::from_static(served.status.as_str()));
     if let Some(case) = served.case {
         h.insert(X_CACHE_CASE, HeaderValue::from(u16::from(case.number())));
     }
@@ -210,7 +233,11 @@ pub fn cache_headers(h: &mut HeaderMap, served: &Served<View>, now: MementoDatet
         );
     }
     let stale = served.status == CacheStatus::Stale;
-    freshness_headers(h, served.checked_at, served.fresh_until, stale, now);
+    let status = HeaderValue::from_static(served.status.as_str());
+    let (age, cache_control) = freshness(served.checked_at, served.fresh_until, stale, now);
+    h.insert(X_CACHE, status);
+    h.insert(header::AGE, age);
+    h.insert(header::CACHE_CONTROL, cache_control);
 }
 
 /// `Age` and `Cache-Control` of an answer last checked at `checked_at`, fresh until
@@ -222,8 +249,19 @@ pub fn freshness_headers(
     stale: bool,
     now: MementoDatetime,
 ) {
+    let (age, cache_control) = freshness(checked_at, fresh_until, stale, now);
+    h.insert(header::AGE, age);
+    h.insert(header::CACHE_CONTROL, cache_control);
+}
+
+/// The values of `Age` and `Cache-Control` ([`freshness_headers`]).
+fn freshness(
+    checked_at: MementoDatetime,
+    fresh_until: Option<MementoDatetime>,
+    stale: bool,
+    now: MementoDatetime,
+) -> (HeaderValue, HeaderValue) {
     let age = (now - checked_at).num_seconds().max(0);
-    h.insert(header::AGE, HeaderValue::from(age));
     let max_age = match fresh_until {
         // Fresh for good (policy forever): a year is HTTP's customary "forever".
         None => 31_536_000,
@@ -231,12 +269,37 @@ pub fn freshness_headers(
         Some(_) if stale => 0,
         Some(until) => (until - now).num_seconds().max(0),
     };
-    // Written on the stack: the header value is the one allocation.
-    let mut text = std::io::Cursor::new([0u8; 32]);
-    if std::io::Write::write_fmt(&mut text, format_args!("max-age={max_age}")).is_ok() {
-        let n = usize::try_from(text.position()).unwrap_or(0);
-        if let Ok(v) = HeaderValue::from_bytes(&text.get_ref()[..n]) {
-            h.insert(header::CACHE_CONTROL, v);
+    (
+        HeaderValue::from(age),
+        max_age_value(max_age.unsigned_abs()),
+    )
+}
+
+/// `max-age={seconds}`, its digits written on the stack (the header value is the one
+/// allocation; `format_args!` was most of what a hit spent on it).
+fn max_age_value(seconds: u64) -> HeaderValue {
+    const PREFIX: &[u8] = b"max-age=";
+    let mut text = [0u8; PREFIX.len() + 20];
+    text[..PREFIX.len()].copy_from_slice(PREFIX);
+    let digits = seconds.checked_ilog10().map_or(1, |l| l as usize + 1);
+    let mut n = seconds;
+    for slot in text[PREFIX.len()..PREFIX.len() + digits].iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    HeaderValue::from_bytes(&text[..PREFIX.len() + digits])
+        .unwrap_or_else(|_| HeaderValue::from_static("max-age=0"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_age_is_written_as_format_writes_it() {
+        for s in [0, 1, 9, 10, 99, 100, 1_296_000, 31_536_000, u64::MAX] {
+            let v = max_age_value(s);
+            assert_eq!(v.to_str().ok(), Some(format!("max-age={s}").as_str()));
         }
     }
 }

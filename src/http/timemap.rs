@@ -2,15 +2,15 @@
 //! `/timemap/{link,json,cdxj}/{N}/{URI-R}`: its page N (RFC 7089 §4.3).
 
 use super::{
-    answer, cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState,
+    answer, cache_headers, check_found, raw_after, read_lookup, serve_lookup, SharedState, X_CACHE,
 };
 use crate::encoding::{self, if_none_match, Coding};
 use crate::error::AppError;
 use crate::timemap::serialize::TimeMapFormat;
-use crate::view::{Pieces, MAX_CODED};
+use crate::view::{Pieces, Rendered, View, MAX_CODED};
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{self as http, header, HeaderValue, Method, StatusCode};
+use axum::http::{self as http, header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
@@ -18,7 +18,7 @@ mod from_renderings;
 
 /// Splits `link/http://…` into its format and the rest; a bare `/timemap/http://…` is link format.
 pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
-    let (first, rest) = raw.split_once('/').unwrap_or((raw, ""));
+    let (first, rest) = split_at_slash(raw).unwrap_or((raw, ""));
     if let Some(format) = TimeMapFormat::from_segment(first) {
         return Ok((format, rest));
     }
@@ -40,7 +40,7 @@ pub fn split_format(raw: &str) -> Result<(TimeMapFormat, &str), AppError> {
 /// host with a dot (`123.com/`) is not all digits. Returns the digits (for the error) and the
 /// page number, `usize::MAX` when they overflow it (then past the end, a 404, not an overflow).
 pub fn split_page(rest: &str) -> (Option<(&str, usize)>, &str) {
-    match rest.split_once('/') {
+    match split_at_slash(rest) {
         Some((digits, uri_r))
             if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
         {
@@ -48,6 +48,14 @@ pub fn split_page(rest: &str) -> (Option<(&str, usize)>, &str) {
         }
         _ => (None, rest),
     }
+}
+
+/// `text` before and after its first `/`: a plain byte loop, where `split_once`'s searcher
+/// cost a cache hit more than the few bytes it looks at.
+fn split_at_slash(text: &str) -> Option<(&str, &str)> {
+    let at = text.bytes().position(|b| b == b'/')?;
+    // A `/` is one byte, never inside a character: both ends are boundaries.
+    Some((text.get(..at)?, text.get(at + 1..)?))
 }
 
 pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<Response, AppError> {
@@ -86,11 +94,11 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
     // A page never needs the whole body: no rendering it beside the store.
     let whole = page.is_none().then_some(format);
     let served = serve_lookup(&state, &lookup, whole).await?;
-    // Content headers are built once per cached view; only the cache's own are per request.
-    let mut h = served.view.content_headers();
-    cache_headers(&mut h, &served, state.clock.now());
+    let now = state.clock.now();
     if let Err(e) = check_found(&served.view.aggregate) {
         // A cached 404 (or a 502 with nothing cached) still says where it came from.
+        let mut h = served.view.content_headers();
+        cache_headers(&mut h, &served, now);
         let mut response = e.into_response();
         response.headers_mut().extend(h);
         return Ok(response);
@@ -108,20 +116,14 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
                     pages: pages.count(),
                     page_size: pages.size,
                 };
+                let mut h = served.view.content_headers();
+                cache_headers(&mut h, &served, now);
                 let mut response = e.into_response();
                 response.headers_mut().extend(h);
                 return Ok(response);
             }
         },
     };
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(format.content_type()),
-    );
-    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-    if let Some(v) = rendered.link_header {
-        h.insert(header::LINK, v);
-    }
     // The whole TimeMap is coded once per cached entry, format and coding; a page, rendered
     // per request, is coded per request. Off the runtime's threads when big and not coded yet.
     let small = rendered.body.len() < 256 * 1024;
@@ -157,39 +159,102 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
         }
         _ => None,
     };
-    // Each coding is its own representation: its own strong ETag (RFC 9110 §8.8.3). The
-    // plain one is built once with the rendering; one coded on the way is weak (its bytes
-    // are not the stored renderings').
-    let etag = match (&coded, on_the_way) {
-        (Some((c, _)), _) => c.etag(&rendered.etag),
-        (None, Some(c)) => encoding::weak_etag(c, &rendered.etag),
-        (None, None) => rendered.etag_header,
+    let sent_coding = coded.as_ref().map(|(c, _)| *c).or(on_the_way);
+    // The whole TimeMap's head, as stored or in a stored coding, is made once per cached entry
+    // ([`View::head`]); a page's, or one coded on the way, is put together per request.
+    let mut h = match (page, on_the_way) {
+        (None, None) => {
+            let coding = coded.as_ref().map(|(c, _)| *c);
+            served.view.head(format, coding, || {
+                whole_head(&served.view, format, &rendered, coding)
+            })
+        }
+        _ => {
+            let mut h = served.view.content_headers();
+            content_type_and_link(&mut h, format, &rendered);
+            // One coded on the way is weak (its bytes are not the stored renderings').
+            let etag = match (&coded, on_the_way) {
+                (Some((c, _)), _) => c.etag(&rendered.etag),
+                (None, Some(c)) => encoding::weak_etag(c, &rendered.etag),
+                (None, None) => rendered.etag_header.clone(),
+            };
+            if let Some(v) = etag {
+                h.insert(header::ETAG, v);
+            }
+            if let Some(c) = sent_coding {
+                h.insert(
+                    header::CONTENT_ENCODING,
+                    HeaderValue::from_static(c.token()),
+                );
+            }
+            h
+        }
     };
-    if let Some(v) = etag {
-        h.insert(header::ETAG, v);
-    }
+    cache_headers(&mut h, &served, now);
     // Any coding of the same content is current: the client has it, in whichever coding.
     if if_none_match(&headers, &rendered.etag) {
+        // A 304 has no body to be coded.
+        h.remove(header::CONTENT_ENCODING);
         return Ok(answer(StatusCode::NOT_MODIFIED, h, Body::empty()));
     }
     let body = match (coded, on_the_way) {
-        (Some((c, body)), _) => {
-            h.insert(
-                header::CONTENT_ENCODING,
-                HeaderValue::from_static(c.token()),
-            );
-            Body::from(body)
-        }
+        (Some((_, body)), _) => Body::from(body),
         (None, Some(c)) => {
-            h.insert(
-                header::CONTENT_ENCODING,
-                HeaderValue::from_static(c.token()),
-            );
             encoding::coded_on_the_way(c, rendered.body.iter().cloned().collect()).await
         }
         (None, None) => Body::from(rendered.body),
     };
     Ok(answer(StatusCode::OK, h, body))
+}
+
+/// The head of an answer with the whole TimeMap in `format` and `coding`: its content headers,
+/// its type, `Vary`, `Link`, its ETag (each coding is its own representation, with its own
+/// strong ETag: RFC 9110 §8.8.3) and coding; and, with the values any answer carries, the
+/// headers set per answer: the cache's, CORS's and the request log's.
+fn whole_head(
+    view: &View,
+    format: TimeMapFormat,
+    rendered: &Rendered,
+    coding: Option<Coding>,
+) -> HeaderMap {
+    let content = view.content_headers();
+    let mut h = HeaderMap::with_capacity(content.len() + 16);
+    for (name, value) in &content {
+        h.append(name.clone(), value.clone());
+    }
+    content_type_and_link(&mut h, format, rendered);
+    let etag = match coding {
+        Some(c) => c.etag(&rendered.etag),
+        None => rendered.etag_header.clone(),
+    };
+    if let Some(v) = etag {
+        h.insert(header::ETAG, v);
+    }
+    if let Some(c) = coding {
+        h.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(c.token()),
+        );
+    }
+    super::cors::put_readable(&mut h);
+    super::log::put_per_answer(&mut h);
+    // The cache's, written over per answer.
+    h.insert(X_CACHE, HeaderValue::from_static("-"));
+    h.insert(header::AGE, HeaderValue::from_static("0"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h
+}
+
+/// `Content-Type`, `Vary` and, when it has one, the rendering's `Link`.
+fn content_type_and_link(h: &mut HeaderMap, format: TimeMapFormat, rendered: &Rendered) {
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(v) = &rendered.link_header {
+        h.insert(header::LINK, v.clone());
+    }
 }
 
 /// A page's body in `coding` (a page is rendered, and so coded, per request).

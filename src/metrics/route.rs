@@ -27,7 +27,11 @@ pub fn route_of(path: &str) -> RouteId {
     if path == "/" {
         return RouteId(0);
     }
-    let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
+    // A byte loop: `split`'s searcher cost every request more than the few bytes it reads.
+    let first = path.strip_prefix('/').map(|p| {
+        p.get(..p.bytes().position(|b| b == b'/').unwrap_or(p.len()))
+            .unwrap_or(p)
+    });
     // "root" and "other" are names, never paths.
     let named = ROUTES[1..ROUTES.len() - 1]
         .iter()
