@@ -178,15 +178,7 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
                 (None, Some(c)) => encoding::weak_etag(c, &rendered.etag),
                 (None, None) => rendered.etag_header.clone(),
             };
-            if let Some(v) = etag {
-                h.insert(header::ETAG, v);
-            }
-            if let Some(c) = sent_coding {
-                h.insert(
-                    header::CONTENT_ENCODING,
-                    HeaderValue::from_static(c.token()),
-                );
-            }
+            tag_and_coding(&mut h, etag, sent_coding);
             h
         }
     };
@@ -227,6 +219,18 @@ fn whole_head(
         Some(c) => c.etag(&rendered.etag),
         None => rendered.etag_header.clone(),
     };
+    tag_and_coding(&mut h, etag, coding);
+    super::cors::put_readable(&mut h);
+    super::log::put_per_answer(&mut h);
+    // The cache's, written over per answer.
+    h.insert(X_CACHE, HeaderValue::from_static("-"));
+    h.insert(header::AGE, HeaderValue::from_static("0"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h
+}
+
+/// The representation's `ETag`, when it has one, and its `Content-Encoding`, when coded.
+fn tag_and_coding(h: &mut HeaderMap, etag: Option<HeaderValue>, coding: Option<Coding>) {
     if let Some(v) = etag {
         h.insert(header::ETAG, v);
     }
@@ -236,13 +240,6 @@ fn whole_head(
             HeaderValue::from_static(c.token()),
         );
     }
-    super::cors::put_readable(&mut h);
-    super::log::put_per_answer(&mut h);
-    // The cache's, written over per answer.
-    h.insert(X_CACHE, HeaderValue::from_static("-"));
-    h.insert(header::AGE, HeaderValue::from_static("0"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h
 }
 
 /// `Content-Type`, `Vary` and, when it has one, the rendering's `Link`.

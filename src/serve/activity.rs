@@ -9,7 +9,8 @@
 //! The watchdog is lazy: it sleeps towards a deadline and, woken, asks again. Requests only
 //! ever move a deadline later, except the first one (an idle deadline may fall before the
 //! first-request one), so only the end of a request the watchdog has not seen wakes it: a
-//! kept-alive connection's requests cost it nothing (BENCHMARKS.md, "Small cache hits against nginx").
+//! kept-alive connection's requests cost it nothing (BENCHMARKS.md, "Small cache hits against nginx"),
+//! and it is polled only when one of the things it waits for woke it ([`super::watch`]).
 
 use hyper::body::{Body, Frame, SizeHint};
 use std::pin::Pin;

@@ -196,3 +196,83 @@ async fn a_huge_timemap_is_coded_for_a_browser_from_the_first_request() {
     assert_eq!(seen[0].0, "MISS");
     proxy.stop().await;
 }
+
+/// A whole TimeMap's head is made once per cached entry, format and coding, and cloned for each
+/// answer: every hit carries the head the first answer carried, with its own per-answer values
+/// (cache status, age, request id), in each coding; a 304 for a coded representation names no
+/// coding.
+#[tokio::test]
+async fn every_hit_carries_the_first_answers_head_with_its_own_values() {
+    let a = SimulatedArchive::start(Behaviour::TimeMap(TimeMapSpec::of(&[
+        "20010101000000",
+        "20020202000000",
+    ])))
+    .await
+    .expect("archive");
+    let proxy = start_proxy(config_for(&[("a", &a)])).await;
+    let url = format!("{}/timemap/link/http://example.com/", proxy.base);
+    let per_answer = ["x-cache", "x-cache-action", "age", "x-request-id", "date"];
+    let head_of = |r: &reqwest::Response| {
+        let mut h: Vec<(String, String)> = r
+            .headers()
+            .iter()
+            .filter(|(n, _)| !per_answer.contains(&n.as_str()))
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("?").to_owned()))
+            .collect();
+        h.sort();
+        h
+    };
+    for accept in ["identity", "br", "gzip"] {
+        let mut heads = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        for i in 0..3 {
+            let r = client()
+                .get(&url)
+                .header("accept-encoding", accept)
+                .send()
+                .await
+                .expect("GET");
+            assert_eq!(r.status(), 200);
+            let expected = if accept == "identity" && i == 0 {
+                "MISS"
+            } else {
+                "HIT"
+            };
+            assert_eq!(r.headers()["x-cache"], expected, "{accept} #{i}");
+            assert!(r.headers().contains_key("age"), "{accept} #{i}");
+            assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+            assert_eq!(r.headers()["access-control-allow-origin"], "*");
+            let id = r.headers()["x-request-id"]
+                .to_str()
+                .expect("ascii")
+                .to_owned();
+            assert!(ids.insert(id), "each answer has its own request id");
+            heads.push(head_of(&r));
+        }
+        assert!(
+            heads.windows(2).all(|w| w[0] == w[1]),
+            "{accept}: {heads:?}"
+        );
+        let head = &heads[0];
+        let value = |name: &str| head.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        assert_eq!(
+            value("content-encoding").as_deref(),
+            (accept != "identity").then_some(accept)
+        );
+        assert!(value("cache-control").is_some_and(|v| v.starts_with("max-age=")));
+        let etag = value("etag").expect("an ETag");
+        let coded_tag = accept != "identity";
+        assert_eq!(etag.ends_with(&format!("-{accept}\"")), coded_tag, "{etag}");
+        // The client has this representation: a 304, with its ETag and no coding.
+        let r = client()
+            .get(&url)
+            .header("accept-encoding", accept)
+            .header("if-none-match", &etag)
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(r.status(), 304, "{accept}");
+        assert_eq!(r.headers()["etag"], etag.as_str());
+        assert!(r.headers().get("content-encoding").is_none(), "{accept}");
+    }
+}
