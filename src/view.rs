@@ -34,8 +34,10 @@ pub struct View {
     coded: Box<[[OnceLock<Option<Pieces>>; 3]]>,
     headers: OnceLock<HeaderMap>,
     /// Per format, the whole TimeMap's head as it is ([0]) and in each coding ([1 +
-    /// `Coding::index`]), made the first time it is answered ([`View::head`]).
+    /// `Coding::index`]), made the first time it is answered ([`View::head`]); at most
+    /// [`HEADS_KEPT`] of them, counted in `heads_kept`.
     heads: Box<[[OnceLock<HeaderMap>; 4]]>,
+    heads_kept: std::sync::atomic::AtomicUsize,
     /// Another spelling's: the view of the stored spelling, whose memento lists (rendered and
     /// coded) this one's bodies are spliced from ([`View::respell`]).
     origin: Option<Arc<View>>,
@@ -53,6 +55,15 @@ type ListPart = OnceLock<Option<Arc<Part>>>;
 /// Bodies larger than this are sent as they are: coding a 100 MB TimeMap takes seconds the
 /// first client would wait for (a huge entry's coded renderings are stored on disk instead: `cache::store::renderings`).
 pub const MAX_CODED: usize = 16 * 1024 * 1024;
+
+/// How many whole-TimeMap heads a view keeps ([`View::head`]): what the hot tier's weight of
+/// an entry counts (about 2 KiB each).
+const HEADS_KEPT: usize = 2;
+
+/// A head's place among a format's: as it is, then each coding.
+fn slot_of(coding: Option<Coding>) -> usize {
+    coding.map_or(0, |c| 1 + c.index())
+}
 
 /// One format's body, its ETag and its `Link` header.
 #[derive(Debug, Clone)]
@@ -95,6 +106,7 @@ impl ServedView for View {
             heads: (0..TimeMapFormat::count())
                 .map(|_| Default::default())
                 .collect(),
+            heads_kept: Default::default(),
             origin: None,
             skeletons: (0..TimeMapFormat::count())
                 .map(|_| OnceLock::new())
@@ -133,8 +145,8 @@ impl ServedView for View {
         let (mementos, uris) = listed.fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.uri_m.len()));
         // 40 more a memento: the coded bodies clients asked for (a coded TimeMap is about a
         // tenth of its text, and usually one coding of one format is asked).
-        // 6 KiB for the rest: 2 KiB of its own, 4 KiB the content headers and the heads of an
-        // answer or two ([`View::head`]).
+        // 6 KiB for the rest: 2 KiB of its own, 4 KiB the content headers and the heads it
+        // keeps ([`HEADS_KEPT`], [`View::head`]).
         3 * uris + 440 * mementos + 6144
     }
 }
@@ -181,8 +193,18 @@ impl View {
         coding: Option<Coding>,
         make: impl FnOnce() -> HeaderMap,
     ) -> HeaderMap {
-        let slot = coding.map_or(0, |c| 1 + c.index());
-        self.heads[format.index()][slot].get_or_init(make).clone()
+        use std::sync::atomic::Ordering;
+        let kept = &self.heads[format.index()][slot_of(coding)];
+        if let Some(head) = kept.get() {
+            return head.clone();
+        }
+        // The hot tier weighs an entry's heads as two: past that, a head is made per answer
+        // (a client asking every format in every coding cannot grow an entry unweighed).
+        if self.heads_kept.fetch_add(1, Ordering::Relaxed) < HEADS_KEPT {
+            return kept.get_or_init(make).clone();
+        }
+        self.heads_kept.store(HEADS_KEPT, Ordering::Relaxed);
+        make()
     }
 
     pub fn rendered(&self, format: TimeMapFormat) -> Rendered {
@@ -327,4 +349,46 @@ fn link_header(
         }
     }
     HeaderValue::from_str(&value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::service::ServedView;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A client asking every format in every coding leaves the view with `HEADS_KEPT` heads:
+    /// the rest are made per answer.
+    #[test]
+    fn a_view_keeps_two_heads_and_makes_the_rest_per_answer() {
+        let aggregate = Aggregate {
+            uri_r: "http://example.com/".into(),
+            timemap: Default::default(),
+            outcomes: Vec::new(),
+            fetched_at: Default::default(),
+        };
+        let context = ViewContext {
+            public_url: "http://proxy.test".into(),
+            page_size: 100,
+            credits: Default::default(),
+        };
+        let view = View::build(aggregate, &context);
+        let made = AtomicUsize::new(0);
+        let make = || {
+            made.fetch_add(1, Ordering::SeqCst);
+            HeaderMap::new()
+        };
+        let asked = [
+            (TimeMapFormat::LINK, None),
+            (TimeMapFormat::LINK, Some(Coding::Br)),
+            (TimeMapFormat::JSON, Some(Coding::Gzip)),
+        ];
+        for round in 1..=3 {
+            for (format, coding) in asked {
+                drop(view.head(format, coding, make));
+            }
+            // Two made once, the third once an answer.
+            assert_eq!(made.load(Ordering::SeqCst), HEADS_KEPT + round);
+        }
+    }
 }
