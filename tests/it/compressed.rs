@@ -29,12 +29,7 @@ async fn each_accepted_coding_decodes_to_the_same_timemap() {
         ("zstd", "zstd"),
         ("gzip;q=1, br;q=0.1", "gzip"),
     ] {
-        let r = client()
-            .get(&url)
-            .header("accept-encoding", accept)
-            .send()
-            .await
-            .expect("GET");
+        let r = get_accepting(&url, accept).await;
         assert_eq!(r.status(), 200);
         assert_eq!(r.headers()["x-cache"], "HIT");
         assert_eq!(r.headers()["content-encoding"], coding, "{accept}");
@@ -102,12 +97,7 @@ async fn a_coded_page_is_that_page() {
         let plain = client().get(&url).send().await.expect("GET");
         assert_eq!(plain.status(), 200, "{format}");
         let plain = plain.bytes().await.expect("body");
-        let r = client()
-            .get(&url)
-            .header("accept-encoding", "gzip")
-            .send()
-            .await
-            .expect("GET");
+        let r = get_accepting(&url, "gzip").await;
         assert_eq!(r.headers()["content-encoding"], "gzip", "{format}");
         let coded = r.bytes().await.expect("body");
         let mut back = Vec::new();
@@ -165,12 +155,7 @@ async fn a_huge_timemap_is_coded_for_a_browser_from_the_first_request() {
     let url = format!("{}/timemap/link/http://example.com/", proxy.base);
     let mut seen = Vec::new();
     for _ in 0..4 {
-        let r = client()
-            .get(&url)
-            .header("accept-encoding", BROWSER)
-            .send()
-            .await
-            .expect("GET");
+        let r = get_accepting(&url, BROWSER).await;
         assert_eq!(r.status(), 200);
         let coding = r
             .headers()
@@ -226,12 +211,7 @@ async fn every_hit_carries_the_first_answers_head_with_its_own_values() {
         let mut heads = Vec::new();
         let mut ids = std::collections::HashSet::new();
         for i in 0..3 {
-            let r = client()
-                .get(&url)
-                .header("accept-encoding", accept)
-                .send()
-                .await
-                .expect("GET");
+            let r = get_accepting(&url, accept).await;
             assert_eq!(r.status(), 200);
             let expected = if accept == "identity" && i == 0 {
                 "MISS"
@@ -275,4 +255,14 @@ async fn every_hit_carries_the_first_answers_head_with_its_own_values() {
         assert_eq!(r.headers()["etag"], etag.as_str());
         assert!(r.headers().get("content-encoding").is_none(), "{accept}");
     }
+}
+
+/// `url` asked with `Accept-Encoding: accept`.
+async fn get_accepting(url: &str, accept: &str) -> reqwest::Response {
+    client()
+        .get(url)
+        .header("accept-encoding", accept)
+        .send()
+        .await
+        .expect("GET")
 }
