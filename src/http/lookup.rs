@@ -50,16 +50,13 @@ pub fn read_lookup(
     if raw.len() > MAX_URI_LEN {
         return Err(crate::uri_r::UriRError::TooLong(raw.len()).into());
     }
-    // Only a query can hold a parameter of ours (or a typo of one), and only a `Prefer` a
-    // preference: nearly every request has neither, and is read without a copy or a list.
+    // Only a query can hold a parameter of ours (or a typo of one): nearly every request has
+    // none, and is read without a copy or a list.
     let (raw, param, timeout) = match raw.contains('?') {
         true => split_query(state, raw)?,
         false => (Cow::Borrowed(raw), None, None),
     };
-    let preferring = headers.contains_key(PREFER);
-    let mut prefer_ids = preferring
-        .then(|| choices::ids_in_prefer(headers))
-        .flatten();
+    let mut prefer_ids = choices::ids_in_prefer(headers);
     // `all` is no archive's id (config validation reserves it): every archive, unrouted.
     let ask_all = prefer_ids.as_deref().is_some_and(choices::is_every_archive);
     if ask_all {
@@ -89,11 +86,7 @@ pub fn read_lookup(
         })?;
         deadline = Some(asked);
     }
-    if let Some(wait) = preferring
-        .then(|| prefer_wait(headers))
-        .transpose()?
-        .flatten()
-    {
+    if let Some(wait) = prefer_wait(headers)? {
         deadline = Some(deadline.map_or(wait, |d| d.min(wait)));
     }
     // No time at all cannot be served: say so rather than answer 504 without asking anyone.

@@ -163,12 +163,10 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
     // The whole TimeMap's head, as stored or in a stored coding, is made once per cached entry
     // ([`View::head`]); a page's, or one coded on the way, is put together per request.
     let mut h = match (page, on_the_way) {
-        (None, None) => {
-            let coding = coded.as_ref().map(|(c, _)| *c);
-            served.view.head(format, coding, || {
-                whole_head(&served.view, format, &rendered, coding)
-            })
-        }
+        // Not coded on the way: the coding sent is the stored one, if any.
+        (None, None) => served.view.head(format, sent_coding, || {
+            whole_head(&served.view, format, &rendered, sent_coding)
+        }),
         _ => {
             let mut h = served.view.content_headers();
             content_type_and_link(&mut h, format, &rendered);
@@ -209,11 +207,8 @@ fn whole_head(
     rendered: &Rendered,
     coding: Option<Coding>,
 ) -> HeaderMap {
-    let content = view.content_headers();
-    let mut h = HeaderMap::with_capacity(content.len() + 16);
-    for (name, value) in &content {
-        h.append(name.clone(), value.clone());
-    }
+    // Its index table sized for every header an answer ends with (`View::content_headers`).
+    let mut h = view.content_headers();
     content_type_and_link(&mut h, format, rendered);
     let etag = match coding {
         Some(c) => c.etag(&rendered.etag),
