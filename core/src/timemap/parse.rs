@@ -97,31 +97,39 @@ struct Parser<'a> {
 // candidates and no closure: fast in release, and bearable in debug builds, where the tests
 // parse a million entries.
 const WS: u8 = 1;
-/// What ends `<URI>`: its `>`, or a `<` or line end that shows the `>` is missing.
-const URI_END: u8 = 1 << 1;
-const NAME_END: u8 = 1 << 2;
-const TOKEN_END: u8 = 1 << 3;
-const DQUOTED_END: u8 = 1 << 4;
-const SQUOTED_END: u8 = 1 << 5;
-const LINK_START: u8 = 1 << 6;
+const NAME_END: u8 = 1 << 1;
+const TOKEN_END: u8 = 1 << 2;
+const LINK_START: u8 = 1 << 3;
 
 const CLASSES: [u8; 256] = {
     let mut t = [0u8; 256];
     t[b' ' as usize] = WS | NAME_END;
     t[b'\t' as usize] = WS | NAME_END;
     t[0x0c] = WS | NAME_END;
-    t[b'\r' as usize] = WS | NAME_END | URI_END | TOKEN_END | DQUOTED_END | SQUOTED_END;
-    t[b'\n' as usize] = WS | NAME_END | URI_END | TOKEN_END | DQUOTED_END | SQUOTED_END;
-    t[b'>' as usize] = URI_END;
-    t[b'<' as usize] = URI_END | NAME_END | TOKEN_END | LINK_START;
+    t[b'\r' as usize] = WS | NAME_END | TOKEN_END;
+    t[b'\n' as usize] = WS | NAME_END | TOKEN_END;
+    t[b'<' as usize] = NAME_END | TOKEN_END | LINK_START;
     t[b'=' as usize] = NAME_END;
     t[b';' as usize] = NAME_END | TOKEN_END;
     t[b',' as usize] = NAME_END | TOKEN_END;
-    t[b'"' as usize] = NAME_END | DQUOTED_END;
-    t[b'\'' as usize] = NAME_END | SQUOTED_END;
-    t[b'\\' as usize] = DQUOTED_END | SQUOTED_END;
+    t[b'"' as usize] = NAME_END;
+    t[b'\'' as usize] = NAME_END;
     t
 };
+
+/// The first index at or after `i` whose byte is `a`, `b` or a line end (`\n`, `\r`), or
+/// `bytes.len()`: where a URI (`>`, or a `<` showing the `>` is missing) or a quoted value (its
+/// quote, or a `\`) ends. These are the long scans, a URI-M and a datetime per memento:
+/// memchr's vector search, where a byte at a time was most of a small miss's parse.
+fn scan_to_or_line_end(bytes: &[u8], i: usize, a: u8, b: u8) -> usize {
+    let Some(rest) = bytes.get(i..) else {
+        return bytes.len();
+    };
+    let found = memchr::memchr3(a, b, b'\n', rest).unwrap_or(rest.len());
+    // A CR before it ends the line too (documents with CRLF line ends).
+    let found = memchr::memchr(b'\r', &rest[..found]).unwrap_or(found);
+    i + found
+}
 
 /// The first index at or after `i` whose byte is in one of the `stop` classes, or `bytes.len()`.
 #[inline]
@@ -213,7 +221,7 @@ impl<'a> Parser<'a> {
         self.pos = start;
         // A URI never holds `<` or a line end: meeting one first means the `>` is missing, and
         // stopping there (rather than searching on for a `>`) keeps the next entry intact.
-        self.advance_to(URI_END);
+        self.pos = scan_to_or_line_end(self.src.as_bytes(), self.pos, b'>', b'<');
         if self.peek() != Some(b'>') {
             self.fail();
             return;
@@ -294,17 +302,12 @@ impl<'a> Parser<'a> {
     /// one per line (or folded between parameters), so a quote still open there was never
     /// closed, and carrying on to the next quote would swallow the following entries.
     fn quoted(&mut self, quote: u8) -> Option<Value<'a>> {
-        let stop = if quote == b'"' {
-            DQUOTED_END
-        } else {
-            SQUOTED_END
-        };
         let start = self.pos + 1;
         let bytes = self.src.as_bytes();
         let mut i = start;
         let mut escaped = false;
         loop {
-            i = scan_to(bytes, i, stop);
+            i = scan_to_or_line_end(bytes, i, quote, b'\\');
             match bytes.get(i) {
                 Some(b'\\') => {
                     escaped = true;
@@ -913,6 +916,18 @@ mod tests {
         // and the date after it is junk. m/2 and m/4 never close their quote.
         assert_eq!(uris(&tm), ["http://m/3"]);
         assert_eq!(tm.skipped, 3);
+    }
+
+    #[test]
+    fn a_bare_cr_ends_a_line_for_an_open_quote_and_a_missing_angle() {
+        // Old Mac line ends: a quote or `<` left open at a CR must not swallow the next entry.
+        let doc = "<http://m/1>;rel=memento;datetime=\"Mon, 01 Jan 2001 00:00:00 GMT\r\
+                   <http://m/2>;rel=memento;datetime=\"Tue, 02 Jan 2001 00:00:00 GMT\",\r\
+                   <http://m/3;rel=memento;datetime=\"Wed, 03 Jan 2001 00:00:00 GMT\",\r\
+                   <http://m/4>;rel=memento;datetime=\"Thu, 04 Jan 2001 00:00:00 GMT\"";
+        let tm = parse_link_format(doc, URI_T);
+        assert_eq!(uris(&tm), ["http://m/2", "http://m/4"]);
+        assert_eq!(tm.skipped, 2);
     }
 
     #[test]
