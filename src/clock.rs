@@ -5,6 +5,7 @@
 pub use tmproxy_core::clock::{Clock, SimClock};
 
 use chrono::{DateTime, Utc};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The machine's clock, truncated to whole seconds like every Memento-Datetime.
 #[derive(Debug, Clone, Copy, Default)]
@@ -12,8 +13,17 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
-        let now = Utc::now();
-        DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now)
+        // Whole seconds from the system time, one calendar conversion: `Utc::now` made one and
+        // the truncation a second, on every request.
+        let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).ok();
+        let whole = since_epoch.and_then(|d| i64::try_from(d.as_secs()).ok());
+        whole
+            .and_then(|s| DateTime::from_timestamp(s, 0))
+            .unwrap_or_else(|| {
+                // Before 1970, or past chrono's range: a clock set wrong, read the slow way.
+                let now = Utc::now();
+                DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now)
+            })
     }
 }
 
@@ -24,5 +34,13 @@ mod tests {
     #[test]
     fn system_clock_has_whole_seconds() {
         assert_eq!(SystemClock.now().timestamp_subsec_nanos(), 0);
+    }
+
+    #[test]
+    fn system_clock_reads_the_time_chrono_reads() {
+        let before = Utc::now().timestamp();
+        let now = SystemClock.now().timestamp();
+        let after = Utc::now().timestamp();
+        assert!(before <= now && now <= after, "{before} {now} {after}");
     }
 }

@@ -254,13 +254,16 @@ fn freshness(
     stale: bool,
     now: MementoDatetime,
 ) -> (HeaderValue, HeaderValue) {
-    let age = (now - checked_at).num_seconds().max(0);
+    // Whole seconds apart, by their timestamps: a `TimeDelta` between two datetimes converts
+    // both dates again, on every answer.
+    let now = now.timestamp();
+    let age = now.saturating_sub(checked_at.timestamp()).max(0);
     let max_age = match fresh_until {
         // Fresh for good (policy forever): a year is HTTP's customary "forever".
         None => 31_536_000,
         // Expired and served anyway: nothing to promise about freshness.
         Some(_) if stale => 0,
-        Some(until) => (until - now).num_seconds().max(0),
+        Some(until) => until.timestamp().saturating_sub(now).max(0),
     };
     (
         HeaderValue::from(age),
