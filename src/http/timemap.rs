@@ -83,11 +83,13 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
         ));
     }
     let lookup = read_lookup(&state, raw, &headers)?;
-    // A huge entry's whole TimeMap: streamed from its rendering on disk when it has one.
-    if page.is_none() {
+    // A huge entry's whole TimeMap: streamed from its rendering on disk when it has one. Its
+    // future boxed (only on a server holding a huge entry), as every sub-future a hit does not
+    // need: inline, they made the future each request moves and keeps several KiB.
+    if page.is_none() && from_renderings::may_answer(&state) {
         let head_only = method == Method::HEAD;
-        if let Some(r) = from_renderings::answer(&state, &lookup, format, &headers, head_only).await
-        {
+        let answer = from_renderings::answer(&state, &lookup, format, &headers, head_only);
+        if let Some(r) = Box::pin(answer).await {
             return Ok(r);
         }
     }
@@ -190,7 +192,11 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
     let body = match (coded, on_the_way) {
         (Some((_, body)), _) => Body::from(body),
         (None, Some(c)) => {
-            encoding::coded_on_the_way(c, rendered.body.iter().cloned().collect()).await
+            Box::pin(encoding::coded_on_the_way(
+                c,
+                rendered.body.iter().cloned().collect(),
+            ))
+            .await
         }
         (None, None) => Body::from(rendered.body),
     };

@@ -44,23 +44,9 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     ) -> Served<V> {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
-            // Policy `none`: every request asks the archives and nothing is kept.
-            let fetch = self
-                .fan_out(
-                    uri_r,
-                    req.deadline,
-                    arrived,
-                    req.ask_all,
-                    None,
-                    None,
-                    req.client,
-                )
-                .await;
-            self.stats.count_miss();
-            self.stats.count_decision(None, Action::NotStored);
-            let mut served = Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
-            served.all_asked = req.ask_all;
-            return served;
+            // Boxed, as the refresh below: their state machines would make every hit's future
+            // (the one a hit's request moves and keeps) several KiB.
+            return Box::pin(self.uncached(uri_r, req, arrived)).await;
         };
         let now = self.clock.now();
         let cached = self.read(store, key, uri_r.as_str()).await;
@@ -87,6 +73,45 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
             }
             _ => {}
         }
+        Box::pin(self.refreshed(key, uri_r, req, cached, now, arrived)).await
+    }
+
+    /// Policy `none`: every request asks the archives and nothing is kept.
+    async fn uncached(
+        self: &Arc<Self>,
+        uri_r: &UriR,
+        req: Request,
+        arrived: tokio::time::Instant,
+    ) -> Served<V> {
+        let fetch = self
+            .fan_out(
+                uri_r,
+                req.deadline,
+                arrived,
+                req.ask_all,
+                None,
+                None,
+                req.client,
+            )
+            .await;
+        self.stats.count_miss();
+        self.stats.count_decision(None, Action::NotStored);
+        let mut served = Served::fresh(&fetch, self.context.as_ref(), CacheStatus::Miss);
+        served.all_asked = req.ask_all;
+        served
+    }
+
+    /// [`Self::answer`] when what is cached (`cached`, read at `now`) will not do: the answer of
+    /// a refresh, joined or begun, or of a first store being written.
+    async fn refreshed(
+        self: &Arc<Self>,
+        key: &str,
+        uri_r: &UriR,
+        req: Request,
+        cached: Option<Arc<CachedTimeMap<V>>>,
+        now: MementoDatetime,
+        arrived: tokio::time::Instant,
+    ) -> Served<V> {
         // A first store being written came from a fan-out this request may not have asked
         // for (a routed one, for `Prefer: archives=all`).
         if !req.force && !req.ask_all {

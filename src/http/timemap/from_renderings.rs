@@ -10,6 +10,12 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
+/// Whether [`answer`] may have one: the server holds a huge entry's head. Most servers hold
+/// none; then no key is made and nothing is looked up.
+pub(super) fn may_answer(state: &AppState) -> bool {
+    state.renderings.as_ref().is_some_and(|s| s.any_head())
+}
+
 /// The answer from `lookup`'s head, or None: no head (not huge, its files not written yet, or
 /// dropped), another spelling of the URI-R, no longer fresh, a choice only the entry can serve
 /// (chosen archives, `no-cache`), or its file is gone. Then the request goes the ordinary way.
@@ -20,7 +26,6 @@ pub(super) async fn answer(
     headers: &HeaderMap,
     head_only: bool,
 ) -> Option<Response> {
-    // Most servers hold no huge entry: then no key is made and nothing is looked up.
     let tier = state.renderings.as_ref().filter(|s| s.any_head())?;
     if lookup.archives.is_some() || lookup.directives.no_cache {
         return None;
