@@ -58,13 +58,13 @@ pub fn is_http_with_host(uri_m: &str) -> bool {
     let mut host_start = 0;
     let mut end = rest.len();
     for (i, &c) in rest.iter().enumerate() {
-        match AUTHORITY[c as usize] {
-            0 => {}
-            AUTHORITY_END => {
-                end = i;
-                break;
-            }
-            _ => host_start = i + 1,
+        let class = AUTHORITY[c as usize];
+        if class & (ENDS_AUTHORITY | BACKSLASH) != 0 {
+            end = i;
+            break;
+        }
+        if c == b'@' {
+            host_start = i + 1;
         }
     }
     let host_port = &rest[host_start.min(end)..end];
@@ -76,18 +76,31 @@ pub fn is_http_with_host(uri_m: &str) -> bool {
     }
 }
 
-/// [`is_http_with_host`]'s classes of a byte in an authority: one table lookup a byte.
-const AUTHORITY_END: u8 = 1;
-const USERINFO_END: u8 = 2;
-const AUTHORITY: [u8; 256] = {
+/// What a byte in an authority is, one table lookup a byte, for the scans of every URI-M
+/// ([`is_http_with_host`], `identity::memento_key`): flags, as the two readings differ on `\`.
+pub const AUTHORITY: [u8; 256] = {
     let mut t = [0u8; 256];
-    t[b'/' as usize] = AUTHORITY_END;
-    t[b'?' as usize] = AUTHORITY_END;
-    t[b'#' as usize] = AUTHORITY_END;
-    t[b'\\' as usize] = AUTHORITY_END;
-    t[b'@' as usize] = USERINFO_END;
+    t[b'/' as usize] = ENDS_AUTHORITY;
+    t[b'?' as usize] = ENDS_AUTHORITY;
+    t[b'#' as usize] = ENDS_AUTHORITY;
+    t[b'\\' as usize] = BACKSLASH;
+    t[b'@' as usize] = NOT_PLAIN_HOST;
+    t[b':' as usize] = NOT_PLAIN_HOST;
+    t[b'[' as usize] = NOT_PLAIN_HOST;
+    let mut c = b'A';
+    while c <= b'Z' {
+        t[c as usize] = NOT_PLAIN_HOST;
+        c += 1;
+    }
     t
 };
+/// `/`, `?` or `#`: the authority ends.
+pub const ENDS_AUTHORITY: u8 = 1;
+/// `\`, which WHATWG reads as `/` in http(s) URLs.
+pub const BACKSLASH: u8 = 2;
+/// Userinfo's `@`, a port's `:`, an IPv6 literal's `[`, or upper case: the authority is not a
+/// plain lower-case host.
+pub const NOT_PLAIN_HOST: u8 = 4;
 
 /// The length of `b`'s `http://` or `https://`, in any case; None when it has neither.
 fn http_prefix_len(b: &[u8]) -> Option<usize> {

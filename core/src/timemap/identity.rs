@@ -9,6 +9,7 @@
 //! more: they name the same resource by RFC 3986 §6.2.2–6.2.3, while path, query and percent
 //! spellings are the archive's own and may address different captures.
 
+use crate::uri_text::{AUTHORITY, ENDS_AUTHORITY, NOT_PLAIN_HOST};
 use rustc_hash::FxBuildHasher;
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
@@ -40,33 +41,16 @@ fn is_own_key(uri_m: &str) -> bool {
     };
     // A table lookup a byte: a `match` on nine candidates was most of a key's cost.
     for &c in authority {
-        match AUTHORITY[c as usize] {
-            ENDS => return true,
-            NOT_OWN => return false,
-            _ => {}
+        let class = AUTHORITY[c as usize];
+        if class & ENDS_AUTHORITY != 0 {
+            return true;
+        }
+        if class & NOT_PLAIN_HOST != 0 {
+            return false;
         }
     }
     true
 }
-
-/// [`is_own_key`]'s classes of a byte in an authority.
-const ENDS: u8 = 1;
-const NOT_OWN: u8 = 2;
-const AUTHORITY: [u8; 256] = {
-    let mut t = [0u8; 256];
-    t[b'/' as usize] = ENDS;
-    t[b'?' as usize] = ENDS;
-    t[b'#' as usize] = ENDS;
-    t[b'@' as usize] = NOT_OWN;
-    t[b':' as usize] = NOT_OWN;
-    t[b'[' as usize] = NOT_OWN;
-    let mut c = b'A';
-    while c <= b'Z' {
-        t[c as usize] = NOT_OWN;
-        c += 1;
-    }
-    t
-};
 
 /// [`memento_key`] by taking `uri_m` apart: for any text.
 fn key_by_parts(uri_m: &str) -> Cow<'_, str> {
