@@ -84,8 +84,8 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
     }
     let lookup = read_lookup(&state, raw, &headers)?;
     // A huge entry's whole TimeMap: streamed from its rendering on disk when it has one. Its
-    // future boxed (only on a server holding a huge entry), as every sub-future a hit does not
-    // need: inline, they made the future each request moves and keeps several KiB.
+    // future is boxed (begun only on a server holding a huge entry), as every sub-future an
+    // ordinary hit does not need: not part of the future each request moves and keeps.
     if page.is_none() && from_renderings::may_answer(&state) {
         let head_only = method == Method::HEAD;
         let answer = from_renderings::answer(&state, &lookup, format, &headers, head_only);

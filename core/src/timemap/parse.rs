@@ -126,7 +126,8 @@ fn scan_to_or_line_end(bytes: &[u8], i: usize, a: u8, b: u8) -> usize {
         return bytes.len();
     };
     let found = memchr::memchr3(a, b, b'\n', rest).unwrap_or(rest.len());
-    // A CR before it ends the line too (documents with CRLF line ends).
+    // A CR before it ends the line too (documents with CRLF line ends). This reads the bytes
+    // just scanned once more, no further: the parse stays linear in the body.
     let found = memchr::memchr(b'\r', &rest[..found]).unwrap_or(found);
     i + found
 }

@@ -44,8 +44,8 @@ impl<S: Store<CachedTimeMap<V>> + 'static, V: ServedView> TimeMapCache<S, V> {
     ) -> Served<V> {
         let arrived = tokio::time::Instant::now();
         let Some(store) = &self.store else {
-            // Boxed, as the refresh below: their state machines would make every hit's future
-            // (the one a hit's request moves and keeps) several KiB.
+            // Boxed, as the refresh below: begun only when needed, their state is not part of
+            // the future every hit's request moves and keeps.
             return Box::pin(self.uncached(uri_r, req, arrived)).await;
         };
         let now = self.clock.now();
