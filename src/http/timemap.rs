@@ -86,9 +86,9 @@ pub async fn timemap(State(state): State<SharedState>, req: Request) -> Result<R
     // A huge entry's whole TimeMap: streamed from its rendering on disk when it has one. Its
     // future is boxed (begun only on a server holding a huge entry), as every sub-future an
     // ordinary hit does not need: not part of the future each request moves and keeps.
-    if page.is_none() && from_renderings::may_answer(&state) {
+    if let (None, Some(tier)) = (page, from_renderings::tier(&state)) {
         let head_only = method == Method::HEAD;
-        let answer = from_renderings::answer(&state, &lookup, format, &headers, head_only);
+        let answer = from_renderings::answer(&state, tier, &lookup, format, &headers, head_only);
         if let Some(r) = Box::pin(answer).await {
             return Ok(r);
         }

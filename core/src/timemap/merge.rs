@@ -56,6 +56,9 @@ pub fn merge_with(
     // Each archive's run sorted on its own (found sorted, or newest first, in one pass: as
     // archives list them), then the runs merged: sorting them all together compared every
     // memento anew, most of a small merge's time.
+    // A second copy of a few thousand keys is nothing; of a million-memento merge's it would
+    // be tens of MB more at its peak: those are sorted together, in place.
+    let merging = total <= MERGED_RUNS_UP_TO;
     let mut runs: Vec<(MementoDatetime, u32, u32)> = Vec::with_capacity(total);
     let mut ends = Vec::with_capacity(contributions.len());
     for (rank, c) in contributions.iter().enumerate() {
@@ -65,12 +68,12 @@ pub fn merge_with(
                 runs.push((m.datetime, rank as u32, pos as u32));
             }
         }
-        runs[start..].sort_unstable();
+        if merging {
+            runs[start..].sort_unstable();
+        }
         ends.push(runs.len());
     }
-    // A second copy of a few thousand keys is nothing; of a million-memento merge's it would
-    // be tens of MB more at its peak: those are sorted together, in place.
-    let order = if runs.len() <= MERGED_RUNS_UP_TO {
+    let order = if merging {
         merge_runs(runs, &ends)
     } else {
         runs.sort_unstable();

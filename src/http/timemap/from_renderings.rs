@@ -2,18 +2,20 @@
 //! renderings tier, `cache::store::renderings`): the same headers as an ordinary hit, the body
 //! streamed from disk.
 
-use crate::cache::store::renderings;
+use crate::cache::store::renderings::{self, Renderings};
 use crate::encoding::{self, if_none_match, Coding};
 use crate::http::{freshness_headers, AppState, TimeMapRequest};
 use crate::timemap::serialize::TimeMapFormat;
+use crate::view::View;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
+use std::sync::Arc;
 
-/// Whether [`answer`] may have one: the server holds a huge entry's head. Most servers hold
-/// none; then no key is made and nothing is looked up.
-pub(super) fn may_answer(state: &AppState) -> bool {
-    state.renderings.as_ref().is_some_and(|s| s.any_head())
+/// The renderings tier when [`answer`] may have one: the server holds a huge entry's head.
+/// Most servers hold none; then no key is made and nothing is looked up.
+pub(super) fn tier(state: &AppState) -> Option<&Arc<Renderings<View>>> {
+    state.renderings.as_ref().filter(|s| s.any_head())
 }
 
 /// The answer from `lookup`'s head, or None: no head (not huge, its files not written yet, or
@@ -21,12 +23,12 @@ pub(super) fn may_answer(state: &AppState) -> bool {
 /// (chosen archives, `no-cache`), or its file is gone. Then the request goes the ordinary way.
 pub(super) async fn answer(
     state: &AppState,
+    tier: &Arc<Renderings<View>>,
     lookup: &TimeMapRequest,
     format: TimeMapFormat,
     headers: &HeaderMap,
     head_only: bool,
 ) -> Option<Response> {
-    let tier = state.renderings.as_ref().filter(|s| s.any_head())?;
     if lookup.archives.is_some() || lookup.directives.no_cache {
         return None;
     }
