@@ -38,24 +38,39 @@ fn ask(method: &str, path: &str, headers: &[(&'static str, &str)]) -> Ask {
 }
 
 /// Status, headers (less those that differ between any two answers: the request's id, the
-/// date, the age) and body of `ask` at `base`.
-async fn answer(base: &str, ask: &Ask) -> (u16, Vec<(String, String)>, Vec<u8>) {
+/// date, the age; `max-age`'s seconds are kept apart, see [`Answer`]) and body of `ask` at
+/// `base`.
+async fn answer(base: &str, ask: &Ask) -> Answer {
     let mut req = client().request(ask.method.clone(), format!("{base}{}", ask.path));
     for (name, value) in &ask.headers {
         req = req.header(*name, value);
     }
     let resp = req.send().await.expect("request");
     let status = resp.status().as_u16();
+    let mut max_age = None;
     let mut headers: Vec<(String, String)> = resp
         .headers()
         .iter()
         .filter(|(n, _)| !matches!(n.as_str(), "x-request-id" | "date" | "age"))
-        .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+        .map(|(n, v)| {
+            let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            match value.strip_prefix("max-age=") {
+                Some(seconds) if n == "cache-control" => {
+                    max_age = Some(seconds.parse::<i64>().expect("max-age seconds"));
+                    (n.to_string(), "max-age=…".to_owned())
+                }
+                _ => (n.to_string(), value),
+            }
+        })
         .collect();
     headers.sort();
     let body = resp.bytes().await.expect("body").to_vec();
-    (status, headers, body)
+    (status, headers, body, max_age)
 }
+
+/// Status, headers, body, and `Cache-Control: max-age`'s seconds. Those count down with the
+/// wall clock, so two answers a moment apart may be a second or two apart there.
+type Answer = (u16, Vec<(String, String)>, Vec<u8>, Option<i64>);
 
 /// Asks each of `asks` of the router, then of the server, and compares; once more of the
 /// server before, so that what it stores (a URI-R never asked yet) is stored for both.
@@ -68,6 +83,13 @@ async fn same_answers(server: &str, router: &str, asks: &[Ask]) {
         assert_eq!(got.0, expected.0, "status of {what}");
         assert_eq!(got.1, expected.1, "headers of {what}");
         assert_eq!(got.2, expected.2, "body of {what}");
+        match (got.3, expected.3) {
+            (Some(got), Some(expected)) => assert!(
+                (expected - 2..=expected).contains(&got),
+                "max-age of {what}: {got} after the router's {expected}"
+            ),
+            (got, expected) => assert_eq!(got, expected, "max-age of {what}"),
+        }
     }
 }
 
