@@ -245,7 +245,8 @@ where
         let id = std::mem::replace(this.id, HeaderValue::from_static("-"));
         let h = response.headers_mut();
         h.insert(X_REQUEST_ID, id);
-        h.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
+        // Every route that sets it sets `nosniff`, its only value; a head made once has it.
+        h.entry(header::X_CONTENT_TYPE_OPTIONS).or_insert(NOSNIFF);
         Poll::Ready(Ok(response))
     }
 }
