@@ -61,7 +61,8 @@ TOML
 echo "callgrind, wrk -t1 -c4 -d${SECS}s after 3 s, $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(date -u +%F)"
 tmproxy_row tmproxy target/release/tmproxy 18132
 if [ -n "${BASE:-}" ]; then tmproxy_row base "$BASE" 18133; fi
-# The anchors serve what tmproxy serves: its body, and (floor-hd) its head as a hit carries it.
+# The anchors serve what tmproxy serves: its body, and (floor-hd) its head as a hit carries it,
+# made once and cloned per answer.
 RUST_LOG=warn target/release/tmproxy serve --config "$WORK/tmproxy.toml" --listen 127.0.0.1:18134 >"$WORK/head-source.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do curl -sf -o "$WORK/body" http://127.0.0.1:18134/timemap/link/http://example.com/ && break; sleep 0.2; done

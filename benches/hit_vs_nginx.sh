@@ -12,7 +12,9 @@
 # With FLOOR=1 a row `floor` serves the same bytes from plain hyper (examples/hyper_floor.rs, port
 # 18105): what is left of the gap to nginx once our router, layers and cache are taken away; and
 # a row `floor-hd` (port 18107), the same plain hyper sending tmproxy's whole head with them (its
-# headers as a hit carries them, taken with curl -D): what the head's size costs on its own.
+# headers as a hit carries them, taken with curl -D, made once and cloned per answer as tmproxy
+# does): what the head's size costs on its own. The last lines then also give each row's req/s
+# against the floor's in the same round (median, lowest) and its median CPU a request.
 # With AA=1 a row `nginx-2` serves the same file from a second, identical nginx (port 18106): an
 # A/A check of how often a server's p99 lands above nginx's by chance alone.
 # Each row also says the server's CPU time (user + system, from /proc) per request.
@@ -109,3 +111,19 @@ awk '
       if (w == "nginx") printf "over %d rounds: %-8s p99 median %.2f ms, highest %.2f ms\n", n[w], w, median(b, n[w]), hi
       else printf "over %d rounds: %-8s %.2fx nginx (lowest %.2fx), p99 median %.2f ms, highest %.2f ms, above nginx'"'"'s in %d\n",
         n[w], w, median(a, n[w]), lo, median(b, n[w]), hi, above[w] + 0 } }' "$WORK/rows" | sort
+# With FLOOR=1 (or BASE=), per row over the rounds: each round's req/s against the floor's (and
+# the base's) in that round, and the median CPU a request. The floor moves most with the
+# machine's state, so only ratios within one round are compared.
+if [ -n "${FLOOR:-}${BASE:-}" ]; then awk '
+  function median(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+      if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  { k = ++n[$1]; rps[$1, k] = $2; cpu[$1, k] = $9 }
+  END { for (w in n) { split("", f); split("", b); split("", c); lo = 1e9
+      for (i = 1; i <= n[w]; i++) { c[i] = cpu[w, i]
+        if ("floor" in n) { f[i] = rps[w, i] / rps["floor", i]; if (f[i] < lo) lo = f[i] }
+        if ("base" in n) b[i] = rps[w, i] / rps["base", i] }
+      printf "over %d rounds: %-8s CPU median %.1f us/req", n[w], w, median(c, n[w])
+      if ("floor" in n) printf ", %.2fx the floor (lowest %.2fx)", median(f, n[w]), lo
+      if ("base" in n) printf ", %.3fx base", median(b, n[w])
+      print "" } }' "$WORK/rows" | sort; fi
