@@ -3,9 +3,9 @@
 //! and no archive is asked (MemGator aggregates on `OPTIONS` and its preflights fail).
 //!
 //! Every header here is the same whatever the request says (any origin, fixed lists), so each is
-//! a constant, sent without `Vary`, and a cache hit's head, made once, carries them already. A general
-//! CORS layer (tower-http's) builds and drains a header map per request: 2.5% of a cache hit's
-//! CPU (BENCHMARKS.md, "Small cache hits against nginx").
+//! a constant, sent without `Vary`, and a cache hit's head, made once, carries them already. A
+//! general CORS layer (tower-http's) builds and drains a header map per request: 2.5% of a cache
+//! hit's CPU (BENCHMARKS.md, "Small cache hits against nginx").
 
 use axum::body::Body;
 use axum::extract::Request;
