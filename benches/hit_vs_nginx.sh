@@ -97,12 +97,15 @@ for round in $(seq "${ROUNDS:-2}"); do
     fi
     if [ -n "${AA:-}" ]; then run nginx-2 "$NGINX2" http://127.0.0.1:18106/timemap; fi
 done
-# Per row over the rounds: each round's req/s and p99 against nginx's in that round.
-awk '
-  function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
+# The median of a[1..n], for both summaries below.
+MEDIAN='
   function median(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
       if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+'
+# Per row over the rounds: each round's req/s and p99 against nginx's in that round.
+awk "$MEDIAN"'
+  function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
   $1 == "nginx" { nrps = $2; np99 = ms($7); k = ++n["nginx"]; p["nginx", k] = np99; next }
   { k = ++n[$1]; r[$1, k] = $2 / nrps; p[$1, k] = ms($7); if (ms($7) > np99) above[$1]++ }
   END { for (w in n) { split("", a); split("", b); lo = 1e9; hi = 0
@@ -114,10 +117,7 @@ awk '
 # With FLOOR=1 (or BASE=), per row over the rounds: each round's req/s against the floor's (and
 # the base's) in that round, and the median CPU a request. The floor moves most with the
 # machine's state, so only ratios within one round are compared.
-if [ -n "${FLOOR:-}${BASE:-}" ]; then awk '
-  function median(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-      if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+if [ -n "${FLOOR:-}${BASE:-}" ]; then awk "$MEDIAN"'
   { k = ++n[$1]; rps[$1, k] = $2; cpu[$1, k] = $9 }
   END { for (w in n) { split("", f); split("", b); split("", c); lo = 1e9
       for (i = 1; i <= n[w]; i++) { c[i] = cpu[w, i]
